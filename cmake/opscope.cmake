@@ -1,0 +1,25 @@
+# Helpers shared by every layer.
+#
+# opscope_layer(NAME SOURCES... DEPS ...) creates the static library opscope_NAME from the
+# sources in the current folder; DEPS are linked PRIVATE unless listed under PUBLIC_DEPS, so a
+# layer cannot include a header of a layer it does not name.
+function(opscope_layer name)
+  cmake_parse_arguments(L "" "" "SOURCES;DEPS;PUBLIC_DEPS" ${ARGN})
+  add_library(opscope_${name} STATIC ${L_SOURCES})
+  target_include_directories(opscope_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(opscope_${name} PUBLIC ${L_PUBLIC_DEPS} PRIVATE ${L_DEPS})
+endfunction()
+
+# opscope_test(NAME SOURCES... DEPS ...) builds a GoogleTest binary and registers its tests.
+function(opscope_test name)
+  if(NOT OPSCOPE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main Threads::Threads)
+  target_compile_definitions(${name} PRIVATE
+    OPSCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    OPSCOPE_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}")
+endfunction()

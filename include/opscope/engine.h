@@ -1,0 +1,83 @@
+// The opscope ONNX CPU engine's public API.
+//
+//   auto session = opscope::engine::Session::Load("model.onnx", options);   // StatusOr
+//   session->FillRandomInputs(/*seed=*/1);      // or SetInput(name, tensor)
+//   session->SetObserver(&observer);             // optional: per-step callbacks
+//   session->Run();                              // Status
+//   const opscope::engine::Tensor* y = session->Output("y");
+//
+// Load() parses the model with libonnx, runs the checker and shape inference, resolves symbolic
+// dimensions (from SessionOptions::shapes or the inputs), rejects every unsupported node before
+// anything runs, folds constants, fuses (Conv+BatchNorm, Conv+activation, MatMul+Add) and plans
+// memory. Every step keeps the list of source nodes it came from.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "opscope/observer.h"
+#include "opscope/tensor.h"
+
+namespace opscope::engine {
+
+struct SessionOptions {
+  int threads = 0;                  // 0: all online CPUs
+  bool fold_constants = true;
+  bool fuse = true;
+  // Values for symbolic or unknown input dimensions: input name -> full shape.
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+// A graph input or output.
+struct ValueSpec {
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;       // concrete after Load
+};
+
+// How an ONNX node is executed.
+struct NodeInfo {
+  std::string name;                 // node name (generated "<op_type>_<index>" when empty)
+  std::string op_type, domain;
+  int step = -1;                    // step that runs it, -1 if folded away
+  std::string status;               // "executed", "fused", "folded"
+  std::vector<std::vector<int64_t>> input_shapes, output_shapes;
+  double flops = 0, bytes = 0;      // per run, from the operator's cost function
+};
+
+// One unit of execution: a node, or a fused group of nodes (nodes[0] is the anchor).
+struct StepInfo {
+  std::string name;                 // anchor node's name
+  std::string op_type;              // anchor's op type, "+Relu" etc. appended when fused
+  std::vector<int> nodes;           // indices into nodes()
+};
+
+class Session {
+ public:
+  static StatusOr<std::unique_ptr<Session>> Load(const std::string& path,
+                                                 const SessionOptions& options);
+  virtual ~Session() = default;
+
+  virtual const std::vector<ValueSpec>& Inputs() const = 0;
+  virtual const std::vector<ValueSpec>& Outputs() const = 0;
+  virtual const std::vector<NodeInfo>& Nodes() const = 0;
+  virtual const std::vector<StepInfo>& Steps() const = 0;
+  virtual int Threads() const = 0;
+
+  // Checks dtype and shape against the model's input.
+  virtual Status SetInput(const std::string& name, Tensor value) = 0;
+  // Fills every input not set yet: floats uniform in [-1, 1), integers in [0, 8), bools random.
+  virtual Status FillRandomInputs(uint64_t seed) = 0;
+  virtual Status Run() = 0;
+  virtual const Tensor* Output(const std::string& name) const = 0;
+
+  virtual void SetObserver(OpObserver* observer) = 0;
+  // OS thread ids of every thread that executes kernels (the driving thread and the pool).
+  virtual std::vector<int> WorkerThreadIds() = 0;
+};
+
+}  // namespace opscope::engine

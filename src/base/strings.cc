@@ -1,0 +1,118 @@
+#include "base/strings.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace opscope {
+
+std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    std::string_view piece = s.substr(start, pos == std::string_view::npos ? s.npos : pos - start);
+    if (!skip_empty || !piece.empty()) out.emplace_back(piece);
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == s.npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool EndsWith(std::string_view s, std::string_view x) {
+  return s.size() >= x.size() && s.substr(s.size() - x.size()) == x;
+}
+
+std::string ShapeToString(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return "scalar";
+  std::string out;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += 'x';
+    out += std::to_string(shape[i]);
+  }
+  return out;
+}
+
+bool ParseShape(std::string_view s, std::vector<int64_t>* out) {
+  out->clear();
+  if (s.empty()) return false;
+  char sep = s.find(',') != s.npos ? ',' : 'x';
+  for (const std::string& p : Split(s, sep)) {
+    int64_t v;
+    if (!ParseInt64(p, &v) || v < 0) return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+static std::string Fmt(const char* f, double v, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v, unit);
+  return buf;
+}
+
+std::string HumanBytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (std::fabs(b) >= 1000 && u < 4) { b /= 1000; ++u; }
+  return Fmt(u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
+}
+
+std::string HumanCount(double c) {
+  const char* units[] = {"", "K", "M", "G", "T", "P"};
+  int u = 0;
+  while (std::fabs(c) >= 1000 && u < 5) { c /= 1000; ++u; }
+  return Fmt(u == 0 ? "%.0f%s" : "%.2f%s", c, units[u]);
+}
+
+std::string HumanMs(double ms) {
+  if (ms >= 1000) return Fmt("%.2f %s", ms / 1000, "s");
+  if (ms >= 1) return Fmt("%.3f %s", ms, "ms");
+  return Fmt("%.1f %s", ms * 1000, "us");
+}
+
+bool ParseInt64(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;
+  auto [p, ec] = std::from_chars(b, e, *out);
+  return ec == std::errc() && p == e;
+}
+
+bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  *out = std::strtod(tmp.c_str(), &end);
+  return end == tmp.c_str() + tmp.size() && std::isfinite(*out);
+}
+
+std::string ShellQuote(std::string_view s) {
+  if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?;&|<>()") == s.npos) return std::string(s);
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''"; else out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace opscope

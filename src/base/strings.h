@@ -1,0 +1,34 @@
+// Small string utilities used across layers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace opscope {
+
+std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty = false);
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+std::string Trim(std::string_view s);
+bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
+
+// "1x3x224x224" for {1,3,224,224}; "scalar" for {}.
+std::string ShapeToString(const std::vector<int64_t>& shape);
+// Parses "1x3x224x224" (also "1,3,224,224"); rejects empty or negative dims.
+bool ParseShape(std::string_view s, std::vector<int64_t>* out);
+
+// Human-readable quantities: "1.50 GB", "320 KB"; "12.3 G" (FLOPs); "1.23 ms".
+std::string HumanBytes(double bytes);
+std::string HumanCount(double count);
+std::string HumanMs(double ms);
+
+// Strict number parsing: the whole string must be consumed.
+bool ParseInt64(std::string_view s, int64_t* out);
+bool ParseDouble(std::string_view s, double* out);
+
+// Quotes a value for a shell command line when needed (for messages that echo commands).
+std::string ShellQuote(std::string_view s);
+
+}  // namespace opscope

@@ -1,0 +1,65 @@
+// opscope's entry point: builds the CLI11 app from the registered subcommands.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/version.h"
+#include "cli/command.h"
+
+namespace opscope::cli {
+
+std::vector<CommandFactory>& MutableCommands() {
+  static std::vector<CommandFactory> commands;
+  return commands;
+}
+bool RegisterCommand(CommandFactory factory) {
+  MutableCommands().push_back(std::move(factory));
+  return true;
+}
+const std::vector<CommandFactory>& RegisteredCommands() { return MutableCommands(); }
+
+int ReportError(const Status& status) {
+  std::fprintf(stderr, "opscope: error: %s\n", status.message().c_str());
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kUnsupported:
+    case StatusCode::kDataLoss:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+bool IsTerminal(int fd) { return isatty(fd) == 1; }
+bool UseColor(int fd) {
+  const char* nc = std::getenv("NO_COLOR");
+  return IsTerminal(fd) && (nc == nullptr || nc[0] == '\0');
+}
+
+}  // namespace opscope::cli
+
+int main(int argc, char** argv) {
+  using namespace opscope::cli;
+  CLI::App app{"opscope: find the hot operators of neural-network inference, say why, and what to do"};
+  app.set_version_flag("--version", std::string("opscope ") + OPSCOPE_VERSION + " (" + OPSCOPE_BUILD_TYPE + ")");
+  app.require_subcommand(1);
+  std::vector<std::unique_ptr<Command>> commands;
+  std::vector<std::pair<CLI::App*, Command*>> subs;
+  for (const auto& factory : RegisteredCommands()) {
+    commands.push_back(factory());
+    Command* c = commands.back().get();
+    CLI::App* sub = app.add_subcommand(c->Name(), c->Help());
+    c->Setup(sub);
+    subs.emplace_back(sub, c);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto& [sub, c] : subs)
+    if (sub->parsed()) return c->Run();
+  return 2;
+}

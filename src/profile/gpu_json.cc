@@ -1,0 +1,45 @@
+#include "profile/json_fields.h"
+#include "profile/profile_json.h"
+
+namespace opscope::profile {
+
+static void to_json(nlohmann::json& j, const GpuKernel& v) {
+  OPSCOPE_JSON_PUT(name); OPSCOPE_JSON_PUT(device); OPSCOPE_JSON_PUT(stream);
+  OPSCOPE_JSON_PUT(start_ns); OPSCOPE_JSON_PUT(end_ns);
+  j["grid"] = {v.grid[0], v.grid[1], v.grid[2]};
+  j["block"] = {v.block[0], v.block[1], v.block[2]};
+  OPSCOPE_JSON_PUT(registers_per_thread); OPSCOPE_JSON_PUT(static_shared_bytes);
+  OPSCOPE_JSON_PUT(dynamic_shared_bytes); OPSCOPE_JSON_PUT(correlation_id);
+  OPSCOPE_JSON_PUT(occupancy); OPSCOPE_JSON_PUT(range);
+}
+static void from_json(const nlohmann::json& j, GpuKernel& v) {
+  OPSCOPE_JSON_GET(name); OPSCOPE_JSON_GET(device); OPSCOPE_JSON_GET(stream);
+  OPSCOPE_JSON_GET(start_ns); OPSCOPE_JSON_GET(end_ns);
+  for (int i = 0; i < 3; ++i) {
+    if (j.contains("grid")) v.grid[i] = j.at("grid").at(i).get<int32_t>();
+    if (j.contains("block")) v.block[i] = j.at("block").at(i).get<int32_t>();
+  }
+  OPSCOPE_JSON_GET(registers_per_thread); OPSCOPE_JSON_GET(static_shared_bytes);
+  OPSCOPE_JSON_GET(dynamic_shared_bytes); OPSCOPE_JSON_GET(correlation_id);
+  OPSCOPE_JSON_GET(occupancy); OPSCOPE_JSON_GET(range);
+}
+
+#define MEMCPY_FIELDS(X) X(kind); X(bytes); X(pageable); X(device); X(stream); X(start_ns); \
+  X(end_ns); X(correlation_id); X(range)
+static void to_json(nlohmann::json& j, const GpuMemcpy& v) { MEMCPY_FIELDS(OPSCOPE_JSON_PUT); }
+static void from_json(const nlohmann::json& j, GpuMemcpy& v) { MEMCPY_FIELDS(OPSCOPE_JSON_GET); }
+
+#define MEMSET_FIELDS(X) X(bytes); X(device); X(stream); X(start_ns); X(end_ns); X(correlation_id)
+static void to_json(nlohmann::json& j, const GpuMemset& v) { MEMSET_FIELDS(OPSCOPE_JSON_PUT); }
+static void from_json(const nlohmann::json& j, GpuMemset& v) { MEMSET_FIELDS(OPSCOPE_JSON_GET); }
+
+#define API_FIELDS(X) X(name); X(api); X(tid); X(start_ns); X(end_ns); X(correlation_id)
+static void to_json(nlohmann::json& j, const GpuApiCall& v) { API_FIELDS(OPSCOPE_JSON_PUT); }
+static void from_json(const nlohmann::json& j, GpuApiCall& v) { API_FIELDS(OPSCOPE_JSON_GET); }
+
+#define GPU_FIELDS(X) X(device_name); X(kernels); X(memcpys); X(memsets); X(api_calls); \
+  X(dropped_records)
+void to_json(nlohmann::json& j, const GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_PUT); }
+void from_json(const nlohmann::json& j, GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_GET); }
+
+}  // namespace opscope::profile

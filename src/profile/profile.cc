@@ -1,0 +1,75 @@
+#include "profile/profile.h"
+
+#include <cmath>
+#include <set>
+#include <string>
+
+namespace opscope::profile {
+
+static bool Finite(double v) { return std::isfinite(v); }
+
+Status Validate(const Profile& p) {
+  auto bad = [](const std::string& what) { return DataLoss("invalid profile: " + what); };
+  if (p.meta.runs < 0 || p.meta.warmup < 0 || p.meta.threads < 0) return bad("negative run counts");
+  for (double v : p.e2e.runs_ms)
+    if (!Finite(v) || v < 0) return bad("negative or non-finite end-to-end time");
+  std::set<std::string> names;
+  double share_sum = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const OpRecord& op = p.ops[i];
+    std::string where = "op #" + std::to_string(i) + " '" + op.name + "'";
+    if (op.name.empty()) return bad(where + " has no name");
+    if (!names.insert(op.name).second) return bad(where + " appears twice");
+    if (op.status != "executed" && op.status != "fused" && op.status != "folded")
+      return bad(where + " has unknown status '" + op.status + "'");
+    if (!Finite(op.flops) || op.flops < 0 || !Finite(op.bytes) || op.bytes < 0)
+      return bad(where + " has negative or non-finite flops/bytes");
+    for (double v : op.runs_ms)
+      if (!Finite(v) || v < 0) return bad(where + " has a negative or non-finite time");
+    if (!Finite(op.share) || op.share < 0 || op.share > 1 + 1e-6)
+      return bad(where + " has share outside [0,1]");
+    share_sum += op.share;
+  }
+  if (share_sum > 1 + 1e-3) return bad("op shares sum to more than 1");
+  for (const OpEvent& e : p.op_events) {
+    if (e.op < 0 || static_cast<size_t>(e.op) >= p.ops.size()) return bad("op event refers to a missing op");
+    if (e.dur_ns < 0) return bad("op event with negative duration");
+  }
+  for (size_t i = 0; i < p.ranges.size(); ++i) {
+    const Range& r = p.ranges[i];
+    if (r.end_ns < r.start_ns) return bad("range '" + r.name + "' ends before it starts");
+    if (r.parent < -1 || r.parent >= static_cast<int32_t>(p.ranges.size()) ||
+        r.parent == static_cast<int32_t>(i))
+      return bad("range '" + r.name + "' has an invalid parent");
+  }
+  if (p.samples) {
+    const auto& s = *p.samples;
+    for (const Sample& smp : s.samples) {
+      for (uint32_t f : smp.stack)
+        if (f >= s.frames.size()) return bad("sample refers to a missing frame");
+      if (smp.op < -1 || smp.op >= static_cast<int32_t>(p.ops.size()))
+        return bad("sample refers to a missing op");
+      if (!Finite(smp.weight) || smp.weight < 0) return bad("sample with negative weight");
+    }
+  }
+  if (p.gpu) {
+    for (const auto& k : p.gpu->kernels)
+      if (k.end_ns < k.start_ns) return bad("kernel '" + k.name + "' ends before it starts");
+    for (const auto& m : p.gpu->memcpys)
+      if (m.end_ns < m.start_ns || m.bytes < 0) return bad("memcpy with invalid time or size");
+  }
+  return Status::Ok();
+}
+
+void FinalizeStats(Profile& p) {
+  p.e2e.stats = ComputeStats(p.e2e.runs_ms);
+  p.e2e.throughput_per_s = p.e2e.stats.median > 0 ? 1000.0 / p.e2e.stats.median : 0;
+  double total = 0;
+  for (OpRecord& op : p.ops) {
+    op.stats = ComputeStats(op.runs_ms);
+    total += op.stats.trimmed_mean;
+  }
+  for (OpRecord& op : p.ops) op.share = total > 0 ? op.stats.trimmed_mean / total : 0;
+}
+
+}  // namespace opscope::profile

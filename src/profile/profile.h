@@ -1,0 +1,118 @@
+// The Profile: the hub every source writes and every analysis and reporter reads.
+//
+// Sources (the engine's op observer, `stat`, `record`, `run`, the GPU tracer, importers) each
+// fill the sections they know and leave the rest empty; reporters never ask where a profile came
+// from. Units are part of every field name (`_ms`, `_ns`, `_bytes`) or documented beside it.
+// Times on a timeline (`start_ns`) are CLOCK_MONOTONIC nanoseconds (see base/clock.h).
+//
+// Every source ends with Validate(), which checks the invariants reporters rely on (indices in
+// range, no negative times, shares summing to at most 1, ...). The JSON form is the contract with
+// other tools; it is documented in docs/profile-format.md and versioned by kSchema.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/stats.h"
+#include "base/status.h"
+#include "profile/findings.h"
+#include "profile/gpu.h"
+#include "profile/ranges.h"
+#include "profile/samples.h"
+#include "profile/stat.h"
+
+namespace opscope::profile {
+
+inline constexpr const char kSchema[] = "opscope.profile/1";
+
+struct Meta {
+  std::string kind;          // "profile", "stat", "record", "run", "gpu", "import/<format>"
+  std::string tool_version;  // opscope's version
+  std::string build_type;    // opscope's own CMAKE_BUILD_TYPE ("Release", "Debug", ...)
+  std::string source;        // the model path, or the profiled command line
+  std::string created;       // ISO 8601 UTC
+  std::string host, kernel, arch, cpu_model;
+  int logical_cpus = 0;
+  std::string governor;      // cpufreq governor, "" if unknown
+  double cpu_mhz = 0;        // frequency at start, 0 if unknown
+  int threads = 0;           // threads the engine used (profile), 0 if not applicable
+  int warmup = 0;
+  int runs = 0;
+  // Every way this profile is less than it was asked to be, in words a user understands:
+  // "cycles unavailable (no hardware PMU): using cpu-clock", "counters multiplexed (62%)", ...
+  std::vector<std::string> degradations;
+  std::map<std::string, std::string> extra;  // source-specific key/values
+};
+
+// End-to-end latency of the measured (non-warm-up) runs.
+struct E2E {
+  std::vector<double> runs_ms;
+  Stats stats;                  // over runs_ms
+  double throughput_per_s = 0;  // 1000 / median
+};
+
+// One ONNX node (or, for importers, one layer/kernel row of the foreign tool).
+struct OpRecord {
+  std::string name;
+  std::string op_type;
+  std::string domain;                               // "" for the default ONNX domain
+  int index = 0;                                    // position in the graph's node order
+  std::vector<std::vector<int64_t>> input_shapes;   // one entry per input ({} for a scalar)
+  std::vector<std::vector<int64_t>> output_shapes;
+  double flops = 0;   // floating-point operations per run (multiply-add = 2)
+  double bytes = 0;   // compulsory traffic per run: inputs read + outputs written, bytes
+  std::vector<double> runs_ms;  // time per measured run
+  Stats stats;                  // over runs_ms
+  double share = 0;             // of the sum of all ops' trimmed means, 0..1
+  // "executed": ran as its own step; "fused": ran inside step `step` together with
+  // `fused_with`, and its time is a part of that step's (see `attribution`); "folded": computed
+  // at load time (constant folding), zero run time.
+  std::string status = "executed";
+  std::string step;                     // name of the execution step that ran it
+  std::vector<std::string> fused_with;  // other source nodes of the same step
+  std::string attribution = "measured"; // how runs_ms was obtained
+  std::map<std::string, double> counters;  // event -> value per run (mean), scaled
+};
+
+// One timed occurrence of an op on a thread, for timelines (Chrome trace).
+struct OpEvent {
+  int32_t op = 0;    // index into Profile::ops
+  int32_t run = 0;   // measured-run number, 0-based
+  int32_t tid = 0;   // OS thread id that ran it
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+};
+
+// opscope's own cost, measured in the same session.
+struct Overhead {
+  double baseline_median_ms = 0;   // observer off
+  double observed_median_ms = 0;   // observer on (what the per-op numbers come from)
+  double pct = 0;                  // (observed - baseline) / baseline * 100
+  double counters_pct = 0;         // extra cost of per-op counters, 0 if not used
+  std::string method;              // how it was measured, in words
+};
+
+struct Profile {
+  Meta meta;
+  E2E e2e;
+  std::vector<OpRecord> ops;
+  std::vector<OpEvent> op_events;
+  std::optional<Overhead> overhead;
+  std::optional<StatSection> stat;        // opscope stat
+  std::optional<SampleSection> samples;   // opscope record / profile --sample
+  std::vector<Range> ranges;              // opscope run / NVTX
+  std::optional<GpuSection> gpu;          // opscope gpu
+  std::vector<Finding> findings;          // analysis: advice with evidence
+};
+
+// Checks the invariants every reporter may rely on. Sources call it last; loaders call it on
+// what they read. The message names the first broken invariant.
+Status Validate(const Profile& p);
+
+// Recomputes derived fields: per-op Stats and share from runs_ms, e2e stats and throughput.
+void FinalizeStats(Profile& p);
+
+}  // namespace opscope::profile

@@ -1,0 +1,124 @@
+#include "profile/profile_json.h"
+
+#include "base/files.h"
+#include "profile/json_fields.h"
+#include "profile/profile_io.h"
+
+namespace opscope {
+
+void to_json(nlohmann::json& j, const Stats& v) {
+  OPSCOPE_JSON_PUT(n); OPSCOPE_JSON_PUT(mean); OPSCOPE_JSON_PUT(median);
+  OPSCOPE_JSON_PUT(trimmed_mean); OPSCOPE_JSON_PUT(min); OPSCOPE_JSON_PUT(max);
+  OPSCOPE_JSON_PUT(p90); OPSCOPE_JSON_PUT(stddev); OPSCOPE_JSON_PUT(cv);
+}
+void from_json(const nlohmann::json& j, Stats& v) {
+  OPSCOPE_JSON_GET(n); OPSCOPE_JSON_GET(mean); OPSCOPE_JSON_GET(median);
+  OPSCOPE_JSON_GET(trimmed_mean); OPSCOPE_JSON_GET(min); OPSCOPE_JSON_GET(max);
+  OPSCOPE_JSON_GET(p90); OPSCOPE_JSON_GET(stddev); OPSCOPE_JSON_GET(cv);
+}
+
+}  // namespace opscope
+
+namespace opscope::profile {
+
+#define META_FIELDS(X) X(kind); X(tool_version); X(build_type); X(source); X(created); \
+  X(host); X(kernel); X(arch); X(cpu_model); X(logical_cpus); X(governor); X(cpu_mhz); \
+  X(threads); X(warmup); X(runs); X(degradations); X(extra)
+void to_json(nlohmann::json& j, const Meta& v) { META_FIELDS(OPSCOPE_JSON_PUT); }
+void from_json(const nlohmann::json& j, Meta& v) { META_FIELDS(OPSCOPE_JSON_GET); }
+
+void to_json(nlohmann::json& j, const E2E& v) {
+  OPSCOPE_JSON_PUT(runs_ms); OPSCOPE_JSON_PUT(stats); OPSCOPE_JSON_PUT(throughput_per_s);
+}
+void from_json(const nlohmann::json& j, E2E& v) {
+  OPSCOPE_JSON_GET(runs_ms); OPSCOPE_JSON_GET(stats); OPSCOPE_JSON_GET(throughput_per_s);
+}
+
+#define OP_FIELDS(X) X(name); X(op_type); X(domain); X(index); X(input_shapes); \
+  X(output_shapes); X(flops); X(bytes); X(runs_ms); X(stats); X(share); X(status); X(step); \
+  X(fused_with); X(attribution); X(counters)
+void to_json(nlohmann::json& j, const OpRecord& v) { OP_FIELDS(OPSCOPE_JSON_PUT); }
+void from_json(const nlohmann::json& j, OpRecord& v) { OP_FIELDS(OPSCOPE_JSON_GET); }
+
+// Op events are many: stored as compact arrays [op, run, tid, start_ns, dur_ns].
+void to_json(nlohmann::json& j, const OpEvent& v) {
+  j = nlohmann::json::array({v.op, v.run, v.tid, v.start_ns, v.dur_ns});
+}
+void from_json(const nlohmann::json& j, OpEvent& v) {
+  if (!j.is_array() || j.size() != 5) throw nlohmann::json::type_error::create(302, "op event must be [op, run, tid, start_ns, dur_ns]", &j);
+  v.op = j[0].get<int32_t>(); v.run = j[1].get<int32_t>(); v.tid = j[2].get<int32_t>();
+  v.start_ns = j[3].get<int64_t>(); v.dur_ns = j[4].get<int64_t>();
+}
+
+#define OVERHEAD_FIELDS(X) X(baseline_median_ms); X(observed_median_ms); X(pct); \
+  X(counters_pct); X(method)
+void to_json(nlohmann::json& j, const Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_PUT); }
+void from_json(const nlohmann::json& j, Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_GET); }
+
+void to_json(nlohmann::json& j, const Profile& p) {
+  j = nlohmann::json::object();
+  j["schema"] = kSchema;
+  j["meta"] = p.meta;
+  j["e2e"] = p.e2e;
+  j["ops"] = p.ops;
+  if (!p.op_events.empty()) j["op_events"] = p.op_events;
+  if (p.overhead) j["overhead"] = *p.overhead;
+  if (p.stat) j["stat"] = *p.stat;
+  if (p.samples) j["samples"] = *p.samples;
+  if (!p.ranges.empty()) j["ranges"] = p.ranges;
+  if (p.gpu) j["gpu"] = *p.gpu;
+  j["findings"] = p.findings;
+}
+
+void from_json(const nlohmann::json& j, Profile& p) {
+  auto get = [&](const char* key, auto& field) {
+    if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(field);
+  };
+  get("meta", p.meta);
+  get("e2e", p.e2e);
+  get("ops", p.ops);
+  get("op_events", p.op_events);
+  if (auto it = j.find("overhead"); it != j.end() && !it->is_null()) p.overhead = it->get<Overhead>();
+  if (auto it = j.find("stat"); it != j.end() && !it->is_null()) p.stat = it->get<StatSection>();
+  if (auto it = j.find("samples"); it != j.end() && !it->is_null()) p.samples = it->get<SampleSection>();
+  get("ranges", p.ranges);
+  if (auto it = j.find("gpu"); it != j.end() && !it->is_null()) p.gpu = it->get<GpuSection>();
+  get("findings", p.findings);
+}
+
+std::string ToJsonString(const Profile& p, int indent) {
+  nlohmann::json j = p;
+  return j.dump(indent) + "\n";
+}
+
+StatusOr<Profile> FromJsonString(const std::string& text, const std::string& origin) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return DataLoss(origin + ": not valid JSON (truncated or corrupt profile?)");
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
+    return Unsupported(origin + ": not an opscope profile (no \"schema\" field); "
+                       "use `opscope import` for other tools' formats");
+  std::string schema = j["schema"].get<std::string>();
+  if (schema != kSchema)
+    return Unsupported(origin + ": profile schema '" + schema + "' is not supported (this opscope reads '" +
+                       kSchema + "')");
+  Profile p;
+  try {
+    p = j.get<Profile>();
+  } catch (const nlohmann::json::exception& e) {
+    return DataLoss(origin + ": malformed profile: " + e.what());
+  }
+  OPSCOPE_RETURN_IF_ERROR(Validate(p).WithPrefix(origin));
+  return p;
+}
+
+Status SaveProfile(const Profile& p, const std::string& path) {
+  return WriteFileAtomic(path, ToJsonString(p));
+}
+
+StatusOr<Profile> LoadProfile(const std::string& path) {
+  OPSCOPE_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return FromJsonString(text, path);
+}
+
+}  // namespace opscope::profile

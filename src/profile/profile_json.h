@@ -1,0 +1,41 @@
+// nlohmann::json conversions of every Profile section. Internal to profile/ and to layers that
+// embed profile pieces in their own JSON (report/). One .cc per section.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "profile/profile.h"
+
+namespace opscope {
+void to_json(nlohmann::json& j, const Stats& s);
+void from_json(const nlohmann::json& j, Stats& s);
+}  // namespace opscope
+
+namespace opscope::profile {
+
+void to_json(nlohmann::json& j, const Meta& v);
+void from_json(const nlohmann::json& j, Meta& v);
+void to_json(nlohmann::json& j, const E2E& v);
+void from_json(const nlohmann::json& j, E2E& v);
+void to_json(nlohmann::json& j, const OpRecord& v);
+void from_json(const nlohmann::json& j, OpRecord& v);
+void to_json(nlohmann::json& j, const OpEvent& v);
+void from_json(const nlohmann::json& j, OpEvent& v);
+void to_json(nlohmann::json& j, const Overhead& v);
+void from_json(const nlohmann::json& j, Overhead& v);
+
+void to_json(nlohmann::json& j, const StatSection& v);       // stat_json.cc
+void from_json(const nlohmann::json& j, StatSection& v);
+void to_json(nlohmann::json& j, const SampleSection& v);     // samples_json.cc
+void from_json(const nlohmann::json& j, SampleSection& v);
+void to_json(nlohmann::json& j, const Range& v);             // ranges_json.cc
+void from_json(const nlohmann::json& j, Range& v);
+void to_json(nlohmann::json& j, const GpuSection& v);        // gpu_json.cc
+void from_json(const nlohmann::json& j, GpuSection& v);
+void to_json(nlohmann::json& j, const Finding& v);           // findings_json.cc
+void from_json(const nlohmann::json& j, Finding& v);
+
+void to_json(nlohmann::json& j, const Profile& p);
+void from_json(const nlohmann::json& j, Profile& p);
+
+}  // namespace opscope::profile
