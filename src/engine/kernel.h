@@ -1,0 +1,80 @@
+// The operator kernel interface and registry.
+//
+// Adding an operator is one entry in ops/ops.def plus its code in an ops/ file:
+//   StatusOr<std::unique_ptr<Kernel>> Create_<OpType>(const Node& node);
+// Create_ validates attributes (an error names the node) and returns the kernel. Run() receives
+// the input tensors, computes output shapes itself, obtains outputs with ctx.Output() (which hands
+// out memory from the planner's arena when the planned size fits) and fills them. Kernels may
+// cache state (oneDNN primitives, packed weights) keyed by input shapes. Every kernel is also
+// the home of its operator's cost function (FLOPs and compulsory bytes), so counting and running
+// stay side by side.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/graph.h"
+#include "opscope/tensor.h"
+
+namespace opscope::engine {
+
+struct TensorDesc {
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  int64_t numel() const;
+  double nbytes() const;
+};
+
+struct Cost {
+  double flops = 0;  // floating-point operations (a multiply-add counts 2)
+  double bytes = 0;  // compulsory traffic: every input read once, every output written once
+};
+
+// Sum of input and output sizes: the default compulsory traffic.
+double CompulsoryBytes(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out);
+
+class KernelContext {
+ public:
+  virtual ~KernelContext() = default;
+  virtual int num_inputs() const = 0;
+  // nullptr for an omitted optional input (or an index past the node's inputs).
+  virtual const Tensor* input(int i) const = 0;
+  virtual int num_outputs() const = 0;
+  virtual bool output_wanted(int i) const = 0;
+  // Allocates (or reuses) output i with the given type and shape. Never returns null; fails
+  // with ResourceExhausted for a tensor too large to allocate.
+  virtual StatusOr<Tensor*> Output(int i, DataType dtype, const std::vector<int64_t>& shape) = 0;
+  virtual int threads() const = 0;
+};
+
+// Activation or bias folded into the producing op (oneDNN post-ops). The fusion pass offers
+// one to the producer when the consumer is its only user.
+enum class PostOpKind { kRelu, kLeakyRelu, kClip, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kBiasAdd };
+struct PostOp {
+  PostOpKind kind;
+  float alpha = 0, beta = 0;      // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta
+  const Tensor* bias = nullptr;   // kBiasAdd: constant 1-D tensor over the last output dim
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual Status Run(KernelContext& ctx) = 0;
+  virtual Cost EstimateCost(const std::vector<TensorDesc>& in,
+                            const std::vector<TensorDesc>& out) const {
+    return {0, CompulsoryBytes(in, out)};
+  }
+  // Returns true if the kernel applies `op` to its output from now on.
+  virtual bool AddPostOp(const PostOp& op) { return false; }
+};
+
+using KernelFactory = StatusOr<std::unique_ptr<Kernel>> (*)(const Node& node);
+
+// nullptr if the operator is not supported.
+KernelFactory FindKernel(const std::string& domain, const std::string& op_type);
+std::vector<std::string> SupportedOperators();
+
+}  // namespace opscope::engine
