@@ -402,7 +402,8 @@ StatusOr<std::unique_ptr<Kernel>> Create_Resize(const Node& node) {
   else if (c == "align_corners") p.coord = Coord::kAlignCorners;
   else if (c == "asymmetric") p.coord = Coord::kAsymmetric;
   else if (c == "tf_crop_and_resize") p.coord = Coord::kTfCropAndResize;
-  else if (c == "tf_half_pixel_for_nearest") p.coord = Coord::kTfHalfPixelForNearest;
+  else if (c == "tf_half_pixel_for_nearest" || c == "tf_half_pixel_for_nn")  // opset-11 spelling
+    p.coord = Coord::kTfHalfPixelForNearest;
   else return NodeError(node, "unknown coordinate_transformation_mode '" + c + "'");
   const std::string nm = node.attrs.String("nearest_mode", "round_prefer_floor");
   if (nm == "round_prefer_floor") p.nearest = Nearest::kRoundPreferFloor;
