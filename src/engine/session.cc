@@ -38,7 +38,7 @@
 namespace opscope::engine {
 namespace {
 
-constexpr int kMinOpset = 7;
+constexpr int kMinOpset = 1;   // 7-17 is the supported range; older models run where kernels allow
 constexpr int kMaxOpset = 17;
 constexpr size_t kMaxAllocBytes = size_t{1} << 36;
 
@@ -250,8 +250,8 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   if (opset == 0 && model.opset_import_size() == 0) opset = 1;
   if (opset != 0 && (opset < kMinOpset || opset > kMaxOpset))
     return Unsupported(path + ": model uses ONNX opset " + std::to_string(opset) +
-                       "; the engine runs opsets " + std::to_string(kMinOpset) + "–" +
-                       std::to_string(kMaxOpset) + " (convert it with onnx.version_converter)");
+                       "; the engine runs opsets up to " + std::to_string(kMaxOpset) +
+                       " (convert it with onnx.version_converter)");
 
   try {
     if (HasExternalData(model.graph())) onnx::checker::check_model(path);
