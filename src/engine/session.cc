@@ -748,11 +748,28 @@ Status SessionImpl::Run() {
 
 void SessionImpl::FinishPlanning() {
   // 1. Record shapes and costs.
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (!steps_[s].active) continue;
+    for (int o : steps_[s].outputs)
+      if (o >= 0) values_[o].seen = true;
+  }
   for (Value& v : values_) {
-    if (v.tensor.empty_data() && !v.is_const && !v.is_input && v.tensor.numel() != 0) continue;
+    if (!v.seen && !v.is_const && !v.is_input) continue;
     v.shape = v.tensor.shape();
     v.dtype = v.tensor.dtype();
     v.seen = true;
+  }
+  // Intermediate values inside a fused step are never materialized; every op that can be fused
+  // after an anchor preserves its shape, so they take the step output's shape and type.
+  for (const Step& st : steps_) {
+    if (st.nodes.size() < 2 || st.outputs.empty() || st.outputs[0] < 0) continue;
+    const Value& out = values_[st.outputs[0]];
+    for (int n : st.nodes)
+      for (int o : nodes_[n].outputs)
+        if (o >= 0 && !values_[o].seen) {
+          values_[o].shape = out.shape;
+          values_[o].dtype = out.dtype;
+        }
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (node_infos_[i].status == "folded") continue;
