@@ -293,5 +293,18 @@ TEST(SessionTest, KernelErrorsNameFileAndNode) {
   EXPECT_NE(st.message().find("bcast.onnx: node 'bad_add' (Add)"), std::string::npos) << st.message();
 }
 
+TEST(SessionTest, ThreadsOptionIsHonoured) {
+  ModelBuilder b;
+  std::string path = ConvBnRelu(b);
+  for (int threads : {1, 2}) {
+    SessionOptions o;
+    o.threads = threads;
+    auto s = Session::Load(path, o);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ((*s)->Threads(), threads);
+    EXPECT_EQ((*s)->WorkerThreadIds().size(), static_cast<size_t>(threads));
+  }
+}
+
 }  // namespace
 }  // namespace opscope::engine
