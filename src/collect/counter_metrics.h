@@ -22,6 +22,9 @@ inline constexpr double kMemoryCacheMpki = 5.0;        // cache-misses per kilo-
 inline constexpr double kMemoryL1dMpki = 20.0;         // L1D load misses per kilo-instruction
 inline constexpr double kBranchMissRate = 0.05;        // branch-misses / branches
 inline constexpr double kBranchMpki = 10.0;            // branch-misses per kilo-instruction
+// A run is an outlier when it is outside Tukey's far-out fences (3 IQR) AND at least this far
+// (relative) from the median.
+inline constexpr double kOutlierMinRelative = 0.10;
 
 // Derived metrics from one set of values. Keys (present only when their inputs are):
 //   ipc, cycles_per_instruction, cache_miss_rate, branch_miss_rate, cache_mpki, l1d_mpki,
