@@ -90,6 +90,7 @@ class StatCommand : public Command {
       }
     }
     collect::SummarizeStat(s);
+    p.meta.degradations = s.degradations;
     p.meta.runs = static_cast<int>(s.runs.size());
     p.stat = std::move(s);
     Status valid = profile::Validate(p);

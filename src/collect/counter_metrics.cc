@@ -124,6 +124,20 @@ void SummarizeStat(profile::StatSection& s) {
   }
   series["wall-ms"] = wall;
   order.push_back("wall-ms");
+  // A multiplexed counter is an estimate: say so once per event, with the fraction it ran.
+  for (size_t i = 0; i < s.runs.front().counters.size(); ++i) {
+    double sum = 0;
+    int n = 0;
+    for (const profile::StatRun& run : s.runs)
+      if (i < run.counters.size() && run.counters[i].supported) sum += run.counters[i].running_fraction, ++n;
+    const double mean = n ? sum / n : 1;
+    if (n && mean < 0.9995 && mean > 0) {
+      std::string d = fmt::format("counter multiplexed: {} ran {:.1f}% of the time (value scaled by "
+                                  "enabled/running)", s.runs.front().counters[i].event, mean * 100);
+      if (std::find(s.degradations.begin(), s.degradations.end(), d) == s.degradations.end())
+        s.degradations.push_back(d);
+    }
+  }
   std::map<std::string, double> medians;
   for (const std::string& name : order) {
     const std::vector<double>& vals = series[name];

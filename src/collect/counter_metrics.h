@@ -44,6 +44,8 @@ Verdict DecideVerdict(const std::map<std::string, double>& derived,
 
 // Fills summary (per-event stats over runs, plus "wall-ms"), derived (from the medians),
 // verdict and outliers of `section` from its runs. Unsupported events are left out of summary.
+// Appends one "counter multiplexed: EVENT ran NN.N% of the time" line per multiplexed event to
+// section.degradations.
 void SummarizeStat(profile::StatSection& section);
 
 // The per-operator columns of the hotspot table: IPC and misses per kilo-instruction where the

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "base/clock.h"
 
 namespace opscope::collect {
@@ -92,15 +94,14 @@ void OpCounters::ReadAll(std::vector<CounterSet>& sets, std::vector<RawCount>& o
   const int self = allow_rdpmc && use_rdpmc_ ? SelfIndex() : -1;
   for (size_t t = 0; t < sets.size(); ++t) {
     std::span<RawCount> row(out.data() + t * slots_, slots_);
-    if (static_cast<int>(t) == self && sets[t].ReadSelf(row)) {
-      ++rdpmc_reads_;
+    if (static_cast<int>(t) == self) {
+      int rdpmc_groups = 0;
+      if (!sets[t].ReadOwn(row, &rdpmc_groups).ok()) ++read_errors_;
+      if (rdpmc_groups > 0) ++rdpmc_reads_;
+      else ++syscall_reads_;
       continue;
     }
-    if (!sets[t].Read(row).ok()) {
-      ++read_errors_;
-      continue;
-    }
-    if (static_cast<int>(t) == self) ++syscall_reads_;
+    if (!sets[t].Read(row).ok()) ++read_errors_;
   }
 }
 
@@ -184,6 +185,33 @@ double OpCounters::MinRunningFraction(int event) const {
 
 double OpCounters::ReadNsPerStep() const {
   return step_reads_ > 0 ? static_cast<double>(read_ns_) / static_cast<double>(step_reads_) : 0;
+}
+
+void WriteOpCounters(const OpCounters& c, const std::vector<int>& step_of_op, profile::Profile* p) {
+  for (size_t i = 0; i < p->ops.size() && i < step_of_op.size(); ++i)
+    if (step_of_op[i] >= 0 && step_of_op[i] < c.num_steps()) p->ops[i].counters = c.StepCounters(step_of_op[i]);
+  for (const std::string& d : c.degradations())
+    if (std::find(p->meta.degradations.begin(), p->meta.degradations.end(), d) == p->meta.degradations.end())
+      p->meta.degradations.push_back(d);
+  std::string names;
+  double min_fraction = 1;
+  for (size_t e = 0; e < c.event_names().size(); ++e) {
+    names += (names.empty() ? "" : ",") + c.event_names()[e];
+    min_fraction = std::min(min_fraction, c.MinRunningFraction(static_cast<int>(e)));
+  }
+  p->meta.extra["counters_events"] = names;
+  p->meta.extra["counters_read"] = c.rdpmc_reads() > 0 ? "rdpmc+read()" : "read()";
+  p->meta.extra["counters_read_ns_per_step"] = fmt::format("{:.0f}", c.ReadNsPerStep());
+  p->meta.extra["counters_min_running_pct"] = fmt::format("{:.1f}", min_fraction * 100);
+  if (min_fraction < 0.9995)
+    p->meta.degradations.push_back(fmt::format(
+        "per-operator counters multiplexed (down to {:.1f}% of a step): values are scaled estimates",
+        min_fraction * 100));
+}
+
+double CounterOverheadPct(const OpCounters& c, double measured_ms) {
+  if (measured_ms <= 0) return 0;
+  return static_cast<double>(c.TotalReadNs()) / 1e6 / measured_ms * 100;
 }
 
 }  // namespace opscope::collect

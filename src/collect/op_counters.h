@@ -9,10 +9,11 @@
 //
 // Reads. rdpmc reads the counters of the CPU the calling thread runs on, so it can only read
 // the calling thread's OWN counters (another thread's events are not on this CPU, or belong to
-// whatever runs there). The driving thread's group is therefore read with rdpmc from the mmap'd
-// page when the kernel sets cap_user_rdpmc and every event is active on the PMU (software events
-// never are); every other thread's group, and the driving thread's when rdpmc is not possible,
-// is read with one PERF_FORMAT_GROUP read() per group. Nothing allocates after Create().
+// whatever runs there). The driving thread's hardware groups are therefore read with rdpmc from
+// the mmap'd pages when the kernel sets cap_user_rdpmc and every member is active on the PMU;
+// its software group (software events are never on the PMU), every group of every other
+// thread, and any group rdpmc cannot serve are read with one PERF_FORMAT_GROUP read() per group.
+// Nothing allocates after Create().
 //
 // The whole-run check. A second, independent set of groups on the same threads is read only at
 // OnRunBegin/OnRunEnd. The per-step totals summed over steps should match it (to within what
@@ -33,6 +34,7 @@
 #include "base/status.h"
 #include "collect/perf_event.h"
 #include "opscope/observer.h"
+#include "profile/profile.h"
 
 namespace opscope::collect {
 
@@ -81,7 +83,8 @@ class OpCounters : public OpObserver {
   // Measured cost of the reads: mean ns per step (begin + end reads of every thread), total ns.
   double ReadNsPerStep() const;
   int64_t TotalReadNs() const { return read_ns_; }
-  // Reads of the driving thread's group done with rdpmc / read() (for the docs and the profile).
+  // Reads of the driving thread's counters that used rdpmc for at least one (hardware) group /
+  // that used read() only (for the docs and the profile).
   int64_t rdpmc_reads() const { return rdpmc_reads_; }
   int64_t syscall_reads() const { return syscall_reads_; }
   // Reads that failed (a thread exited mid-run, ...); their steps miss that thread's counts.
@@ -111,5 +114,17 @@ class OpCounters : public OpObserver {
   int64_t read_ns_ = 0, step_reads_ = 0;
   int64_t rdpmc_reads_ = 0, syscall_reads_ = 0, read_errors_ = 0;
 };
+
+// Writes the counters into a profile: ops[i].counters = c.StepCounters(step_of_op[i]) for every
+// op with step_of_op[i] >= 0 (give each step to ONE op, e.g. the first source node of a fused
+// step, so the per-op sums keep matching the whole-run count); appends c.degradations() to
+// meta.degradations (once each); records in meta.extra how counters were read:
+// "counters_events" (comma-separated), "counters_read" ("rdpmc+read()" or "read()"),
+// "counters_read_ns_per_step", "counters_min_running_pct" (lowest multiplexing fraction).
+void WriteOpCounters(const OpCounters& c, const std::vector<int>& step_of_op, profile::Profile* p);
+
+// The measured cost of the counter reads as a percentage of `measured_ms`, the total time of
+// the runs the observer saw: the value for Profile::Overhead::counters_pct.
+double CounterOverheadPct(const OpCounters& c, double measured_ms);
 
 }  // namespace opscope::collect

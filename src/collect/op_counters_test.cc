@@ -143,6 +143,21 @@ TEST(OpCountersTest, PerStepCountsMatchWholeRunAndScaleWithWork) {
   EXPECT_NEAR(per_run["task-clock"], c.StepTotal(1, clock) / 3 / 1e6, 1e-9);
   EXPECT_GT(c.ReadNsPerStep(), 0);
   EXPECT_EQ(c.MinRunningFraction(faults), 1.0);  // software events are never multiplexed
+
+  // Into a profile: 4 ops, the last one fused into step 1 (no counters of its own).
+  profile::Profile p;
+  for (const char* name : {"conv", "relu", "pool", "add"}) {
+    profile::OpRecord op;
+    op.name = name;
+    p.ops.push_back(op);
+  }
+  WriteOpCounters(c, {0, 1, 2, -1}, &p);
+  EXPECT_NEAR(p.ops[1].counters["page-faults"], per_run["page-faults"], 1e-9);
+  EXPECT_TRUE(p.ops[3].counters.empty());
+  if (EventIndex(c, "cycles") < 0)
+    EXPECT_EQ(p.meta.extra["counters_read"], "read()");  // no PMU: software events, never rdpmc
+  EXPECT_TRUE(profile::Validate(p).ok());
+  EXPECT_GT(CounterOverheadPct(c, 1000.0), 0);
 }
 
 TEST(OpCountersTest, BadArguments) {

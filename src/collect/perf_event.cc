@@ -538,40 +538,33 @@ Status CounterSet::Disable() {
   return Status::Ok();
 }
 
-Status CounterSet::Read(std::span<RawCount> out) const {
-  if (out.size() != slots_.size()) return Internal("CounterSet::Read: wrong output size");
-  for (RawCount& c : out) c = RawCount{};
-  for (const Group& g : groups_) {
-    const size_t bytes = g.buffer_words * sizeof(uint64_t);
-    ssize_t n = ::read(g.leader_fd, buffer_.data(), bytes);
-    if (n < 0) return Internal(std::string("reading a counter group failed: ") + std::strerror(errno));
-    if (static_cast<size_t>(n) < 3 * sizeof(uint64_t))
-      return Internal("reading a counter group returned " + std::to_string(n) + " bytes");
-    const uint64_t nr = buffer_[0];
-    const uint64_t enabled = buffer_[1], running = buffer_[2];
-    for (uint64_t k = 0; k < nr && 3 + 2 * k + 1 < g.buffer_words; ++k) {
-      const uint64_t value = buffer_[3 + 2 * k], id = buffer_[4 + 2 * k];
-      // Members come back in the order they joined; the id confirms it.
-      size_t m = k;
-      if (m >= g.ids.size() || g.ids[m] != id) {
-        auto it = std::find(g.ids.begin(), g.ids.end(), id);
-        if (it == g.ids.end()) continue;
-        m = static_cast<size_t>(it - g.ids.begin());
-      }
-      out[g.slot_of_member[m]] = RawCount{value, enabled, running};
+Status CounterSet::ReadGroup(const Group& g, std::span<RawCount> out) const {
+  const size_t bytes = g.buffer_words * sizeof(uint64_t);
+  ssize_t n = ::read(g.leader_fd, buffer_.data(), bytes);
+  if (n < 0) return Internal(std::string("reading a counter group failed: ") + std::strerror(errno));
+  if (static_cast<size_t>(n) < 3 * sizeof(uint64_t))
+    return Internal("reading a counter group returned " + std::to_string(n) + " bytes");
+  const uint64_t nr = buffer_[0];
+  const uint64_t enabled = buffer_[1], running = buffer_[2];
+  for (uint64_t k = 0; k < nr && 3 + 2 * k + 1 < g.buffer_words; ++k) {
+    const uint64_t value = buffer_[3 + 2 * k], id = buffer_[4 + 2 * k];
+    // Members come back in the order they joined; the id confirms it.
+    size_t m = k;
+    if (m >= g.ids.size() || g.ids[m] != id) {
+      auto it = std::find(g.ids.begin(), g.ids.end(), id);
+      if (it == g.ids.end()) continue;
+      m = static_cast<size_t>(it - g.ids.begin());
     }
+    out[static_cast<size_t>(g.slot_of_member[m])] = RawCount{value, enabled, running};
   }
   return Status::Ok();
 }
 
-bool CounterSet::rdpmc_possible() const {
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (!slots_[i].supported) continue;
-    if (!pages_[i]) return false;
-    auto* pc = static_cast<const perf_event_mmap_page*>(pages_[i]);
-    if (!pc->cap_user_rdpmc) return false;
-  }
-  return !groups_.empty();
+Status CounterSet::Read(std::span<RawCount> out) const {
+  if (out.size() != slots_.size()) return Internal("CounterSet::Read: wrong output size");
+  for (RawCount& c : out) c = RawCount{};
+  for (const Group& g : groups_) OPSCOPE_RETURN_IF_ERROR(ReadGroup(g, out));
+  return Status::Ok();
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -620,22 +613,33 @@ static bool ReadOne(const perf_event_mmap_page* pc, RawCount* out) {
 }
 #endif
 
-bool CounterSet::ReadSelf(std::span<RawCount> out) const {
+bool CounterSet::ReadGroupRdpmc(const Group& g, std::span<RawCount> out) const {
 #if defined(__x86_64__) || defined(__i386__)
-  if (out.size() != slots_.size() || groups_.empty()) return false;
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (!slots_[i].supported) {
-      out[i] = RawCount{};
-      continue;
-    }
-    if (!pages_[i] || !ReadOne(static_cast<const perf_event_mmap_page*>(pages_[i]), &out[i]))
+  for (int s : g.slot_of_member) {
+    const void* page = pages_[static_cast<size_t>(s)];
+    if (!page || !ReadOne(static_cast<const perf_event_mmap_page*>(page), &out[static_cast<size_t>(s)]))
       return false;
   }
   return true;
 #else
+  (void)g;
   (void)out;
   return false;
 #endif
+}
+
+Status CounterSet::ReadOwn(std::span<RawCount> out, int* rdpmc_groups) const {
+  if (out.size() != slots_.size()) return Internal("CounterSet::ReadOwn: wrong output size");
+  for (RawCount& c : out) c = RawCount{};
+  *rdpmc_groups = 0;
+  for (const Group& g : groups_) {
+    if (ReadGroupRdpmc(g, out)) {
+      ++*rdpmc_groups;
+      continue;
+    }
+    OPSCOPE_RETURN_IF_ERROR(ReadGroup(g, out));
+  }
+  return Status::Ok();
 }
 
 }  // namespace opscope::collect

@@ -187,12 +187,12 @@ class CounterSet {
   // Reads every slot into out[i] (zeros for unsupported slots); out.size() == slots().size().
   // One read() per group. Safe to call from any thread; never allocates.
   Status Read(std::span<RawCount> out) const;
-  // Reads with rdpmc from the mmap'd pages. Only valid on the thread being counted (rdpmc reads
-  // the counters of the CPU this thread runs on, which hold this thread's events only while it
-  // runs). Returns false, having read nothing, when any supported slot cannot be read that way
-  // (software event, cap_user_rdpmc clear, event not active, non-x86): call Read() then.
-  bool ReadSelf(std::span<RawCount> out) const;
-  bool rdpmc_possible() const;
+  // Like Read(), but each group whose every member is on the PMU and readable from user space
+  // (cap_user_rdpmc, mmap'd page, x86) is read with rdpmc instead of a read() system call. Only
+  // valid on the thread being counted: rdpmc reads the counters of the CPU this thread runs on,
+  // which hold this thread's events only while it runs. *rdpmc_groups counts the groups read
+  // that way (software groups never are).
+  Status ReadOwn(std::span<RawCount> out, int* rdpmc_groups) const;
 
  private:
   struct Group {
@@ -202,6 +202,8 @@ class CounterSet {
     size_t buffer_words = 0;
   };
   void CloseAll();
+  Status ReadGroup(const Group& g, std::span<RawCount> out) const;
+  bool ReadGroupRdpmc(const Group& g, std::span<RawCount> out) const;
 
   std::vector<Slot> slots_;
   std::vector<int> fds_;     // per slot, -1 when unsupported
