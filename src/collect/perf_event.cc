@@ -284,12 +284,13 @@ int RecordingPerfEventOpener::Open(const perf_event_attr& attr, pid_t pid, int c
   EventSpec probe;
   probe.type = attr.type;
   int result;
+  // The kernel checks privilege (perf_allow_kernel) before it looks the PMU up.
+  const bool kernel_refused = !privileged && paranoid >= 2 && !attr.exclude_kernel;
+  const bool pmu_missing = no_pmu && probe.NeedsPmu();
   if (!privileged && paranoid >= 3) {
     result = -EACCES;
-  } else if (no_pmu && probe.NeedsPmu()) {
-    result = -ENOENT;
-  } else if (!privileged && paranoid >= 2 && !attr.exclude_kernel) {
-    result = -EACCES;
+  } else if (kernel_refused || pmu_missing) {
+    result = (pmu_missing && (pmu_first || !kernel_refused)) ? -ENOENT : -EACCES;
   } else {
     result = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (result < 0) result = -errno;
@@ -444,40 +445,47 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
       set.groups_.emplace_back();
       *group_index = static_cast<int>(set.groups_.size()) - 1;
     }
-    int fd = open_one(slot.spec, *group_index);
-    // Rung 2: kernel counting refused -> user space only, for this and every later event.
-    if ((fd == -EACCES || fd == -EPERM) && !set.user_only_ && !slot.spec.exclude_kernel) {
-      set.user_only_ = true;
-      AddOnce(degradations,
-              "kernel.perf_event_paranoid=" + std::to_string(opener.Paranoid()) +
-                  " and no CAP_PERFMON: counting user space only (exclude_kernel); kernel time and "
-                  "faults taken in the kernel are not counted. Run `sudo sysctl "
-                  "kernel.perf_event_paranoid=1` or give opscope CAP_PERFMON to count them");
+    int fd = -1;
+    bool dropped = false;
+    // Climb the ladder until the kernel accepts, or the event is dropped. Each rung is taken at
+    // most once per event, whatever order the kernel reports the problems in.
+    for (;;) {
       fd = open_one(slot.spec, *group_index);
-    }
-    if (fd == -EACCES || fd == -EPERM) return PermissionDenied(PerfErrorText(-fd, slot.spec, opener));
-    // Rung 1: no PMU (or not this event) -> cycles becomes cpu-clock; others are not counted.
-    if (fd < 0 && slot.spec.NeedsPmu() && IsNoPmuError(-fd)) {
-      if (slot.spec.type == PERF_TYPE_HARDWARE && slot.spec.config == PERF_COUNT_HW_CPU_CYCLES) {
-        EventSpec clock = *ParseEvent("cpu-clock");
-        clock.exclude_user = slot.spec.exclude_user;
-        clock.exclude_kernel = slot.spec.exclude_kernel;
-        clock.exclude_hv = slot.spec.exclude_hv;
-        slot.spec = clock;
-        slot.note = "cpu-clock stands in for " + slot.requested + " (no hardware PMU)";
-        AddOnce(degradations, slot.requested + " unavailable (no hardware PMU): using cpu-clock");
-        if (sw_group < 0) {
-          set.groups_.emplace_back();
-          sw_group = static_cast<int>(set.groups_.size()) - 1;
-        }
-        group_index = &sw_group;
-        fd = open_one(slot.spec, sw_group);
-      } else {
-        slot.note = "not supported (" + ErrnoName(-fd) + "): no hardware PMU here, or the CPU lacks it";
-        no_pmu_names.push_back(slot.requested);
+      // Rung 2: kernel counting refused -> user space only, for this and every later event.
+      if ((fd == -EACCES || fd == -EPERM) && !set.user_only_ && !slot.spec.exclude_kernel) {
+        set.user_only_ = true;
+        AddOnce(degradations,
+                "kernel.perf_event_paranoid=" + std::to_string(opener.Paranoid()) +
+                    " and no CAP_PERFMON: counting user space only (exclude_kernel); kernel time and "
+                    "faults taken in the kernel are not counted. Run `sudo sysctl "
+                    "kernel.perf_event_paranoid=1` or give opscope CAP_PERFMON to count them");
         continue;
       }
+      if (fd == -EACCES || fd == -EPERM) return PermissionDenied(PerfErrorText(-fd, slot.spec, opener));
+      // Rung 1: no PMU (or not this event) -> cycles becomes cpu-clock; others are not counted.
+      if (fd < 0 && slot.spec.NeedsPmu() && IsNoPmuError(-fd)) {
+        if (slot.spec.type == PERF_TYPE_HARDWARE && slot.spec.config == PERF_COUNT_HW_CPU_CYCLES) {
+          EventSpec clock = *ParseEvent("cpu-clock");
+          clock.exclude_user = slot.spec.exclude_user;
+          clock.exclude_kernel = slot.spec.exclude_kernel;
+          clock.exclude_hv = slot.spec.exclude_hv;
+          slot.spec = clock;
+          slot.note = "cpu-clock stands in for " + slot.requested + " (no hardware PMU)";
+          AddOnce(degradations, slot.requested + " unavailable (no hardware PMU): using cpu-clock");
+          if (sw_group < 0) {
+            set.groups_.emplace_back();
+            sw_group = static_cast<int>(set.groups_.size()) - 1;
+          }
+          group_index = &sw_group;
+          continue;
+        }
+        slot.note = "not supported (" + ErrnoName(-fd) + "): no hardware PMU here, or the CPU lacks it";
+        no_pmu_names.push_back(slot.requested);
+        dropped = true;
+      }
+      break;
     }
+    if (dropped) continue;
     if (fd == -ESRCH) return NotFound(PerfErrorText(ESRCH, slot.spec, opener));
     if (fd == -EMFILE || fd == -ENFILE)
       return ResourceExhausted(PerfErrorText(-fd, slot.spec, opener));

@@ -93,9 +93,11 @@ class SystemPerfEventOpener : public PerfEventOpener {
 PerfEventOpener& SystemOpener();
 
 // A fake kernel for attr tests. Every call is recorded; the answer follows the machine it plays:
-//  - no_pmu: hardware/hw-cache/raw/PMU-type events fail with ENOENT;
+//  - paranoid >= 3 and not privileged: everything fails with EACCES;
 //  - paranoid >= 2 and not privileged: events that count kernel space fail with EACCES;
-//  - paranoid >= 3 and not privileged: everything fails with EACCES.
+//  - no_pmu: hardware/hw-cache/raw/PMU-type events fail with ENOENT;
+// checked in that order, as the kernel does (pmu_first swaps the last two, to check that the
+// ladder does not depend on the order).
 // Successful calls return a real fd (of /dev/null) so the caller can close it as usual; reading
 // it yields nothing.
 class RecordingPerfEventOpener : public PerfEventOpener {
@@ -111,6 +113,7 @@ class RecordingPerfEventOpener : public PerfEventOpener {
   bool no_pmu = false;
   int paranoid = -1;
   bool privileged = true;
+  bool pmu_first = false;
 
   ~RecordingPerfEventOpener() override;
   int Open(const perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags) override;

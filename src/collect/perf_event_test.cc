@@ -105,6 +105,26 @@ TEST(AttrTest, StatNoPmuParanoid2) {
   CompareGolden("stat-no-pmu-paranoid2", StatInvocation(fake, "cycles,task-clock,page-faults"));
 }
 
+TEST(AttrTest, LadderDoesNotDependOnErrorOrder) {
+  for (bool pmu_first : {false, true}) {
+    RecordingPerfEventOpener fake;
+    fake.no_pmu = true;
+    fake.paranoid = 2;
+    fake.privileged = false;
+    fake.pmu_first = pmu_first;
+    std::vector<std::string> degradations;
+    auto set = CounterSet::Open(fake, *ParseEventList("cycles,instructions,task-clock"), StatTarget(1),
+                                &degradations);
+    ASSERT_TRUE(set.ok()) << set.status().message();
+    EXPECT_TRUE(set->user_only());
+    EXPECT_EQ(set->slots()[0].spec.name, "cpu-clock");
+    EXPECT_TRUE(set->slots()[0].supported);
+    EXPECT_FALSE(set->slots()[1].supported);
+    EXPECT_TRUE(set->slots()[2].supported);
+    EXPECT_EQ(degradations.size(), 3u) << pmu_first;
+  }
+}
+
 TEST(AttrTest, OpCountersPerThread) {
   RecordingPerfEventOpener fake;
   OpCounters::Options o;
