@@ -138,5 +138,24 @@ TEST(StatCliTest, JsonOnStderr) {
   EXPECT_EQ(p->stat->command, std::vector<std::string>{"true"});
 }
 
+// The real kernel's paranoid=2 refusal and the user-only rung, as an unprivileged user.
+TEST(StatCliTest, UnprivilegedUnderParanoid2CountsUserSpaceOnly) {
+  const std::string paranoid = Slurp("/proc/sys/kernel/perf_event_paranoid");
+  if (geteuid() != 0 || std::system("command -v setpriv >/dev/null 2>&1") != 0 || Trim(paranoid) != "2")
+    GTEST_SKIP() << "needs root (to drop to nobody), setpriv, and kernel.perf_event_paranoid=2";
+  // nobody may not be able to read the build tree: run a copy from the temp dir.
+  const std::string bin = TempDir() + "/opscope";
+  ASSERT_EQ(std::system(("cp " + std::string(OPSCOPE_BINARY_DIR) + "/opscope " + bin + " && chmod 755 " +
+                         TempDir() + " " + bin).c_str()), 0);
+  const std::string out = TempDir() + "/nobody.err";
+  int status = std::system(("setpriv --reuid=65534 --regid=65534 --clear-groups " + bin +
+                            " stat -e task-clock,page-faults -- true 2>" + out).c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  const std::string err = Slurp(out);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << err;
+  EXPECT_NE(err.find("counting user space only"), std::string::npos) << err;
+  EXPECT_NE(err.find("page-faults"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace opscope
