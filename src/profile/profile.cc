@@ -52,6 +52,20 @@ Status Validate(const Profile& p) {
       if (!Finite(smp.weight) || smp.weight < 0) return bad("sample with negative weight");
     }
   }
+  if (p.stat) {
+    for (const StatRun& run : p.stat->runs) {
+      if (!Finite(run.wall_ms) || run.wall_ms < 0) return bad("stat run with a negative or non-finite wall time");
+      for (const CounterReading& c : run.counters) {
+        if (c.event.empty()) return bad("stat counter without an event name");
+        if (!Finite(c.value) || !Finite(c.raw) || c.value < 0 || c.raw < 0)
+          return bad("stat counter '" + c.event + "' has a negative or non-finite value");
+        if (!Finite(c.running_fraction) || c.running_fraction < 0 || c.running_fraction > 1 + 1e-9)
+          return bad("stat counter '" + c.event + "' has a running fraction outside [0,1]");
+      }
+    }
+    for (const auto& [name, v] : p.stat->derived)
+      if (!Finite(v)) return bad("stat derived metric '" + name + "' is not finite");
+  }
   if (p.gpu) {
     for (const auto& k : p.gpu->kernels)
       if (k.end_ns < k.start_ns) return bad("kernel '" + k.name + "' ends before it starts");
