@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cctype>
 #include <cstring>
 
 #include "collect/record_file.h"
@@ -56,6 +57,10 @@ StatusOr<profile::Profile> LoadAnyProfile(const std::string& path) {
       (n > 0 && n < 8 && std::string_view(kRecordMagic, static_cast<size_t>(n)) == first))
     return LoadRecording(path);
   if (n == 0) return DataLoss(path + ": file is empty (not a profile)");
+  size_t i = 0;
+  while (i < first.size() && std::isspace(static_cast<unsigned char>(first[i]))) ++i;
+  if (i < first.size() && first[i] != '{')
+    return Unsupported(path + ": not an opscope profile (neither a record file nor a JSON profile)");
   return profile::LoadProfile(path);
 }
 

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -168,8 +170,8 @@ RecordMeta BaseMeta(const SamplerOptions& opt) {
 
 Status CheckOptions(const SamplerOptions& opt) {
   if (!(opt.frequency_hz >= 1 && opt.frequency_hz <= 100000))
-    return InvalidArgument("sampling frequency " + std::to_string(opt.frequency_hz) +
-                           " Hz is out of range (1..100000)");
+    return InvalidArgument("sampling frequency " + fmt::format("{:g}", opt.frequency_hz) +
+                           " Hz is out of range (1..100000); try -F 997");
   if (opt.call_graph == CallGraph::kDwarf) {
     if (UserRegsMask() == 0)
       return Unsupported("--call-graph dwarf is not supported on this architecture; use fp");
