@@ -1,6 +1,8 @@
 #include "collect/record_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -236,13 +238,35 @@ bool RecordReader::Sniff(std::string_view first_bytes) {
 }
 
 StatusOr<RecordReader> RecordReader::Open(const std::string& path) {
-  OPSCOPE_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-  return FromBytes(std::move(bytes), path);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument(path + ": not a regular file");
+  }
+  RecordReader r;
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size > 0) {
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      return Internal(path + ": cannot map: " + std::strerror(errno));
+    }
+    r.storage_ = std::shared_ptr<const void>(p, [size](const void* q) { munmap(const_cast<void*>(q), size); });
+    r.bytes_ = std::string_view(static_cast<const char*>(p), size);
+  }
+  ::close(fd);
+  r.origin_ = path;
+  OPSCOPE_RETURN_IF_ERROR(r.Parse(path));
+  return r;
 }
 
 StatusOr<RecordReader> RecordReader::FromBytes(std::string bytes, const std::string& origin) {
   RecordReader r;
-  r.bytes_ = std::move(bytes);
+  auto owned = std::make_shared<const std::string>(std::move(bytes));
+  r.bytes_ = *owned;
+  r.storage_ = owned;
   r.origin_ = origin;
   OPSCOPE_RETURN_IF_ERROR(r.Parse(origin));
   return r;
@@ -250,7 +274,8 @@ StatusOr<RecordReader> RecordReader::FromBytes(std::string bytes, const std::str
 
 Status RecordReader::Parse(const std::string& origin) {
   if (!Sniff(bytes_)) {
-    if (bytes_.size() < sizeof kRecordMagic && std::string_view(kRecordMagic, bytes_.size()) == bytes_)
+    if (bytes_.size() < sizeof kRecordMagic && std::string_view(kRecordMagic, bytes_.size()) == bytes_ &&
+        !bytes_.empty())
       return DataLoss(origin + ": record file truncated inside its header (nothing was recorded)");
     return Unsupported(origin + ": not an opscope record file (bad magic)");
   }
@@ -269,7 +294,10 @@ Status RecordReader::Parse(const std::string& origin) {
       break;
     }
     std::string_view payload(&bytes_[pos + 12], len);
-    if (crc32(0, reinterpret_cast<const Bytef*>(payload.data()), len) != crc) {
+    // Event chunks (nearly all the bytes) are checked when visited, so reporting a finished
+    // recording does not read them at all.
+    if (static_cast<ChunkType>(type) != ChunkType::kEvents &&
+        crc32(0, reinterpret_cast<const Bytef*>(payload.data()), len) != crc) {
       drop_reason_ = "chunk checksum mismatch (corrupt file)";
       break;
     }
@@ -303,7 +331,7 @@ Status RecordReader::Parse(const std::string& origin) {
         break;
       }
       case ChunkType::kEvents:
-        event_chunks_.emplace_back(pos + 12, len);
+        event_chunks_.push_back({pos + 12, len, crc});
         break;
       case ChunkType::kSymbolized: {
         auto s = DecodeSampleSection(payload);
@@ -339,8 +367,11 @@ Status RecordReader::Parse(const std::string& origin) {
 
 Status RecordReader::VisitEvents(const EventVisitor& v) const {
   RawSample s;
-  for (auto [off, len] : event_chunks_) {
-    Cursor c(std::string_view(bytes_).substr(off, len));
+  for (const ChunkRef& ref : event_chunks_) {
+    std::string_view payload = bytes_.substr(ref.offset, ref.length);
+    if (crc32(0, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size())) != ref.crc)
+      return DataLoss(origin_ + ": an events chunk fails its checksum (corrupt file); events after it are not read");
+    Cursor c(payload);
     while (!c.done() && c.ok()) {
       uint8_t tag = c.Byte();
       switch (tag) {

@@ -165,12 +165,19 @@ class RecordReader {
 
  private:
   Status Parse(const std::string& origin);
-  std::string bytes_;
+  // The file's bytes: mapped read-only (Open) or owned (FromBytes). Recordings with DWARF stacks
+  // run to gigabytes; only the chunks a reader touches are paged in.
+  std::shared_ptr<const void> storage_;
+  std::string_view bytes_;
   std::string origin_;
   RecordMeta meta_;
   std::optional<RecordEnd> end_;
   std::optional<profile::SampleSection> symbolized_;
-  std::vector<std::pair<size_t, size_t>> event_chunks_;  // offset, length of payloads
+  struct ChunkRef {
+    size_t offset, length;
+    uint32_t crc;
+  };
+  std::vector<ChunkRef> event_chunks_;  // payloads; CRC checked when visited
   uint64_t bytes_dropped_ = 0;
   std::string drop_reason_;
 };

@@ -247,8 +247,11 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
   }
   const char* label = opt.group == SampleGroup::kModule ? "module" : "function";
   std::string current_group = "\x01";
-  size_t fw = 8;
-  for (const auto& r : h.rows) fw = std::max(fw, std::min<size_t>(r.function.size(), 60));
+  size_t fw = 8, mw = 6;
+  for (const auto& r : h.rows) {
+    fw = std::max(fw, std::min<size_t>(r.function.size(), 60));
+    mw = std::max(mw, std::min<size_t>(r.module.size(), 28));
+  }
   for (const auto& r : h.rows) {
     if (r.group != current_group) {
       current_group = r.group;
@@ -257,8 +260,8 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
       if (opt.group == SampleGroup::kModule)
         out += fmt::format("{:>7} {:>7} {:>9}  {}\n", "self%", "incl%", "samples", label);
       else
-        out += fmt::format("{:>7} {:>7} {:>9}  {:<{}}  {:<16}  {}\n", "self%", "incl%", "samples",
-                           label, fw, "module", "source");
+        out += fmt::format("{:>7} {:>7} {:>9}  {:<{}}  {:<{}}  {}\n", "self%", "incl%", "samples",
+                           label, fw, "module", mw, "source");
     }
     std::string fn = r.function.size() > 60 ? r.function.substr(0, 57) + "..." : r.function;
     std::string src = r.file.empty() ? "" : Basename(r.file) + (r.line ? ":" + std::to_string(r.line) : "");
@@ -268,8 +271,8 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
       out += fmt::format("{:>7.1f} {:>7.1f} {:>9}  {}", r.self_pct, r.inclusive_pct,
                          Thousands(r.self_samples), fn);
     else
-      out += fmt::format("{:>7.1f} {:>7.1f} {:>9}  {:<{}}  {:<16}  {}", r.self_pct, r.inclusive_pct,
-                         Thousands(r.self_samples), fn, fw, r.module, src);
+      out += fmt::format("{:>7.1f} {:>7.1f} {:>9}  {:<{}}  {:<{}}  {}", r.self_pct, r.inclusive_pct,
+                         Thousands(r.self_samples), fn, fw, r.module, mw, src);
     if (hot) out += "\033[0m";
     out += "\n";
   }
