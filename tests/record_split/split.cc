@@ -4,9 +4,12 @@
 // heavy() and light() end with a call so that they are not leaf functions: GCC omits the frame
 // pointer setup of leaf functions that need no stack even with -fno-omit-frame-pointer, which
 // would hide work() from frame-pointer call chains (perf shows the same).
-// Usage: record_split [milliseconds of work per thread, default 1500]
+// Usage: record_split [MS]   work MS milliseconds per thread (default 1500)
+//        record_split nCOUNT   a fixed amount of work (COUNT rounds per thread), for overhead
+//                              benchmarks; prints the elapsed time of the work to stderr
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -33,10 +36,10 @@ extern "C" __attribute__((noinline)) uint64_t light(uint64_t x) {
   return Body(x, 1);
 }
 
-extern "C" __attribute__((noinline)) void work(int64_t ms) {
+extern "C" __attribute__((noinline)) void work(int64_t ms, int64_t rounds) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   uint64_t x = 1;
-  while (std::chrono::steady_clock::now() < end) {
+  for (int64_t r = 0; rounds > 0 ? r < rounds : std::chrono::steady_clock::now() < end; ++r) {
     for (int k = 0; k < 4; ++k) {
       x = heavy(x);
       x = light(x);
@@ -46,9 +49,18 @@ extern "C" __attribute__((noinline)) void work(int64_t ms) {
 }
 
 int main(int argc, char** argv) {
-  int64_t ms = argc > 1 ? std::atoll(argv[1]) : 1500;
-  std::thread t([ms] { work(ms); });
-  work(ms);
+  int64_t ms = 1500, rounds = 0;
+  if (argc > 1 && argv[1][0] == 'n') {
+    rounds = std::atoll(argv[1] + 1);
+  } else if (argc > 1) {
+    ms = std::atoll(argv[1]);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread t([ms, rounds] { work(ms, rounds); });
+  work(ms, rounds);
   t.join();
+  if (rounds > 0)
+    std::fprintf(stderr, "elapsed_ms=%.1f\n",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return 0;
 }
