@@ -27,8 +27,8 @@ o_rec=$(elapsed "$t0" "$t1")
 t0=$(now); perf record -q -F "$FREQ" --call-graph "dwarf,$STACK" -o "$TMP/perf.data" -- "$PROG" "$DURATION_MS" 2>/dev/null; t1=$(now)
 p_rec=$(elapsed "$t0" "$t1")
 
-o_samples=$("$OPSCOPE" report "$TMP/o.rec" --format json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["samples"])')
-p_samples=$(perf report -i "$TMP/perf.data" --stdio --header-only 2>/dev/null | grep -m1 -o 'sample_freq.*' || true)
+o_samples=$("$OPSCOPE" report "$TMP/o.rec" --format json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["samples"], "samples,", j["lost"], "lost")')
+p_samples=$(perf report -i "$TMP/perf.data" --stdio 2>&1 | grep -m1 '^# Samples' || true)
 
 o_times=(); p_times=(); ps_times=()
 for ((i = 0; i < REPORT_REPEATS; i++)); do
@@ -41,7 +41,8 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 o_rep=$(median "${o_times[@]}"); p_rep=$(median "${p_times[@]}")
 o_size=$(du -h "$TMP/o.rec" | cut -f1); p_size=$(du -h "$TMP/perf.data" | cut -f1)
-echo "report speed: ${DURATION_MS} ms x 2 threads at -F $FREQ, DWARF stacks $STACK B; opscope samples: $o_samples"
+echo "report speed: ${DURATION_MS} ms x 2 threads at -F $FREQ, DWARF stacks $STACK B"
+echo "opscope: $o_samples; perf: $p_samples"
 printf '%-8s %10s %10s %10s %8s\n' tool "record s" "report s" "total s" "file"
 printf '%-8s %10s %10s %10s %8s\n' opscope "$o_rec" "$o_rep" "$(/usr/bin/python3 -c "print(f'{$o_rec+$o_rep:.2f}')")" "$o_size"
 printf '%-8s %10s %10s %10s %8s\n' perf "$p_rec" "$p_rep" "$(/usr/bin/python3 -c "print(f'{$p_rec+$p_rep:.2f}')")" "$p_size"

@@ -115,6 +115,30 @@ TEST(RecordCli, PassesArgumentsAfterDashDash) {
   std::remove(rec.c_str());
 }
 
+TEST(RecordCli, LibraryLoadedLaterIsSymbolized) {
+  for (const char* mode : {"fp", "dwarf"}) {
+    std::string rec = TempPath(std::string("dlopen-") + mode + ".rec");
+    Result r = Shell(kOpscope + " record -q --call-graph " + mode + " -o " + rec + " -- " + kTests +
+                     "/record_dlopen " + kTests + "/librecord_late.so 400");
+    ASSERT_EQ(r.code, 0) << r.out;
+    Result rep = Shell(kOpscope + " report " + rec + " --format json --threshold 0");
+    auto j = nlohmann::json::parse(rep.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << rep.out;
+    double share = 0;
+    std::string module, file;
+    for (const auto& row : j["rows"])
+      if (row["function"] == "late_library_spin") {
+        share = row["self_pct"];
+        module = row["module"];
+        file = row["file"];
+      }
+    EXPECT_GT(share, 50) << mode << ": " << rep.out;
+    EXPECT_EQ(module, "librecord_late.so") << mode;
+    EXPECT_NE(file.find("late_lib.cc"), std::string::npos) << mode;
+    std::remove(rec.c_str());
+  }
+}
+
 TEST(RecordCli, CommandNotFound) {
   std::string rec = TempPath("nf.rec");
   Result r = Shell(kOpscope + " record -o " + rec + " -- no-such-command-opscope-xyz");

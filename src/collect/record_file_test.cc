@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "collect/perf_map.h"
 #include "collect/symbolize.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -196,6 +197,41 @@ TEST(Symbolize, NamesAPcFromMmapEvents) {
   const auto& f = sec->frames[sec->samples[0].stack[0]];
   EXPECT_NE(f.function.find("KnownFunctionForSymbolizer(int)"), std::string::npos) << f.function;
   EXPECT_EQ(f.module, "record_collect_test");
+}
+
+TEST(Symbolize, JitCodeFromPerfMapAndUnknownAnonymousCode) {
+  // A process id that cannot exist (above pid_max), so its perf map is ours alone.
+  const int pid = 1 << 30;
+  std::string map_path = PerfMap::PathFor(pid);
+  {
+    FILE* f = fopen(map_path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fprintf(f, "7f0000001000 200 jit:conv_fwd_avx2\n");
+    fclose(f);
+  }
+  RecordMeta meta;
+  std::string bytes(kRecordMagic, sizeof kRecordMagic);
+  bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(meta));
+  EventBatch b;
+  b.AddMmap({pid, pid, 1, 0x7f0000000000, 0x10000, 0, "//anon"});
+  RawSample s;
+  s.pid = s.tid = pid;
+  s.period = 1;
+  s.ips = {0x7f0000001010, 0x7f0000009000};
+  b.AddSample(s);
+  bytes += MakeChunk(ChunkType::kEvents, b.bytes());
+  auto r = RecordReader::FromBytes(bytes, "jit");
+  ASSERT_TRUE(r.ok());
+  auto sec = Symbolize(*r);
+  std::remove(map_path.c_str());
+  ASSERT_TRUE(sec.ok());
+  ASSERT_EQ(sec->samples.size(), 1u);
+  ASSERT_EQ(sec->samples[0].stack.size(), 2u);
+  const auto& jit = sec->frames[sec->samples[0].stack[0]];
+  EXPECT_EQ(jit.function, "jit:conv_fwd_avx2");
+  EXPECT_EQ(jit.module, "[jit]");
+  const auto& anon = sec->frames[sec->samples[0].stack[1]];
+  EXPECT_EQ(anon.function, "[unknown]");
 }
 
 TEST(Symbolize, Demangles) {

@@ -140,8 +140,9 @@ void Builder::Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out)
     std::string module = "[unknown]";
     for (const auto& m : s.maps)
       if (pc >= m.start && pc < m.end) {
-        module = m.file.empty() ? "[anon]" : Basename(m.file);
-        if (m.file == "//anon" || StartsWith(m.file, "[anon"))
+        bool anon = m.file.empty() || m.file == "//anon" || StartsWith(m.file, "[anon");
+        module = anon ? "[anon]" : Basename(m.file);
+        if (anon)
           Warn("jit:" + std::to_string(s.pid),
                "pid " + std::to_string(s.pid) + ": samples in anonymous executable memory (JIT code) "
                "and no " + PerfMap::PathFor(s.pid) + " to name them (oneDNN writes one with ONEDNN_JIT_PROFILE=1)");
