@@ -225,6 +225,21 @@ TEST(ReportCli, BadFiles) {
   std::remove(good.c_str());
 }
 
+TEST(ReportCli, ProfileWithOpsButNoSamples) {
+  std::string path = TempPath("ops.json");
+  WriteFile(path, R"({"schema": "opscope.profile/1", "meta": {"kind": "profile", "source": "m.onnx"},
+    "ops": [{"name": "relu_1", "op_type": "Relu", "stats": {"median": 0.5}, "share": 0.2},
+            {"name": "conv_0", "op_type": "Conv", "stats": {"median": 2.5}, "share": 0.8}]})");
+  Result r = Shell(kOpscope + " report " + path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no call-stack samples"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("conv_0"), r.out.find("relu_1")) << r.out;
+  Result svg = Shell(kOpscope + " report " + path + " --format svg");
+  EXPECT_EQ(svg.code, 2) << svg.out;
+  EXPECT_NE(svg.out.find("no call-stack samples"), std::string::npos) << svg.out;
+  std::remove(path.c_str());
+}
+
 TEST(ReportCli, MissingDebugInfoStillNamesFunctions) {
   std::string stripped = TempPath("split_nodebug");
   ASSERT_EQ(Shell("objcopy --strip-debug " + kTests + "/record_split_fp " + stripped).code, 0);

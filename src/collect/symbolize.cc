@@ -160,7 +160,13 @@ void Builder::Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out)
   GElf_Off off = 0;
   GElf_Sym sym;
   const char* symname = dwfl_module_addrinfo(mod, pc, &off, &sym, nullptr, nullptr, nullptr);
-  std::string outer_name = symname ? Demangle(symname) : "";
+  std::string outer_name;
+  if (symname) {
+    // Symbol versions ("__libc_start_main@@GLIBC_2.34") are linker detail, not part of the name.
+    std::string plain = symname;
+    if (size_t at = plain.find('@'); at != std::string::npos && at > 0) plain.resize(at);
+    outer_name = Demangle(plain);
+  }
   if (!symname && dwfl_module_getsymtab(mod) <= 0)
     Warn("nosym:" + module, module + ": no symbol table (stripped binary); its functions show as [unknown]");
 

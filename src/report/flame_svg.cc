@@ -42,6 +42,14 @@ std::string Color(const std::string& module, const std::string& label) {
   return fmt::format("rgb({},{},{})", r, std::min(g, 230), b);
 }
 
+// The label cut to what fits in `width` pixels (6.5 px per character of 11 px monospace).
+std::string Fit(const std::string& label, double width) {
+  int fit = static_cast<int>((width - 6) / 6.5);
+  if (fit < 3) return "";
+  if (static_cast<int>(label.size()) <= fit) return label;
+  return label.substr(0, static_cast<size_t>(fit - 2)) + "..";
+}
+
 const char kScript[] = R"JS(
 var svg=document.documentElement,frames=[].slice.call(document.querySelectorAll('g.f')),W=+svg.getAttribute('data-w'),P=10;
 function num(g,a){return +g.getAttribute(a);}
@@ -129,13 +137,17 @@ std::string RenderFlameSvg(const profile::Profile& p, const std::string& title, 
     double y = height - 30 - (it.depth + 1) * kRow;
     std::string color = it.node == 0 ? "rgb(220,220,220)" : Color(n.module, n.label);
     std::string name = Escape(n.label);
+    // Static geometry, so viewers without scripts (image previews) show the graph too; the
+    // script only redoes it when zooming.
+    double px = kPad + it.x * (kWidth - 2 * kPad), pw = w * (kWidth - 2 * kPad);
     body += fmt::format(
         "<g class=\"f\" data-x=\"{:.6f}\" data-wd=\"{:.6f}\" data-d=\"{}\" data-n=\"{}\" data-c=\"{}\">"
         "<title>{}{} — {} samples, {:.2f}% (self {:.2f}%)</title>"
-        "<rect x=\"0\" y=\"{:.1f}\" width=\"0\" height=\"{:.1f}\" fill=\"{}\" rx=\"2\"/>"
-        "<text x=\"0\" y=\"{:.1f}\"></text></g>\n",
+        "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" rx=\"2\"/>"
+        "<text x=\"{:.2f}\" y=\"{:.1f}\">{}</text></g>\n",
         it.x, w, it.depth, name, color, name, n.module.empty() ? "" : " [" + Escape(n.module) + "]",
-        n.samples, 100 * w, 100 * n.self / total, y, kRow - 1, color, y + kRow - 4.5);
+        n.samples, 100 * w, 100 * n.self / total, px, y, std::max(pw - 0.5, 0.0), kRow - 1, color,
+        px + 3, y + kRow - 4.5, Escape(Fit(n.label, pw)));
     double x = it.x;
     std::vector<Item> kids;
     for (const auto& [label, idx] : n.children) {
