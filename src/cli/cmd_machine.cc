@@ -89,6 +89,10 @@ class MachineCommand : public Command {
       out += fmt::format("{:<34} {}\n", show_ ? "read from" : "stored in", path);
       std::fputs(out.c_str(), stdout);
     }
+    if (c.method != "manual" && c.threads > 1 && c.peak_gflops_all < c.peak_gflops_one)
+      std::fprintf(stderr, "opscope: note: the all-core figure is below the one-core figure: other "
+                           "processes were using the cores during the measurement; re-run "
+                           "`opscope machine` on an idle machine\n");
     std::string mismatch = analysis::CeilingsMismatch(c, host.cpu_model);
     if (!mismatch.empty() && c.method != "manual") std::fprintf(stderr, "opscope: note: %s\n", mismatch.c_str());
     return 0;

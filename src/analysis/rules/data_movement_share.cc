@@ -34,7 +34,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     top.push_back(rule_util::OpBrief(*dm[i]));
     f.ops.push_back(dm[i]->name);
   }
-  f.evidence = fmt::format("{} ops that only move data ({}) take {} per run, {:.1f}% of op time, "
+  f.evidence = fmt::format("{} op(s) that only move data ({}) take {} per run, {:.1f}% of op time, "
                            "moving {}; largest: {}",
                            dm.size(), Join(types, ", "), HumanMs(ms), share * 100, HumanBytes(bytes),
                            Join(top, "; "));

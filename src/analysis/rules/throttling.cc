@@ -15,7 +15,9 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   f.title = "the machine throttled during the measurement";
   std::vector<std::string> runs;
   for (int r : t.affected_runs) runs.push_back(std::to_string(r));
-  f.evidence = t.summary + " (affected runs: " + Join(runs, ", ") + ")";
+  std::string summary = t.summary;
+  if (StartsWith(summary, "throttling: ")) summary = summary.substr(12);
+  f.evidence = summary + " (affected runs: " + Join(runs, ", ") + ")";
   f.suggestion = "results from throttled runs are slower than the hardware can do: cool the board "
                  "(fan, heatsink), pin the clocks (performance governor; on Jetson `jetson_clocks`), "
                  "pause between runs, or compare only runs at the same frequency";
