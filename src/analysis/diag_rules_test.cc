@@ -233,3 +233,54 @@ TEST(DiagRules, GoldenFindings) {
 
 }  // namespace
 }  // namespace opscope::analysis
+
+namespace opscope::analysis {
+namespace {
+
+TEST(DiagRules, DiagnoseCopiesCeilingsAndNotesMismatch) {
+  auto p = Clean();
+  p.meta.cpu_model = "Cortex-A78AE";
+  MachineCeilings c = Ceilings();
+  c.method = "measured";
+  c.cpu_model = "AMD EPYC";
+  p.e2e.runs_ms = Steady(50.0);
+  profile::FinalizeStats(p);
+  Diagnose(&p, &c);
+  EXPECT_EQ(p.meta.extra.at("machine.triad_gbps"), "10");
+  ASSERT_EQ(p.meta.degradations.size(), 1u);
+  EXPECT_NE(p.meta.degradations[0].find("measured on 'AMD EPYC'"), std::string::npos);
+  EXPECT_FALSE(p.findings.empty());
+  EXPECT_TRUE(profile::Validate(p).ok());
+}
+
+}  // namespace
+}  // namespace opscope::analysis
+
+namespace opscope::analysis {
+namespace {
+
+TEST(DiagRules, UnannotatedTimeInRun) {
+  profile::Profile p;
+  p.meta.kind = "run";
+  p.meta.runs = 2;
+  for (int run = 0; run < 2; ++run) {
+    profile::Range r;
+    r.name = "network";
+    r.tid = 1;
+    r.start_ns = run * 1'000'000'000LL;
+    r.end_ns = r.start_ns + 40'000'000;
+    p.ranges.push_back(r);
+  }
+  p.e2e.runs_ms = {100, 100};
+  profile::FinalizeStats(p);
+  auto f = RunRules(p, nullptr);
+  const profile::Finding* x = nullptr;
+  for (const auto& y : f)
+    if (y.rule == "e2e-overhead-gap") x = &y;
+  ASSERT_NE(x, nullptr) << FormatFindings(f, false);
+  EXPECT_NEAR(x->numbers.at("ranges_ms"), 40, 1e-9);
+  EXPECT_NEAR(x->numbers.at("gap_fraction"), 0.6, 1e-9);
+}
+
+}  // namespace
+}  // namespace opscope::analysis

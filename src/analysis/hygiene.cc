@@ -117,6 +117,14 @@ BuildVerdict ClassifyProducers(const std::vector<std::string>& producers) {
   return v;
 }
 
+BuildVerdict ClassifyProducers(const StatusOr<std::vector<std::string>>& producers) {
+  if (producers.ok()) return ClassifyProducers(*producers);
+  BuildVerdict v;
+  v.kind = "unknown";
+  v.evidence = producers.status().message();
+  return v;
+}
+
 BuildVerdict ClassifyBuildType(const std::string& t) {
   BuildVerdict v;
   v.evidence = "CMAKE_BUILD_TYPE=" + (t.empty() ? std::string("(none)") : t);

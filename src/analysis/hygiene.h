@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/stats.h"
+#include "base/status.h"
 #include "profile/profile.h"
 
 namespace opscope::analysis {
@@ -53,6 +54,9 @@ struct BuildVerdict {
 // -march=x86-64 -g -O0"). The verdict follows the majority of the units that name a language
 // (assembler units are ignored); no producer → "unknown (no DWARF producer)".
 BuildVerdict ClassifyProducers(const std::vector<std::string>& producers);
+// The same from collect::ReadDwarfProducers' result: an error (not ELF, unreadable) becomes
+// kind "unknown" with the error message as evidence.
+BuildVerdict ClassifyProducers(const StatusOr<std::vector<std::string>>& producers);
 // opscope's own CMAKE_BUILD_TYPE: "Debug" or "" → debug; Release/RelWithDebInfo/MinSizeRel →
 // release.
 BuildVerdict ClassifyBuildType(const std::string& cmake_build_type);

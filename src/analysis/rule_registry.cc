@@ -49,6 +49,15 @@ std::vector<profile::Finding> RunRules(const profile::Profile& p, const MachineC
   return out;
 }
 
+void Diagnose(profile::Profile* p, const MachineCeilings* ceilings) {
+  if (ceilings && ceilings->Usable()) {
+    CeilingsToMeta(*ceilings, &p->meta);
+    std::string mismatch = CeilingsMismatch(*ceilings, p->meta.cpu_model);
+    if (!mismatch.empty() && ceilings->method != "manual") p->meta.degradations.push_back(mismatch);
+  }
+  p->findings = RunRules(*p, ceilings);
+}
+
 namespace rule_util {
 
 std::vector<const profile::OpRecord*> OpsByShare(const profile::Profile& p) {

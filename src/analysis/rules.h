@@ -37,6 +37,11 @@ const std::vector<const Rule*>& AllRules();
 // the other rules still run.
 std::vector<profile::Finding> RunRules(const profile::Profile& p, const MachineCeilings* ceilings);
 
+// What a command calls last on a profile it made (`profile`, `stat`, `record`, `run`, `import`):
+// copies usable ceilings into meta.extra ("machine.*", see machine.h), records a degradation when
+// they were measured on another CPU model, and replaces p->findings with RunRules' result.
+void Diagnose(profile::Profile* p, const MachineCeilings* ceilings);
+
 // Helpers shared by rule files.
 namespace rule_util {
 // Ops that ran (status "executed" or "fused") sorted by share, descending.

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "analysis/format.h"
 #include "analysis/hygiene.h"
@@ -58,6 +59,24 @@ void RemoveTree(const std::string& dir) {
   rmdir(dir.c_str());
 }
 
+// What the recorder's clock reads cost per range on this machine (two CLOCK_MONOTONIC reads,
+// plus two CLOCK_THREAD_CPUTIME_ID reads when per-range CPU time is on), in ns: the part of the
+// recorder's cost that varies most between machines (a syscall on many VMs).
+double ClockCostPerRangeNs(bool cpu_time) {
+  constexpr int kIters = 2000;
+  timespec ts;
+  int64_t t0 = NowNs();
+  for (int i = 0; i < kIters; ++i) {
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (cpu_time) {
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    }
+  }
+  return static_cast<double>(NowNs() - t0) / kIters;
+}
+
 std::string FormatFromPath(const std::string& path) {
   if (EndsWith(path, ".csv")) return "csv";
   if (EndsWith(path, ".trace.json") || EndsWith(path, ".chrome.json")) return "chrome";
@@ -80,6 +99,8 @@ class RunCommand : public Command {
     app->add_option("--format", format_, "table, json, csv or chrome")
         ->check(CLI::IsMember({"table", "json", "csv", "chrome"}));
     app->add_flag("--no-nvtx", no_nvtx_, "do not inject the NVTX recorder");
+    app->add_flag("--no-cpu-time", no_cpu_time_,
+                  "do not record each range's thread CPU time (saves two clock reads per range)");
     app->add_option("command", command_, "the program and its arguments (after --)")->required();
   }
 
@@ -110,14 +131,7 @@ class RunCommand : public Command {
     p.meta.runs = runs_;
 
     // How the target was built.
-    analysis::BuildVerdict verdict;
-    auto producers = collect::ReadDwarfProducers(*exe);
-    if (producers.ok()) {
-      verdict = analysis::ClassifyProducers(*producers);
-    } else {
-      verdict.kind = "unknown";
-      verdict.evidence = producers.status().message();
-    }
+    analysis::BuildVerdict verdict = analysis::ClassifyProducers(collect::ReadDwarfProducers(*exe));
     analysis::BuildVerdictToMeta(verdict, &p.meta);
     p.meta.extra["target.path"] = *exe;
 
@@ -157,12 +171,13 @@ class RunCommand : public Command {
           preload += " " + kv.substr(11);
           continue;
         }
-        if (StartsWith(kv, "OPSCOPE_RANGES_OUT=")) continue;
+        if (StartsWith(kv, "OPSCOPE_RANGES_OUT=") || StartsWith(kv, "OPSCOPE_RANGES_CPU=")) continue;
         if (use_nvtx && StartsWith(kv, "NVTX_INJECTION64_PATH=")) continue;
         env.push_back(kv);
       }
       env.push_back("LD_PRELOAD=" + preload);
       env.push_back("OPSCOPE_RANGES_OUT=" + prefix);
+      env.push_back(std::string("OPSCOPE_RANGES_CPU=") + (no_cpu_time_ ? "0" : "1"));
       if (use_nvtx) env.push_back("NVTX_INJECTION64_PATH=" + nvtx);
       std::vector<char*> envp, argv;
       for (auto& s : env) envp.push_back(s.data());
@@ -215,7 +230,20 @@ class RunCommand : public Command {
                   "(OPSCOPE_RANGE(\"stage\")) or NVTX (nvtxRangePushA/nvtxRangePop); a statically "
                   "linked program cannot load the recorder");
     profile::FinalizeStats(p);
-    p.findings = analysis::RunRules(p, nullptr);
+    if (!p.ranges.empty() && p.e2e.stats.median > 0) {
+      // opscope's own cost, estimated from what the recorder does per range.
+      double per_range_ns = ClockCostPerRangeNs(!no_cpu_time_) + kBookkeepingNs;
+      double per_run = static_cast<double>(p.ranges.size()) / runs_;
+      profile::Overhead o;
+      o.observed_median_ms = p.e2e.stats.median;
+      o.baseline_median_ms = std::max(0.0, o.observed_median_ms - per_run * per_range_ns / 1e6);
+      o.pct = o.baseline_median_ms > 0 ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100 : 0;
+      o.method = fmt::format("estimated: {:.0f} ranges per run × {:.0f} ns per range (clock reads "
+                             "timed on this machine + {:.0f} ns bookkeeping measured by "
+                             "bench/annotate_overhead)", per_run, per_range_ns, kBookkeepingNs);
+      p.overhead = o;
+    }
+    analysis::Diagnose(&p, nullptr);  // ranges only: no op has FLOPs for a roofline
     if (Status st = profile::Validate(p); !st.ok()) return ReportError(st);
 
     analysis::RangeReport rep = analysis::SummarizeRanges(p);
@@ -228,6 +256,7 @@ class RunCommand : public Command {
       out += "\nwhole program: " + rr.words + "\n";
       analysis::ThrottleReport tr = analysis::DetectThrottling(p.clocks);
       if (!tr.summary.empty()) out += "clocks: " + tr.summary + "\n";
+      if (p.overhead) out += fmt::format("opscope overhead: {:.2f}% ({})\n", p.overhead->pct, p.overhead->method);
       out += "target build: " + (verdict.kind == "unknown" ? verdict.evidence : verdict.kind + " — " + verdict.evidence) + "\n\n";
       out += analysis::FormatFindings(p.findings, color);
       return out;
@@ -248,9 +277,13 @@ class RunCommand : public Command {
     std::fprintf(stderr, "opscope: %s\n", what.c_str());
   }
 
+  // Recorder work per range besides the clock reads (interning, buffer append, two uncontended
+  // locks), measured with bench/annotate_overhead.sh with OPSCOPE_RANGES_CPU=0 (docs/diagnosis.md).
+  static constexpr double kBookkeepingNs = 150;
+
   int runs_ = 1, warmup_ = 0;
   std::string output_, format_;
-  bool no_nvtx_ = false;
+  bool no_nvtx_ = false, no_cpu_time_ = false;
   std::vector<std::string> command_;
 };
 

@@ -5,11 +5,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -24,13 +25,43 @@ int64_t Now(clockid_t clk) {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+// 32 bytes; the thread id is the buffer's (start/end ranges carry the starting thread's id in
+// a separate list).
 struct Record {
-  char kind;
-  int32_t tid;
   int64_t start, end;
-  uint32_t name, domain;
-  int32_t depth;
   int64_t cpu_ns;
+  uint32_t name;
+  uint16_t domain;
+  uint8_t depth;
+  char kind;
+};
+
+// Records in fixed-size chunks: appending never copies or re-faults what is already recorded.
+class RecordLog {
+ public:
+  static constexpr size_t kChunk = 8192;
+  void Add(const Record& r) {
+    if (used_ == kChunk || chunks_.empty()) {
+      chunks_.emplace_back(new Record[kChunk]);
+      used_ = 0;
+    }
+    chunks_.back()[used_++] = r;
+  }
+  template <typename Fn>
+  void ForEach(Fn fn) const {
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      size_t n = c + 1 == chunks_.size() ? used_ : kChunk;
+      for (size_t i = 0; i < n; ++i) fn(chunks_[c][i]);
+    }
+  }
+  void Clear() {
+    chunks_.clear();
+    used_ = 0;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Record[]>> chunks_;
+  size_t used_ = 0;
 };
 
 struct Open {
@@ -39,18 +70,32 @@ struct Open {
   uint32_t name;
 };
 
+struct CachedName {
+  std::string text;  // verified on every hit: the same pointer may later hold another string
+  uint32_t id;
+};
+
 struct ThreadBuf {
   std::mutex mu;
   int32_t tid = 0;
-  std::vector<Record> done;
-  std::map<uint32_t, std::vector<Open>> stacks;  // domain → open push/pop ranges
-  std::unordered_map<std::string, uint32_t> names;  // thread-local intern cache
+  RecordLog done;
+  std::vector<std::vector<Open>> stacks;  // by domain id: open push/pop ranges
+  std::unordered_map<const char*, CachedName> by_ptr;  // thread-local intern cache
+  std::vector<Open>& Stack(uint32_t domain) {
+    if (domain >= stacks.size()) stacks.resize(domain + 1);
+    return stacks[domain];
+  }
 };
 
 struct StartOpen {
   int32_t tid;
   int64_t start;
   uint32_t name, domain;
+};
+
+struct Ended {
+  StartOpen s;
+  int64_t end;
 };
 
 // Leaked on purpose: must outlive every thread and static destructor that may still record.
@@ -63,6 +108,7 @@ struct Global {
   std::vector<std::string> domains{"default"};
   std::vector<ThreadBuf*> bufs;
   std::unordered_map<uint64_t, StartOpen> started;
+  std::vector<Ended> ended;
   uint64_t next_start_id = 1;
   bool flushed = false;
 };
@@ -84,9 +130,10 @@ ThreadBuf* Buf() {
 }
 
 uint32_t InternName(ThreadBuf* b, const char* name) {
-  std::string s = name ? name : "(null)";
-  auto it = b->names.find(s);
-  if (it != b->names.end()) return it->second;
+  if (name == nullptr) name = "(null)";
+  auto it = b->by_ptr.find(name);
+  if (it != b->by_ptr.end() && std::strcmp(it->second.text.c_str(), name) == 0) return it->second.id;
+  std::string s = name;
   uint32_t id;
   {
     std::lock_guard<std::mutex> lock(g->mu);
@@ -94,9 +141,13 @@ uint32_t InternName(ThreadBuf* b, const char* name) {
     if (inserted) g->names.push_back(s);
     id = git->second;
   }
-  b->names.emplace(std::move(s), id);
+  b->by_ptr[name] = CachedName{std::move(s), id};
   return id;
 }
+
+bool g_cpu_time = true;  // OPSCOPE_RANGES_CPU=0 turns the per-range thread CPU time off
+
+int64_t CpuNow() { return g_cpu_time ? Now(CLOCK_THREAD_CPUTIME_ID) : 0; }
 
 void AtForkChild() {
   if (!g) return;
@@ -104,10 +155,11 @@ void AtForkChild() {
   new (&g->mu) std::mutex;
   for (ThreadBuf* b : g->bufs) {
     new (&b->mu) std::mutex;
-    b->done.clear();
+    b->done.Clear();
     b->stacks.clear();
   }
   g->started.clear();
+  g->ended.clear();
   g->flushed = false;
   if (t_buf) t_buf->tid = Gettid();
 }
@@ -128,6 +180,8 @@ bool Init(const char* source) {
     g = new Global;
     g->path = out;
     g->source = source;
+    const char* cpu = std::getenv("OPSCOPE_RANGES_CPU");
+    g_cpu_time = !(cpu && cpu[0] == '0');
     pthread_atfork(nullptr, nullptr, AtForkChild);
     std::atexit(Flush);
   }
@@ -143,6 +197,7 @@ uint32_t InternDomain(const char* name) {
   std::string s = name ? name : "(null)";
   for (size_t i = 0; i < g->domains.size(); ++i)
     if (g->domains[i] == s) return static_cast<uint32_t>(i);
+  if (g->domains.size() >= 65535) return 0;  // records store the domain in 16 bits
   g->domains.push_back(s);
   return static_cast<uint32_t>(g->domains.size() - 1);
 }
@@ -150,24 +205,24 @@ uint32_t InternDomain(const char* name) {
 void Push(uint32_t domain, const char* name) {
   if (!Active()) return;
   ThreadBuf* b = Buf();
-  int64_t cpu = Now(CLOCK_THREAD_CPUTIME_ID);
+  int64_t cpu = CpuNow();
   std::lock_guard<std::mutex> lock(b->mu);
   uint32_t id = InternName(b, name);
-  b->stacks[domain].push_back(Open{Now(CLOCK_MONOTONIC), cpu, id});
+  b->Stack(domain).push_back(Open{Now(CLOCK_MONOTONIC), cpu, id});
 }
 
 void Pop(uint32_t domain) {
   if (!Active()) return;
   int64_t end = Now(CLOCK_MONOTONIC);
-  int64_t cpu = Now(CLOCK_THREAD_CPUTIME_ID);
+  int64_t cpu = CpuNow();
   ThreadBuf* b = Buf();
   std::lock_guard<std::mutex> lock(b->mu);
-  auto& st = b->stacks[domain];
+  auto& st = b->Stack(domain);
   if (st.empty()) return;  // unmatched pop: ignored
   Open o = st.back();
   st.pop_back();
-  b->done.push_back(Record{'P', b->tid, o.start, end, o.name, domain,
-                           static_cast<int32_t>(st.size()), cpu - o.cpu_start});
+  b->done.Add(Record{o.start, end, g_cpu_time ? cpu - o.cpu_start : -1, o.name,
+                     static_cast<uint16_t>(domain), static_cast<uint8_t>(std::min<size_t>(st.size(), 255)), 'P'});
 }
 
 uint64_t Start(uint32_t domain, const char* name) {
@@ -196,9 +251,8 @@ void End(uint64_t rid) {
     s = it->second;
     g->started.erase(it);
   }
-  ThreadBuf* b = Buf();
-  std::lock_guard<std::mutex> lock(b->mu);
-  b->done.push_back(Record{'S', s.tid, s.start, now, s.name, s.domain, 0, -1});
+  std::lock_guard<std::mutex> lock(g->mu);
+  g->ended.push_back(Ended{s, now});
 }
 
 void Flush() {
@@ -218,16 +272,23 @@ void Flush() {
   for (size_t i = 0; i < g->domains.size(); ++i) WriteLine(f, "domain", i, g->domains[i]);
   for (ThreadBuf* b : g->bufs) {
     std::lock_guard<std::mutex> bl(b->mu);
-    for (const Record& r : b->done)
-      std::fprintf(f, "range %c %d %lld %lld %u %u %d %lld\n", r.kind, r.tid,
-                   static_cast<long long>(r.start), static_cast<long long>(r.end), r.name, r.domain,
-                   r.depth, static_cast<long long>(r.cpu_ns));
-    for (const auto& [domain, st] : b->stacks)
-      for (size_t d = 0; d < st.size(); ++d)
-        std::fprintf(f, "range U %d %lld %lld %u %u %zu -1\n", b->tid,
+    b->done.ForEach([&](const Record& r) {
+      std::fprintf(f, "range %c %d %lld %lld %u %u %u %lld\n", r.kind, b->tid,
+                   static_cast<long long>(r.start), static_cast<long long>(r.end), r.name,
+                   static_cast<unsigned>(r.domain), static_cast<unsigned>(r.depth),
+                   static_cast<long long>(r.cpu_ns));
+    });
+    for (size_t domain = 0; domain < b->stacks.size(); ++domain)
+      for (size_t d = 0, n = b->stacks[domain].size(); d < n; ++d) {
+        const auto& st = b->stacks[domain];
+        std::fprintf(f, "range U %d %lld %lld %u %zu %zu -1\n", b->tid,
                      static_cast<long long>(st[d].start), static_cast<long long>(now), st[d].name,
                      domain, d);
+      }
   }
+  for (const Ended& e : g->ended)
+    std::fprintf(f, "range S %d %lld %lld %u %u 0 -1\n", e.s.tid, static_cast<long long>(e.s.start),
+                 static_cast<long long>(e.end), e.s.name, e.s.domain);
   for (const auto& [id, s] : g->started)
     std::fprintf(f, "range U %d %lld %lld %u %u 0 -1\n", s.tid, static_cast<long long>(s.start),
                  static_cast<long long>(now), s.name, s.domain);
