@@ -72,6 +72,9 @@ Status Validate(const Profile& p) {
     for (const auto& m : p.gpu->memcpys)
       if (m.end_ns < m.start_ns || m.bytes < 0) return bad("memcpy with invalid time or size");
   }
+  for (const ClockSample& c : p.clocks)
+    if (!Finite(c.cpu_mhz) || c.cpu_mhz < 0 || !Finite(c.temp_c))
+      return bad("clock sample of run " + std::to_string(c.run) + " has an invalid frequency or temperature");
   return Status::Ok();
 }
 
