@@ -108,9 +108,11 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
 
   // Clock: shift CUPTI's times onto CLOCK_MONOTONIC when our callback was refused.
   int64_t shift = 0;
+  const bool has_cupti_records = !t.kernels.empty() || !t.memcpys.empty() || !t.memsets.empty() || !t.api_calls.empty();
   if (!t.clocks.empty() && !t.clocks.front().cupti_is_monotonic && t.clocks.front().cupti_ns != 0) {
     shift = t.clocks.front().monotonic_ns - t.clocks.front().cupti_ns;
-    degrade(who + ": CUPTI kept its own clock; GPU times were aligned by a measured offset (" +
+    if (has_cupti_records)
+      degrade(who + ": CUPTI kept its own clock; GPU times were aligned by a measured offset (" +
             std::to_string(shift) + " ns), so CPU/GPU alignment is approximate");
   }
 
