@@ -77,6 +77,18 @@ class RangeIndex {
 
 }  // namespace
 
+std::string ApiDisplayName(const std::string& name, bool runtime) {
+  // CUPTI names runtime callbacks with the version that introduced them ("cudaMemcpy_v3020");
+  // users know the function as "cudaMemcpy". Driver names keep their suffix ("cuMemcpyHtoD_v2"
+  // is the real symbol).
+  if (!runtime) return name;
+  size_t v = name.rfind("_v");
+  if (v == std::string::npos || name.size() - v < 6) return name;
+  for (size_t i = v + 2; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(0, v);
+}
+
 std::string DemangleKernelName(const std::string& name) {
   if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
   int status = 0;
@@ -215,7 +227,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   for (size_t i = 0; i < t.api_calls.size(); ++i) {
     const trace::ApiRecord& a = t.api_calls[i];
     profile::GpuApiCall out;
-    out.name = t.api_names[i];
+    out.name = ApiDisplayName(t.api_names[i], a.domain == trace::kRuntimeApi);
     out.api = a.domain == trace::kRuntimeApi ? "runtime" : "driver";
     out.tid = static_cast<int32_t>(a.tid);
     out.start_ns = a.start_ns + shift;

@@ -30,4 +30,7 @@ std::string DemangleKernelName(const std::string& name);
 
 const char* MemcpyKindName(uint8_t kind);
 
+// "cudaMemcpy" for CUPTI's runtime callback name "cudaMemcpy_v3020"; driver names unchanged.
+std::string ApiDisplayName(const std::string& name, bool runtime);
+
 }  // namespace opscope::gpu

@@ -261,6 +261,14 @@ TEST(GpuDecoderTest, SurvivesBitFlips) {
   }
 }
 
+TEST(GpuBuilderTest, ApiNamesWithoutCuptiVersionSuffix) {
+  EXPECT_EQ(ApiDisplayName("cudaMemcpy_v3020", true), "cudaMemcpy");
+  EXPECT_EQ(ApiDisplayName("cudaLaunchKernel_ptsz_v7000", true), "cudaLaunchKernel_ptsz");
+  EXPECT_EQ(ApiDisplayName("cudaLaunchKernelExC_v11060", true), "cudaLaunchKernelExC");
+  EXPECT_EQ(ApiDisplayName("cuMemcpyHtoD_v2", false), "cuMemcpyHtoD_v2");
+  EXPECT_EQ(ApiDisplayName("cudaFoo_vX123", true), "cudaFoo_vX123");
+}
+
 TEST(GpuBuilderTest, DemanglesOnlyMangledNames) {
   EXPECT_EQ(DemangleKernelName("_Z6vecAddPfS_S_i"), "vecAdd(float*, float*, float*, int)");
   EXPECT_EQ(DemangleKernelName("my_c_kernel"), "my_c_kernel");
