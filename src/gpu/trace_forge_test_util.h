@@ -60,7 +60,8 @@ class TraceForge {
     a.domain = domain;
     Add(trace::kApi, a);
   }
-  void Memcpy(uint8_t kind, uint64_t bytes, int64_t start, int64_t end, uint32_t corr, bool pageable) {
+  void Memcpy(uint8_t kind, uint64_t bytes, int64_t start, int64_t end, uint32_t corr, bool pageable,
+              bool async = false) {
     trace::MemcpyRecord m{};
     m.start_ns = start;
     m.end_ns = end;
@@ -70,6 +71,7 @@ class TraceForge {
     uint8_t host = pageable ? trace::kMemPageable : trace::kMemPinned;
     m.src_kind = kind == trace::kHtoD ? host : uint8_t{trace::kMemDevice};
     m.dst_kind = kind == trace::kDtoH ? host : uint8_t{trace::kMemDevice};
+    m.async = async ? 1 : 0;
     Add(trace::kMemcpy, m);
   }
   void Push(const std::string& name, int64_t ts, uint32_t tid, const std::string& domain = "") {

@@ -12,10 +12,12 @@
 #include <string>
 
 #include "base/files.h"
+#include "gpu/launch.h"
+#include "gpu/summary.h"
+#include "gpu/trace_forge_test_util.h"
 #include "profile/profile_io.h"
 
 namespace opscope {
-namespace {
 
 struct Result {
   int code = -1;
@@ -148,5 +150,103 @@ TEST_F(GpuCliTest, BadInvocations) {
   EXPECT_NE(r.err.find("no GPU trace was written"), std::string::npos) << r.err;
 }
 
-}  // namespace
 }  // namespace opscope
+
+// The prepared GPU script's checks (check_profile.py), run here on a trace forged to look like
+// what gpu_demo.cu produces on a GPU, through the real decoder and Profile builder: the
+// script and the pipeline agree on names and fields before the first GPU run, and the checks
+// can fail.
+namespace opscope::gpu {
+namespace {
+
+using testing::TraceForge;
+
+std::string ForgeDemoTrace(int iterations, double* event_ms) {
+  TraceForge f;
+  f.Device(9, 0);
+  f.Add(trace::kClock, trace::ClockRecord{1, 1, 1, 0});
+  const uint32_t tid = 4321;
+  const int64_t ms = 1'000'000;
+  uint32_t c = 1;
+  *event_ms = 0;
+  for (int i = 0; i < iterations + 2; ++i) {
+    bool warm = i < 2;
+    int64_t b = 10 * ms + i * 3 * ms;
+    f.Push(warm ? "warmup" : "iteration", b, tid);
+    f.Push("preprocess", b, tid);
+    f.Pop(b + ms, tid);
+    f.Push("upload", b + ms, tid);
+    f.Api("cudaMemcpy_v3020", b + ms, b + ms + 100'000, tid, c);
+    f.Memcpy(trace::kHtoD, 1 << 20, b + ms + 10'000, b + ms + 90'000, c++, /*pageable=*/true);
+    f.Api("cudaMemcpyAsync_v3020", b + ms + 100'000, b + ms + 101'000, tid, c);
+    f.Memcpy(trace::kHtoD, 4 << 20, b + ms + 101'000, b + ms + 400'000, c++, false, true);
+    f.Pop(b + ms + 102'000, tid);
+    const char* layers[] = {"layer1_conv", "layer2_relu", "layer3_reduce"};
+    const char* kernels[] = {"_Z9conv_likePKfS0_Pfii", "_Z10relu_scalePfii", "_Z12block_reducePKfPfi"};
+    int64_t run[] = {ms, ms / 4, 5'000};
+    int64_t gpu = b + ms + 400'000;
+    for (int k = 0; k < 3; ++k) {
+      int64_t t = b + ms + 103'000 + k * 2'000;
+      f.Push(layers[k], t, tid);
+      f.Api("cudaLaunchKernel_v7000", t + 100, t + 900, tid, c);
+      f.Pop(t + 1'000, tid);
+      trace::KernelRecord kr{};
+      kr.start_ns = gpu;
+      kr.end_ns = gpu + run[k];
+      kr.correlation = c++;
+      kr.stream = 13;
+      kr.grid[0] = 4096; kr.grid[1] = kr.grid[2] = 1;
+      kr.block[0] = 256; kr.block[1] = kr.block[2] = 1;
+      kr.registers_per_thread = 16;
+      kr.dynamic_shared_bytes = k == 2 ? 1024 : 0;
+      kr.name = f.Str(kernels[k]);
+      f.Add(trace::kKernel, kr);
+      gpu += run[k];
+      if (!warm) *event_ms += static_cast<double>(run[k]) * 1.01 / 1e6;  // events bracket a bit more
+    }
+    int64_t t = b + ms + 110'000;
+    f.Push("download", t, tid);
+    f.Api("cudaMemcpyAsync_v3020", t, t + 1'000, tid, c);
+    f.Memcpy(trace::kDtoH, 256 << 10, gpu, gpu + 20'000, c++, false, true);
+    f.Api("cudaStreamSynchronize_v3020", t + 2'000, gpu + 21'000, tid, c);
+    f.Sync(trace::kStreamSynchronize, t + 2'500, gpu + 20'500, c++);
+    f.Pop(gpu + 22'000, tid);
+    f.Push("postprocess", gpu + 22'000, tid);
+    f.Pop(gpu + 322'000, tid);
+    f.Pop(gpu + 323'000, tid);
+  }
+  f.End();
+  return f.bytes();
+}
+
+class GpuScriptChecksTest : public opscope::GpuCliTest {};
+
+TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors) {
+  if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not available";
+  double event_ms = 0;
+  std::string trace_path = Path("gpu-1.trace");
+  ASSERT_TRUE(WriteFileAtomic(trace_path, ForgeDemoTrace(6, &event_ms)).ok());
+  auto p = ProfileFromTraces({trace_path});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  GpuSummary s = Summarize(*p);
+  auto findings = GpuFindings(*p, s);
+  p->findings.insert(p->findings.end(), findings.begin(), findings.end());
+  std::string json = Path("demo.json");
+  ASSERT_TRUE(profile::SaveProfile(*p, json).ok());
+  std::string script = OPSCOPE_SOURCE_DIR "/tests/gpu/check_profile.py";
+  std::string log = Path("check.log");
+  auto check = [&](int iterations, double ms) {
+    std::string cmd = "python3 " + script + " " + json + " " + std::to_string(iterations) + " " +
+                      std::to_string(ms) + " >" + log + " 2>&1";
+    int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(check(6, event_ms), 0) << ReadFile(log).value();
+  if (std::getenv("SHOW_CHECK_LOG")) std::fputs(ReadFile(log).value().c_str(), stderr);
+  EXPECT_EQ(check(6, event_ms * 1.2), 1);  // kernel time 20% off the events: must fail
+  EXPECT_NE(ReadFile(log).value().find("FAIL  kernel time"), std::string::npos);
+  EXPECT_EQ(check(7, event_ms), 1);        // wrong iteration count: must fail
+}
+
+}  // namespace
+}  // namespace opscope::gpu
