@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -40,10 +41,14 @@ class GpuCommand : public Command {
     app->add_option("--iteration-range", iteration_range_,
                     "NVTX range that marks one iteration (default: the most frequent top-level range)");
     app->add_option("--keep-trace", keep_dir_, "write the raw tracer files into DIR and keep them");
+    app->add_option("--from-trace", from_dir_,
+                    "report on tracer files kept earlier with --keep-trace DIR instead of running a program");
     app->add_flag("--no-driver-api", no_driver_api_, "do not record driver API calls (less overhead)");
+    app->add_flag("--no-copy-fingerprints", no_fingerprints_,
+                  "do not hash the host bytes of host-to-device copies (repeated copies then match by size only)");
     app->add_flag("--no-driver-check", no_driver_check_,
                   "run even where no NVIDIA driver is found (records NVTX ranges only; used by the tests)");
-    app->add_option("command", command_, "the program to trace and its arguments (after --)")->required();
+    app->add_option("command", command_, "the program to trace and its arguments (after --)");
   }
 
   int Run() override {
@@ -58,13 +63,24 @@ class GpuCommand : public Command {
         return ReportError(InvalidArgument(output_ + ": opscope gpu writes JSON profiles; name the file *.json"));
       if (Status s = CheckWritable(output_); !s.ok()) return ReportError(s);
     }
+    std::error_code ec;
+    if (!from_dir_.empty()) {
+      if (!command_.empty()) return ReportError(InvalidArgument("--from-trace reports on kept traces: give no program"));
+      gpu::TracedRun kept;
+      for (const auto& e : fs::directory_iterator(from_dir_, ec))
+        if (e.path().extension() == ".trace") kept.trace_files.push_back(e.path().string());
+      if (ec) return ReportError(NotFound(from_dir_ + ": " + ec.message()));
+      std::sort(kept.trace_files.begin(), kept.trace_files.end());
+      if (kept.trace_files.empty()) return ReportError(NotFound(from_dir_ + ": no gpu-*.trace files"));
+      return Finish(kept, from_dir_);
+    }
+    if (command_.empty()) return ReportError(InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]"));
     if (!no_driver_check_)
       if (Status s = gpu::ProbeNvidiaDriver(); !s.ok()) return ReportError(s);
     auto tracer = gpu::FindTracerLibrary();
     if (!tracer.ok()) return ReportError(tracer.status());
 
     std::string dir;
-    std::error_code ec;
     if (!keep_dir_.empty()) {
       fs::create_directories(keep_dir_, ec);
       if (ec) return ReportError(PermissionDenied(keep_dir_ + ": cannot create: " + ec.message()));
@@ -82,6 +98,7 @@ class GpuCommand : public Command {
     options.tracer = *tracer;
     options.out_dir = dir;
     options.driver_api = !no_driver_api_;
+    options.fingerprint_copies = !no_fingerprints_;
     auto run = gpu::RunTraced(command_, options);
     int code = Finish(run, dir);
     if (keep_dir_.empty()) fs::remove_all(dir, ec);
@@ -110,7 +127,7 @@ class GpuCommand : public Command {
     profile::Profile& p = *built;
     std::vector<std::string> quoted;
     for (const auto& a : command_) quoted.push_back(ShellQuote(a));
-    p.meta.source = Join(quoted, " ");
+    p.meta.source = from_dir_.empty() ? Join(quoted, " ") : "traces in " + from_dir_;
     p.meta.tool_version = OPSCOPE_VERSION;
     p.meta.build_type = OPSCOPE_BUILD_TYPE;
     p.meta.created = IsoTimeNow();
@@ -122,9 +139,11 @@ class GpuCommand : public Command {
     p.meta.logical_cpus = host.logical_cpus;
     p.meta.governor = host.governor;
     p.meta.cpu_mhz = host.cpu_mhz;
-    p.meta.extra["exit_code"] = std::to_string(run->exit_code);
-    p.meta.extra["wall_ms"] = std::to_string(run->wall_ms);
-    p.meta.extra["tracer"] = *gpu::FindTracerLibrary();
+    if (from_dir_.empty()) {
+      p.meta.extra["exit_code"] = std::to_string(run->exit_code);
+      p.meta.extra["wall_ms"] = std::to_string(run->wall_ms);
+      if (auto lib = gpu::FindTracerLibrary(); lib.ok()) p.meta.extra["tracer"] = *lib;
+    }
     if (!keep_dir_.empty()) p.meta.extra["trace_dir"] = dir;
 
     gpu::SummaryOptions so;
@@ -146,9 +165,11 @@ class GpuCommand : public Command {
   bool gpu_trace_ = false;
   bool no_driver_api_ = false;
   bool no_driver_check_ = false;
+  bool no_fingerprints_ = false;
   std::string output_;
   std::string iteration_range_;
   std::string keep_dir_;
+  std::string from_dir_;
   std::vector<std::string> command_;
 };
 

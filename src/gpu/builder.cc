@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -304,8 +305,17 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     }
     g.kernels.push_back(std::move(out));
   }
+  std::unordered_map<uint32_t, const trace::CopyContentRecord*> contents;
+  for (const auto& c : t.copy_contents) contents[c.correlation] = &c;
   for (const trace::MemcpyRecord& m : t.memcpys) {
     profile::GpuMemcpy out;
+    auto content = contents.find(m.runtime_correlation ? m.runtime_correlation : m.correlation);
+    if (content != contents.end() && content->second->hash != 0 && content->second->bytes == m.bytes) {
+      char hex[17];
+      snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(content->second->hash));
+      out.content_hash = hex;
+      out.content_sampled = content->second->sampled != 0;
+    }
     out.kind = MemcpyKindName(m.copy_kind);
     out.bytes = static_cast<int64_t>(m.bytes);
     uint8_t host_side = m.copy_kind == trace::kHtoD || m.copy_kind == trace::kHtoA ? m.src_kind

@@ -115,6 +115,11 @@ StatusOr<DecodedTrace> DecodeTrace(std::string_view bytes, const std::string& or
         if ((ok = Read(payload, &s))) t.syncs.push_back(s);
         break;
       }
+      case trace::kCopyContent: {
+        trace::CopyContentRecord c;
+        if ((ok = Read(payload, &c))) t.copy_contents.push_back(c);
+        break;
+      }
       case trace::kNvtxPush: {
         trace::NvtxPushRecord r;
         if ((ok = Read(payload, &r)))

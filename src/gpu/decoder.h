@@ -40,6 +40,7 @@ struct DecodedTrace {
   std::vector<trace::ApiRecord> api_calls;
   std::vector<std::string> api_names;     // parallel to api_calls
   std::vector<trace::SyncRecord> syncs;
+  std::vector<trace::CopyContentRecord> copy_contents;
   std::vector<trace::ClockRecord> clocks;
   std::vector<NvtxEvent> nvtx;            // in file order
   std::unordered_map<uint32_t, std::string> thread_names;

@@ -190,6 +190,29 @@ TEST(GpuBuilderTest, ShiftsCuptiClockWhenOursWasRefused) {
   EXPECT_FALSE(p.meta.degradations.empty());
 }
 
+TEST(GpuBuilderTest, CopyFingerprintsAttachByCorrelation) {
+  TraceForge f;
+  f.Api("cudaMemcpy_v3020", 10, 100, kMain, 5);
+  f.Content(5, 1 << 20, 0xABCDEF, false);
+  f.Memcpy(trace::kHtoD, 1 << 20, 20, 90, 5, true);
+  f.Api("cudaMemcpyAsync_v3020", 110, 120, kMain, 6);
+  f.Content(6, 8 << 20, 0x1234, true);
+  f.Memcpy(trace::kHtoD, 8 << 20, 130, 900, 6, false);
+  f.Api("cudaMemcpy_v3020", 1000, 1100, kMain, 7);
+  f.Content(7, 1 << 20, 0, false);  // source unreadable
+  f.Memcpy(trace::kHtoD, 1 << 20, 1010, 1090, 7, true);
+  f.End();
+  profile::Profile p = Build(f.bytes());
+  const auto& m = p.gpu->memcpys;
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].content_hash, "0000000000abcdef");
+  EXPECT_FALSE(m[0].content_sampled);
+  EXPECT_EQ(m[1].content_hash, "0000000000001234");
+  EXPECT_TRUE(m[1].content_sampled);
+  EXPECT_EQ(m[2].content_hash, "");
+  EXPECT_EQ(p.gpu->api_calls[0].name, "cudaMemcpy");
+}
+
 TEST(GpuDecoderTest, RejectsForeignFiles) {
   EXPECT_EQ(DecodeTrace("", "a").status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(DecodeTrace(std::string(64, 'x'), "a").status().code(), StatusCode::kDataLoss);

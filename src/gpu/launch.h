@@ -29,6 +29,7 @@ struct RunOptions {
   std::string tracer;      // path of the tracer library
   std::string out_dir;     // where the traced processes write gpu-<pid>.trace
   bool driver_api = true;  // also record driver API calls
+  bool fingerprint_copies = true;  // hash the host bytes of HtoD copies (>= 64 KiB)
 };
 
 // Runs `command` (argv, searched in PATH) with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH

@@ -82,9 +82,11 @@ std::string FormatGpuReport(const profile::Profile& p, const GpuSummary& s, bool
                          HumanBytes(static_cast<double>(d.bytes)), FormatNs(d.ns), d.gbps, d.pageable_count,
                          HumanBytes(static_cast<double>(d.pageable_bytes)));
     for (const auto& r : s.repeated_copies)
-      out += fmt::format(" repeated: {} x {} {} ({} of {} iterations){}\n", r.count,
+      out += fmt::format(" repeated: {} x {} {} ({} of {} iterations){}{}\n", r.count,
                          HumanBytes(static_cast<double>(r.bytes_each)), r.kind, r.iterations_with,
-                         s.split.range.empty() ? 0 : s.split.iterations, r.pageable ? ", pageable" : "");
+                         s.split.range.empty() ? 0 : s.split.iterations, r.pageable ? ", pageable" : "",
+                         r.fingerprinted ? fmt::format(", same bytes in {} of {}", r.same_content, r.fingerprinted)
+                                         : std::string(", content not fingerprinted"));
     out += "\n";
   }
 

@@ -215,7 +215,9 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   }
   std::map<std::pair<std::string, int64_t>, RepeatedCopy> groups;
   std::map<std::pair<std::string, int64_t>, std::set<int>> group_iters;
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, int64_t>> group_contents;
   for (const auto& m : g.memcpys) {
+    if (!m.content_hash.empty()) ++group_contents[{m.kind, m.bytes}][m.content_hash];
     RepeatedCopy& r = groups[{m.kind, m.bytes}];
     r.kind = m.kind;
     r.bytes_each = m.bytes;
@@ -229,11 +231,17 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   const int64_t n_iter = static_cast<int64_t>(windows.size());
   for (auto& [key, r] : groups) {
     r.iterations_with = static_cast<int64_t>(group_iters[key].size());
+    for (const auto& [hash, n] : group_contents[key]) {
+      r.fingerprinted += n;
+      r.same_content = std::max(r.same_content, n);
+    }
     if (r.kind != "HtoD" || r.bytes_each < kMinRepeatedCopyBytes) continue;
     bool repeated = n_iter >= kMinRepeats
                         ? r.iterations_with >= std::max<int64_t>(kMinRepeats, static_cast<int64_t>(std::ceil(kRepeatedCopyIterationShare * n_iter)))
                         : r.count >= kMinRepeats;
-    if (repeated) s.repeated_copies.push_back(r);
+    bool changing = r.fingerprinted >= kMinRepeats &&
+                    static_cast<double>(r.same_content) < kRepeatedCopyIterationShare * static_cast<double>(r.fingerprinted);
+    if (repeated && !changing) s.repeated_copies.push_back(r);
   }
   std::stable_sort(s.repeated_copies.begin(), s.repeated_copies.end(),
                    [](const RepeatedCopy& a, const RepeatedCopy& b) { return a.total_ns > b.total_ns; });
@@ -322,12 +330,20 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
                                       r.count, r.bytes_each, r.iterations_with, n_iter, s.split.range, FormatNs(r.total_ns))
                         : fmt::format("{} copies of {} bytes HtoD, {} of copy time in total (no NVTX iteration range "
                                       "found: counted over the whole run)", r.count, r.bytes_each, FormatNs(r.total_ns));
-    f.suggestion = "if its content does not change between iterations (weights, configuration, lookup tables), "
-                   "copy it to the GPU once before the loop and keep the device buffer";
+    if (r.fingerprinted >= kMinRepeats) {
+      f.title += " with the same content";
+      f.evidence += fmt::format("; {} of {} fingerprinted copies carried identical bytes", r.same_content, r.fingerprinted);
+      f.suggestion = "the bytes do not change: copy them to the GPU once before the loop and keep the device buffer";
+    } else {
+      f.evidence += "; content not fingerprinted, so matched by size and direction only";
+      f.suggestion = "if its content does not change between iterations (weights, configuration, lookup tables), "
+                     "copy it to the GPU once before the loop and keep the device buffer";
+    }
     f.ops = {fmt::format("[CUDA memcpy HtoD] {} bytes", r.bytes_each)};
     f.numbers = {{"bytes_each", static_cast<double>(r.bytes_each)}, {"count", static_cast<double>(r.count)},
                  {"iterations_with", static_cast<double>(r.iterations_with)}, {"iterations", static_cast<double>(n_iter)},
-                 {"total_ns", r.total_ns}};
+                 {"total_ns", r.total_ns}, {"fingerprinted", static_cast<double>(r.fingerprinted)},
+                 {"same_content", static_cast<double>(r.same_content)}};
     out.push_back(std::move(f));
   }
 

@@ -9,6 +9,12 @@
 // often (at least twice). Without one, the whole traced span counts as one iteration and the
 // repeated-copy rule falls back to "same size and direction at least kMinRepeats times".
 //
+// Repeated copies. A host-to-device copy of one size, present in (nearly) every iteration, is
+// flagged when the tracer's content fingerprints say the bytes were the same each time (at
+// least kRepeatedCopyIterationShare of the fingerprinted copies carry one content), or when
+// there are no fingerprints (then it is a candidate matched by size and direction only). Same
+// size with changing content is an input, and is not flagged.
+//
 // Host blocked vs. busy. The host is "blocked" while a thread waits in a CUDA synchronization
 // (CUPTI's synchronization records) or in a synchronous cudaMemcpy; any other time is counted
 // as CPU work. Within an iteration, GPU-busy time (the union of kernels, copies and memsets)
@@ -67,6 +73,8 @@ struct RepeatedCopy {
   int64_t iterations_with = 0;    // iterations that contain at least one
   double total_ns = 0;
   bool pageable = false;          // at least one of them from pageable memory
+  int64_t fingerprinted = 0;      // copies whose host bytes the tracer fingerprinted
+  int64_t same_content = 0;       // of those, how many carry the most common content
 };
 
 struct IdleGaps {

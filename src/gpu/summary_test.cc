@@ -122,6 +122,35 @@ TEST(GpuSummaryTest, CopiesRepeatedAndPageable) {
   EXPECT_TRUE(s.repeated_copies[0].pageable);
 }
 
+TEST(GpuSummaryTest, FingerprintsTellConfigurationFromInput) {
+  profile::Profile p = FiveIterations();
+  // Make the 3 MiB copy an every-iteration input (same size each time, new bytes each time) and
+  // fingerprint everything: the config (same bytes) is flagged, the input is not.
+  auto& g = *p.gpu;
+  int i = 0;
+  for (auto& m : g.memcpys) m.content_hash = m.bytes == kMiB ? "00000000000000aa" : "in" + std::to_string(i++);
+  for (int it = 2; it < 5; ++it) {
+    profile::GpuMemcpy in;
+    in.kind = "HtoD";
+    in.bytes = 3 * kMiB;
+    in.start_ns = it * 1'000'000 + 150'000;
+    in.end_ns = in.start_ns + 10'000;
+    in.content_hash = "in" + std::to_string(i++);
+    g.memcpys.push_back(in);
+  }
+  GpuSummary s = Summarize(p);
+  ASSERT_EQ(s.repeated_copies.size(), 1u);
+  EXPECT_EQ(s.repeated_copies[0].bytes_each, kMiB);
+  EXPECT_EQ(s.repeated_copies[0].fingerprinted, 5);
+  EXPECT_EQ(s.repeated_copies[0].same_content, 5);
+  auto f = GpuFindings(p, s);
+  ASSERT_FALSE(f.empty());
+  EXPECT_NE(f[0].title.find("with the same content"), std::string::npos) << f[0].title;
+  // Without fingerprints the input would have been a (size-only) candidate too.
+  for (auto& m : g.memcpys) m.content_hash.clear();
+  EXPECT_EQ(Summarize(p).repeated_copies.size(), 2u);
+}
+
 TEST(GpuSummaryTest, IdleGapsAndWaiting) {
   GpuSummary s = Summarize(FiveIterations());
   EXPECT_EQ(s.idle.span_ns, 4'590'000);

@@ -74,6 +74,9 @@ class TraceForge {
     m.async = async ? 1 : 0;
     Add(trace::kMemcpy, m);
   }
+  void Content(uint32_t corr, uint64_t bytes, uint64_t hash, bool sampled = false) {
+    Add(trace::kCopyContent, trace::CopyContentRecord{corr, sampled ? 1u : 0u, bytes, hash});
+  }
   void Push(const std::string& name, int64_t ts, uint32_t tid, const std::string& domain = "") {
     trace::NvtxPushRecord r{ts, tid, Str(name), domain.empty() ? 0 : Str(domain), 0};
     Add(trace::kNvtxPush, r);

@@ -62,6 +62,7 @@ enum RecordType : uint16_t {
   kDropped = 15,
   kMessage = 16,
   kEnd = 17,
+  kCopyContent = 18,
 };
 
 struct RecordHeader {
@@ -219,6 +220,22 @@ enum MessageLevel : uint32_t { kInfo = 0, kWarning = 1, kError = 2 };
 struct MessageRecord {
   uint32_t level;
   uint32_t text;                // string id
+};
+
+// A fingerprint of the host bytes a cudaMemcpy*(HostToDevice) call was about to copy, taken at
+// the call (CUPTI callback API), so that "the same copy every iteration" can be told apart from
+// "a copy of the same size whose content changes" (an input). Copies up to kFullHashBytes are
+// hashed whole; larger ones by kSampleBlocks evenly spaced blocks (`sampled`).
+inline constexpr uint64_t kFullHashBytes = 1 << 20;
+inline constexpr uint32_t kSampleBlocks = 256;
+inline constexpr uint32_t kSampleBlockBytes = 4096;
+inline constexpr uint64_t kMinHashedCopyBytes = 64 * 1024;
+
+struct CopyContentRecord {
+  uint32_t correlation;         // of the runtime API call (the memcpy's runtime_correlation)
+  uint32_t sampled;             // 1 when only sample blocks were hashed
+  uint64_t bytes;
+  uint64_t hash;                // 0 when the source could not be read
 };
 
 enum EndReason : uint32_t { kEndExit = 0, kEndSignal = 1 };

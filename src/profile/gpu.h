@@ -31,6 +31,10 @@ struct GpuMemcpy {
   int32_t range = -1;
   int32_t tid = 0;            // thread that issued it (0 if unknown)
   bool async = false;         // issued by a *Async call
+  // Fingerprint of the host bytes of an HtoD copy (16 hex digits), "" when not taken; a
+  // "sampled" one covers evenly spaced blocks of a large copy, not every byte.
+  std::string content_hash;
+  bool content_sampled = false;
 };
 
 struct GpuMemset {

@@ -27,7 +27,8 @@ static void from_json(const nlohmann::json& j, GpuKernel& v) {
 }
 
 #define MEMCPY_FIELDS(X) X(kind); X(bytes); X(pageable); X(device); X(stream); X(start_ns); \
-  X(end_ns); X(correlation_id); X(range); X(tid); X(async)
+  X(end_ns); X(correlation_id); X(range); X(tid); X(async); X(content_hash); \
+  X(content_sampled)
 static void to_json(nlohmann::json& j, const GpuMemcpy& v) { MEMCPY_FIELDS(OPSCOPE_JSON_PUT); }
 static void from_json(const nlohmann::json& j, GpuMemcpy& v) { MEMCPY_FIELDS(OPSCOPE_JSON_GET); }
 

@@ -78,9 +78,15 @@ def main():
     rules = {}
     for f in p["findings"]:
         rules.setdefault(f["rule"], []).append(f)
+    check(all(m["content_hash"] for m in cfg + inp), "HtoD copies fingerprinted")
+    check(len({m["content_hash"] for m in cfg}) == 1, "config copies carry identical bytes")
+    check(len({m["content_hash"] for m in inp}) == len(inp), "input copies carry new bytes each iteration")
     rep = [f for f in rules.get("gpu-repeated-copy", []) if f["numbers"].get("bytes_each") == MIB]
-    check(len(rep) == 1 and rep[0]["numbers"]["iterations_with"] == iterations,
-          "finding: the 1 MiB HtoD copy repeated every iteration")
+    check(len(rep) == 1 and rep[0]["numbers"]["iterations_with"] == iterations
+          and rep[0]["numbers"]["same_content"] == rep[0]["numbers"]["fingerprinted"] >= iterations,
+          "finding: the 1 MiB HtoD copy repeated every iteration with the same content")
+    check(not any(f["numbers"].get("bytes_each") == 4 * MIB for f in rules.get("gpu-repeated-copy", [])),
+          "no finding for the 4 MiB input (same size, new content each iteration)")
     check(any(f["ops"] == ["[CUDA memcpy HtoD]"] for f in rules.get("gpu-pageable-copy", [])),
           "finding: pageable HtoD copies")
     check("gpu-waits-for-cpu" in rules or "cpu-waits-for-gpu" in rules, "finding: iteration split (who waits)")

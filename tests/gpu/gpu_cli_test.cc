@@ -177,8 +177,10 @@ std::string ForgeDemoTrace(int iterations, double* event_ms) {
     f.Pop(b + ms, tid);
     f.Push("upload", b + ms, tid);
     f.Api("cudaMemcpy_v3020", b + ms, b + ms + 100'000, tid, c);
+    f.Content(c, 1 << 20, 0xC0F16, /*sampled=*/false);  // the same configuration bytes every time
     f.Memcpy(trace::kHtoD, 1 << 20, b + ms + 10'000, b + ms + 90'000, c++, /*pageable=*/true);
     f.Api("cudaMemcpyAsync_v3020", b + ms + 100'000, b + ms + 101'000, tid, c);
+    f.Content(c, 4 << 20, 0x1000 + i, /*sampled=*/true);  // a new input every iteration
     f.Memcpy(trace::kHtoD, 4 << 20, b + ms + 101'000, b + ms + 400'000, c++, false, true);
     f.Pop(b + ms + 102'000, tid);
     const char* layers[] = {"layer1_conv", "layer2_relu", "layer3_reduce"};
@@ -243,6 +245,16 @@ TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors)
   };
   EXPECT_EQ(check(6, event_ms), 0) << ReadFile(log).value();
   if (std::getenv("SHOW_CHECK_LOG")) std::fputs(ReadFile(log).value().c_str(), stderr);
+  // The report on the same trace, through the command line (--from-trace).
+  Result r = Run("--from-trace " + dir_.string() + " --gpu-trace");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("conv_like(float const*, float const*, float*, int, int)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layer1_conv"), std::string::npos);
+  EXPECT_NE(r.out.find("is repeated every iteration"), std::string::npos) << r.out;
+  if (const char* keep = std::getenv("OPSCOPE_KEEP_FORGED_TRACE")) {
+    std::filesystem::copy_file(trace_path, std::string(keep) + "/gpu-1.trace",
+                               std::filesystem::copy_options::overwrite_existing);
+  }
   EXPECT_EQ(check(6, event_ms * 1.2), 1);  // kernel time 20% off the events: must fail
   EXPECT_NE(ReadFile(log).value().find("FAIL  kernel time"), std::string::npos);
   EXPECT_EQ(check(7, event_ms), 1);        // wrong iteration count: must fail
