@@ -67,10 +67,23 @@ Status Validate(const Profile& p) {
       if (!Finite(v)) return bad("stat derived metric '" + name + "' is not finite");
   }
   if (p.gpu) {
-    for (const auto& k : p.gpu->kernels)
+    const int32_t nranges = static_cast<int32_t>(p.ranges.size());
+    for (const auto& k : p.gpu->kernels) {
       if (k.end_ns < k.start_ns) return bad("kernel '" + k.name + "' ends before it starts");
-    for (const auto& m : p.gpu->memcpys)
+      if (k.range < -1 || k.range >= nranges) return bad("kernel '" + k.name + "' refers to a missing range");
+      if (!Finite(k.occupancy) || k.occupancy < 0 || k.occupancy > 1)
+        return bad("kernel '" + k.name + "' has occupancy outside [0,1]");
+    }
+    for (const auto& m : p.gpu->memcpys) {
       if (m.end_ns < m.start_ns || m.bytes < 0) return bad("memcpy with invalid time or size");
+      if (m.range < -1 || m.range >= nranges) return bad("memcpy refers to a missing range");
+    }
+    for (const auto& m : p.gpu->memsets)
+      if (m.end_ns < m.start_ns || m.bytes < 0) return bad("memset with invalid time or size");
+    for (const auto& a : p.gpu->api_calls)
+      if (a.end_ns < a.start_ns) return bad("API call '" + a.name + "' ends before it starts");
+    for (const auto& s : p.gpu->syncs)
+      if (s.end_ns < s.start_ns) return bad("synchronization ends before it starts");
   }
   for (const ClockSample& c : p.clocks)
     if (!Finite(c.cpu_mhz) || c.cpu_mhz < 0 || !Finite(c.temp_c))
