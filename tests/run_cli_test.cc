@@ -181,3 +181,25 @@ TEST(RunCli, NvtxRangesAreRecorded) {
 
 }  // namespace
 }  // namespace opscope
+
+namespace opscope {
+namespace {
+
+// The example pipeline before and after removing its deliberate bottleneck (the naive resize):
+// `diff` of the two `run` profiles puts the pre-processing change first.
+TEST(RunCli, DiffOfPipelineBeforeAfterFastPreprocess) {
+  std::string tmp = Tmp();
+  std::string app = std::string(OPSCOPE_BINARY_DIR) + "/examples/pipeline_example 1";
+  ASSERT_EQ(Shell(Opscope() + " run -o " + tmp + "/b.json -- " + app, tmp).code, 0);
+  ASSERT_EQ(Shell(Opscope() + " run -o " + tmp + "/a.json -- " + app + " --fast-preprocess", tmp).code, 0);
+  auto r = Shell(Opscope() + " diff --format json " + tmp + "/b.json " + tmp + "/a.json", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_GE(j["ranges"].size(), 3u);
+  std::string first = j["ranges"][0]["name"];
+  EXPECT_TRUE(first == "pre-processing" || first == "pre-processing/resize") << first;
+  EXPECT_LT(j["ranges"][0]["delta_ms"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace opscope

@@ -64,7 +64,10 @@ TEST(DiagHygiene, Producers) {
   EXPECT_EQ(none.opt_level, "none");
   EXPECT_NE(none.evidence.find("no -O flag"), std::string::npos);
   auto clang = ClassifyProducers({"Debian clang version 14.0.6"});  // clang records no flags
-  EXPECT_EQ(clang.kind, "debug");
+  EXPECT_EQ(clang.kind, "unknown");
+  EXPECT_NE(clang.evidence.find("-grecord-command-line"), std::string::npos);
+  auto clang_rec = ClassifyProducers({"Debian clang version 14.0.6 /usr/bin/clang++ -O0 -g x.cc"});
+  EXPECT_EQ(clang_rec.kind, "debug");
   auto unk = ClassifyProducers({});
   EXPECT_EQ(unk.kind, "unknown");
   EXPECT_NE(unk.evidence.find("no DWARF producer"), std::string::npos);

@@ -279,7 +279,7 @@ class RunCommand : public Command {
 
   // Recorder work per range besides the clock reads (interning, buffer append, two uncontended
   // locks), measured with bench/annotate_overhead.sh with OPSCOPE_RANGES_CPU=0 (docs/diagnosis.md).
-  static constexpr double kBookkeepingNs = 150;
+  static constexpr double kBookkeepingNs = 250;
 
   int runs_ = 1, warmup_ = 0;
   std::string output_, format_;
