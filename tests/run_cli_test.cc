@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "analysis/range_stats.h"
 #include "diag_cli_util.h"
@@ -199,6 +200,31 @@ TEST(RunCli, DiffOfPipelineBeforeAfterFastPreprocess) {
   std::string first = j["ranges"][0]["name"];
   EXPECT_TRUE(first == "pre-processing" || first == "pre-processing/resize") << first;
   EXPECT_LT(j["ranges"][0]["delta_ms"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace opscope
+
+namespace opscope {
+namespace {
+
+TEST(RunCli, ThreadsAndReusedNameBuffers) {
+  auto p = RunJson("-- " + Bin("run_threads_app"));
+  std::map<std::string, int> count;
+  std::set<int32_t> tids;
+  for (const auto& r : p.ranges) {
+    count[r.name]++;
+    tids.insert(r.tid);
+    if (r.name.starts_with("thread-")) {
+      ASSERT_GE(r.parent, 0);
+      EXPECT_TRUE(p.ranges[r.parent].name.starts_with("job-"));
+      EXPECT_EQ(p.ranges[r.parent].tid, r.tid);
+    }
+  }
+  EXPECT_EQ(tids.size(), 4u);
+  EXPECT_EQ(count["job-0"], 100);
+  EXPECT_EQ(count["job-1"], 100);
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(count["thread-" + std::to_string(t)], 50) << t;
 }
 
 }  // namespace

@@ -84,3 +84,27 @@ TEST(DiagHygiene, OwnBuildType) {
 
 }  // namespace
 }  // namespace opscope::analysis
+
+#include "profile/profile_io.h"
+
+namespace opscope::analysis {
+namespace {
+
+TEST(DiagHygiene, ClockSamplesRoundTripAndValidate) {
+  profile::Profile p;
+  p.meta.kind = "run";
+  p.clocks = {{-1, 1200, 40}, {0, 2400.5, 55.25}, {1, 1800, 71}};
+  auto back = profile::FromJsonString(profile::ToJsonString(p), "mem");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->clocks.size(), 3u);
+  EXPECT_EQ(back->clocks[0].run, -1);
+  EXPECT_EQ(back->clocks[1].cpu_mhz, 2400.5);
+  EXPECT_EQ(back->clocks[2].temp_c, 71);
+  p.clocks[1].cpu_mhz = -5;
+  EXPECT_FALSE(profile::Validate(p).ok());
+  // Profiles without samples do not write the key at all.
+  EXPECT_EQ(profile::ToJsonString(profile::Profile{}).find("clocks"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace opscope::analysis
