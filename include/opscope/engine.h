@@ -75,6 +75,13 @@ class Session {
   virtual Status Run() = 0;
   virtual const Tensor* Output(const std::string& name) const = 0;
 
+  // Notes from loading (symbolic dimensions defaulted, ...), for the user.
+  virtual const std::vector<std::string>& Warnings() const = 0;
+  // Activation arena after the planning run (the first Run): planned size and the size without
+  // reuse. Both 0 before the first Run.
+  virtual size_t ArenaBytes() const = 0;
+  virtual size_t NaiveActivationBytes() const = 0;
+
   virtual void SetObserver(OpObserver* observer) = 0;
   // OS thread ids of every thread that executes kernels (the driving thread and the pool).
   virtual std::vector<int> WorkerThreadIds() = 0;

@@ -1,0 +1,885 @@
+// The session: loading (libonnx → engine graph), constant folding, fusion, the planning run,
+// the memory plan and the executor.
+//
+// Lifecycle:
+//   Load   parse → checker → resolve input dims → ONNX shape inference → build graph → reject
+//          unsupported nodes (all listed) → create kernels → fold constants → fuse.
+//   Run #1 the planning run: every value is kept, shapes are recorded, nodes whose inputs turned
+//          out constant (Shape of a static-shaped tensor and everything downstream of it) are
+//          folded using the values just computed, and the arena plan is made.
+//   Run #n executes active steps in order; outputs come from the arena when they fit.
+// Steps() never changes after Load, so observers can keep step-indexed tables; a step folded
+// after the planning run simply stops being executed (and observed).
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include "base/files.h"
+#include "base/strings.h"
+#include "engine/graph.h"
+#include "engine/kernel.h"
+#include "engine/memory_plan.h"
+#include "engine/onnx_io.h"
+#include "opscope/engine.h"
+
+namespace opscope::engine {
+namespace {
+
+constexpr int kMinOpset = 7;
+constexpr int kMaxOpset = 17;
+constexpr size_t kMaxAllocBytes = size_t{1} << 36;
+
+struct Value {
+  std::string name;
+  bool is_const = false;
+  bool is_input = false;
+  bool is_output = false;
+  Tensor tensor;            // constant, or the current run's value
+  int producer = -1;        // node index
+  std::vector<int> consumers;
+  bool shape_static = false;
+  bool seen = false;        // produced in the planning run
+  std::vector<int64_t> shape;
+  DataType dtype = DataType::kFloat32;
+  // Memory plan
+  int64_t arena_offset = -1;
+  size_t arena_bytes = 0;
+  int last_step = -1;       // last step that reads it (for releasing when not planned)
+};
+
+struct Step {
+  std::vector<int> nodes;   // nodes[0] is the anchor whose kernel runs
+  std::vector<int> inputs;  // value ids
+  std::vector<int> outputs; // value ids (outputs of the last node of a fused chain)
+  Kernel* kernel = nullptr;
+  bool active = true;
+};
+
+// Ops whose output shapes follow from input shapes alone (values of non-data inputs do not
+// matter); used to decide which shapes are static after the planning run.
+const std::set<std::string> kShapeFromShapes = {
+    "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
+    "Clip", "Concat", "Conv", "ConvTranspose", "CumSum", "DepthToSpace", "Div", "Dropout",
+    "Einsum", "Equal", "Erf", "Exp", "Flatten", "Floor", "Gather", "GatherElements", "GatherND",
+    "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "GridSample",
+    "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LayerNormalization",
+    "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min",
+    "Mul", "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "ScatterElements",
+    "ScatterND", "Shape", "Sigmoid", "Size", "Softmax", "SpaceToDepth", "Sqrt", "Sub", "Tanh",
+    "Transpose", "Where"};
+
+class StepContext;
+
+class SessionImpl final : public Session {
+ public:
+  Status Init(const std::string& path, const SessionOptions& options);
+
+  const std::vector<ValueSpec>& Inputs() const override { return input_specs_; }
+  const std::vector<ValueSpec>& Outputs() const override { return output_specs_; }
+  const std::vector<NodeInfo>& Nodes() const override { return node_infos_; }
+  const std::vector<StepInfo>& Steps() const override { return step_infos_; }
+  int Threads() const override { return threads_; }
+  Status SetInput(const std::string& name, Tensor value) override;
+  Status FillRandomInputs(uint64_t seed) override;
+  Status Run() override;
+  const Tensor* Output(const std::string& name) const override;
+  void SetObserver(OpObserver* observer) override { observer_ = observer; }
+  std::vector<int> WorkerThreadIds() override;
+  const std::vector<std::string>& Warnings() const override { return warnings_; }
+  size_t ArenaBytes() const override { return memory_.arena_bytes; }
+  size_t NaiveActivationBytes() const override { return memory_.naive_bytes; }
+
+ private:
+  friend class StepContext;
+  std::string Where(int node) const {
+    return path_ + ": node '" + nodes_[node].name + "' (" + nodes_[node].op_type + ")";
+  }
+  Status BuildGraph(onnx::ModelProto& model);
+  Status CheckSupported(const onnx::GraphProto& g);
+  Status ResolveInputs(onnx::ModelProto& model, const SessionOptions& options);
+  Status FoldConstantsAtLoad();
+  void Fuse();
+  void FuseBatchNorm(int conv, int bn);
+  bool TryPostOp(int producer_step, int consumer_node);
+  Status RunStep(int s, bool planning);
+  void FinishPlanning();
+  int SoleConsumer(int value) const;
+
+  std::string path_, model_dir_;
+  int threads_ = 1;
+  std::vector<Value> values_;
+  std::unordered_map<std::string, int> value_ids_;
+  std::vector<Node> nodes_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+  std::vector<int> node_step_;
+  std::vector<Step> steps_;
+  std::vector<StepInfo> step_infos_;
+  std::vector<NodeInfo> node_infos_;
+  std::vector<int> inputs_, outputs_;     // value ids
+  std::vector<ValueSpec> input_specs_, output_specs_;
+  std::vector<bool> input_set_;
+  std::vector<std::string> warnings_;
+  OpObserver* observer_ = nullptr;
+  bool planned_ = false;
+  int run_count_ = 0;
+  std::shared_ptr<void> arena_;
+  size_t arena_size_ = 0;
+  MemoryStats memory_;
+};
+
+class StepContext final : public KernelContext {
+ public:
+  StepContext(SessionImpl* s, const Step& step, bool use_arena)
+      : s_(s), step_(step), use_arena_(use_arena) {}
+  int num_inputs() const override { return static_cast<int>(step_.inputs.size()); }
+  const Tensor* input(int i) const override {
+    if (i < 0 || i >= num_inputs() || step_.inputs[i] < 0) return nullptr;
+    return &s_->values_[step_.inputs[i]].tensor;
+  }
+  int num_outputs() const override { return static_cast<int>(step_.outputs.size()); }
+  bool output_wanted(int i) const override {
+    return i >= 0 && i < num_outputs() && step_.outputs[i] >= 0;
+  }
+  StatusOr<Tensor*> Output(int i, DataType dtype, const std::vector<int64_t>& shape) override {
+    if (i < 0) return Internal("negative output index");
+    size_t bytes = DataTypeSize(dtype);
+    for (int64_t d : shape) {
+      if (d < 0) return InvalidArgument("negative output dimension " + std::to_string(d));
+      if (d > 0 && bytes > kMaxAllocBytes / static_cast<size_t>(d))
+        return ResourceExhausted("output of shape " + ShapeToString(shape) + " is too large to allocate");
+      bytes *= static_cast<size_t>(d);
+    }
+    Tensor* slot;
+    if (i >= num_outputs() || step_.outputs[i] < 0) {
+      scratch_.emplace_back();
+      slot = &scratch_.back();
+    } else {
+      Value& v = s_->values_[step_.outputs[i]];
+      slot = &v.tensor;
+      if (use_arena_ && v.arena_offset >= 0 && bytes <= v.arena_bytes) {
+        *slot = Tensor::Borrow(dtype, shape, static_cast<char*>(s_->arena_.get()) + v.arena_offset);
+        return slot;
+      }
+    }
+    try {
+      *slot = Tensor(dtype, shape);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("cannot allocate " + HumanBytes(static_cast<double>(bytes)) +
+                               " for an output of shape " + ShapeToString(shape));
+    }
+    return slot;
+  }
+  int threads() const override { return s_->threads_; }
+
+ private:
+  SessionImpl* s_;
+  const Step& step_;
+  bool use_arena_;
+  std::vector<Tensor> scratch_;
+};
+
+StatusOr<AttrValue> ConvertAttribute(const onnx::AttributeProto& a, const std::string& model_dir,
+                                     const std::string& where) {
+  AttrValue v{AttrValue::Kind::kInt};
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: v.kind = AttrValue::Kind::kInt; v.i = a.i(); break;
+    case onnx::AttributeProto::FLOAT: v.kind = AttrValue::Kind::kFloat; v.f = a.f(); break;
+    case onnx::AttributeProto::STRING: v.kind = AttrValue::Kind::kString; v.s = a.s(); break;
+    case onnx::AttributeProto::INTS:
+      v.kind = AttrValue::Kind::kInts;
+      v.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case onnx::AttributeProto::FLOATS:
+      v.kind = AttrValue::Kind::kFloats;
+      v.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case onnx::AttributeProto::STRINGS:
+      v.kind = AttrValue::Kind::kStrings;
+      v.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case onnx::AttributeProto::TENSOR: {
+      v.kind = AttrValue::Kind::kTensor;
+      OPSCOPE_ASSIGN_OR_RETURN(v.t, TensorFromProto(a.t(), model_dir, where + " attribute '" + a.name() + "'"));
+      break;
+    }
+    default:
+      return Unsupported(where + ": attribute '" + a.name() + "' has a type the engine does not support (subgraphs, sparse tensors)");
+  }
+  return v;
+}
+
+bool HasExternalData(const onnx::GraphProto& g) {
+  for (const auto& t : g.initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
+  return false;
+}
+
+}  // namespace
+
+Status SessionImpl::Init(const std::string& path, const SessionOptions& options) {
+  path_ = path;
+  model_dir_ = std::filesystem::path(path).parent_path().string();
+  threads_ = options.threads > 0 ? options.threads : std::max(1, omp_get_num_procs());
+  omp_set_num_threads(threads_);
+
+  OPSCOPE_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes))
+    return DataLoss(path + ": not a valid ONNX model (truncated or corrupt protobuf)");
+  bytes.clear();
+  bytes.shrink_to_fit();
+  if (!model.has_graph())
+    return InvalidArgument(path + ": the model has no graph (not an ONNX model?)");
+
+  int opset = 0;
+  for (const auto& imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
+  if (opset == 0 && model.opset_import_size() == 0) opset = 1;
+  if (opset != 0 && (opset < kMinOpset || opset > kMaxOpset))
+    return Unsupported(path + ": model uses ONNX opset " + std::to_string(opset) +
+                       "; the engine runs opsets " + std::to_string(kMinOpset) + "–" +
+                       std::to_string(kMaxOpset) + " (convert it with onnx.version_converter)");
+
+  try {
+    if (HasExternalData(model.graph())) onnx::checker::check_model(path);
+    else onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    std::string msg = Split(e.what(), '\n')[0];
+    return InvalidArgument(path + ": fails the ONNX checker: " + msg);
+  }
+  OPSCOPE_RETURN_IF_ERROR(CheckSupported(model.graph()));
+  OPSCOPE_RETURN_IF_ERROR(ResolveInputs(model, options));
+  try {
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, false));
+  } catch (const std::exception& e) {
+    return InvalidArgument(path + ": ONNX shape inference failed: " + Split(e.what(), '\n')[0]);
+  }
+  OPSCOPE_RETURN_IF_ERROR(BuildGraph(model));
+  OPSCOPE_RETURN_IF_ERROR(FoldConstantsAtLoad());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!kernels_[i]) continue;
+    Step st;
+    st.nodes = {static_cast<int>(i)};
+    st.inputs = nodes_[i].inputs;
+    st.outputs = nodes_[i].outputs;
+    st.kernel = kernels_[i].get();
+    node_step_[i] = static_cast<int>(steps_.size());
+    steps_.push_back(std::move(st));
+  }
+  if (options.fuse) Fuse();
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    StepInfo info;
+    const Node& anchor = nodes_[steps_[s].nodes[0]];
+    info.name = anchor.name;
+    info.op_type = anchor.op_type;
+    for (size_t k = 0; k < steps_[s].nodes.size(); ++k) {
+      int n = steps_[s].nodes[k];
+      node_step_[n] = static_cast<int>(s);
+      node_infos_[n].step = static_cast<int>(s);
+      if (k > 0) info.op_type += "+" + nodes_[n].op_type;
+      info.nodes.push_back(n);
+    }
+    step_infos_.push_back(std::move(info));
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::CheckSupported(const onnx::GraphProto& g) {
+  std::vector<std::string> bad;
+  int idx = 0;
+  for (const auto& n : g.node()) {
+    if (!FindKernel(n.domain(), n.op_type())) {
+      std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(idx) : n.name();
+      std::string dom = n.domain().empty() ? "" : n.domain() + "::";
+      bad.push_back("node '" + name + "' (" + dom + n.op_type() + ")");
+    }
+    ++idx;
+  }
+  if (bad.empty()) return Status::Ok();
+  std::string msg = path_ + ": " + std::to_string(bad.size()) + " unsupported node" +
+                    (bad.size() > 1 ? "s" : "") + ": " + Join(bad, ", ") +
+                    "; run `opscope ops` for the supported operators";
+  return Unsupported(msg);
+}
+
+Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions& options) {
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  std::set<std::string> input_names;
+  for (auto& in : *model.mutable_graph()->mutable_input()) {
+    if (inits.count(in.name())) continue;
+    input_names.insert(in.name());
+    std::string where = path_ + ": input '" + in.name() + "'";
+    if (!in.type().has_tensor_type())
+      return Unsupported(where + " is not a tensor (sequences and maps are not supported)");
+    OPSCOPE_ASSIGN_OR_RETURN(DataType dt, FromOnnxType(in.type().tensor_type().elem_type()));
+    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    std::vector<int64_t> dims;
+    auto given = options.shapes.find(in.name());
+    if (given != options.shapes.end()) {
+      if (in.type().tensor_type().has_shape() && shape->dim_size() != static_cast<int>(given->second.size()))
+        return InvalidArgument(where + ": given shape " + ShapeToString(given->second) + " has rank " +
+                               std::to_string(given->second.size()) + ", the model expects rank " +
+                               std::to_string(shape->dim_size()));
+      for (int i = 0; i < shape->dim_size(); ++i) {
+        const auto& d = shape->dim(i);
+        if (d.has_dim_value() && d.dim_value() != given->second[i])
+          return InvalidArgument(where + ": given shape " + ShapeToString(given->second) +
+                                 " conflicts with the model's fixed dimension " + std::to_string(i) +
+                                 " = " + std::to_string(d.dim_value()));
+      }
+      dims = given->second;
+    } else {
+      for (int i = 0; i < shape->dim_size(); ++i) {
+        const auto& d = shape->dim(i);
+        if (d.has_dim_value() && d.dim_value() >= 0) {
+          dims.push_back(d.dim_value());
+        } else {
+          std::string sym = d.has_dim_param() ? "'" + d.dim_param() + "'" : "#" + std::to_string(i);
+          warnings_.push_back("input '" + in.name() + "': symbolic dimension " + sym +
+                              " set to 1 (give --shape " + in.name() + "=... to choose)");
+          dims.push_back(1);
+        }
+      }
+    }
+    shape->clear_dim();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+    input_specs_.push_back({in.name(), dt, dims});
+  }
+  for (const auto& [name, s] : options.shapes)
+    if (!input_names.count(name))
+      return InvalidArgument(path_ + ": --shape names '" + name + "', which is not an input of the model (inputs: " +
+                             [&] { std::vector<std::string> v(input_names.begin(), input_names.end()); return Join(v, ", "); }() + ")");
+  return Status::Ok();
+}
+
+Status SessionImpl::BuildGraph(onnx::ModelProto& model) {
+  const onnx::GraphProto& g = model.graph();
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& imp : model.opset_import()) {
+    std::string d = imp.domain() == "ai.onnx" ? "" : imp.domain();
+    opsets[d] = static_cast<int>(imp.version());
+  }
+  auto value_id = [&](const std::string& name) {
+    auto it = value_ids_.find(name);
+    if (it != value_ids_.end()) return it->second;
+    int id = static_cast<int>(values_.size());
+    values_.push_back(Value{});
+    values_.back().name = name;
+    value_ids_[name] = id;
+    return id;
+  };
+  for (const auto& t : g.initializer()) {
+    int id = value_id(t.name());
+    OPSCOPE_ASSIGN_OR_RETURN(values_[id].tensor, TensorFromProto(t, model_dir_, path_ + ": initializer '" + t.name() + "'"));
+    values_[id].is_const = true;
+    values_[id].shape_static = true;
+  }
+  for (const ValueSpec& spec : input_specs_) {
+    int id = value_id(spec.name);
+    values_[id].is_input = true;
+    values_[id].is_const = false;
+    values_[id].shape_static = true;
+    inputs_.push_back(id);
+  }
+  input_set_.assign(inputs_.size(), false);
+
+  std::set<std::string> used_names;
+  std::vector<bool> defined(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) defined[i] = true;
+  int idx = 0;
+  for (const auto& n : g.node()) {
+    Node node;
+    node.op_type = n.op_type();
+    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    node.name = n.name().empty() ? n.op_type() + "_" + std::to_string(idx) : n.name();
+    if (used_names.count(node.name)) node.name += "_" + std::to_string(idx);
+    used_names.insert(node.name);
+    node.opset = opsets.count(node.domain) ? opsets[node.domain] : kMaxOpset;
+    std::string where = path_ + ": node '" + node.name + "' (" + node.op_type + ")";
+    for (const auto& in : n.input()) {
+      node.input_names.push_back(in);
+      if (in.empty()) {
+        node.inputs.push_back(-1);
+        continue;
+      }
+      auto it = value_ids_.find(in);
+      if (it == value_ids_.end() || !defined[it->second])
+        return InvalidArgument(where + ": input '" + in + "' is not produced by any earlier node, initializer or graph input");
+      node.inputs.push_back(it->second);
+    }
+    for (const auto& out : n.output()) {
+      node.output_names.push_back(out);
+      if (out.empty()) {
+        node.outputs.push_back(-1);
+        continue;
+      }
+      if (value_ids_.count(out) && defined[value_ids_[out]])
+        return InvalidArgument(where + ": output '" + out + "' is already defined (the graph is not in SSA form)");
+      int id = value_id(out);
+      defined.resize(values_.size());
+      defined[id] = true;
+      values_[id].producer = idx;
+      node.outputs.push_back(id);
+    }
+    for (const auto& a : n.attribute()) {
+      OPSCOPE_ASSIGN_OR_RETURN(AttrValue v, ConvertAttribute(a, model_dir_, where));
+      node.attrs.Set(a.name(), std::move(v));
+    }
+    for (int in : node.inputs)
+      if (in >= 0) values_[in].consumers.push_back(idx);
+    nodes_.push_back(std::move(node));
+    ++idx;
+  }
+  for (const auto& out : g.output()) {
+    auto it = value_ids_.find(out.name());
+    if (it == value_ids_.end())
+      return InvalidArgument(path_ + ": graph output '" + out.name() + "' is not produced by any node");
+    values_[it->second].is_output = true;
+    outputs_.push_back(it->second);
+    ValueSpec spec;
+    spec.name = out.name();
+    if (out.type().has_tensor_type()) {
+      auto dt = FromOnnxType(out.type().tensor_type().elem_type());
+      if (dt.ok()) spec.dtype = *dt;
+      for (const auto& d : out.type().tensor_type().shape().dim())
+        spec.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    }
+    output_specs_.push_back(spec);
+  }
+
+  kernels_.resize(nodes_.size());
+  node_step_.assign(nodes_.size(), -1);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    KernelFactory f = FindKernel(nodes_[i].domain, nodes_[i].op_type);
+    auto k = f(nodes_[i]);
+    if (!k.ok()) return k.status().WithPrefix(path_);
+    kernels_[i] = std::move(k).value();
+  }
+  node_infos_.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    node_infos_[i].name = nodes_[i].name;
+    node_infos_[i].op_type = nodes_[i].op_type;
+    node_infos_[i].domain = nodes_[i].domain;
+    node_infos_[i].status = "executed";
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::FoldConstantsAtLoad() {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    bool all_const = true;
+    for (int in : n.inputs)
+      if (in >= 0 && !values_[in].is_const) all_const = false;
+    if (!all_const) continue;
+    bool feeds_output_only = false;
+    (void)feeds_output_only;
+    Step tmp;
+    tmp.nodes = {static_cast<int>(i)};
+    tmp.inputs = n.inputs;
+    tmp.outputs = n.outputs;
+    StepContext ctx(this, tmp, /*use_arena=*/false);
+    Status st = kernels_[i]->Run(ctx);
+    if (!st.ok()) return st.WithPrefix(path_);
+    std::vector<TensorDesc> in_d, out_d;
+    for (int in : n.inputs)
+      if (in >= 0) {
+        in_d.push_back({values_[in].tensor.dtype(), values_[in].tensor.shape()});
+        node_infos_[i].input_shapes.push_back(values_[in].tensor.shape());
+      } else {
+        node_infos_[i].input_shapes.push_back({});
+      }
+    for (int out : n.outputs) {
+      if (out < 0) continue;
+      values_[out].is_const = true;
+      values_[out].shape_static = true;
+      values_[out].seen = true;
+      out_d.push_back({values_[out].tensor.dtype(), values_[out].tensor.shape()});
+      node_infos_[i].output_shapes.push_back(values_[out].tensor.shape());
+    }
+    Cost c = kernels_[i]->EstimateCost(in_d, out_d);
+    node_infos_[i].flops = c.flops;
+    node_infos_[i].bytes = c.bytes;
+    node_infos_[i].status = "folded";
+    kernels_[i].reset();
+  }
+  return Status::Ok();
+}
+
+int SessionImpl::SoleConsumer(int value) const {
+  const Value& v = values_[value];
+  if (v.is_output || v.consumers.size() != 1) return -1;
+  return v.consumers[0];
+}
+
+void SessionImpl::FuseBatchNorm(int conv, int bn) {
+  // W'[oc] = W[oc] * s,  B'[oc] = (B[oc] - mean) * s + beta,  s = gamma / sqrt(var + eps)
+  Node& c = nodes_[conv];
+  const Node& b = nodes_[bn];
+  const Tensor& w = values_[c.inputs[1]].tensor;
+  const Tensor& gamma = values_[b.inputs[1]].tensor;
+  const Tensor& beta = values_[b.inputs[2]].tensor;
+  const Tensor& mean = values_[b.inputs[3]].tensor;
+  const Tensor& var = values_[b.inputs[4]].tensor;
+  float eps = b.attrs.Float("epsilon", 1e-5f);
+  int64_t oc = w.dim(0);
+  int64_t per = w.numel() / oc;
+  Tensor nw(DataType::kFloat32, w.shape());
+  Tensor nb(DataType::kFloat32, {oc});
+  const Tensor* old_bias = c.inputs.size() > 2 && c.inputs[2] >= 0 ? &values_[c.inputs[2]].tensor : nullptr;
+  for (int64_t o = 0; o < oc; ++o) {
+    float s = gamma.data<float>()[o] / std::sqrt(var.data<float>()[o] + eps);
+    for (int64_t k = 0; k < per; ++k) nw.data<float>()[o * per + k] = w.data<float>()[o * per + k] * s;
+    float b0 = old_bias ? old_bias->data<float>()[o] : 0.f;
+    nb.data<float>()[o] = (b0 - mean.data<float>()[o]) * s + beta.data<float>()[o];
+  }
+  auto add_const = [&](const std::string& name, Tensor t) {
+    int id = static_cast<int>(values_.size());
+    values_.push_back(Value{});
+    values_.back().name = name;
+    values_.back().is_const = true;
+    values_.back().shape_static = true;
+    values_.back().tensor = std::move(t);
+    values_.back().consumers = {conv};
+    return id;
+  };
+  c.inputs[1] = add_const(c.name + "/W_bn_folded", std::move(nw));
+  if (c.inputs.size() < 3) c.inputs.resize(3, -1);
+  c.inputs[2] = add_const(c.name + "/B_bn_folded", std::move(nb));
+}
+
+bool SessionImpl::TryPostOp(int producer_step, int consumer) {
+  const Node& n = nodes_[consumer];
+  PostOp op{PostOpKind::kRelu};
+  const std::string& t = n.op_type;
+  if (t == "Relu") op.kind = PostOpKind::kRelu;
+  else if (t == "LeakyRelu") { op.kind = PostOpKind::kLeakyRelu; op.alpha = n.attrs.Float("alpha", 0.01f); }
+  else if (t == "Sigmoid") op.kind = PostOpKind::kSigmoid;
+  else if (t == "Tanh") op.kind = PostOpKind::kTanh;
+  else if (t == "HardSigmoid") {
+    op.kind = PostOpKind::kHardSigmoid;
+    op.alpha = n.attrs.Float("alpha", 0.2f);
+    op.beta = n.attrs.Float("beta", 0.5f);
+  } else if (t == "HardSwish") op.kind = PostOpKind::kHardSwish;
+  else if (t == "Clip") {
+    op.kind = PostOpKind::kClip;
+    op.alpha = -INFINITY;
+    op.beta = INFINITY;
+    if (n.opset < 11) {
+      op.alpha = n.attrs.Float("min", -3.4028234663852886e38f);
+      op.beta = n.attrs.Float("max", 3.4028234663852886e38f);
+    } else {
+      for (int k = 1; k <= 2; ++k) {
+        if (k >= static_cast<int>(n.inputs.size()) || n.inputs[k] < 0) continue;
+        const Value& v = values_[n.inputs[k]];
+        if (!v.is_const || v.tensor.dtype() != DataType::kFloat32 || v.tensor.numel() != 1) return false;
+        (k == 1 ? op.alpha : op.beta) = v.tensor.data<float>()[0];
+      }
+    }
+  } else if (t == "Add") {
+    // MatMul + Add(bias): the bias must be a constant vector over the last dimension.
+    if (nodes_[steps_[producer_step].nodes[0]].op_type != "MatMul" || steps_[producer_step].nodes.size() != 1)
+      return false;
+    int prod_out = steps_[producer_step].outputs[0];
+    int other = n.inputs[0] == prod_out ? n.inputs[1] : n.inputs[0];
+    if (other < 0 || !values_[other].is_const) return false;
+    const Tensor& b = values_[other].tensor;
+    if (b.dtype() != DataType::kFloat32) return false;
+    for (int i = 0; i + 1 < b.rank(); ++i)
+      if (b.dim(i) != 1) return false;
+    op.kind = PostOpKind::kBiasAdd;
+    op.bias = &values_[other].tensor;
+  } else {
+    return false;
+  }
+  return steps_[producer_step].kernel->AddPostOp(op);
+}
+
+void SessionImpl::Fuse() {
+  static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm"};
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    int anchor = steps_[s].nodes[0];
+    if (!kAnchors.count(nodes_[anchor].op_type) || steps_[s].outputs.empty() || steps_[s].outputs[0] < 0)
+      continue;
+    while (true) {
+      int out = steps_[s].outputs[0];
+      int c = SoleConsumer(out);
+      if (c < 0 || node_step_[c] < 0 || !steps_[node_step_[c]].active) break;
+      const Node& cn = nodes_[c];
+      bool ok = false;
+      if (cn.op_type == "BatchNormalization" && nodes_[anchor].op_type == "Conv" &&
+          steps_[s].nodes.size() == 1 && cn.inputs.size() >= 5 && cn.outputs.size() >= 1) {
+        const Node& an = nodes_[anchor];
+        bool consts = an.inputs.size() >= 2 && values_[an.inputs[1]].is_const &&
+                      values_[an.inputs[1]].tensor.dtype() == DataType::kFloat32 &&
+                      (an.inputs.size() < 3 || an.inputs[2] < 0 || values_[an.inputs[2]].is_const);
+        for (int k = 1; k <= 4; ++k)
+          consts = consts && cn.inputs[k] >= 0 && values_[cn.inputs[k]].is_const &&
+                   values_[cn.inputs[k]].tensor.numel() == values_[an.inputs[1]].tensor.dim(0);
+        bool extra_outputs = false;
+        for (size_t k = 1; k < cn.outputs.size(); ++k) extra_outputs |= cn.outputs[k] >= 0;
+        if (consts && !extra_outputs) {
+          FuseBatchNorm(anchor, c);
+          steps_[s].inputs = nodes_[anchor].inputs;
+          ok = true;
+        }
+      } else if (cn.outputs.size() >= 1) {
+        ok = TryPostOp(static_cast<int>(s), c);
+      }
+      if (!ok) break;
+      int cs = node_step_[c];
+      steps_[cs].active = false;
+      steps_[cs].nodes.clear();
+      steps_[s].nodes.push_back(c);
+      steps_[s].outputs = {cn.outputs[0]};
+      node_step_[c] = static_cast<int>(s);
+      node_infos_[c].status = "fused";
+    }
+  }
+  // Drop emptied steps, renumber.
+  std::vector<Step> kept;
+  for (Step& st : steps_)
+    if (!st.nodes.empty()) kept.push_back(std::move(st));
+  steps_ = std::move(kept);
+}
+
+
+Status SessionImpl::SetInput(const std::string& name, Tensor value) {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (input_specs_[i].name != name) continue;
+    const ValueSpec& spec = input_specs_[i];
+    if (value.dtype() != spec.dtype)
+      return InvalidArgument(path_ + ": input '" + name + "' has type " + DataTypeName(value.dtype()) +
+                             ", the model expects " + DataTypeName(spec.dtype));
+    if (value.shape() != spec.shape)
+      return InvalidArgument(path_ + ": input '" + name + "' has shape " + ShapeToString(value.shape()) +
+                             ", the model expects " + ShapeToString(spec.shape) +
+                             " (use --shape " + name + "=" + ShapeToString(value.shape()) +
+                             " if that dimension is symbolic)");
+    values_[inputs_[i]].tensor = std::move(value);
+    input_set_[i] = true;
+    return Status::Ok();
+  }
+  std::vector<std::string> names;
+  for (const auto& s : input_specs_) names.push_back(s.name);
+  return InvalidArgument(path_ + ": the model has no input '" + name + "' (inputs: " + Join(names, ", ") + ")");
+}
+
+Status SessionImpl::FillRandomInputs(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (input_set_[i]) continue;
+    const ValueSpec& spec = input_specs_[i];
+    Tensor t;
+    try {
+      t = Tensor(spec.dtype, spec.shape);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted(path_ + ": cannot allocate input '" + spec.name + "' of shape " + ShapeToString(spec.shape));
+    }
+    std::uniform_real_distribution<float> uf(-1.f, 1.f);
+    std::uniform_int_distribution<int> ui(0, 7);
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      switch (spec.dtype) {
+        case DataType::kFloat32: t.data<float>()[k] = uf(rng); break;
+        case DataType::kFloat64: t.data<double>()[k] = uf(rng); break;
+        case DataType::kInt64: t.data<int64_t>()[k] = ui(rng); break;
+        case DataType::kInt32: t.data<int32_t>()[k] = ui(rng); break;
+        case DataType::kBool: t.data<uint8_t>()[k] = ui(rng) & 1; break;
+        case DataType::kUint8: t.data<uint8_t>()[k] = static_cast<uint8_t>(ui(rng)); break;
+        case DataType::kInt8: t.data<int8_t>()[k] = static_cast<int8_t>(ui(rng)); break;
+        case DataType::kFloat16: t.data<uint16_t>()[k] = 0x3c00; break;  // 1.0
+      }
+    }
+    values_[inputs_[i]].tensor = std::move(t);
+    input_set_[i] = true;
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::RunStep(int s, bool planning) {
+  Step& st = steps_[s];
+  StepContext ctx(this, st, /*use_arena=*/!planning);
+  Status status = st.kernel->Run(ctx);
+  if (!status.ok()) {
+    const std::string& msg = status.message();
+    // Kernels prefix "node '...' (...)"; add the file. Others get the node too.
+    if (StartsWith(msg, "node '")) return Status(status.code(), path_ + ": " + msg);
+    return Status(status.code(), Where(st.nodes[0]) + ": " + msg);
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::Run() {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!input_set_[i])
+      return InvalidArgument(path_ + ": input '" + input_specs_[i].name + "' was not set");
+  omp_set_num_threads(threads_);
+  bool planning = !planned_;
+  if (observer_) observer_->OnRunBegin(run_count_);
+  const int n = static_cast<int>(steps_.size());
+  for (int s = 0; s < n; ++s) {
+    Step& st = steps_[s];
+    if (!st.active) continue;
+    if (observer_) observer_->OnStepBegin(s);
+    Status status = RunStep(s, planning);
+    if (observer_) observer_->OnStepEnd(s);
+    if (!status.ok()) return status;
+  }
+  if (observer_) observer_->OnRunEnd(run_count_);
+  ++run_count_;
+  if (planning) FinishPlanning();
+  return Status::Ok();
+}
+
+void SessionImpl::FinishPlanning() {
+  // 1. Record shapes and costs.
+  for (Value& v : values_) {
+    if (v.tensor.empty_data() && !v.is_const && !v.is_input && v.tensor.numel() != 0) continue;
+    v.shape = v.tensor.shape();
+    v.dtype = v.tensor.dtype();
+    v.seen = true;
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (node_infos_[i].status == "folded") continue;
+    const Node& n = nodes_[i];
+    NodeInfo& info = node_infos_[i];
+    info.input_shapes.clear();
+    info.output_shapes.clear();
+    std::vector<TensorDesc> in_d, out_d;
+    for (int in : n.inputs) {
+      if (in < 0) { info.input_shapes.push_back({}); continue; }
+      info.input_shapes.push_back(values_[in].shape);
+      in_d.push_back({values_[in].dtype, values_[in].shape});
+    }
+    for (int out : n.outputs) {
+      if (out < 0) continue;
+      info.output_shapes.push_back(values_[out].shape);
+      out_d.push_back({values_[out].dtype, values_[out].shape});
+    }
+    // A fused node's inputs were rewired (BN folding): cost uses its original op's kernel
+    // when it still exists, else a generic estimate.
+    Kernel* k = kernels_[i].get();
+    Cost c = k ? k->EstimateCost(in_d, out_d) : Cost{0, CompulsoryBytes(in_d, out_d)};
+    if (!k && n.op_type != "Add") c.flops = out_d.empty() ? 0 : static_cast<double>(out_d[0].numel()) * 2;
+    info.flops = c.flops;
+    info.bytes = c.bytes;
+  }
+  // 2. Static shapes, then fold nodes whose inputs are all constant now (Shape of static tensors
+  //    and what follows from it), using the values the planning run computed.
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (node_infos_[i].status == "folded") continue;
+    const Node& n = nodes_[i];
+    bool inputs_static = true, params_const = true;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      int in = n.inputs[k];
+      if (in < 0) continue;
+      inputs_static &= values_[in].shape_static;
+      if (k > 0) params_const &= values_[in].is_const;
+    }
+    bool stat = inputs_static && n.op_type != "NonZero" &&
+                (kShapeFromShapes.count(n.op_type) > 0 || params_const);
+    for (int out : n.outputs)
+      if (out >= 0) values_[out].shape_static = stat;
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (node_infos_[i].status != "executed") continue;
+    const Node& n = nodes_[i];
+    int s = node_step_[i];
+    if (s < 0 || steps_[s].nodes.size() != 1) continue;
+    bool foldable;
+    if (n.op_type == "Shape" || n.op_type == "Size") {
+      foldable = n.inputs.size() >= 1 && n.inputs[0] >= 0 && values_[n.inputs[0]].shape_static;
+    } else {
+      foldable = true;
+      for (int in : n.inputs)
+        if (in >= 0 && !values_[in].is_const) foldable = false;
+    }
+    if (!foldable) continue;
+    for (int out : n.outputs) {
+      if (out < 0) continue;
+      values_[out].is_const = true;
+      values_[out].shape_static = true;
+    }
+    steps_[s].active = false;
+    node_infos_[i].status = "folded";
+    node_infos_[i].step = -1;
+  }
+  // 3. Lifetimes over active steps; plan the arena for runtime, static-shaped, non-output values.
+  std::vector<PlannedBuffer> bufs;
+  std::vector<int> buf_value;
+  std::vector<int> first(values_.size(), -1), last(values_.size(), -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (!steps_[s].active) continue;
+    for (int in : steps_[s].inputs)
+      if (in >= 0) last[in] = static_cast<int>(s);
+    for (int out : steps_[s].outputs)
+      if (out >= 0 && first[out] < 0) first[out] = static_cast<int>(s), last[out] = std::max(last[out], static_cast<int>(s));
+  }
+  for (size_t v = 0; v < values_.size(); ++v) {
+    Value& val = values_[v];
+    val.last_step = last[v];
+    if (val.is_const || val.is_input || val.is_output || first[v] < 0 || !val.shape_static) continue;
+    size_t bytes = val.tensor.nbytes();
+    if (bytes == 0) continue;
+    bufs.push_back({bytes, first[v], last[v], 0});
+    buf_value.push_back(static_cast<int>(v));
+  }
+  memory_ = PlanArena(bufs);
+  arena_size_ = memory_.arena_bytes;
+  if (arena_size_ > 0) {
+    void* p = std::aligned_alloc(64, (arena_size_ + 63) / 64 * 64);
+    if (p) {
+      arena_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+      for (size_t b = 0; b < bufs.size(); ++b) {
+        values_[buf_value[b]].arena_offset = static_cast<int64_t>(bufs[b].offset);
+        values_[buf_value[b]].arena_bytes = bufs[b].bytes;
+        if (!values_[buf_value[b]].is_output) values_[buf_value[b]].tensor = Tensor();
+      }
+    }
+  }
+  planned_ = true;
+}
+
+const Tensor* SessionImpl::Output(const std::string& name) const {
+  for (int id : outputs_)
+    if (values_[id].name == name) return &values_[id].tensor;
+  return nullptr;
+}
+
+std::vector<int> SessionImpl::WorkerThreadIds() {
+  std::vector<int> tids(static_cast<size_t>(threads_) + 1, 0);
+  tids[0] = static_cast<int>(syscall(SYS_gettid));
+#pragma omp parallel num_threads(threads_)
+  { tids[static_cast<size_t>(omp_get_thread_num()) + 1] = static_cast<int>(syscall(SYS_gettid)); }
+  std::sort(tids.begin(), tids.end());
+  tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
+  tids.erase(std::remove(tids.begin(), tids.end(), 0), tids.end());
+  return tids;
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, const SessionOptions& options) {
+  auto s = std::make_unique<SessionImpl>();
+  try {
+    OPSCOPE_RETURN_IF_ERROR(s->Init(path, options));
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(path + ": out of memory while loading the model");
+  }
+  return std::unique_ptr<Session>(std::move(s));
+}
+
+}  // namespace opscope::engine
