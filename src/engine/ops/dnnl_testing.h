@@ -92,3 +92,37 @@ inline Tensor ApplyRef(const Tensor& t, const PostOp& op) {
 }
 
 }  // namespace opscope::engine::testing
+
+#include <filesystem>
+
+#include "engine/onnx_io.h"
+
+namespace opscope::engine::testing {
+
+// Runs `node` on ONNX's conformance data set test_data_set_0 of `test` (libonnx-testdata) and
+// compares every output with ONNX's tolerances (rtol 1e-3, atol 1e-7). Used for the node tests
+// whose model opset (< 7) the session loader refuses, so the kernels are still checked against
+// the ONNX oracle. Returns "" on success, "skip" when the data is not installed.
+inline std::string RunOnnxNodeData(const Node& node, const std::string& test, int num_inputs) {
+  std::string dir = "/usr/share/libonnx-testdata/data/node/" + test + "/test_data_set_0/";
+  if (!std::filesystem::exists(dir)) return "skip";
+  std::vector<Tensor> ins;
+  for (int i = 0; i < num_inputs; ++i) {
+    auto t = ReadTensorFile(dir + "input_" + std::to_string(i) + ".pb");
+    if (!t.ok()) return t.status().message();
+    ins.push_back(std::move(*t));
+  }
+  std::vector<const Tensor*> ptrs;
+  for (auto& t : ins) ptrs.push_back(&t);
+  auto out = RunKernel(node, ptrs);
+  if (!out.ok()) return out.status().message();
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    auto want = ReadTensorFile(dir + "output_" + std::to_string(i) + ".pb");
+    if (!want.ok()) return want.status().message();
+    std::string d = CompareFloat((*out)[i], *want, 1e-7f, 1e-3f);
+    if (!d.empty()) return "output " + std::to_string(i) + ": " + d;
+  }
+  return "";
+}
+
+}  // namespace opscope::engine::testing

@@ -193,3 +193,23 @@ TEST(LayerNormalization, BroadcastScaleNoBiasAndBadInput) {
 
 }  // namespace
 }  // namespace opscope::engine::testing
+
+namespace opscope::engine::testing {
+namespace {
+
+// ONNX's InstanceNormalization node tests are opset-6 models, which the session loader refuses;
+// run their data through the kernel directly.
+TEST(InstanceNormalization, OnnxConformanceData) {
+  Node ex = MakeNode("InstanceNormalization", 3, 1, 6);
+  Node eps = ex;
+  eps.attrs.Set("epsilon", FloatAttr(1e-2f));
+  for (auto [node, test] : {std::pair{ex, "test_instancenorm_example"},
+                            std::pair{eps, "test_instancenorm_epsilon"}}) {
+    std::string r = RunOnnxNodeData(node, test, 3);
+    if (r == "skip") GTEST_SKIP() << "libonnx-testdata is not installed";
+    EXPECT_EQ(r, "") << test;
+  }
+}
+
+}  // namespace
+}  // namespace opscope::engine::testing
