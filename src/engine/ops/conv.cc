@@ -295,7 +295,7 @@ class ConvKernel : public Kernel {
   Status Build(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
                const std::vector<int64_t>& ys, const Geometry& geo, const Tensor* b) {
     using dnnl::memory;
-    const int64_t g = a_.group, C = xs[1], OC = ws[0];
+    const int64_t g = a_.group, OC = ws[0];
     p_ = ConvPrimitive();
     p_.src_plain = DnnlPlainDesc(xs);
     p_.dst_plain = DnnlPlainDesc(ys);
@@ -305,10 +305,15 @@ class ConvKernel : public Kernel {
       wdims.insert(wdims.end(), ws.begin() + 2, ws.end());
     }
     p_.w_plain = DnnlPlainDesc(wdims);
-    // Blocked activations pay off once there are enough channels per group for the direct
-    // kernels' vector blocks (and for depthwise); small-channel convs keep the plain path.
-    bool depthwise = g == C && g == OC;
-    bool blocked = (g == 1 && C >= 16 && OC >= 16) || (depthwise && C >= 16);
+    // Measured (docs/ops-nn.md): with plain NCHW activations oneDNN 2.6 falls back to its
+    // im2col+GEMM kernel, which the blocked direct kernels beat by 1.2-5x even after reordering
+    // src and dst (grouped and depthwise convs most), except for pointwise convolutions (1x1,
+    // no padding, any stride), where NCHW already is a GEMM and the reorders cost more than
+    // they save. So: blocked activations unless pointwise.
+    bool pointwise = true;
+    for (size_t i = 0; i < geo.k.size(); ++i)
+      pointwise &= geo.k[i] == 1 && geo.pb[i] == 0 && geo.pe[i] == 0;
+    bool blocked = !pointwise;
     memory::desc src_md = blocked ? memory::desc(DnnlDims(xs), memory::data_type::f32,
                                                  memory::format_tag::any)
                                   : p_.src_plain;

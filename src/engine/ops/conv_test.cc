@@ -369,3 +369,87 @@ TEST(ConvTranspose, BadInputAndCost) {
 
 }  // namespace
 }  // namespace opscope::engine::testing
+
+// ---- Layout measurement (not a test: run with --gtest_also_run_disabled_tests) ----
+//
+// Times oneDNN convolutions created with plain NCHW activations against `any` (blocked)
+// activations including the reorders in and out, side by side in one process, to back the
+// heuristic in conv.cc. Prints medians of 30 runs; asserts nothing about time.
+#include <algorithm>
+#include <chrono>
+
+#include "engine/ops/dnnl_common.h"
+
+namespace opscope::engine::testing {
+namespace {
+
+double MedianMs(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double TimeConv(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws, int64_t stride,
+                int64_t pad, int64_t group, bool blocked, std::string* impl) {
+  using dnnl::memory;
+  std::vector<int64_t> wd = ws;
+  if (group > 1) wd = {group, ws[0] / group, ws[1], ws[2], ws[3]};
+  int64_t oh = (xs[2] + 2 * pad - ws[2]) / stride + 1, ow = (xs[3] + 2 * pad - ws[3]) / stride + 1;
+  std::vector<int64_t> ys = {xs[0], ws[0], oh, ow};
+  auto any = [](const std::vector<int64_t>& s) {
+    return memory::desc(DnnlDims(s), memory::data_type::f32, memory::format_tag::any);
+  };
+  memory::desc src_plain = DnnlPlainDesc(xs), dst_plain = DnnlPlainDesc(ys);
+  dnnl::convolution_forward::desc d(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+      blocked ? any(xs) : src_plain, any(wd), blocked ? any(ys) : dst_plain, {stride, stride},
+      {0, 0}, {pad, pad}, {pad, pad});
+  dnnl::convolution_forward::primitive_desc pd(d, DnnlEngine());
+  dnnl::convolution_forward conv(pd);
+  *impl = pd.impl_info_str();
+  Tensor x = RandomTensor(xs, 1), y(DataType::kFloat32, ys);
+  memory xu(src_plain, DnnlEngine(), x.data<float>()), yu(dst_plain, DnnlEngine(), y.data<float>());
+  memory xp = pd.src_desc() == src_plain ? xu : memory(pd.src_desc(), DnnlEngine());
+  memory yp = pd.dst_desc() == dst_plain ? yu : memory(pd.dst_desc(), DnnlEngine());
+  memory w(pd.weights_desc(), DnnlEngine());
+  std::vector<double> times;
+  for (int r = 0; r < 31; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (xp != xu) dnnl::reorder(xu, xp).execute(DnnlStream(), xu, xp);
+    conv.execute(DnnlStream(), {{DNNL_ARG_SRC, xp}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, yp}});
+    if (yp != yu) dnnl::reorder(yp, yu).execute(DnnlStream(), yp, yu);
+    DnnlStream().wait();
+    if (r > 0)
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return MedianMs(times);
+}
+
+TEST(ConvBench, DISABLED_PlainVsBlockedActivations) {
+  struct Shape {
+    const char* name;
+    std::vector<int64_t> x, w;
+    int64_t stride, pad, group;
+  } shapes[] = {
+      {"stem 3->32 3x3 s2 224", {1, 3, 224, 224}, {32, 3, 3, 3}, 2, 1, 1},
+      {"8->8 3x3 56", {1, 8, 56, 56}, {8, 8, 3, 3}, 1, 1, 1},
+      {"16->16 3x3 56", {1, 16, 56, 56}, {16, 16, 3, 3}, 1, 1, 1},
+      {"64->64 3x3 56", {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1},
+      {"256->64 1x1 56", {1, 256, 56, 56}, {64, 256, 1, 1}, 1, 0, 1},
+      {"64->256 1x1 56", {1, 64, 56, 56}, {256, 64, 1, 1}, 1, 0, 1},
+      {"64->128 1x1 s2 56", {1, 64, 56, 56}, {128, 64, 1, 1}, 2, 0, 1},
+      {"dw 128 3x3 28", {1, 128, 28, 28}, {128, 1, 3, 3}, 1, 1, 128},
+      {"g32 128->128 3x3 28", {1, 128, 28, 28}, {128, 4, 3, 3}, 1, 1, 32},
+      {"g4 64->64 3x3 28", {1, 64, 28, 28}, {64, 16, 3, 3}, 1, 1, 4},
+      {"4->64 3x3 56", {1, 4, 56, 56}, {64, 4, 3, 3}, 1, 1, 1},
+  };
+  for (auto& s : shapes) {
+    std::string pi, bi;
+    double plain = TimeConv(s.x, s.w, s.stride, s.pad, s.group, false, &pi);
+    double blocked = TimeConv(s.x, s.w, s.stride, s.pad, s.group, true, &bi);
+    std::printf("%-22s plain %8.3f ms (%s)  blocked+reorders %8.3f ms (%s)  ratio %.2f\n",
+                s.name, plain, pi.c_str(), blocked, bi.c_str(), plain / blocked);
+  }
+}
+
+}  // namespace
+}  // namespace opscope::engine::testing
