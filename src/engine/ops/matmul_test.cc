@@ -88,6 +88,18 @@ TEST(MatMul, FusedBiasAndActivationsEqualSeparateOps) {
     ASSERT_TRUE(out2.ok());
     EXPECT_EQ(CompareFloat((*out2)[0], ApplyRef(plain, op)), "") << static_cast<int>(op.kind);
   }
+  // [1, N] is accepted as well; [2, N] is not a bias over the last dim.
+  Tensor bias_row = bias;
+  bias_row.Reshape({1, 5});
+  PostOp row_op{PostOpKind::kBiasAdd};
+  row_op.bias = &bias_row;
+  auto orow = RunWithPostOps(n, {&a, &b}, {row_op});
+  ASSERT_TRUE(orow.ok()) << orow.status().message();
+  EXPECT_EQ(CompareFloat((*orow)[0], with_bias), "");
+  Tensor bias2 = RandomTensor({2, 5}, 15);
+  PostOp two_rows{PostOpKind::kBiasAdd};
+  two_rows.bias = &bias2;
+  EXPECT_FALSE(RunWithPostOps(n, {&a, &b}, {two_rows}).ok());
   // A bias after an activation would change the meaning: refused.
   auto k = FindKernel("", "MatMul")(n);
   ASSERT_TRUE(k.ok());
