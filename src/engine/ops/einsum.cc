@@ -21,6 +21,7 @@
 #include <deque>
 #include <map>
 #include <tuple>
+#include <type_traits>
 
 #include "engine/ops/common.h"
 #include "engine/ops/dnnl_common.h"
@@ -383,12 +384,24 @@ class EinsumKernel : public Kernel {
     ao.insert(ao.end(), k.begin(), k.end());
     bo.insert(bo.end(), k.begin(), k.end());
     bo.insert(bo.end(), nn.begin(), nn.end());
-    std::vector<T> ga, gb;
-    Gather(a, ao, size, &ga);
-    Gather(b, bo, size, &gb);
     store->emplace_back(static_cast<size_t>(B * M * N));
     std::vector<T>& c = store->back();
-    OPSCOPE_RETURN_IF_ERROR(BatchedMatMul(B, M, K, N, ga.data(), gb.data(), c.data()));
+    bool done = false;
+    if constexpr (std::is_same_v<T, float>) {
+      // Operands whose label groups are already laid out as [batch][m][k] / [batch][k][n] with
+      // one stride per group (e.g. "bhqd,bhkd->bhqk": B is read transposed) go to oneDNN as
+      // strided descriptors, without a copy.
+      int64_t sa[3], sb[3];
+      if (GroupStrides(a, {batch, m, k}, size, sa) && GroupStrides(b, {batch, k, nn}, size, sb)) {
+        OPSCOPE_ASSIGN_OR_RETURN(done, StridedMatMul(B, M, K, N, a.data, sa, b.data, sb, c.data()));
+      }
+    }
+    if (!done) {
+      std::vector<T> ga, gb;
+      Gather(a, ao, size, &ga);
+      Gather(b, bo, size, &gb);
+      OPSCOPE_RETURN_IF_ERROR(BatchedMatMul(B, M, K, N, ga.data(), gb.data(), c.data()));
+    }
     View<T> out;
     out.labels = batch;
     out.labels.insert(out.labels.end(), m.begin(), m.end());
@@ -447,6 +460,60 @@ class EinsumKernel : public Kernel {
     });
   }
 
+  // Stride of each label group of `v` viewed as one dim; false if a group's labels are not
+  // nested (stride[i] == stride[i+1] * size[i+1]) or broadcast (stride 0).
+  static bool GroupStrides(const View<float>& v, const std::vector<std::vector<int>>& groups,
+                           const std::map<int, int64_t>& size, int64_t* out) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::vector<int>& ls = groups[g];
+      if (ls.empty()) {
+        out[g] = 1;
+        continue;
+      }
+      auto stride_of = [&](int l) {
+        return v.strides[std::find(v.labels.begin(), v.labels.end(), l) - v.labels.begin()];
+      };
+      for (size_t i = 0; i + 1 < ls.size(); ++i)
+        if (stride_of(ls[i]) != stride_of(ls[i + 1]) * size.at(ls[i + 1])) return false;
+      out[g] = stride_of(ls.back());
+      if (out[g] == 0) return false;
+    }
+    return true;
+  }
+
+  // Runs C = A x B on strided operands; false (not an error) when oneDNN has no kernel for the
+  // strides, so the caller gathers instead.
+  StatusOr<bool> StridedMatMul(int64_t B, int64_t M, int64_t K, int64_t N, const float* a,
+                               const int64_t* sa, const float* b, const int64_t* sb, float* c) {
+    std::vector<int64_t> key = {B, M, K, N, sa[0], sa[1], sa[2], sb[0], sb[1], sb[2]};
+    auto it = strided_.find(key);
+    if (it == strided_.end()) {
+      Prim p;
+      Status st = DnnlCall(node_, "create the strided einsum matmul", [&] {
+        dnnl::memory::desc a_md({B, M, K}, dnnl::memory::data_type::f32, {sa[0], sa[1], sa[2]});
+        dnnl::memory::desc b_md({B, K, N}, dnnl::memory::data_type::f32, {sb[0], sb[1], sb[2]});
+        auto c_md = DnnlPlainDesc({B, M, N});
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), DnnlEngine());
+        p.prim = dnnl::matmul(pd);
+        p.a = dnnl::memory(a_md, DnnlEngine(), nullptr);
+        p.b = dnnl::memory(b_md, DnnlEngine(), nullptr);
+        p.c = dnnl::memory(c_md, DnnlEngine(), nullptr);
+      });
+      if (!st.ok()) p.prim = dnnl::primitive();  // remembered as "gather instead"
+      it = strided_.emplace(key, std::move(p)).first;
+    }
+    Prim& p = it->second;
+    if (!p.prim) return false;
+    OPSCOPE_RETURN_IF_ERROR(DnnlCall(node_, "run the strided einsum matmul", [&] {
+      p.a.set_data_handle(const_cast<float*>(a));
+      p.b.set_data_handle(const_cast<float*>(b));
+      p.c.set_data_handle(c);
+      p.prim.execute(DnnlStream(), {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
+      DnnlStream().wait();
+    }));
+    return true;
+  }
+
   struct Prim {
     dnnl::primitive prim;
     dnnl::memory a, b, c;
@@ -456,6 +523,7 @@ class EinsumKernel : public Kernel {
   std::string eq_text_;
   Equation eq_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, Prim> prims_;
+  std::map<std::vector<int64_t>, Prim> strided_;
 };
 
 }  // namespace

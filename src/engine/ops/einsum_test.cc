@@ -83,6 +83,10 @@ TEST(Einsum, MatchesNaiveTwin) {
       {"ij,kj->ikj", {{7, 13}, {5, 13}}},    // j kept: batch label
       {"bij,bjk->bik", {{1, 7, 13}, {3, 13, 5}}},  // size-1 broadcast
       {"a,a->a", {{1}, {1}}},
+      {"bqhd,bkhd->bhqk", {{2, 7, 3, 5}, {2, 13, 3, 5}}},  // batch labels not nested: gathered
+      {"ik,jk->ij", {{7, 13}, {5, 13}}},                   // B read transposed, no copy
+      {"ki,kj->ij", {{13, 7}, {13, 5}}},                   // A read transposed
+      {"bik,bkj->bij", {{3, 1, 13}, {3, 13, 1}}},
   };
   uint32_t seed = 1;
   for (const Case& c : cases) {
