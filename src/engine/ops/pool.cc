@@ -338,8 +338,13 @@ class GlobalPoolKernel : public Kernel {
           for (int64_t i = 0; i < n; ++i) m = std::max(m, v[i]);
           py[p] = m;
         } else {
-          double s = 0;
-          for (int64_t i = 0; i < n; ++i) s += v[i];
+          // Independent lanes so the sum vectorises without reassociation.
+          double acc[8] = {}, s = 0;
+          int64_t i = 0;
+          for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; ++j) acc[j] += v[i + j];
+          for (; i < n; ++i) s += v[i];
+          for (double a : acc) s += a;
           py[p] = n ? static_cast<float>(s / static_cast<double>(n)) : 0.f;
         }
       }
