@@ -453,3 +453,78 @@ TEST(ConvBench, DISABLED_PlainVsBlockedActivations) {
 
 }  // namespace
 }  // namespace opscope::engine::testing
+
+// ---- Kernel throughput (not a test: run with --gtest_also_run_disabled_tests) ----
+namespace opscope::engine::testing {
+namespace {
+
+struct BenchCase {
+  const char* name;
+  Node node;
+  std::vector<std::vector<int64_t>> inputs;
+};
+
+TEST(NnBench, DISABLED_KernelThroughput) {
+  auto node = [](const char* op, int nin, std::vector<std::pair<const char*, AttrValue>> attrs) {
+    Node n = MakeNode(op, nin, 1);
+    for (auto& [k, v] : attrs) n.attrs.Set(k, v);
+    return n;
+  };
+  std::vector<BenchCase> cases = {
+      {"Conv 64->64 3x3 56x56", node("Conv", 3, {{"pads", IntsAttr({1, 1, 1, 1})}}),
+       {{1, 64, 56, 56}, {64, 64, 3, 3}, {64}}},
+      {"Conv 256->64 1x1 56x56", node("Conv", 3, {}), {{1, 256, 56, 56}, {64, 256, 1, 1}, {64}}},
+      {"Conv dw 128 3x3 28x28",
+       node("Conv", 3, {{"pads", IntsAttr({1, 1, 1, 1})}, {"group", IntAttr(128)}}),
+       {{1, 128, 28, 28}, {128, 1, 3, 3}, {128}}},
+      {"ConvTranspose 64->32 k4 s2 28",
+       node("ConvTranspose", 2, {{"strides", IntsAttr({2, 2})}, {"pads", IntsAttr({1, 1, 1, 1})}}),
+       {{1, 64, 28, 28}, {64, 32, 4, 4}}},
+      {"MatMul 128x768 x 768x768", node("MatMul", 2, {}), {{128, 768}, {768, 768}}},
+      {"MatMul 12x128x64 x 12x64x128", node("MatMul", 2, {}), {{12, 128, 64}, {12, 64, 128}}},
+      {"Gemm 1x2048 x 1000x2048^T", node("Gemm", 3, {{"transB", IntAttr(1)}}),
+       {{1, 2048}, {1000, 2048}, {1000}}},
+      {"Einsum bhqd,bhkd->bhqk", node("Einsum", 2, {{"equation", StringAttr("bhqd,bhkd->bhqk")}}),
+       {{1, 12, 128, 64}, {1, 12, 128, 64}}},
+      {"MaxPool 3x3 s2 64x112x112",
+       node("MaxPool", 1, {{"kernel_shape", IntsAttr({3, 3})}, {"strides", IntsAttr({2, 2})},
+                           {"pads", IntsAttr({1, 1, 1, 1})}}),
+       {{1, 64, 112, 112}}},
+      {"AveragePool 2x2 s2 256x56x56",
+       node("AveragePool", 1, {{"kernel_shape", IntsAttr({2, 2})}, {"strides", IntsAttr({2, 2})}}),
+       {{1, 256, 56, 56}}},
+      {"GlobalAveragePool 2048x7x7", node("GlobalAveragePool", 1, {}), {{1, 2048, 7, 7}}},
+      {"LayerNorm 128x768", node("LayerNormalization", 3, {}), {{128, 768}, {768}, {768}}},
+      {"BatchNorm 64x56x56", node("BatchNormalization", 5, {}),
+       {{1, 64, 56, 56}, {64}, {64}, {64}, {64}}},
+      {"InstanceNorm 64x56x56", node("InstanceNormalization", 3, {}), {{1, 64, 56, 56}, {64}, {64}}},
+  };
+  std::printf("%-32s %10s %10s %10s\n", "kernel", "median ms", "GFLOP/s", "GB/s");
+  for (BenchCase& c : cases) {
+    std::vector<Tensor> ins;
+    uint32_t seed = 1;
+    for (auto& s : c.inputs) ins.push_back(RandomTensor(s, seed++, 0.1f, 1.0f));
+    std::vector<const Tensor*> ptrs;
+    for (auto& t : ins) ptrs.push_back(&t);
+    auto k = FindKernel("", c.node.op_type)(c.node);
+    ASSERT_TRUE(k.ok());
+    std::vector<double> times;
+    std::vector<TensorDesc> in_d, out_d;
+    for (auto& t : ins) in_d.push_back({t.dtype(), t.shape()});
+    for (int r = 0; r < 21; ++r) {
+      NnTestContext ctx(ptrs, 1);
+      auto t0 = std::chrono::steady_clock::now();
+      ASSERT_TRUE((*k)->Run(ctx).ok()) << c.name;
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) times.push_back(ms);
+      if (out_d.empty()) out_d.push_back({ctx.outputs()[0].dtype(), ctx.outputs()[0].shape()});
+    }
+    Cost cost = (*k)->EstimateCost(in_d, out_d);
+    double ms = MedianMs(times);
+    std::printf("%-32s %10.3f %10.2f %10.2f\n", c.name, ms, cost.flops / ms / 1e6,
+                cost.bytes / ms / 1e6);
+  }
+}
+
+}  // namespace
+}  // namespace opscope::engine::testing
