@@ -1,6 +1,10 @@
 // Conv / ConvTranspose against naive twins, fused activations, geometry, costs, bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+
+#include "engine/ops/dnnl_common.h"
 #include "engine/ops/dnnl_testing.h"
 
 namespace opscope::engine::testing {
@@ -367,21 +371,11 @@ TEST(ConvTranspose, BadInputAndCost) {
   EXPECT_DOUBLE_EQ(c.flops, 3600);
 }
 
-}  // namespace
-}  // namespace opscope::engine::testing
-
 // ---- Layout measurement (not a test: run with --gtest_also_run_disabled_tests) ----
 //
 // Times oneDNN convolutions created with plain NCHW activations against `any` (blocked)
 // activations including the reorders in and out, side by side in one process, to back the
 // heuristic in conv.cc. Prints medians of 30 runs; asserts nothing about time.
-#include <algorithm>
-#include <chrono>
-
-#include "engine/ops/dnnl_common.h"
-
-namespace opscope::engine::testing {
-namespace {
 
 double MedianMs(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -451,12 +445,7 @@ TEST(ConvBench, DISABLED_PlainVsBlockedActivations) {
   }
 }
 
-}  // namespace
-}  // namespace opscope::engine::testing
-
 // ---- Kernel throughput (not a test: run with --gtest_also_run_disabled_tests) ----
-namespace opscope::engine::testing {
-namespace {
 
 struct BenchCase {
   const char* name;

@@ -1,13 +1,16 @@
-// Test-only helpers for the nn kernel tests: run a kernel with fused post-ops, and the scalar
-// activations the fused result is compared against.
+// Test-only helpers for the nn kernel tests: run a kernel with fused post-ops, the scalar
+// activations the fused result is compared against, and ONNX conformance data run through a
+// kernel directly.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include "engine/kernel.h"
+#include "engine/onnx_io.h"
 #include "engine/ops/common.h"
 #include "engine/testing/kernel_runner.h"
 
@@ -91,13 +94,6 @@ inline Tensor ApplyRef(const Tensor& t, const PostOp& op) {
   return r;
 }
 
-}  // namespace opscope::engine::testing
-
-#include <filesystem>
-
-#include "engine/onnx_io.h"
-
-namespace opscope::engine::testing {
 
 // Runs `node` on ONNX's conformance data set test_data_set_0 of `test` (libonnx-testdata) and
 // compares every output with ONNX's tolerances (rtol 1e-3, atol 1e-7). Used for the node tests

@@ -191,12 +191,6 @@ TEST(LayerNormalization, BroadcastScaleNoBiasAndBadInput) {
   EXPECT_DOUBLE_EQ((*k)->EstimateCost({{DataType::kFloat32, {3, 7, 13}}}, {}).flops, 7.0 * 273);
 }
 
-}  // namespace
-}  // namespace opscope::engine::testing
-
-namespace opscope::engine::testing {
-namespace {
-
 // ONNX's InstanceNormalization node tests are opset-6 models, which the session loader refuses;
 // run their data through the kernel directly.
 TEST(InstanceNormalization, OnnxConformanceData) {

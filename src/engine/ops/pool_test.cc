@@ -246,12 +246,6 @@ TEST(Pool, BadInputAndCost) {
                    784);
 }
 
-}  // namespace
-}  // namespace opscope::engine::testing
-
-namespace opscope::engine::testing {
-namespace {
-
 // ONNX's Global*Pool node tests are opset-1 models, which the session loader refuses; run their
 // data through the kernels directly.
 TEST(GlobalPool, OnnxConformanceData) {
