@@ -87,6 +87,8 @@ TEST(Einsum, MatchesNaiveTwin) {
       {"ik,jk->ij", {{7, 13}, {5, 13}}},                   // B read transposed, no copy
       {"ki,kj->ij", {{13, 7}, {13, 5}}},                   // A read transposed
       {"bik,bkj->bij", {{3, 1, 13}, {3, 13, 1}}},
+      {"ijk->kji", {{16, 33, 64}}},  // large enough to split gathers and sums over threads
+      {"ijk->ik", {{16, 64, 33}}},
   };
   uint32_t seed = 1;
   for (const Case& c : cases) {

@@ -12,7 +12,8 @@ Tensor Positive(std::vector<int64_t> shape, uint32_t seed) { return RandomTensor
 
 TEST(BatchNormalization, InferenceMatchesFormula) {
   for (auto shape : {std::vector<int64_t>{2, 3, 7, 13}, std::vector<int64_t>{1, 7},
-                     std::vector<int64_t>{3, 13, 127}, std::vector<int64_t>{1, 1, 1, 1, 1}}) {
+                     std::vector<int64_t>{3, 13, 127}, std::vector<int64_t>{1, 1, 1, 1, 1},
+                     std::vector<int64_t>{2, 16, 32, 33}}) {
     int64_t C = shape[1];
     Tensor x = RandomTensor(shape, 1), s = RandomTensor({C}, 2), b = RandomTensor({C}, 3);
     Tensor m = RandomTensor({C}, 4), v = Positive({C}, 5);
@@ -98,7 +99,7 @@ TEST(BatchNormalization, BadInput) {
 
 TEST(InstanceNormalization, MatchesNaive) {
   for (auto shape : {std::vector<int64_t>{2, 3, 7, 13}, std::vector<int64_t>{1, 5, 127},
-                     std::vector<int64_t>{1, 1, 1}}) {
+                     std::vector<int64_t>{1, 1, 1}, std::vector<int64_t>{2, 16, 32, 33}}) {
     int64_t C = shape[1];
     Tensor x = RandomTensor(shape, 21, 3, 5), s = RandomTensor({C}, 22), b = RandomTensor({C}, 23);
     Node n = MakeNode("InstanceNormalization", 3, 1);
@@ -159,6 +160,26 @@ TEST(LayerNormalization, MatchesNaiveForEveryAxisWithStatistics) {
     EXPECT_EQ(CompareFloat((*out)[1], rm, 1e-5f, 1e-5f), "") << axis;
     EXPECT_EQ(CompareFloat((*out)[2], ri, 1e-5f, 1e-4f), "") << axis;
   }
+}
+
+TEST(LayerNormalization, LargeRowsSplitOverThreads) {
+  Tensor x = RandomTensor({64, 1031}, 51, -2, 3), s = RandomTensor({1031}, 52);
+  Tensor b = RandomTensor({1031}, 53);
+  auto out = RunKernel(MakeNode("LayerNormalization", 3, 1), {&x, &s, &b});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  Tensor ref(DataType::kFloat32, {64, 1031});
+  for (int64_t r = 0; r < 64; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < 1031; ++i) mean += x.data<float>()[r * 1031 + i];
+    mean /= 1031;
+    for (int64_t i = 0; i < 1031; ++i) var += std::pow(x.data<float>()[r * 1031 + i] - mean, 2);
+    var /= 1031;
+    for (int64_t i = 0; i < 1031; ++i)
+      ref.data<float>()[r * 1031 + i] = float((x.data<float>()[r * 1031 + i] - mean) /
+                                                  std::sqrt(var + 1e-5) * s.data<float>()[i] +
+                                              b.data<float>()[i]);
+  }
+  EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "");
 }
 
 TEST(LayerNormalization, BroadcastScaleNoBiasAndBadInput) {
