@@ -140,7 +140,7 @@ TEST(Conv, MatchesNaiveTwinOnOddShapes) {
     Tensor x = RandomTensor(c.x, seed++), w = RandomTensor(c.w, seed++);
     Tensor b = RandomTensor({c.w[0]}, seed++);
     Node n = ConvNode("Conv", c.g, c.bias);
-    auto out = RunKernel(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
+    auto out = RunPoisoned(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
                                    : std::vector<const Tensor*>{&x, &w}, 2);
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveConv(x, w, c.bias ? &b : nullptr, c.g);
@@ -160,7 +160,7 @@ TEST(Conv, AutoPadSameUpperLowerValid) {
     Node n = MakeNode("Conv", 2, 1);
     n.attrs.Set("auto_pad", StringAttr(c.mode));
     n.attrs.Set("strides", IntsAttr({2, 3}));
-    auto out = RunKernel(n, {&x, &w});
+    auto out = RunPoisoned(n, {&x, &w});
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveConv(x, w, nullptr, c.g);
     EXPECT_EQ(CompareFloat((*out)[0], ref), "") << c.mode;
@@ -228,22 +228,22 @@ TEST(Conv, ShapeChangeRebuilds) {
 TEST(Conv, BadInputIsAnErrorNamingTheNode) {
   Tensor x = RandomTensor({1, 3, 5, 5}, 1), w = RandomTensor({4, 2, 3, 3}, 2);
   Node n = MakeNode("Conv", 2, 1);
-  auto out = RunKernel(n, {&x, &w});
+  auto out = RunPoisoned(n, {&x, &w});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("Conv_test"), std::string::npos);
   Tensor x2 = RandomTensor({3, 5}, 1);
-  EXPECT_FALSE(RunKernel(n, {&x2, &w}).ok());
+  EXPECT_FALSE(RunPoisoned(n, {&x2, &w}).ok());
   Tensor small = RandomTensor({1, 2, 2, 2}, 3);
-  EXPECT_FALSE(RunKernel(n, {&small, &w}).ok());  // kernel larger than the input
+  EXPECT_FALSE(RunPoisoned(n, {&small, &w}).ok());  // kernel larger than the input
   Tensor b = RandomTensor({5}, 4), x3 = RandomTensor({1, 2, 5, 5}, 5);
   Node nb = MakeNode("Conv", 3, 1);
-  EXPECT_FALSE(RunKernel(nb, {&x3, &w, &b}).ok());  // bias size
+  EXPECT_FALSE(RunPoisoned(nb, {&x3, &w, &b}).ok());  // bias size
   Node bad = MakeNode("Conv", 2, 1);
   bad.attrs.Set("auto_pad", StringAttr("SAME"));
   EXPECT_FALSE(FindKernel("", "Conv")(bad).ok());
   Node bad2 = MakeNode("Conv", 2, 1);
   bad2.attrs.Set("strides", IntsAttr({1, 1, 1}));
-  EXPECT_FALSE(RunKernel(bad2, {&x3, &w}).ok());
+  EXPECT_FALSE(RunPoisoned(bad2, {&x3, &w}).ok());
   Node bad3 = MakeNode("Conv", 2, 1);
   bad3.attrs.Set("group", IntAttr(0));
   EXPECT_FALSE(FindKernel("", "Conv")(bad3).ok());
@@ -302,7 +302,7 @@ TEST(ConvTranspose, MatchesNaiveTwinOnOddShapes) {
     Tensor b = RandomTensor({OC}, seed++);
     Node n = ConvNode("ConvTranspose", c.g, c.bias);
     if (!c.output_padding.empty()) n.attrs.Set("output_padding", IntsAttr(c.output_padding));
-    auto out = RunKernel(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
+    auto out = RunPoisoned(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
                                    : std::vector<const Tensor*>{&x, &w}, 2);
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveConvTranspose(x, w, c.bias ? &b : nullptr, c.g, TransposedSize(c));
@@ -326,13 +326,13 @@ TEST(ConvTranspose, OutputShapeAndAutoPad) {
   Node s = MakeNode("ConvTranspose", 2, 1);
   s.attrs.Set("strides", IntsAttr({2, 2}));
   s.attrs.Set("auto_pad", StringAttr("SAME_UPPER"));
-  auto so = RunKernel(s, {&x, &w});
+  auto so = RunPoisoned(s, {&x, &w});
   ASSERT_TRUE(so.ok()) << so.status().message();
   EXPECT_EQ(CompareFloat((*so)[0], NaiveConvTranspose(x, w, nullptr,
                                                       {{2, 2}, {1, 1}, {0, 0}, {1, 1}, 1}, {6, 6})),
             "");
   s.attrs.Set("auto_pad", StringAttr("SAME_LOWER"));
-  so = RunKernel(s, {&x, &w});
+  so = RunPoisoned(s, {&x, &w});
   ASSERT_TRUE(so.ok());
   EXPECT_EQ(CompareFloat((*so)[0], NaiveConvTranspose(x, w, nullptr,
                                                       {{2, 2}, {1, 1}, {1, 1}, {0, 0}, 1}, {6, 6})),
@@ -356,13 +356,13 @@ TEST(ConvTranspose, FusedActivationsEqualSeparateOps) {
 TEST(ConvTranspose, BadInputAndCost) {
   Tensor x = RandomTensor({1, 3, 5, 5}, 1), w = RandomTensor({4, 2, 3, 3}, 2);
   Node n = MakeNode("ConvTranspose", 2, 1);
-  auto out = RunKernel(n, {&x, &w});
+  auto out = RunPoisoned(n, {&x, &w});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("ConvTranspose_test"), std::string::npos);
   Node op = MakeNode("ConvTranspose", 2, 1);
   op.attrs.Set("output_padding", IntsAttr({1, 1}));  // must be < stride
   Tensor x4 = RandomTensor({1, 4, 5, 5}, 3);
-  EXPECT_FALSE(RunKernel(op, {&x4, &w}).ok());
+  EXPECT_FALSE(RunPoisoned(op, {&x4, &w}).ok());
   auto k = FindKernel("", "ConvTranspose")(n);
   ASSERT_TRUE(k.ok());
   // 2 * N*IC*H*W * (OC/g)*kh*kw = 2 * 4*25 * 2*9 = 3600.

@@ -98,7 +98,7 @@ TEST(Einsum, MatchesNaiveTwin) {
     for (auto& t : ts) ptrs.push_back(&t);
     Node n = MakeNode("Einsum", static_cast<int>(ts.size()), 1);
     n.attrs.Set("equation", StringAttr(c.eq));
-    auto out = RunKernel(n, ptrs, 2);
+    auto out = RunPoisoned(n, ptrs, 2);
     ASSERT_TRUE(out.ok()) << c.eq << ": " << out.status().message();
     EXPECT_EQ(CompareFloat((*out)[0], NaiveEinsum(c.eq, ptrs), 1e-4f, 1e-4f), "") << c.eq;
   }
@@ -108,21 +108,21 @@ TEST(Einsum, EllipsisImplicitOutputAndDouble) {
   Tensor a = RandomTensor({2, 3, 5, 5}, 1);
   Node n = MakeNode("Einsum", 1, 1);
   n.attrs.Set("equation", StringAttr("...ii ->...i"));
-  auto out = RunKernel(n, {&a});
+  auto out = RunPoisoned(n, {&a});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(CompareFloat((*out)[0], NaiveEinsum("bcii->bci", {&a})), "");
   // Implicit output: "ba" -> labels once each, sorted: "ab" (a transpose).
   Tensor b = RandomTensor({3, 4}, 2);
   Node t = MakeNode("Einsum", 1, 1);
   t.attrs.Set("equation", StringAttr("ba"));
-  out = RunKernel(t, {&b});
+  out = RunPoisoned(t, {&b});
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(CompareFloat((*out)[0], NaiveEinsum("ba->ab", {&b})), "");
   // "...ij,...jk" broadcasts the leading dims and implicitly outputs "...ik".
   Tensor x = RandomTensor({2, 1, 3, 4}, 3), y = RandomTensor({5, 4, 2}, 4);
   Node bm = MakeNode("Einsum", 2, 1);
   bm.attrs.Set("equation", StringAttr("...ij,...jk"));
-  out = RunKernel(bm, {&x, &y});
+  out = RunPoisoned(bm, {&x, &y});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{2, 5, 3, 2}));
   EXPECT_EQ(CompareFloat((*out)[0], NaiveEinsum("pqij,qjk->pqik", {&x, &y}), 1e-5f, 1e-4f), "");
@@ -131,7 +131,7 @@ TEST(Einsum, EllipsisImplicitOutputAndDouble) {
   for (int i = 0; i < 6; ++i) d.data<double>()[i] = i + 1, e.data<double>()[i] = 0.5 * i;
   Node dm = MakeNode("Einsum", 2, 1);
   dm.attrs.Set("equation", StringAttr("ij,jk->ik"));
-  out = RunKernel(dm, {&d, &e});
+  out = RunPoisoned(dm, {&d, &e});
   ASSERT_TRUE(out.ok()) << out.status().message();
   ASSERT_EQ((*out)[0].dtype(), DataType::kFloat64);
   // [1 2 3; 4 5 6] x [0 .5; 1 1.5; 2 2.5] = [8 11; 17 24.5]
@@ -145,7 +145,7 @@ TEST(Einsum, BadEquationsAreErrorsNamingTheEquation) {
     Node n = MakeNode("Einsum", eq.find(',') != std::string::npos ? 2 : 1, 1);
     n.attrs.Set("equation", StringAttr(eq));
     auto kernel = FindKernel("", "Einsum")(n);
-    Status st = kernel.ok() ? RunKernel(n, eq.find(',') != std::string::npos
+    Status st = kernel.ok() ? RunPoisoned(n, eq.find(',') != std::string::npos
                                                ? std::vector<const Tensor*>{&a, &b}
                                                : std::vector<const Tensor*>{&a})
                                   .status()
