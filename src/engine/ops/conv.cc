@@ -313,41 +313,46 @@ class ConvKernel : public Kernel {
     bool pointwise = true;
     for (size_t i = 0; i < geo.k.size(); ++i)
       pointwise &= geo.k[i] == 1 && geo.pb[i] == 0 && geo.pe[i] == 0;
-    bool blocked = !pointwise;
-    memory::desc src_md = blocked ? memory::desc(DnnlDims(xs), memory::data_type::f32,
-                                                 memory::format_tag::any)
-                                  : p_.src_plain;
-    memory::desc dst_md = blocked ? memory::desc(DnnlDims(ys), memory::data_type::f32,
-                                                 memory::format_tag::any)
-                                  : p_.dst_plain;
     memory::desc w_any(DnnlDims(wdims), memory::data_type::f32, memory::format_tag::any);
     p_.bias_md = b ? DnnlPlainDesc({OC}) : memory::desc();
     memory::dims strides = DnnlDims(geo.s), pl = DnnlDims(geo.pb), pr = DnnlDims(geo.pe);
     memory::dims dil(geo.d.size());
     for (size_t i = 0; i < dil.size(); ++i) dil[i] = geo.d[i] - 1;
-    return DnnlCall(node_, "create the convolution primitive", [&] {
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct, src_md, w_any,
-                                        p_.bias_md, dst_md, strides, dil, pl, pr);
-      dnnl::primitive_attr attr;
-      AppendPostOps(post_ops_, &attr);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, DnnlEngine());
-      p_.prim = dnnl::convolution_forward(pd);
-      p_.w_prim = pd.weights_desc();
-      p_.src_user = memory(p_.src_plain, DnnlEngine(), nullptr);
-      p_.dst_user = memory(p_.dst_plain, DnnlEngine(), nullptr);
-      if (b) p_.bias_mem = memory(p_.bias_md, DnnlEngine(), nullptr);
-      p_.src_reorder = pd.src_desc() != p_.src_plain;
-      p_.dst_reorder = pd.dst_desc() != p_.dst_plain;
-      if (p_.src_reorder) {
-        p_.src_prim = memory(pd.src_desc(), DnnlEngine());
-        p_.src_to_prim = dnnl::reorder(p_.src_user, p_.src_prim);
-      }
-      if (p_.dst_reorder) {
-        p_.dst_prim = memory(pd.dst_desc(), DnnlEngine());
-        p_.dst_from_prim = dnnl::reorder(p_.dst_prim, p_.dst_user);
-      }
-    });
+    auto create = [&](bool blocked) {
+      memory::desc src_md = blocked ? memory::desc(DnnlDims(xs), memory::data_type::f32,
+                                                   memory::format_tag::any)
+                                    : p_.src_plain;
+      memory::desc dst_md = blocked ? memory::desc(DnnlDims(ys), memory::data_type::f32,
+                                                   memory::format_tag::any)
+                                    : p_.dst_plain;
+      return DnnlCall(node_, "create the convolution primitive", [&] {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_direct, src_md, w_any,
+                                          p_.bias_md, dst_md, strides, dil, pl, pr);
+        dnnl::primitive_attr attr;
+        AppendPostOps(post_ops_, &attr);
+        dnnl::convolution_forward::primitive_desc pd(d, attr, DnnlEngine());
+        p_.prim = dnnl::convolution_forward(pd);
+        p_.w_prim = pd.weights_desc();
+        p_.src_user = memory(p_.src_plain, DnnlEngine(), nullptr);
+        p_.dst_user = memory(p_.dst_plain, DnnlEngine(), nullptr);
+        if (b) p_.bias_mem = memory(p_.bias_md, DnnlEngine(), nullptr);
+        p_.src_reorder = pd.src_desc() != p_.src_plain;
+        p_.dst_reorder = pd.dst_desc() != p_.dst_plain;
+        if (p_.src_reorder) {
+          p_.src_prim = memory(pd.src_desc(), DnnlEngine());
+          p_.src_to_prim = dnnl::reorder(p_.src_user, p_.src_prim);
+        }
+        if (p_.dst_reorder) {
+          p_.dst_prim = memory(pd.dst_desc(), DnnlEngine());
+          p_.dst_from_prim = dnnl::reorder(p_.dst_prim, p_.dst_user);
+        }
+      });
+    };
+    // Plain activations are the fallback for any configuration the blocked kernels refuse.
+    Status st = create(!pointwise);
+    if (!st.ok() && !pointwise) st = create(false);
+    return st;
   }
 
   Node node_;
