@@ -1,6 +1,10 @@
 // Conv / ConvTranspose against naive twins, fused activations, geometry, costs, bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <ctime>
+
+#include "engine/ops/dnnl_common.h"
 #include "engine/ops/dnnl_testing.h"
 
 namespace opscope::engine::testing {
@@ -136,7 +140,7 @@ TEST(Conv, MatchesNaiveTwinOnOddShapes) {
     Tensor x = RandomTensor(c.x, seed++), w = RandomTensor(c.w, seed++);
     Tensor b = RandomTensor({c.w[0]}, seed++);
     Node n = ConvNode("Conv", c.g, c.bias);
-    auto out = RunKernel(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
+    auto out = RunPoisoned(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
                                    : std::vector<const Tensor*>{&x, &w}, 2);
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveConv(x, w, c.bias ? &b : nullptr, c.g);
@@ -156,7 +160,7 @@ TEST(Conv, AutoPadSameUpperLowerValid) {
     Node n = MakeNode("Conv", 2, 1);
     n.attrs.Set("auto_pad", StringAttr(c.mode));
     n.attrs.Set("strides", IntsAttr({2, 3}));
-    auto out = RunKernel(n, {&x, &w});
+    auto out = RunPoisoned(n, {&x, &w});
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveConv(x, w, nullptr, c.g);
     EXPECT_EQ(CompareFloat((*out)[0], ref), "") << c.mode;
@@ -224,22 +228,22 @@ TEST(Conv, ShapeChangeRebuilds) {
 TEST(Conv, BadInputIsAnErrorNamingTheNode) {
   Tensor x = RandomTensor({1, 3, 5, 5}, 1), w = RandomTensor({4, 2, 3, 3}, 2);
   Node n = MakeNode("Conv", 2, 1);
-  auto out = RunKernel(n, {&x, &w});
+  auto out = RunPoisoned(n, {&x, &w});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("Conv_test"), std::string::npos);
   Tensor x2 = RandomTensor({3, 5}, 1);
-  EXPECT_FALSE(RunKernel(n, {&x2, &w}).ok());
+  EXPECT_FALSE(RunPoisoned(n, {&x2, &w}).ok());
   Tensor small = RandomTensor({1, 2, 2, 2}, 3);
-  EXPECT_FALSE(RunKernel(n, {&small, &w}).ok());  // kernel larger than the input
+  EXPECT_FALSE(RunPoisoned(n, {&small, &w}).ok());  // kernel larger than the input
   Tensor b = RandomTensor({5}, 4), x3 = RandomTensor({1, 2, 5, 5}, 5);
   Node nb = MakeNode("Conv", 3, 1);
-  EXPECT_FALSE(RunKernel(nb, {&x3, &w, &b}).ok());  // bias size
+  EXPECT_FALSE(RunPoisoned(nb, {&x3, &w, &b}).ok());  // bias size
   Node bad = MakeNode("Conv", 2, 1);
   bad.attrs.Set("auto_pad", StringAttr("SAME"));
   EXPECT_FALSE(FindKernel("", "Conv")(bad).ok());
   Node bad2 = MakeNode("Conv", 2, 1);
   bad2.attrs.Set("strides", IntsAttr({1, 1, 1}));
-  EXPECT_FALSE(RunKernel(bad2, {&x3, &w}).ok());
+  EXPECT_FALSE(RunPoisoned(bad2, {&x3, &w}).ok());
   Node bad3 = MakeNode("Conv", 2, 1);
   bad3.attrs.Set("group", IntAttr(0));
   EXPECT_FALSE(FindKernel("", "Conv")(bad3).ok());
@@ -298,7 +302,7 @@ TEST(ConvTranspose, MatchesNaiveTwinOnOddShapes) {
     Tensor b = RandomTensor({OC}, seed++);
     Node n = ConvNode("ConvTranspose", c.g, c.bias);
     if (!c.output_padding.empty()) n.attrs.Set("output_padding", IntsAttr(c.output_padding));
-    auto out = RunKernel(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
+    auto out = RunPoisoned(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
                                    : std::vector<const Tensor*>{&x, &w}, 2);
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveConvTranspose(x, w, c.bias ? &b : nullptr, c.g, TransposedSize(c));
@@ -322,13 +326,13 @@ TEST(ConvTranspose, OutputShapeAndAutoPad) {
   Node s = MakeNode("ConvTranspose", 2, 1);
   s.attrs.Set("strides", IntsAttr({2, 2}));
   s.attrs.Set("auto_pad", StringAttr("SAME_UPPER"));
-  auto so = RunKernel(s, {&x, &w});
+  auto so = RunPoisoned(s, {&x, &w});
   ASSERT_TRUE(so.ok()) << so.status().message();
   EXPECT_EQ(CompareFloat((*so)[0], NaiveConvTranspose(x, w, nullptr,
                                                       {{2, 2}, {1, 1}, {0, 0}, {1, 1}, 1}, {6, 6})),
             "");
   s.attrs.Set("auto_pad", StringAttr("SAME_LOWER"));
-  so = RunKernel(s, {&x, &w});
+  so = RunPoisoned(s, {&x, &w});
   ASSERT_TRUE(so.ok());
   EXPECT_EQ(CompareFloat((*so)[0], NaiveConvTranspose(x, w, nullptr,
                                                       {{2, 2}, {1, 1}, {1, 1}, {0, 0}, 1}, {6, 6})),
@@ -352,19 +356,172 @@ TEST(ConvTranspose, FusedActivationsEqualSeparateOps) {
 TEST(ConvTranspose, BadInputAndCost) {
   Tensor x = RandomTensor({1, 3, 5, 5}, 1), w = RandomTensor({4, 2, 3, 3}, 2);
   Node n = MakeNode("ConvTranspose", 2, 1);
-  auto out = RunKernel(n, {&x, &w});
+  auto out = RunPoisoned(n, {&x, &w});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("ConvTranspose_test"), std::string::npos);
   Node op = MakeNode("ConvTranspose", 2, 1);
   op.attrs.Set("output_padding", IntsAttr({1, 1}));  // must be < stride
   Tensor x4 = RandomTensor({1, 4, 5, 5}, 3);
-  EXPECT_FALSE(RunKernel(op, {&x4, &w}).ok());
+  EXPECT_FALSE(RunPoisoned(op, {&x4, &w}).ok());
   auto k = FindKernel("", "ConvTranspose")(n);
   ASSERT_TRUE(k.ok());
   // 2 * N*IC*H*W * (OC/g)*kh*kw = 2 * 4*25 * 2*9 = 3600.
   Cost c = (*k)->EstimateCost({{DataType::kFloat32, {1, 4, 5, 5}}, {DataType::kFloat32, {4, 2, 3, 3}}},
                               {{DataType::kFloat32, {1, 2, 7, 7}}});
   EXPECT_DOUBLE_EQ(c.flops, 3600);
+}
+
+// ---- Layout measurement (not a test: run with --gtest_also_run_disabled_tests) ----
+//
+// Times oneDNN convolutions created with plain NCHW activations against `any` (blocked)
+// activations including the reorders in and out, side by side in one process, to back the
+// heuristic in conv.cc. Prints the median thread CPU time of 30 runs (run it with
+// OMP_NUM_THREADS=1 so all work is on the calling thread); asserts nothing about time.
+
+// CPU time of the calling thread: with OMP_NUM_THREADS=1 every kernel runs on it, and unlike
+// wall time it does not count the time the (shared, overloaded) build VM preempts us.
+double ThreadCpuMs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double MedianMs(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double TimeConv(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws, int64_t stride,
+                int64_t pad, int64_t group, bool blocked, std::string* impl) {
+  using dnnl::memory;
+  std::vector<int64_t> wd = ws;
+  if (group > 1) wd = {group, ws[0] / group, ws[1], ws[2], ws[3]};
+  int64_t oh = (xs[2] + 2 * pad - ws[2]) / stride + 1, ow = (xs[3] + 2 * pad - ws[3]) / stride + 1;
+  std::vector<int64_t> ys = {xs[0], ws[0], oh, ow};
+  auto any = [](const std::vector<int64_t>& s) {
+    return memory::desc(DnnlDims(s), memory::data_type::f32, memory::format_tag::any);
+  };
+  memory::desc src_plain = DnnlPlainDesc(xs), dst_plain = DnnlPlainDesc(ys);
+  dnnl::convolution_forward::desc d(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+      blocked ? any(xs) : src_plain, any(wd), blocked ? any(ys) : dst_plain, {stride, stride},
+      {0, 0}, {pad, pad}, {pad, pad});
+  dnnl::convolution_forward::primitive_desc pd(d, DnnlEngine());
+  dnnl::convolution_forward conv(pd);
+  *impl = pd.impl_info_str();
+  Tensor x = RandomTensor(xs, 1), y(DataType::kFloat32, ys);
+  memory xu(src_plain, DnnlEngine(), x.data<float>()), yu(dst_plain, DnnlEngine(), y.data<float>());
+  memory xp = pd.src_desc() == src_plain ? xu : memory(pd.src_desc(), DnnlEngine());
+  memory yp = pd.dst_desc() == dst_plain ? yu : memory(pd.dst_desc(), DnnlEngine());
+  memory w(pd.weights_desc(), DnnlEngine());
+  std::vector<double> times;
+  for (int r = 0; r < 31; ++r) {
+    double t0 = ThreadCpuMs();
+    if (xp != xu) dnnl::reorder(xu, xp).execute(DnnlStream(), xu, xp);
+    conv.execute(DnnlStream(), {{DNNL_ARG_SRC, xp}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, yp}});
+    if (yp != yu) dnnl::reorder(yp, yu).execute(DnnlStream(), yp, yu);
+    DnnlStream().wait();
+    if (r > 0) times.push_back(ThreadCpuMs() - t0);
+  }
+  return MedianMs(times);
+}
+
+TEST(ConvBench, DISABLED_PlainVsBlockedActivations) {
+  struct Shape {
+    const char* name;
+    std::vector<int64_t> x, w;
+    int64_t stride, pad, group;
+  } shapes[] = {
+      {"stem 3->32 3x3 s2 224", {1, 3, 224, 224}, {32, 3, 3, 3}, 2, 1, 1},
+      {"8->8 3x3 56", {1, 8, 56, 56}, {8, 8, 3, 3}, 1, 1, 1},
+      {"128->128 3x3 28", {1, 128, 28, 28}, {128, 128, 3, 3}, 1, 1, 1},
+      {"16->16 3x3 56", {1, 16, 56, 56}, {16, 16, 3, 3}, 1, 1, 1},
+      {"64->64 3x3 56", {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1},
+      {"256->64 1x1 56", {1, 256, 56, 56}, {64, 256, 1, 1}, 1, 0, 1},
+      {"64->256 1x1 56", {1, 64, 56, 56}, {256, 64, 1, 1}, 1, 0, 1},
+      {"64->128 1x1 s2 56", {1, 64, 56, 56}, {128, 64, 1, 1}, 2, 0, 1},
+      {"dw 128 3x3 28", {1, 128, 28, 28}, {128, 1, 3, 3}, 1, 1, 128},
+      {"g32 128->128 3x3 28", {1, 128, 28, 28}, {128, 4, 3, 3}, 1, 1, 32},
+      {"g4 64->64 3x3 28", {1, 64, 28, 28}, {64, 16, 3, 3}, 1, 1, 4},
+      {"4->64 3x3 56", {1, 4, 56, 56}, {64, 4, 3, 3}, 1, 1, 1},
+  };
+  for (auto& s : shapes) {
+    std::string pi, bi;
+    double plain = TimeConv(s.x, s.w, s.stride, s.pad, s.group, false, &pi);
+    double blocked = TimeConv(s.x, s.w, s.stride, s.pad, s.group, true, &bi);
+    std::printf("%-22s plain %8.3f ms (%s)  blocked+reorders %8.3f ms (%s)  ratio %.2f\n",
+                s.name, plain, pi.c_str(), blocked, bi.c_str(), plain / blocked);
+  }
+}
+
+// ---- Kernel throughput (not a test: run with --gtest_also_run_disabled_tests) ----
+
+struct BenchCase {
+  const char* name;
+  Node node;
+  std::vector<std::vector<int64_t>> inputs;
+};
+
+TEST(NnBench, DISABLED_KernelThroughput) {
+  auto node = [](const char* op, int nin, std::vector<std::pair<const char*, AttrValue>> attrs) {
+    Node n = MakeNode(op, nin, 1);
+    for (auto& [k, v] : attrs) n.attrs.Set(k, v);
+    return n;
+  };
+  std::vector<BenchCase> cases = {
+      {"Conv 64->64 3x3 56x56", node("Conv", 3, {{"pads", IntsAttr({1, 1, 1, 1})}}),
+       {{1, 64, 56, 56}, {64, 64, 3, 3}, {64}}},
+      {"Conv 256->64 1x1 56x56", node("Conv", 3, {}), {{1, 256, 56, 56}, {64, 256, 1, 1}, {64}}},
+      {"Conv dw 128 3x3 28x28",
+       node("Conv", 3, {{"pads", IntsAttr({1, 1, 1, 1})}, {"group", IntAttr(128)}}),
+       {{1, 128, 28, 28}, {128, 1, 3, 3}, {128}}},
+      {"ConvTranspose 64->32 k4 s2 28",
+       node("ConvTranspose", 2, {{"strides", IntsAttr({2, 2})}, {"pads", IntsAttr({1, 1, 1, 1})}}),
+       {{1, 64, 28, 28}, {64, 32, 4, 4}}},
+      {"MatMul 128x768 x 768x768", node("MatMul", 2, {}), {{128, 768}, {768, 768}}},
+      {"MatMul 12x128x64 x 12x64x128", node("MatMul", 2, {}), {{12, 128, 64}, {12, 64, 128}}},
+      {"Gemm 1x2048 x 1000x2048^T", node("Gemm", 3, {{"transB", IntAttr(1)}}),
+       {{1, 2048}, {1000, 2048}, {1000}}},
+      {"Einsum bhqd,bhkd->bhqk", node("Einsum", 2, {{"equation", StringAttr("bhqd,bhkd->bhqk")}}),
+       {{1, 12, 128, 64}, {1, 12, 128, 64}}},
+      {"MaxPool 3x3 s2 64x112x112",
+       node("MaxPool", 1, {{"kernel_shape", IntsAttr({3, 3})}, {"strides", IntsAttr({2, 2})},
+                           {"pads", IntsAttr({1, 1, 1, 1})}}),
+       {{1, 64, 112, 112}}},
+      {"AveragePool 2x2 s2 256x56x56",
+       node("AveragePool", 1, {{"kernel_shape", IntsAttr({2, 2})}, {"strides", IntsAttr({2, 2})}}),
+       {{1, 256, 56, 56}}},
+      {"GlobalAveragePool 2048x7x7", node("GlobalAveragePool", 1, {}), {{1, 2048, 7, 7}}},
+      {"LayerNorm 128x768", node("LayerNormalization", 3, {}), {{128, 768}, {768}, {768}}},
+      {"BatchNorm 64x56x56", node("BatchNormalization", 5, {}),
+       {{1, 64, 56, 56}, {64}, {64}, {64}, {64}}},
+      {"InstanceNorm 64x56x56", node("InstanceNormalization", 3, {}), {{1, 64, 56, 56}, {64}, {64}}},
+  };
+  std::printf("%-32s %10s %10s %10s\n", "kernel", "cpu ms", "GFLOP/s", "GB/s");
+  for (BenchCase& c : cases) {
+    std::vector<Tensor> ins;
+    uint32_t seed = 1;
+    for (auto& s : c.inputs) ins.push_back(RandomTensor(s, seed++, 0.1f, 1.0f));
+    std::vector<const Tensor*> ptrs;
+    for (auto& t : ins) ptrs.push_back(&t);
+    auto k = FindKernel("", c.node.op_type)(c.node);
+    ASSERT_TRUE(k.ok());
+    std::vector<double> times;
+    std::vector<TensorDesc> in_d, out_d;
+    for (auto& t : ins) in_d.push_back({t.dtype(), t.shape()});
+    for (int r = 0; r < 21; ++r) {
+      NnTestContext ctx(ptrs, 1);
+      double t0 = ThreadCpuMs();
+      ASSERT_TRUE((*k)->Run(ctx).ok()) << c.name;
+      double ms = ThreadCpuMs() - t0;
+      if (r > 0) times.push_back(ms);
+      if (out_d.empty()) out_d.push_back({ctx.outputs()[0].dtype(), ctx.outputs()[0].shape()});
+    }
+    Cost cost = (*k)->EstimateCost(in_d, out_d);
+    double ms = MedianMs(times);
+    std::printf("%-32s %10.3f %10.2f %10.2f\n", c.name, ms, cost.flops / ms / 1e6,
+                cost.bytes / ms / 1e6);
+  }
 }
 
 }  // namespace

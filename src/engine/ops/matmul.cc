@@ -108,10 +108,12 @@ class MatMulKernel : public Kernel {
   bool AddPostOp(const PostOp& op) override {
     if (op.kind == PostOpKind::kBiasAdd) {
       // The bias must come before any activation, and there is only one.
+      // Accepts [N] and [1, .., 1, N].
       if (!post_ops_.empty() || bias_.numel() || !op.bias ||
-          op.bias->dtype() != DataType::kFloat32 || op.bias->rank() != 1 || op.bias->numel() == 0)
+          op.bias->dtype() != DataType::kFloat32 || op.bias->rank() < 1 ||
+          op.bias->numel() == 0 || op.bias->numel() != op.bias->dim(-1))
         return false;
-      bias_ = Tensor(DataType::kFloat32, op.bias->shape());
+      bias_ = Tensor(DataType::kFloat32, {op.bias->numel()});
       CopyTensorData(*op.bias, &bias_);
     } else {
       post_ops_.push_back(op);

@@ -58,7 +58,7 @@ TEST(MatMul, MatchesNaiveTwinWithBroadcastAnd1D) {
   uint32_t seed = 1;
   for (auto& [as, bs] : cases) {
     Tensor a = RandomTensor(as, seed++), b = RandomTensor(bs, seed++);
-    auto out = RunKernel(MakeNode("MatMul", 2, 1), {&a, &b}, 2);
+    auto out = RunPoisoned(MakeNode("MatMul", 2, 1), {&a, &b}, 2);
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveMatMul(a, b);
     EXPECT_EQ((*out)[0].shape(), ref.shape());
@@ -88,6 +88,18 @@ TEST(MatMul, FusedBiasAndActivationsEqualSeparateOps) {
     ASSERT_TRUE(out2.ok());
     EXPECT_EQ(CompareFloat((*out2)[0], ApplyRef(plain, op)), "") << static_cast<int>(op.kind);
   }
+  // [1, N] is accepted as well; [2, N] is not a bias over the last dim.
+  Tensor bias_row = bias;
+  bias_row.Reshape({1, 5});
+  PostOp row_op{PostOpKind::kBiasAdd};
+  row_op.bias = &bias_row;
+  auto orow = RunWithPostOps(n, {&a, &b}, {row_op});
+  ASSERT_TRUE(orow.ok()) << orow.status().message();
+  EXPECT_EQ(CompareFloat((*orow)[0], with_bias), "");
+  Tensor bias2 = RandomTensor({2, 5}, 15);
+  PostOp two_rows{PostOpKind::kBiasAdd};
+  two_rows.bias = &bias2;
+  EXPECT_FALSE(RunWithPostOps(n, {&a, &b}, {two_rows}).ok());
   // A bias after an activation would change the meaning: refused.
   auto k = FindKernel("", "MatMul")(n);
   ASSERT_TRUE(k.ok());
@@ -103,13 +115,13 @@ TEST(MatMul, FusedBiasAndActivationsEqualSeparateOps) {
 TEST(MatMul, BadInputCostAndEmpty) {
   Node n = MakeNode("MatMul", 2, 1);
   Tensor a = RandomTensor({3, 4}, 1), b = RandomTensor({5, 6}, 2);
-  auto r = RunKernel(n, {&a, &b});
+  auto r = RunPoisoned(n, {&a, &b});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("MatMul_test"), std::string::npos);
   Tensor a3 = RandomTensor({2, 3, 4}, 3), b3 = RandomTensor({3, 4, 6}, 4);
-  EXPECT_FALSE(RunKernel(n, {&a3, &b3}).ok());  // batch 2 vs 3
+  EXPECT_FALSE(RunPoisoned(n, {&a3, &b3}).ok());  // batch 2 vs 3
   Tensor k0a(DataType::kFloat32, {3, 0}), k0b(DataType::kFloat32, {0, 2});
-  auto z = RunKernel(n, {&k0a, &k0b});
+  auto z = RunPoisoned(n, {&k0a, &k0b});
   ASSERT_TRUE(z.ok());
   EXPECT_EQ((*z)[0].shape(), (std::vector<int64_t>{3, 2}));
   EXPECT_EQ((*z)[0].data<float>()[5], 0.f);
@@ -160,7 +172,7 @@ TEST(Gemm, MatchesNaiveTwinAllTransposesAndCShapes) {
           n.attrs.Set("transB", IntAttr(tb));
           n.attrs.Set("alpha", FloatAttr(alpha));
           n.attrs.Set("beta", FloatAttr(beta));
-          auto out = RunKernel(n, has_c ? std::vector<const Tensor*>{&a, &b, &c}
+          auto out = RunPoisoned(n, has_c ? std::vector<const Tensor*>{&a, &b, &c}
                                         : std::vector<const Tensor*>{&a, &b}, 2);
           ASSERT_TRUE(out.ok()) << out.status().message();
           Tensor ref = NaiveGemm(a, b, has_c ? &c : nullptr, ta, tb, alpha, beta);
@@ -189,13 +201,13 @@ TEST(Gemm, FusedActivationsEqualSeparateOps) {
 TEST(Gemm, BadInputAndCost) {
   Node n = MakeNode("Gemm", 3, 1);
   Tensor a = RandomTensor({3, 4}, 1), b = RandomTensor({4, 5}, 2), c = RandomTensor({2, 5}, 3);
-  auto r = RunKernel(n, {&a, &b, &c});
+  auto r = RunPoisoned(n, {&a, &b, &c});
   ASSERT_FALSE(r.ok());  // C [2,5] does not broadcast to [3,5]
   EXPECT_NE(r.status().message().find("Gemm_test"), std::string::npos);
   Tensor b2 = RandomTensor({3, 5}, 4);
-  EXPECT_FALSE(RunKernel(n, {&a, &b2}).ok());
+  EXPECT_FALSE(RunPoisoned(n, {&a, &b2}).ok());
   Tensor a3 = RandomTensor({1, 3, 4}, 5);
-  EXPECT_FALSE(RunKernel(n, {&a3, &b}).ok());
+  EXPECT_FALSE(RunPoisoned(n, {&a3, &b}).ok());
   auto k = FindKernel("", "Gemm")(n);
   ASSERT_TRUE(k.ok());
   // M=3, K=4, N=5: 2*60 = 120, + 15 for C (alpha = beta = 1).

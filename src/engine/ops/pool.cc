@@ -4,8 +4,10 @@
 // edge, count_include_pad on those windows, dilations, the Indices output with storage_order)
 // are easier to get exactly right here than through oneDNN's pooling descriptor. 1-D and 2-D
 // pools are treated as 3-D with leading size-1 spatial dims. Each (n, c) plane is independent and
-// planes are spread over the pool with ParallelFor. For every output position the range of valid
-// kernel taps is computed once per dimension, so the innermost loop has no bounds checks.
+// planes are spread over the pool with ParallelFor. Max and average pools are separable: they
+// reduce along W, then H, then D (kd + kh + kw taps per output instead of their product), with
+// per-tap output ranges precomputed so the inner loops are branch-free and vectorise. MaxPool
+// with the Indices output runs a direct loop that tracks the argmax.
 //
 // Output size (per spatial dim, dk = (k - 1) * dilation + 1):
 //   NOTSET:       floor or ceil((in + pad_begin + pad_end - dk) / stride) + 1; with ceil_mode the
@@ -128,8 +130,9 @@ std::vector<int64_t> OutShape(const Tensor& x, const PoolGeo& g, size_t sp) {
   return s;
 }
 
-template <typename T, bool kWithIndex>
-void MaxPoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t planes,
+// Direct max pooling that also records the argmax (the Indices output).
+template <typename T>
+void MaxPoolWithIndices(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t planes,
                    bool col_major) {
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
@@ -159,20 +162,16 @@ void MaxPoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t pla
                 for (int64_t k2 = l2; k2 < h2; ++k2) {
                   int64_t i2 = s2 + k2 * g.d[2];
                   T v = row[i2];
-                  if constexpr (kWithIndex) {
-                    if (best_at < 0 || v > best) {
-                      best = v;
-                      best_at = (i0 * g.in[1] + i1) * g.in[2] + i2;
-                    }
-                  } else {
-                    best = v > best ? v : best;
+                  if (best_at < 0 || v > best) {
+                    best = v;
+                    best_at = (i0 * g.in[1] + i1) * g.in[2] + i2;
                   }
                 }
               }
             }
             int64_t o = (o0 * g.out[1] + o1) * g.out[2] + o2;
             yp[o] = best;
-            if constexpr (kWithIndex) {
+            {
               if (best_at < 0) {
                 ip[o] = 0;
               } else {
@@ -189,58 +188,124 @@ void MaxPoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t pla
   });
 }
 
-void AvgPoolPlanes(const PoolGeo& g, bool include_pad, const float* x, float* y, int64_t planes) {
+// Separable pooling (no Indices): max and sum are reduced one spatial dim at a time, W then H
+// then D, into per-thread scratch. For each kernel tap the range of outputs for which the tap is
+// inside the input is computed once, so every inner loop is a branch-free pass over contiguous
+// (H and D passes) or strided (W pass) data that the compiler vectorises. Work per output drops
+// from kd*kh*kw to kd+kh+kw taps.
+struct TapSpan {
+  int64_t offset, lo, hi;  // input index = o * stride + offset, valid for o in [lo, hi)
+};
+
+std::vector<TapSpan> TapSpans(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d,
+                              int64_t pb) {
+  std::vector<TapSpan> spans;
+  for (int64_t t = 0; t < k; ++t) {
+    int64_t off = t * d - pb;
+    // o * s + off >= 0  and  o * s + off <= in - 1
+    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t hi = in - 1 - off < 0 ? 0 : std::min(out, (in - 1 - off) / s + 1);
+    if (hi > lo) spans.push_back({off, lo, hi});
+  }
+  return spans;
+}
+
+template <typename T, bool kMax>
+void SeparablePoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t planes,
+                         const float* divisor) {
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
-  // Number of taps of a window inside [-pb, in + pe) for include_pad, else inside [0, in).
-  auto count = [&](int dim, int64_t start) {
-    int64_t lo, hi;
-    if (include_pad) {
-      TapRange(start + g.pb[dim], g.k[dim], g.d[dim], g.in[dim] + g.pb[dim] + g.pe[dim], &lo, &hi);
-    } else {
-      TapRange(start, g.k[dim], g.d[dim], g.in[dim], &lo, &hi);
-    }
-    return hi - lo;
-  };
-  ParallelFor(planes, out_plane * g.k[0] * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
+  std::vector<TapSpan> sw = TapSpans(g.in[2], g.out[2], g.k[2], g.s[2], g.d[2], g.pb[2]);
+  std::vector<TapSpan> sh = TapSpans(g.in[1], g.out[1], g.k[1], g.s[1], g.d[1], g.pb[1]);
+  std::vector<TapSpan> sd = TapSpans(g.in[0], g.out[0], g.k[0], g.s[0], g.d[0], g.pb[0]);
+  T init = T(0);
+  if constexpr (kMax) {
+    init = std::numeric_limits<T>::lowest();
+    if constexpr (std::numeric_limits<T>::has_infinity) init = -std::numeric_limits<T>::infinity();
+  }
+  const int64_t ow = g.out[2], oh = g.out[1];
+  ParallelFor(planes, out_plane * (g.k[0] + g.k[1] + g.k[2]), [&](int64_t p0, int64_t p1) {
+    std::vector<T> t1(static_cast<size_t>(g.in[0] * g.in[1] * ow));  // [D][H][OW]
+    std::vector<T> t2(static_cast<size_t>(g.in[0] * oh * ow));       // [D][OH][OW]
     for (int64_t p = p0; p < p1; ++p) {
-      const float* xp = x + p * in_plane;
-      float* yp = y + p * out_plane;
-      for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
-        int64_t s0 = o0 * g.s[0] - g.pb[0], l0, h0;
-        TapRange(s0, g.k[0], g.d[0], g.in[0], &l0, &h0);
-        int64_t c0 = count(0, s0);
-        for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
-          int64_t s1 = o1 * g.s[1] - g.pb[1], l1, h1;
-          TapRange(s1, g.k[1], g.d[1], g.in[1], &l1, &h1);
-          int64_t c1 = count(1, s1);
-          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-            int64_t s2 = o2 * g.s[2] - g.pb[2], l2, h2;
-            TapRange(s2, g.k[2], g.d[2], g.in[2], &l2, &h2);
-            float sum = 0;
-            for (int64_t k0 = l0; k0 < h0; ++k0) {
-              int64_t i0 = s0 + k0 * g.d[0];
-              for (int64_t k1 = l1; k1 < h1; ++k1) {
-                const float* row = xp + (i0 * g.in[1] + s1 + k1 * g.d[1]) * g.in[2] + s2;
-                for (int64_t k2 = l2; k2 < h2; ++k2) sum += row[k2 * g.d[2]];
-              }
-            }
-            int64_t n = c0 * c1 * count(2, s2);
-            yp[(o0 * g.out[1] + o1) * g.out[2] + o2] = n > 0 ? sum / static_cast<float>(n) : 0.f;
+      const T* xp = x + p * in_plane;
+      T* yp = y + p * out_plane;
+      for (int64_t r = 0; r < g.in[0] * g.in[1]; ++r) {  // W pass
+        const T* row = xp + r * g.in[2];
+        T* acc = t1.data() + r * ow;
+        std::fill(acc, acc + ow, init);
+        for (const TapSpan& t : sw) {
+          const T* src = row + t.offset;
+          const int64_t st = g.s[2];
+          for (int64_t o = t.lo; o < t.hi; ++o) {
+            T v = src[o * st];
+            if constexpr (kMax) acc[o] = v > acc[o] ? v : acc[o];
+            else acc[o] += v;
           }
+        }
+      }
+      for (int64_t dd = 0; dd < g.in[0]; ++dd)  // H pass
+        for (int64_t o = 0; o < oh; ++o) {
+          T* acc = t2.data() + (dd * oh + o) * ow;
+          std::fill(acc, acc + ow, init);
+          for (const TapSpan& t : sh) {
+            if (o < t.lo || o >= t.hi) continue;
+            const T* src = t1.data() + (dd * g.in[1] + o * g.s[1] + t.offset) * ow;
+            for (int64_t i = 0; i < ow; ++i) {
+              if constexpr (kMax) acc[i] = src[i] > acc[i] ? src[i] : acc[i];
+              else acc[i] += src[i];
+            }
+          }
+        }
+      const int64_t hw = oh * ow;
+      for (int64_t o = 0; o < g.out[0]; ++o) {  // D pass
+        T* acc = yp + o * hw;
+        std::fill(acc, acc + hw, init);
+        for (const TapSpan& t : sd) {
+          if (o < t.lo || o >= t.hi) continue;
+          const T* src = t2.data() + (o * g.s[0] + t.offset) * hw;
+          for (int64_t i = 0; i < hw; ++i) {
+            if constexpr (kMax) acc[i] = src[i] > acc[i] ? src[i] : acc[i];
+            else acc[i] += src[i];
+          }
+        }
+        if constexpr (!kMax) {
+          const float* dv = divisor + o * hw;
+          for (int64_t i = 0; i < hw; ++i) acc[i] = dv[i] > 0 ? acc[i] / dv[i] : T(0);
         }
       }
     }
   });
 }
 
+// Divisor of every output position of an average pool (product of per-dim tap counts).
+std::vector<float> AvgDivisors(const PoolGeo& g, bool include_pad) {
+  std::vector<int64_t> c[3];
+  for (int dim = 0; dim < 3; ++dim)
+    for (int64_t o = 0; o < g.out[dim]; ++o) {
+      int64_t start = o * g.s[dim] - g.pb[dim], lo, hi;
+      if (include_pad) {
+        TapRange(start + g.pb[dim], g.k[dim], g.d[dim], g.in[dim] + g.pb[dim] + g.pe[dim], &lo, &hi);
+      } else {
+        TapRange(start, g.k[dim], g.d[dim], g.in[dim], &lo, &hi);
+      }
+      c[dim].push_back(hi - lo);
+    }
+  std::vector<float> dv;
+  dv.reserve(static_cast<size_t>(g.out[0] * g.out[1] * g.out[2]));
+  for (int64_t a : c[0])
+    for (int64_t b : c[1])
+      for (int64_t e : c[2]) dv.push_back(static_cast<float>(a * b * e));
+  return dv;
+}
+
 template <typename T>
 void MaxPoolDispatch(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t planes,
                      bool col_major) {
   if (idx) {
-    MaxPoolPlanes<T, true>(g, x, y, idx, planes, col_major);
+    MaxPoolWithIndices(g, x, y, idx, planes, col_major);
   } else {
-    MaxPoolPlanes<T, false>(g, x, y, nullptr, planes, col_major);
+    SeparablePoolPlanes<T, true>(g, x, y, planes, nullptr);
   }
 }
 
@@ -261,7 +326,8 @@ class PoolKernel : public Kernel {
                                     DataTypeName(x->dtype()));
       OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
       if (y->numel() == 0) return Status();
-      AvgPoolPlanes(g, a_.count_include_pad, x->data<float>(), y->data<float>(), planes);
+      std::vector<float> dv = AvgDivisors(g, a_.count_include_pad);
+      SeparablePoolPlanes<float, false>(g, x->data<float>(), y->data<float>(), planes, dv.data());
       return Status();
     }
     OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, x->dtype(), out));
@@ -338,8 +404,13 @@ class GlobalPoolKernel : public Kernel {
           for (int64_t i = 0; i < n; ++i) m = std::max(m, v[i]);
           py[p] = m;
         } else {
-          double s = 0;
-          for (int64_t i = 0; i < n; ++i) s += v[i];
+          // Independent lanes so the sum vectorises without reassociation.
+          double acc[8] = {}, s = 0;
+          int64_t i = 0;
+          for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; ++j) acc[j] += v[i + j];
+          for (; i < n; ++i) s += v[i];
+          for (double a : acc) s += a;
           py[p] = n ? static_cast<float>(s / static_cast<double>(n)) : 0.f;
         }
       }
