@@ -122,7 +122,7 @@ Status ReadAxes(const Node& n, const KernelContext& ctx, bool* given, std::vecto
     }
     return Status::Ok();
   }
-  if (const Tensor* t = ctx.input(1)) {
+  if (const Tensor* t = ctx.input(1); t && t->numel() > 0) {  // empty = not given
     if (!IsIntType(t->dtype())) return NodeError(n, "input 'axes' must be int64");
     *given = true;
     *axes = ReadInts(*t);
