@@ -84,7 +84,78 @@ void BM_Memcpy(benchmark::State& st, const Case& c) {
   SetCounters(st, x.numel());
 }
 
+// A minimal context that keeps its outputs between iterations (no allocation in the loop).
+class BenchContext : public KernelContext {
+ public:
+  explicit BenchContext(std::vector<const Tensor*> in) : in_(std::move(in)) {}
+  int num_inputs() const override { return static_cast<int>(in_.size()); }
+  const Tensor* input(int i) const override { return i < num_inputs() ? in_[i] : nullptr; }
+  int num_outputs() const override { return 1; }
+  bool output_wanted(int i) const override { return i == 0; }
+  StatusOr<Tensor*> Output(int, DataType dt, const std::vector<int64_t>& shape) override {
+    if (out_.shape() != shape || out_.dtype() != dt) out_ = Tensor(dt, shape);
+    return &out_;
+  }
+  int threads() const override { return omp_get_max_threads(); }
+  Tensor out_;
+
+ private:
+  std::vector<const Tensor*> in_;
+};
+
+// Resize 1x64x100x100 -> 1x64x200x200 (BEV feature upsampling) and GridSample of the same
+// input at 200x200 points, against a memcpy of the output bytes.
+void BM_Resize(benchmark::State& st, std::string mode, int threads) {
+  omp_set_num_threads(threads);
+  Node n = testing::MakeNode("Resize", 3, 1, 13);
+  n.attrs.Set("mode", testing::StringAttr(mode));
+  auto k = FindKernel("", "Resize")(n);
+  Tensor x = testing::RandomTensor({1, 64, 100, 100}, 1);
+  Tensor roi(DataType::kFloat32, {0});
+  Tensor scales = testing::FloatTensor({4}, {1, 1, 2, 2});
+  BenchContext ctx({&x, &roi, &scales});
+  for (auto _ : st) {
+    if (!(*k)->Run(ctx).ok()) st.SkipWithError("resize failed");
+    benchmark::DoNotOptimize(ctx.out_.raw());
+  }
+  st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(x.nbytes() + ctx.out_.nbytes()));
+}
+
+void BM_GridSample(benchmark::State& st, std::string mode, int threads) {
+  omp_set_num_threads(threads);
+  Node n = testing::MakeNode("GridSample", 2, 1, 16);
+  n.attrs.Set("mode", testing::StringAttr(mode));
+  auto k = FindKernel("", "GridSample")(n);
+  Tensor x = testing::RandomTensor({1, 64, 100, 100}, 1);
+  Tensor g = testing::RandomTensor({1, 200, 200, 2}, 2, -1.1f, 1.1f);
+  BenchContext ctx({&x, &g});
+  for (auto _ : st) {
+    if (!(*k)->Run(ctx).ok()) st.SkipWithError("gridsample failed");
+    benchmark::DoNotOptimize(ctx.out_.raw());
+  }
+  st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(x.nbytes() + g.nbytes() + ctx.out_.nbytes()));
+}
+
+void BM_OutputMemcpy(benchmark::State& st) {
+  Tensor a = testing::RandomTensor({1, 64, 200, 200}, 1);
+  Tensor b(DataType::kFloat32, {1, 64, 200, 200});
+  for (auto _ : st) {
+    std::memcpy(b.raw(), a.raw(), a.nbytes());
+    benchmark::DoNotOptimize(b.raw());
+  }
+  st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(2 * a.nbytes()));
+}
+
 int Register() {
+  benchmark::RegisterBenchmark("Resize2x/1x64x100x100/memcpy_of_output", BM_OutputMemcpy)->UseRealTime();
+  for (const char* m : {"nearest", "linear", "cubic"})
+    for (int t : {1, 2})
+      benchmark::RegisterBenchmark(("Resize2x/1x64x100x100/" + std::string(m) + "_" +
+                                    std::to_string(t) + "t").c_str(), BM_Resize, m, t)->UseRealTime();
+  for (const char* m : {"nearest", "bilinear", "bicubic"})
+    for (int t : {1, 2})
+      benchmark::RegisterBenchmark(("GridSample/1x64x100x100_at_200x200/" + std::string(m) + "_" +
+                                    std::to_string(t) + "t").c_str(), BM_GridSample, m, t)->UseRealTime();
   for (const Case& c : kCases) {
     const std::string n = c.name;
     benchmark::RegisterBenchmark(("Transpose/" + n + "/memcpy").c_str(), BM_Memcpy, c)->UseRealTime();
