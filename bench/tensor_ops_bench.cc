@@ -121,13 +121,24 @@ void BM_Resize(benchmark::State& st, std::string mode, int threads) {
   st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(x.nbytes() + ctx.out_.nbytes()));
 }
 
-void BM_GridSample(benchmark::State& st, std::string mode, int threads) {
+// Random points (worst case for locality) or a smooth warp (a slightly rotated and scaled
+// identity grid, what BEV view transforms and deformable attention mostly sample).
+void BM_GridSample(benchmark::State& st, std::string mode, int threads, bool smooth) {
   omp_set_num_threads(threads);
   Node n = testing::MakeNode("GridSample", 2, 1, 16);
   n.attrs.Set("mode", testing::StringAttr(mode));
   auto k = FindKernel("", "GridSample")(n);
   Tensor x = testing::RandomTensor({1, 64, 100, 100}, 1);
   Tensor g = testing::RandomTensor({1, 200, 200, 2}, 2, -1.1f, 1.1f);
+  if (smooth) {
+    float* p = g.data<float>();
+    for (int i = 0; i < 200; ++i)
+      for (int j = 0; j < 200; ++j) {
+        const float u = j / 99.5f - 1, v = i / 99.5f - 1;
+        p[(i * 200 + j) * 2] = 0.9f * (0.995f * u - 0.0998f * v);
+        p[(i * 200 + j) * 2 + 1] = 0.9f * (0.0998f * u + 0.995f * v);
+      }
+  }
   BenchContext ctx({&x, &g});
   for (auto _ : st) {
     if (!(*k)->Run(ctx).ok()) st.SkipWithError("gridsample failed");
@@ -152,10 +163,13 @@ int Register() {
     for (int t : {1, 2})
       benchmark::RegisterBenchmark(("Resize2x/1x64x100x100/" + std::string(m) + "_" +
                                     std::to_string(t) + "t").c_str(), BM_Resize, m, t)->UseRealTime();
-  for (const char* m : {"nearest", "bilinear", "bicubic"})
-    for (int t : {1, 2})
-      benchmark::RegisterBenchmark(("GridSample/1x64x100x100_at_200x200/" + std::string(m) + "_" +
-                                    std::to_string(t) + "t").c_str(), BM_GridSample, m, t)->UseRealTime();
+  for (bool smooth : {false, true})
+    for (const char* m : {"nearest", "bilinear", "bicubic"})
+      for (int t : {1, 2})
+        benchmark::RegisterBenchmark(("GridSample/1x64x100x100_at_200x200/" +
+                                      std::string(smooth ? "smooth_" : "random_") + m + "_" +
+                                      std::to_string(t) + "t").c_str(),
+                                     BM_GridSample, m, t, smooth)->UseRealTime();
   for (const Case& c : kCases) {
     const std::string n = c.name;
     benchmark::RegisterBenchmark(("Transpose/" + n + "/memcpy").c_str(), BM_Memcpy, c)->UseRealTime();

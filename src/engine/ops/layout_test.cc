@@ -85,6 +85,8 @@ TEST(TransposeTest, TiledAndBlockedPathsOnLargerShapes) {
       {{4, 5, 6, 32}, {2, 0, 1, 3}},        // innermost kept: blocked copies
       {{6, 1, 7, 1, 129}, {4, 2, 1, 0, 3}}, // size-1 dims dropped
       {{8, 9, 10, 11}, {3, 2, 1, 0}},       // full reversal
+      {{3, 200, 130}, {0, 2, 1}},           // large enough for ParallelFor to split tiles
+      {{16, 50, 64}, {1, 0, 2}},            // ... and blocked rows
   };
   for (const DataType dt : {DataType::kFloat32, DataType::kInt64, DataType::kBool, DataType::kFloat16}) {
     for (const Case& c : cases) {

@@ -199,6 +199,22 @@ TEST(ResizeTest, RandomModesAgainstReferenceAlgorithm) {
   }
 }
 
+TEST(ResizeTest, LargeEnoughToRunThreaded) {
+  // 1x8x40x40 -> 1x8x80x80 crosses ParallelFor's threshold in every pass.
+  Tensor x = RandomTensor({1, 8, 40, 40}, 5);
+  Tensor roi(DataType::kFloat32, {0});
+  Tensor scales = FloatTensor({4}, {1, 1, 2, 2});
+  for (const char* mode : {"nearest", "linear", "cubic"}) {
+    Node n = MakeNode("Resize", 3, 1, 13);
+    n.attrs.Set("mode", StringAttr(mode));
+    auto out = RunKernel(n, {&x, &roi, &scales});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    Tensor want = ReferenceResize(x, {1, 8, 80, 80}, {1, 1, 2, 2}, mode, "half_pixel",
+                                  "round_prefer_floor", -0.75, false, {}, 0);
+    EXPECT_EQ(testing::CompareFloat((*out)[0], want, 1e-5f, 1e-4f), "") << mode;
+  }
+}
+
 TEST(ResizeTest, NearestMovesAnyDtype) {
   Tensor x = IntTensor({1, 2}, {5, 9});
   Tensor scales = FloatTensor({2}, {1, 2});
@@ -308,7 +324,10 @@ TEST(GridSampleTest, AllModesPaddingsAlignAgainstTwin) {
   for (const std::string mode : {"bilinear", "nearest", "bicubic"})
     for (const std::string pad : {"zeros", "border", "reflection"})
       for (int align = 0; align < 2; ++align) {
-        const int64_t N = 2, C = 3, H = 1 + rng() % 6, W = 1 + rng() % 6, Ho = 4, Wo = 5;
+        // The last combination is large enough for ParallelFor to split the rows.
+        const bool big = mode == "bicubic" && pad == "reflection" && align == 1;
+        const int64_t N = 2, C = big ? 16 : 3, H = 1 + rng() % 6, W = 1 + rng() % 6,
+                      Ho = big ? 40 : 4, Wo = big ? 40 : 5;
         Tensor x = RandomTensor({N, C, H, W}, 3);
         Tensor g(DataType::kFloat32, {N, Ho, Wo, 2});
         for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] = u(rng);
