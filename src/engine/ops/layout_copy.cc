@@ -24,15 +24,6 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
   return s;
 }
 
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  std::string r = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) r.push_back(',');
-    r.append(std::to_string(shape[i]));
-  }
-  return r + "]";
-}
-
 bool CheckedNumel(const std::vector<int64_t>& shape, int64_t* numel) {
   int64_t n = 1;
   for (int64_t d : shape) {

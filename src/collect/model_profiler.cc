@@ -1,0 +1,230 @@
+#include "collect/model_profiler.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+
+#include "base/clock.h"
+#include "base/host.h"
+#include "base/strings.h"
+#include "base/version.h"
+#include "collect/op_timer.h"
+#include "engine/onnx_io.h"
+
+namespace opscope::collect {
+namespace {
+
+// Calls the timer and every extra observer; the timer brackets the others.
+class FanOut final : public OpObserver {
+ public:
+  FanOut(OpTimer* timer, std::vector<OpObserver*> extra) : timer_(timer), extra_(std::move(extra)) {}
+  void OnRunBegin(int r) override {
+    timer_->OnRunBegin(r);
+    for (auto* o : extra_) o->OnRunBegin(r);
+  }
+  void OnStepBegin(int s) override {
+    for (auto* o : extra_) o->OnStepBegin(s);
+    timer_->OnStepBegin(s);
+  }
+  void OnStepEnd(int s) override {
+    timer_->OnStepEnd(s);
+    for (auto* o : extra_) o->OnStepEnd(s);
+  }
+  void OnRunEnd(int r) override {
+    for (auto* o : extra_) o->OnRunEnd(r);
+    timer_->OnRunEnd(r);
+  }
+
+ private:
+  OpTimer* timer_;
+  std::vector<OpObserver*> extra_;
+};
+
+double CostWeight(const engine::NodeInfo& n) { return n.flops / 20e9 + n.bytes / 5e9; }
+
+}  // namespace
+
+void FillHostMeta(profile::Meta& meta) {
+  HostInfo h = ReadHostInfo();
+  meta.tool_version = OPSCOPE_VERSION;
+  meta.build_type = OPSCOPE_BUILD_TYPE;
+  meta.created = IsoTimeNow();
+  meta.host = h.hostname;
+  meta.kernel = h.kernel;
+  meta.arch = h.arch;
+  meta.cpu_model = h.cpu_model;
+  meta.logical_cpus = h.logical_cpus;
+  meta.governor = h.governor;
+  meta.cpu_mhz = h.cpu_mhz;
+}
+
+StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
+  if (opt.runs < 1) return InvalidArgument("--runs must be at least 1 (got " + std::to_string(opt.runs) + ")");
+  if (opt.warmup < 0) return InvalidArgument("--warmup must not be negative (got " + std::to_string(opt.warmup) + ")");
+
+  engine::SessionOptions so = opt.session;
+  std::vector<std::pair<std::string, engine::Tensor>> given;
+  for (const auto& [name, file] : opt.input_files) {
+    OPSCOPE_ASSIGN_OR_RETURN(engine::Tensor t, engine::ReadTensorFile(file));
+    if (!so.shapes.count(name)) so.shapes[name] = t.shape();
+    given.emplace_back(name, std::move(t));
+  }
+  OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> session, engine::Session::Load(opt.model_path, so));
+  for (auto& [name, t] : given) OPSCOPE_RETURN_IF_ERROR(session->SetInput(name, std::move(t)));
+  OPSCOPE_RETURN_IF_ERROR(session->FillRandomInputs(opt.seed));
+
+  const int total = opt.warmup + opt.runs * (opt.measure_overhead ? 2 : 1);
+  int done = 0;
+  auto tick = [&] {
+    ++done;
+    if (opt.progress) opt.progress(done, total);
+  };
+  // The first run is the planning run; it is always made, even with --warmup 0.
+  OPSCOPE_RETURN_IF_ERROR(session->Run());
+  for (int i = 1; i < opt.warmup; ++i) {
+    OPSCOPE_RETURN_IF_ERROR(session->Run());
+    tick();
+  }
+  if (opt.warmup > 0) tick();
+  if (opt.on_ready) OPSCOPE_RETURN_IF_ERROR(opt.on_ready(*session));
+
+  const auto& steps = session->Steps();
+  const auto& nodes = session->Nodes();
+  OpTimer timer(static_cast<int>(steps.size()), opt.runs);
+  FanOut fan(&timer, opt.extra_observers);
+  OpObserver* observer = opt.extra_observers.empty() ? static_cast<OpObserver*>(&timer) : &fan;
+  std::vector<double> observed_ms, baseline_ms;
+  for (int r = 0; r < opt.runs; ++r) {
+    session->SetObserver(observer);
+    int64_t t0 = NowNs();
+    OPSCOPE_RETURN_IF_ERROR(session->Run());
+    observed_ms.push_back((NowNs() - t0) / 1e6);
+    tick();
+    session->SetObserver(nullptr);
+    if (opt.measure_overhead) {
+      int64_t b0 = NowNs();
+      OPSCOPE_RETURN_IF_ERROR(session->Run());
+      baseline_ms.push_back((NowNs() - b0) / 1e6);
+      tick();
+    }
+  }
+
+  if (!opt.save_outputs_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(opt.save_outputs_dir, ec);
+    int i = 0;
+    for (const auto& spec : session->Outputs()) {
+      const engine::Tensor* t = session->Output(spec.name);
+      if (!t) continue;
+      std::string file = opt.save_outputs_dir + "/output_" + std::to_string(i++) + ".pb";
+      OPSCOPE_RETURN_IF_ERROR(engine::WriteTensorFile(*t, spec.name, file));
+    }
+  }
+
+  profile::Profile p;
+  p.meta.kind = "profile";
+  FillHostMeta(p.meta);
+  p.meta.source = opt.model_path;
+  p.meta.threads = session->Threads();
+  p.meta.warmup = opt.warmup;
+  p.meta.runs = opt.runs;
+  p.meta.extra["arena_bytes"] = std::to_string(session->ArenaBytes());
+  p.meta.extra["naive_activation_bytes"] = std::to_string(session->NaiveActivationBytes());
+  p.meta.extra["seed"] = std::to_string(opt.seed);
+  p.meta.extra["fusion"] = so.fuse ? "on" : "off";
+  p.meta.extra["steps"] = std::to_string(steps.size());
+  std::vector<std::string> inputs;
+  for (const auto& in : session->Inputs())
+    inputs.push_back(in.name + ":" + engine::DataTypeName(in.dtype) + "[" + ShapeToString(in.shape) + "]");
+  p.meta.extra["inputs"] = Join(inputs, " ");
+  for (const auto& w : session->Warnings()) p.meta.degradations.push_back(w);
+  p.e2e.runs_ms = observed_ms;
+
+  p.ops.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const engine::NodeInfo& n = nodes[i];
+    profile::OpRecord& op = p.ops[i];
+    op.name = n.name;
+    op.op_type = n.op_type;
+    op.domain = n.domain;
+    op.index = static_cast<int>(i);
+    op.input_shapes = n.input_shapes;
+    op.output_shapes = n.output_shapes;
+    op.flops = n.flops;
+    op.bytes = n.bytes;
+    op.status = n.status;
+    op.runs_ms.assign(opt.runs, 0.0);
+    if (n.status == "folded") {
+      op.attribution = "folded: computed once at load time, no run time";
+    }
+  }
+  const int runs = timer.runs();
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const engine::StepInfo& st = steps[s];
+    std::vector<double> w(st.nodes.size(), 1.0);
+    double wsum = 0;
+    for (size_t k = 0; k < st.nodes.size(); ++k) {
+      const engine::NodeInfo& n = nodes[st.nodes[k]];
+      if (k == 0) w[k] = CostWeight(n);
+      // A BatchNormalization fused into a Conv was folded into its weights: it costs nothing.
+      else if (n.op_type == "BatchNormalization") w[k] = 0;
+      // Post-ops run in registers on the producer's output: arithmetic only, no extra traffic.
+      else w[k] = n.flops / 20e9;
+      wsum += w[k];
+    }
+    if (wsum <= 0) {
+      std::fill(w.begin(), w.end(), 1.0);
+      wsum = static_cast<double>(w.size());
+    }
+    for (size_t k = 0; k < st.nodes.size(); ++k) {
+      profile::OpRecord& op = p.ops[st.nodes[k]];
+      if (op.status == "folded") continue;
+      double frac = w[k] / wsum;
+      if (st.nodes.size() > 1) {
+        op.status = "fused";
+        op.step = st.name;
+        for (int other : st.nodes)
+          if (other != st.nodes[k]) op.fused_with.push_back(nodes[other].name);
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%.1f%% of fused step '%s' (%s), split by estimated cost",
+                      frac * 100, st.name.c_str(), st.op_type.c_str());
+        op.attribution = buf;
+      } else {
+        op.step = st.name;
+        op.attribution = "measured";
+      }
+      for (int r = 0; r < runs; ++r) {
+        int64_t d = timer.duration_ns(r, static_cast<int>(s));
+        op.runs_ms[r] = d / 1e6 * frac;
+      }
+    }
+    // Timeline events: one per node per run (fused nodes share their step's interval, split).
+    for (int r = 0; r < runs; ++r) {
+      int64_t d = timer.duration_ns(r, static_cast<int>(s));
+      if (d <= 0) continue;
+      int64_t t = timer.start_ns(r, static_cast<int>(s));
+      for (size_t k = 0; k < st.nodes.size(); ++k) {
+        int64_t dk = static_cast<int64_t>(d * (w[k] / wsum));
+        p.op_events.push_back({st.nodes[k], r, timer.tid(), t, dk});
+        t += dk;
+      }
+    }
+  }
+  std::sort(p.op_events.begin(), p.op_events.end(),
+            [](const profile::OpEvent& a, const profile::OpEvent& b) { return a.start_ns < b.start_ns; });
+  profile::FinalizeStats(p);
+
+  if (opt.measure_overhead) {
+    profile::Overhead o;
+    o.baseline_median_ms = ComputeStats(baseline_ms).median;
+    o.observed_median_ms = ComputeStats(observed_ms).median;
+    o.pct = o.baseline_median_ms > 0 ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100 : 0;
+    o.method = "median latency of " + std::to_string(opt.runs) + " runs with the per-op observer against " +
+               std::to_string(opt.runs) + " runs without it, interleaved in the same session";
+    p.overhead = o;
+  }
+  OPSCOPE_RETURN_IF_ERROR(profile::Validate(p).WithPrefix("internal: profile of " + opt.model_path));
+  return p;
+}
+
+}  // namespace opscope::collect

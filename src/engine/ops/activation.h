@@ -1,0 +1,65 @@
+// Scalar activation functions shared by the elementwise kernels and by fused post-ops.
+//
+// A producer kernel (Conv, Gemm, Add, ...) that accepted a PostOp through Kernel::AddPostOp but
+// cannot express it natively (oneDNN 2.6 has no HardSwish with ONNX's constants, for example)
+// applies it to its output with ApplyActivationInPlace. Parameters follow PostOp: alpha is
+// LeakyRelu's slope, Clip's min and HardSigmoid's alpha; beta is Clip's max and HardSigmoid's
+// beta. HardSwish uses ONNX's fixed constants (alpha 1/6, beta 0.5) and ignores both. kBiasAdd is
+// not an activation: ApplyActivation returns x unchanged for it.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "engine/kernel.h"
+
+namespace opscope::engine {
+
+inline float SigmoidScalar(float x) {
+  // Two branches so that exp never overflows: for x < 0, e^x / (1 + e^x).
+  if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
+  float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+inline float ApplyActivation(PostOpKind kind, float x, float alpha, float beta) {
+  switch (kind) {
+    case PostOpKind::kRelu: return x > 0 ? x : 0.0f;
+    case PostOpKind::kLeakyRelu: return x >= 0 ? x : alpha * x;
+    case PostOpKind::kClip: return std::min(std::max(x, alpha), beta);
+    case PostOpKind::kSigmoid: return SigmoidScalar(x);
+    case PostOpKind::kTanh: return std::tanh(x);
+    case PostOpKind::kHardSigmoid: return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+    case PostOpKind::kHardSwish:
+      return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f));
+    case PostOpKind::kBiasAdd: return x;
+  }
+  return x;
+}
+
+// Applies the activation to n contiguous floats. The switch is hoisted out of the loop so each
+// case's loop vectorizes.
+inline void ApplyActivationInPlace(PostOpKind kind, float* p, int64_t n, float alpha, float beta) {
+  auto apply = [&](auto f) {
+    for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
+  };
+  switch (kind) {
+    case PostOpKind::kRelu: apply([](float x) { return x > 0 ? x : 0.0f; }); break;
+    case PostOpKind::kLeakyRelu: apply([alpha](float x) { return x >= 0 ? x : alpha * x; }); break;
+    case PostOpKind::kClip:
+      apply([alpha, beta](float x) { return std::min(std::max(x, alpha), beta); });
+      break;
+    case PostOpKind::kSigmoid: apply([](float x) { return SigmoidScalar(x); }); break;
+    case PostOpKind::kTanh: apply([](float x) { return std::tanh(x); }); break;
+    case PostOpKind::kHardSigmoid:
+      apply([alpha, beta](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); });
+      break;
+    case PostOpKind::kHardSwish:
+      apply([](float x) { return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f)); });
+      break;
+    case PostOpKind::kBiasAdd: break;
+  }
+}
+
+}  // namespace opscope::engine

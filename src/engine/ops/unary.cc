@@ -1,0 +1,231 @@
+// Elementwise unary operators: activations (Relu LeakyRelu Sigmoid Tanh HardSigmoid HardSwish),
+// math (Erf Exp Log Sqrt Reciprocal Neg Abs Sign Floor Ceil), Clip and Not.
+//
+// Float-only functions run on float32/float64 (float16 is upcast to float32 and rounded back);
+// Relu, Neg, Abs, Sign and Clip also run on the integer types, Not on bool. Each op is one
+// ParallelFor over the flat tensor with the function inlined into the loop.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "engine/ops/activation.h"
+#include "engine/ops/common.h"
+#include "engine/ops/elementwise_common.h"
+
+namespace opscope::engine {
+namespace {
+
+enum class UnOp {
+  kRelu, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kErf, kExp, kLog, kSqrt,
+  kReciprocal, kNeg, kAbs, kSign, kFloor, kCeil, kClip, kNot,
+};
+
+bool FloatOnly(UnOp op) {
+  switch (op) {
+    case UnOp::kRelu: case UnOp::kNeg: case UnOp::kAbs: case UnOp::kSign: case UnOp::kClip:
+    case UnOp::kNot:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// FLOPs per element (a transcendental function counts 1).
+double FlopsPerElement(UnOp op) {
+  switch (op) {
+    case UnOp::kSigmoid: return 3;      // exp, add, divide
+    case UnOp::kHardSigmoid: return 3;  // multiply-add, clamp
+    case UnOp::kHardSwish: return 4;    // multiply-add, clamp, multiply
+    case UnOp::kClip: return 2;         // max, min
+    case UnOp::kNot: return 0;
+    default: return 1;
+  }
+}
+
+template <typename T, typename F>
+void MapLoop(const T* x, T* y, int64_t n, int64_t cost, F f) {
+  ParallelFor(n, cost, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = f(x[i]);
+  });
+}
+
+class UnaryKernel : public Kernel {
+ public:
+  UnaryKernel(const Node& node, UnOp op, float alpha, float beta)
+      : node_(node), op_(op), alpha_(alpha), beta_(beta) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor* x = ctx.input(0);
+    if (!x) return NodeError(node_, "input 0 is missing");
+    const DataType dt = x->dtype();
+    if (op_ == UnOp::kNot) {
+      if (dt != DataType::kBool)
+        return NodeError(node_, std::string("expects a bool input, got ") + DataTypeName(dt));
+    } else if (dt == DataType::kFloat16) {
+      // handled below
+    } else if (FloatOnly(op_) ? !IsFloatType(dt) : !IsNumericType(dt)) {
+      return NodeError(node_, std::string("unsupported input type ") + DataTypeName(dt));
+    }
+
+    double lo = -std::numeric_limits<double>::infinity();
+    double hi = std::numeric_limits<double>::infinity();
+    bool has_lo = false, has_hi = false;
+    if (op_ == UnOp::kClip) {
+      if (node_.opset < 11) {
+        lo = alpha_;
+        hi = beta_;
+        has_lo = has_hi = true;
+      } else {
+        for (int i : {1, 2}) {
+          const Tensor* b = ctx.input(i);
+          if (!b) continue;
+          if (b->numel() != 1)
+            return NodeError(node_, std::string(i == 1 ? "min" : "max") +
+                                        " must be a scalar, got shape " + ShapeString(b->shape()));
+          if (b->dtype() != dt)
+            return NodeError(node_, std::string(i == 1 ? "min" : "max") + " has type " +
+                                        DataTypeName(b->dtype()) + ", input has " + DataTypeName(dt));
+          double v = b->dtype() == DataType::kFloat16 ? HalfToFloat(b->data<uint16_t>()[0])
+                                                      : ReadScalar(*b);
+          (i == 1 ? lo : hi) = v;
+          (i == 1 ? has_lo : has_hi) = true;
+        }
+      }
+    }
+
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, dt, x->shape()));
+    if (dt == DataType::kFloat16) {
+      Tensor xf = HalfTensorToFloat(*x);
+      Tensor yf(DataType::kFloat32, x->shape());
+      Compute<float>(xf, &yf, lo, hi, has_lo, has_hi);
+      FloatToHalfInto(yf, out);
+      return Status::Ok();
+    }
+    if (op_ == UnOp::kNot) {
+      MapLoop(x->data<uint8_t>(), out->data<uint8_t>(), x->numel(), 1,
+              [](uint8_t v) -> uint8_t { return v ? 0 : 1; });
+      return Status::Ok();
+    }
+    VisitNumeric(dt, [&](auto tag) {
+      using T = decltype(tag);
+      Compute<T>(*x, out, lo, hi, has_lo, has_hi);
+    });
+    return Status::Ok();
+  }
+
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
+    double n = in.empty() ? 0 : static_cast<double>(in[0].numel());
+    return {n * FlopsPerElement(op_), CompulsoryBytes(in, out)};
+  }
+
+ private:
+  template <typename T>
+  void Compute(const Tensor& xt, Tensor* yt, double lo, double hi, bool has_lo, bool has_hi) {
+    const T* x = xt.data<T>();
+    T* y = yt->data<T>();
+    const int64_t n = xt.numel();
+    if constexpr (std::is_floating_point_v<T>) {
+      const T a = static_cast<T>(alpha_), b = static_cast<T>(beta_);
+      switch (op_) {
+        case UnOp::kLeakyRelu: MapLoop(x, y, n, 1, [a](T v) { return v >= 0 ? v : a * v; }); return;
+        case UnOp::kSigmoid:
+          MapLoop(x, y, n, 16, [](T v) {
+            if (v >= 0) return T(1) / (T(1) + std::exp(-v));
+            T e = std::exp(v);
+            return e / (T(1) + e);
+          });
+          return;
+        case UnOp::kTanh: MapLoop(x, y, n, 16, [](T v) { return std::tanh(v); }); return;
+        case UnOp::kHardSigmoid:
+          MapLoop(x, y, n, 1, [a, b](T v) { return std::max(T(0), std::min(T(1), a * v + b)); });
+          return;
+        case UnOp::kHardSwish:
+          MapLoop(x, y, n, 1, [](T v) {
+            return v * std::max(T(0), std::min(T(1), v * T(1.0 / 6.0) + T(0.5)));
+          });
+          return;
+        case UnOp::kErf: MapLoop(x, y, n, 16, [](T v) { return std::erf(v); }); return;
+        case UnOp::kExp: MapLoop(x, y, n, 16, [](T v) { return std::exp(v); }); return;
+        case UnOp::kLog: MapLoop(x, y, n, 16, [](T v) { return std::log(v); }); return;
+        case UnOp::kSqrt: MapLoop(x, y, n, 2, [](T v) { return std::sqrt(v); }); return;
+        case UnOp::kReciprocal: MapLoop(x, y, n, 1, [](T v) { return T(1) / v; }); return;
+        case UnOp::kFloor: MapLoop(x, y, n, 1, [](T v) { return std::floor(v); }); return;
+        case UnOp::kCeil: MapLoop(x, y, n, 1, [](T v) { return std::ceil(v); }); return;
+        default: break;
+      }
+    }
+    switch (op_) {
+      case UnOp::kRelu: MapLoop(x, y, n, 1, [](T v) { return v > T(0) ? v : T(0); }); return;
+      case UnOp::kNeg: MapLoop(x, y, n, 1, [](T v) { return WrapSub(T(0), v); }); return;
+      case UnOp::kAbs:
+        if constexpr (std::is_unsigned_v<T>) {
+          MapLoop(x, y, n, 1, [](T v) { return v; });
+        } else {
+          MapLoop(x, y, n, 1, [](T v) { return v < T(0) ? WrapSub(T(0), v) : v; });
+        }
+        return;
+      case UnOp::kSign:
+        MapLoop(x, y, n, 1, [](T v) { return v > T(0) ? T(1) : (v < T(0) ? T(-1) : T(0)); });
+        return;
+      case UnOp::kClip: {
+        // Bounds outside T's range saturate to it, so comparisons stay in T.
+        T tlo = std::numeric_limits<T>::lowest(), thi = std::numeric_limits<T>::max();
+        if (has_lo && lo > static_cast<double>(tlo)) tlo = static_cast<T>(lo);
+        if (has_hi && hi < static_cast<double>(thi)) thi = static_cast<T>(hi);
+        // min(max(v, lo), hi) as numpy's clip: with lo > hi every element becomes hi.
+        MapLoop(x, y, n, 2, [tlo, thi](T v) {
+          T t = v < tlo ? tlo : v;
+          return t > thi ? thi : t;
+        });
+        return;
+      }
+      default: return;
+    }
+  }
+
+  Node node_;
+  UnOp op_;
+  float alpha_, beta_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeUnary(const Node& node, UnOp op, float alpha = 0,
+                                            float beta = 0) {
+  return std::unique_ptr<Kernel>(std::make_unique<UnaryKernel>(node, op, alpha, beta));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Kernel>> Create_Relu(const Node& n) { return MakeUnary(n, UnOp::kRelu); }
+StatusOr<std::unique_ptr<Kernel>> Create_LeakyRelu(const Node& n) {
+  return MakeUnary(n, UnOp::kLeakyRelu, n.attrs.Float("alpha", 0.01f));
+}
+StatusOr<std::unique_ptr<Kernel>> Create_Sigmoid(const Node& n) { return MakeUnary(n, UnOp::kSigmoid); }
+StatusOr<std::unique_ptr<Kernel>> Create_Tanh(const Node& n) { return MakeUnary(n, UnOp::kTanh); }
+StatusOr<std::unique_ptr<Kernel>> Create_HardSigmoid(const Node& n) {
+  return MakeUnary(n, UnOp::kHardSigmoid, n.attrs.Float("alpha", 0.2f), n.attrs.Float("beta", 0.5f));
+}
+StatusOr<std::unique_ptr<Kernel>> Create_HardSwish(const Node& n) { return MakeUnary(n, UnOp::kHardSwish); }
+StatusOr<std::unique_ptr<Kernel>> Create_Erf(const Node& n) { return MakeUnary(n, UnOp::kErf); }
+StatusOr<std::unique_ptr<Kernel>> Create_Exp(const Node& n) { return MakeUnary(n, UnOp::kExp); }
+StatusOr<std::unique_ptr<Kernel>> Create_Log(const Node& n) { return MakeUnary(n, UnOp::kLog); }
+StatusOr<std::unique_ptr<Kernel>> Create_Sqrt(const Node& n) { return MakeUnary(n, UnOp::kSqrt); }
+StatusOr<std::unique_ptr<Kernel>> Create_Reciprocal(const Node& n) {
+  return MakeUnary(n, UnOp::kReciprocal);
+}
+StatusOr<std::unique_ptr<Kernel>> Create_Neg(const Node& n) { return MakeUnary(n, UnOp::kNeg); }
+StatusOr<std::unique_ptr<Kernel>> Create_Abs(const Node& n) { return MakeUnary(n, UnOp::kAbs); }
+StatusOr<std::unique_ptr<Kernel>> Create_Sign(const Node& n) { return MakeUnary(n, UnOp::kSign); }
+StatusOr<std::unique_ptr<Kernel>> Create_Floor(const Node& n) { return MakeUnary(n, UnOp::kFloor); }
+StatusOr<std::unique_ptr<Kernel>> Create_Ceil(const Node& n) { return MakeUnary(n, UnOp::kCeil); }
+StatusOr<std::unique_ptr<Kernel>> Create_Not(const Node& n) { return MakeUnary(n, UnOp::kNot); }
+StatusOr<std::unique_ptr<Kernel>> Create_Clip(const Node& n) {
+  float lo = n.attrs.Float("min", std::numeric_limits<float>::lowest());
+  float hi = n.attrs.Float("max", std::numeric_limits<float>::max());
+  if (n.opset < 11 && lo > hi) return NodeError(n, "attribute min is greater than max");
+  return MakeUnary(n, UnOp::kClip, lo, hi);
+}
+
+}  // namespace opscope::engine

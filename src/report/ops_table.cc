@@ -1,0 +1,154 @@
+// The terminal report of a model profile: header, hotspot table, table by op type, coverage,
+// opscope's own overhead, and the findings. Columns are sized to their content.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+
+#include "base/stats.h"
+#include "base/strings.h"
+#include "report/format.h"
+#include "report/text_table.h"
+
+namespace opscope::report {
+namespace {
+
+std::string F(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string ShapesCell(const std::vector<std::vector<int64_t>>& shapes, size_t max_len = 34) {
+  std::vector<std::string> parts;
+  for (const auto& s : shapes)
+    if (!s.empty()) parts.push_back(ShapeToString(s));
+  std::string out = Join(parts, ", ");
+  if (out.size() > max_len) out = out.substr(0, max_len - 3) + "...";
+  return out;
+}
+
+void Header(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  const auto& m = p.meta;
+  *out += "opscope " + m.tool_version + " (" + m.build_type + " build) — " + m.kind + " of " + m.source + "\n";
+  std::string cpu = m.cpu_model.empty() ? "unknown CPU" : m.cpu_model;
+  *out += "host " + m.host + ": " + cpu + ", " + std::to_string(m.logical_cpus) + " logical CPUs";
+  if (!m.governor.empty()) *out += ", governor " + m.governor;
+  if (m.cpu_mhz > 0) *out += F(", %.0f MHz", m.cpu_mhz);
+  *out += "\n";
+  if (m.threads > 0 || m.runs > 0)
+    *out += "threads " + std::to_string(m.threads) + ", warm-up runs " + std::to_string(m.warmup) +
+            ", measured runs " + std::to_string(m.runs) + "\n";
+  if (!p.e2e.runs_ms.empty()) {
+    const Stats& s = p.e2e.stats;
+    *out += "end-to-end latency: median " + HumanMs(s.median) + ", trimmed mean " + HumanMs(s.trimmed_mean) +
+            ", min " + HumanMs(s.min) + ", max " + HumanMs(s.max) + ", p90 " + HumanMs(s.p90) +
+            F(", CV %.1f%%", s.cv * 100) + " (" + VarianceVerdict(s.cv) + ")" +
+            F("; throughput %.1f inferences/s", p.e2e.throughput_per_s) + "\n";
+  }
+  for (const auto& d : m.degradations) *out += "note: " + d + "\n";
+}
+
+void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  std::vector<const profile::OpRecord*> ops;
+  for (const auto& op : p.ops) ops.push_back(&op);
+  std::stable_sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return a->share > b->share; });
+  size_t shown = std::min<size_t>(ops.size(), static_cast<size_t>(std::max(o.top, 1)));
+  *out += "\nHot operators (top " + std::to_string(shown) + " of " + std::to_string(p.ops.size()) +
+          " nodes, by share of the summed per-op trimmed means)\n";
+  bool has_counters = false;
+  for (const auto* op : ops) has_counters |= !op->counters.empty();
+  TextTable t({"#", "node", "op type", "inputs", "outputs", "median", "trimmed", "share", "cum",
+               "FLOPs", "bytes", "GFLOP/s", "GB/s"});
+  t.AlignRight({0, 5, 6, 7, 8, 9, 10, 11, 12});
+  double cum = 0;
+  for (size_t i = 0; i < shown; ++i) {
+    const auto* op = ops[i];
+    if (op->share < o.threshold) break;
+    cum += op->share;
+    double sec = op->stats.trimmed_mean / 1e3;
+    t.AddRow({std::to_string(i + 1), op->name, op->op_type, ShapesCell(op->input_shapes),
+              ShapesCell(op->output_shapes), HumanMs(op->stats.median), HumanMs(op->stats.trimmed_mean),
+              F("%.1f%%", op->share * 100), F("%.1f%%", cum * 100), HumanCount(op->flops),
+              HumanBytes(op->bytes), sec > 0 && op->flops > 0 ? F("%.2f", op->flops / sec / 1e9) : "-",
+              sec > 0 && op->bytes > 0 ? F("%.2f", op->bytes / sec / 1e9) : "-"});
+    if (op->status == "fused")
+      t.AddNote("   fused in step '" + op->step + "' with " + Join(op->fused_with, ", ") + "; " + op->attribution);
+    if (!op->counters.empty()) {
+      std::vector<std::string> cs;
+      for (const auto& [k, v] : op->counters) cs.push_back(k + "=" + HumanCount(v));
+      t.AddNote("   counters/run: " + Join(cs, ", "));
+    }
+  }
+  *out += t.Render(o.color);
+  int folded = 0;
+  for (const auto& op : p.ops) folded += op.status == "folded";
+  if (folded) *out += std::to_string(folded) + " node(s) folded at load time (zero run time).\n";
+}
+
+void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  struct Agg { double ms = 0, share = 0; int count = 0; double flops = 0, bytes = 0; };
+  std::map<std::string, Agg> agg;
+  for (const auto& op : p.ops) {
+    Agg& a = agg[op.op_type];
+    a.ms += op.stats.trimmed_mean;
+    a.share += op.share;
+    a.count++;
+    a.flops += op.flops;
+    a.bytes += op.bytes;
+  }
+  std::vector<std::pair<std::string, Agg>> rows(agg.begin(), agg.end());
+  std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
+  *out += "\nBy operator type\n";
+  TextTable t({"op type", "time/run", "share", "nodes", "FLOPs", "bytes"});
+  t.AlignRight({1, 2, 3, 4, 5});
+  for (const auto& [type, a] : rows)
+    t.AddRow({type, HumanMs(a.ms), F("%.1f%%", a.share * 100), std::to_string(a.count), HumanCount(a.flops),
+              HumanBytes(a.bytes)});
+  *out += t.Render(o.color);
+}
+
+void Coverage(const profile::Profile& p, std::string* out) {
+  if (p.e2e.runs_ms.empty() || p.ops.empty()) return;
+  double sum = 0;
+  for (const auto& op : p.ops) sum += op.stats.median;
+  double e2e = p.e2e.stats.median;
+  *out += "\ncoverage: per-op medians sum to " + HumanMs(sum) + F(" = %.1f%% of the end-to-end median", e2e > 0 ? sum / e2e * 100 : 0) +
+          "; the remaining " + HumanMs(std::max(0.0, e2e - sum)) + " is the engine's own overhead (scheduling, allocation, observer)\n";
+  if (p.overhead) {
+    const auto& ov = *p.overhead;
+    *out += F("opscope overhead: %+.2f%%", ov.pct) + " (median " + HumanMs(ov.observed_median_ms) +
+            " with the per-op observer, " + HumanMs(ov.baseline_median_ms) + " without; " + ov.method + ")";
+    if (ov.counters_pct != 0) *out += F("; per-op counters add %+.2f%%", ov.counters_pct);
+    *out += "\n";
+  }
+}
+
+void Findings(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  if (p.findings.empty()) return;
+  *out += "\nFindings\n";
+  for (const auto& f : p.findings) {
+    std::string tag = "[" + f.severity + "] ";
+    if (o.color) tag = (f.severity == "critical" ? "\033[31m" : f.severity == "warning" ? "\033[33m" : "\033[36m") + tag + "\033[0m";
+    *out += tag + f.title + " (" + f.rule + ")\n";
+    if (!f.evidence.empty()) *out += "    evidence: " + f.evidence + "\n";
+    if (!f.suggestion.empty()) *out += "    do: " + f.suggestion + "\n";
+  }
+}
+
+Status WriteTable(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  out->clear();
+  Header(p, o, out);
+  if (!p.ops.empty()) {
+    Hotspots(p, o, out);
+    ByType(p, o, out);
+    Coverage(p, out);
+  }
+  Findings(p, o, out);
+  return Status::Ok();
+}
+
+}  // namespace
+OPSCOPE_REGISTER_FORMAT(table, {"table", ".txt", "human-readable tables (the default on a terminal)", &WriteTable});
+}  // namespace opscope::report
