@@ -253,3 +253,35 @@ TEST(ScatterElementsTest, AxisReductionAndDeprecatedScatter) {
 
 }  // namespace
 }  // namespace opscope::engine
+
+namespace opscope::engine {
+namespace {
+
+TEST(GatherTest, MovesEveryElementSize) {
+  for (DataType dt : {DataType::kUint8, DataType::kFloat16, DataType::kInt32, DataType::kInt64}) {
+    Tensor x(dt, {4, 3});
+    const size_t es = DataTypeSize(dt);
+    for (size_t b = 0; b < x.nbytes(); ++b) static_cast<uint8_t*>(x.raw())[b] = static_cast<uint8_t>(b);
+    Tensor idx = testing::IntTensor({2}, {3, -4});  // rows 3 and 0
+    auto out = testing::RunKernel(testing::MakeNode("Gather", 2, 1), {&x, &idx});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const uint8_t* y = static_cast<const uint8_t*>((*out)[0].raw());
+    for (size_t b = 0; b < 3 * es; ++b) {
+      EXPECT_EQ(y[b], static_cast<uint8_t>(9 * es + b)) << DataTypeName(dt);
+      EXPECT_EQ(y[3 * es + b], static_cast<uint8_t>(b)) << DataTypeName(dt);
+    }
+  }
+}
+
+TEST(GatherTest, CostCountsGatheredRowsAndIndices) {
+  auto k = FindKernel("", "Gather")(testing::MakeNode("Gather", 2, 1));
+  ASSERT_TRUE(k.ok());
+  TensorDesc data{DataType::kFloat32, {1000, 64}}, idx{DataType::kInt64, {10}},
+      out{DataType::kFloat32, {10, 64}};
+  Cost c = (*k)->EstimateCost({data, idx}, {out});
+  EXPECT_EQ(c.flops, 0);
+  EXPECT_EQ(c.bytes, 2.0 * 10 * 64 * 4 + 10 * 8);  // not the whole 256 KB table
+}
+
+}  // namespace
+}  // namespace opscope::engine
