@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "analysis/range_stats.h"
 #include "diag_cli_util.h"
@@ -177,6 +178,53 @@ TEST(RunCli, NvtxRangesAreRecorded) {
   // --no-nvtx: nothing recorded, and said so.
   auto q = RunJson("--no-nvtx -- " + app);
   EXPECT_TRUE(q.ranges.empty());
+}
+
+}  // namespace
+}  // namespace opscope
+
+namespace opscope {
+namespace {
+
+// The example pipeline before and after removing its deliberate bottleneck (the naive resize):
+// `diff` of the two `run` profiles puts the pre-processing change first.
+TEST(RunCli, DiffOfPipelineBeforeAfterFastPreprocess) {
+  std::string tmp = Tmp();
+  std::string app = std::string(OPSCOPE_BINARY_DIR) + "/examples/pipeline_example 1";
+  ASSERT_EQ(Shell(Opscope() + " run -o " + tmp + "/b.json -- " + app, tmp).code, 0);
+  ASSERT_EQ(Shell(Opscope() + " run -o " + tmp + "/a.json -- " + app + " --fast-preprocess", tmp).code, 0);
+  auto r = Shell(Opscope() + " diff --format json " + tmp + "/b.json " + tmp + "/a.json", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_GE(j["ranges"].size(), 3u);
+  std::string first = j["ranges"][0]["name"];
+  EXPECT_TRUE(first == "pre-processing" || first == "pre-processing/resize") << first;
+  EXPECT_LT(j["ranges"][0]["delta_ms"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace opscope
+
+namespace opscope {
+namespace {
+
+TEST(RunCli, ThreadsAndReusedNameBuffers) {
+  auto p = RunJson("-- " + Bin("run_threads_app"));
+  std::map<std::string, int> count;
+  std::set<int32_t> tids;
+  for (const auto& r : p.ranges) {
+    count[r.name]++;
+    tids.insert(r.tid);
+    if (r.name.starts_with("thread-")) {
+      ASSERT_GE(r.parent, 0);
+      EXPECT_TRUE(p.ranges[r.parent].name.starts_with("job-"));
+      EXPECT_EQ(p.ranges[r.parent].tid, r.tid);
+    }
+  }
+  EXPECT_EQ(tids.size(), 4u);
+  EXPECT_EQ(count["job-0"], 100);
+  EXPECT_EQ(count["job-1"], 100);
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(count["thread-" + std::to_string(t)], 50) << t;
 }
 
 }  // namespace

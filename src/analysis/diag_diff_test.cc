@@ -39,7 +39,9 @@ TEST(DiagDiff, BottleneckRemoved) {
   for (const auto& n : d.nodes) {
     if (n.name == "cast_out") appeared = n.change == "appeared";
     if (n.name == "reshape1") reshaped = n.shape_changed && n.shape_before == "1x56x56x64" && n.shape_after == "1x64x3136";
-    if (n.name == "conv1") EXPECT_FALSE(n.shape_changed);
+    if (n.name == "conv1") {
+      EXPECT_FALSE(n.shape_changed);
+    }
   }
   EXPECT_TRUE(appeared);
   EXPECT_TRUE(reshaped);

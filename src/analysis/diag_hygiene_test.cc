@@ -64,7 +64,10 @@ TEST(DiagHygiene, Producers) {
   EXPECT_EQ(none.opt_level, "none");
   EXPECT_NE(none.evidence.find("no -O flag"), std::string::npos);
   auto clang = ClassifyProducers({"Debian clang version 14.0.6"});  // clang records no flags
-  EXPECT_EQ(clang.kind, "debug");
+  EXPECT_EQ(clang.kind, "unknown");
+  EXPECT_NE(clang.evidence.find("-grecord-command-line"), std::string::npos);
+  auto clang_rec = ClassifyProducers({"Debian clang version 14.0.6 /usr/bin/clang++ -O0 -g x.cc"});
+  EXPECT_EQ(clang_rec.kind, "debug");
   auto unk = ClassifyProducers({});
   EXPECT_EQ(unk.kind, "unknown");
   EXPECT_NE(unk.evidence.find("no DWARF producer"), std::string::npos);
@@ -77,6 +80,30 @@ TEST(DiagHygiene, OwnBuildType) {
   EXPECT_EQ(ClassifyBuildType("RelWithDebInfo").kind, "release");
   EXPECT_EQ(ClassifyBuildType("Debug").kind, "debug");
   EXPECT_EQ(ClassifyBuildType("").kind, "debug");
+}
+
+}  // namespace
+}  // namespace opscope::analysis
+
+#include "profile/profile_io.h"
+
+namespace opscope::analysis {
+namespace {
+
+TEST(DiagHygiene, ClockSamplesRoundTripAndValidate) {
+  profile::Profile p;
+  p.meta.kind = "run";
+  p.clocks = {{-1, 1200, 40}, {0, 2400.5, 55.25}, {1, 1800, 71}};
+  auto back = profile::FromJsonString(profile::ToJsonString(p), "mem");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->clocks.size(), 3u);
+  EXPECT_EQ(back->clocks[0].run, -1);
+  EXPECT_EQ(back->clocks[1].cpu_mhz, 2400.5);
+  EXPECT_EQ(back->clocks[2].temp_c, 71);
+  p.clocks[1].cpu_mhz = -5;
+  EXPECT_FALSE(profile::Validate(p).ok());
+  // Profiles without samples do not write the key at all.
+  EXPECT_EQ(profile::ToJsonString(profile::Profile{}).find("clocks"), std::string::npos);
 }
 
 }  // namespace

@@ -93,9 +93,15 @@ BuildVerdict ClassifyProducers(const std::vector<std::string>& producers) {
   BuildVerdict v;
   std::map<std::string, int> votes;  // opt level → units
   std::map<std::string, std::string> example;
+  std::string flagless;
   for (const std::string& p : producers) {
     // Assembler units ("GNU AS 2.40") carry no optimisation flags.
     if (p.empty() || StartsWith(p, "GNU AS") || p.find("as ") == 0) continue;
+    // Clang records only its version unless built with -grecord-command-line: no evidence.
+    if (p.find(" -") == std::string::npos) {
+      flagless = p;
+      continue;
+    }
     std::string o = OptFlag(p);
     if (o.empty()) o = "none";
     votes[o]++;
@@ -103,7 +109,10 @@ BuildVerdict ClassifyProducers(const std::vector<std::string>& producers) {
   }
   if (votes.empty()) {
     v.kind = "unknown";
-    v.evidence = "unknown (no DWARF producer: build with -g to let opscope check the flags)";
+    v.evidence = flagless.empty()
+                     ? "unknown (no DWARF producer: build with -g to let opscope check the flags)"
+                     : "unknown (the DWARF producer \"" + flagless +
+                           "\" records no compiler flags; with clang add -grecord-command-line)";
     return v;
   }
   auto best = std::max_element(votes.begin(), votes.end(),

@@ -1,8 +1,15 @@
 // opscope profile MODEL.onnx: per-operator hotspots of a model on the built-in engine.
 #include <cstdio>
 
+#include "analysis/hygiene.h"
+#include "analysis/machine_measure.h"
+#include "analysis/rules.h"
 #include "base/strings.h"
 #include "cli/command.h"
+#include "collect/op_counters.h"
+#include "collect/perf_event.h"
+#include "collect/sampler.h"
+#include "collect/sampler_ops.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 #include "collect/model_profiler.h"
@@ -31,6 +38,14 @@ class ProfileCommand : public Command {
     app->add_option("--seed", seed_, "Seed for random inputs")->capture_default_str();
     app->add_flag("--no-fuse", no_fuse_, "Disable operator fusion (Conv+BN, Conv+activation, MatMul+Add)");
     app->add_flag("--no-overhead", no_overhead_, "Skip the interleaved runs that measure opscope's own overhead");
+    app->add_flag("--counters", counters_, "Per-operator counters (hardware where the CPU has a PMU, software stand-ins otherwise)");
+    app->add_option("-e,--events", events_, "Counter events for --counters (comma-separated; default: cycles, instructions, cache and branch misses, task-clock, page-faults)");
+    app->add_flag("--sample", sample_, "Sample call stacks during the measured runs and attribute them to the executing node");
+    app->add_option("-F,--freq", freq_, "Sampling frequency for --sample, Hz")->capture_default_str();
+    app->add_option("--call-graph", call_graph_, "Call graphs for --sample: fp or dwarf")->capture_default_str();
+    app->add_option("--machine", machine_file_, "Machine ceilings file for the roofline (default: the one `opscope machine` stored)");
+    app->add_option("--peak-gflops", peak_gflops_, "Compute ceiling by hand, GFLOP/s (e.g. for a target board)");
+    app->add_option("--peak-gbps", peak_gbps_, "Memory-bandwidth ceiling by hand, GB/s");
   }
 
   int Run() override {
@@ -40,6 +55,17 @@ class ProfileCommand : public Command {
     if (top_ < 1) return ReportError(InvalidArgument("--top must be at least 1"));
     Status st = PrepareOutput(out_, "table");
     if (!st.ok()) return ReportError(st);
+    if (call_graph_ != "fp" && call_graph_ != "dwarf")
+      return ReportError(InvalidArgument("--call-graph must be fp or dwarf (got '" + call_graph_ + "')"));
+    if (freq_ <= 0 || freq_ > 100000) return ReportError(InvalidArgument("-F must be between 1 and 100000 Hz"));
+    std::vector<collect::EventSpec> events = collect::DefaultOpEvents();
+    if (!events_.empty()) {
+      auto parsed = collect::ParseEventList(events_);
+      if (!parsed.ok()) return ReportError(parsed.status());
+      events = *parsed;
+    }
+    auto ceilings = analysis::ResolveCeilings(machine_file_, peak_gflops_, peak_gbps_);
+    if (!ceilings.ok()) return ReportError(ceilings.status());
 
     collect::ModelProfileOptions opt;
     opt.model_path = model_;
@@ -63,11 +89,69 @@ class ProfileCommand : public Command {
         return ReportError(InvalidArgument("--input '" + s + "': expected NAME=FILE.pb"));
       opt.input_files.emplace_back(s.substr(0, eq), s.substr(eq + 1));
     }
+    std::unique_ptr<collect::OpCounters> counters;
+    std::unique_ptr<collect::Sampler> sampler;
+    std::optional<profile::SampleSection> samples;
+    double counter_read_ms = 0;
+    opt.on_ready = [&](engine::Session& session, std::vector<OpObserver*>* extra) -> Status {
+      if (counters_) {
+        collect::OpCounters::Options co;
+        co.num_steps = static_cast<int>(session.Steps().size());
+        for (int tid : session.WorkerThreadIds()) co.tids.push_back(tid);
+        co.events = events;
+        OPSCOPE_ASSIGN_OR_RETURN(counters, collect::OpCounters::Create(co));
+        extra->push_back(counters.get());
+      }
+      if (sample_) {
+        collect::SamplerOptions so;
+        so.frequency_hz = freq_;
+        so.call_graph = call_graph_ == "dwarf" ? collect::CallGraph::kDwarf : collect::CallGraph::kFramePointer;
+        OPSCOPE_ASSIGN_OR_RETURN(sampler, collect::Sampler::Start(so));
+      }
+      return Status::Ok();
+    };
+    opt.on_measured = [&]() -> Status {
+      if (sampler) {
+        OPSCOPE_ASSIGN_OR_RETURN(samples, sampler->Stop());
+      }
+      return Status::Ok();
+    };
+    opt.finish = [&](engine::Session& session, profile::Profile& p) -> Status {
+      if (counters) {
+        // Each step's counts go to its first source node, so per-op sums match the whole run.
+        std::vector<int> step_of_op(p.ops.size(), -1);
+        const auto& steps = session.Steps();
+        for (size_t s = 0; s < steps.size(); ++s)
+          if (!steps[s].nodes.empty()) step_of_op[steps[s].nodes[0]] = static_cast<int>(s);
+        collect::WriteOpCounters(*counters, step_of_op, &p);
+        double measured_ms = 0;
+        for (double v : p.e2e.runs_ms) measured_ms += v;
+        if (p.overhead) p.overhead->counters_pct = collect::CounterOverheadPct(*counters, measured_ms);
+        counter_read_ms = counters->TotalReadNs() / 1e6;
+      }
+      if (samples) {
+        for (const auto& d : sampler->degradations()) p.meta.degradations.push_back(d);
+        p.samples = std::move(*samples);
+        auto stats = collect::AttributeSamplesToOps(p);
+        p.meta.extra["samples_attributed"] = std::to_string(stats.attributed);
+        p.meta.extra["samples_outside_ops"] = std::to_string(stats.outside);
+      }
+      return Status::Ok();
+    };
     ProgressBar bar("profiling");
     opt.progress = [&](int done, int total) { bar.Update(done, total); };
     auto p = collect::ProfileModel(opt);
     bar.Finish();
     if (!p.ok()) return ReportError(p.status());
+    if (ceilings->has_value()) {
+      analysis::Diagnose(&*p, &**ceilings);
+    } else {
+      p->meta.degradations.push_back(
+          "no machine ceilings: roofline classes unavailable (run `opscope machine` once, or give "
+          "--peak-gflops and --peak-gbps)");
+      analysis::Diagnose(&*p, nullptr);
+    }
+    (void)counter_read_ms;
     report::ReportOptions ro;
     ro.top = top_;
     ro.color = UseColor(1) && out_.format.empty();
@@ -83,7 +167,9 @@ class ProfileCommand : public Command {
   OutputChoice out_;
   std::vector<std::string> inputs_, shapes_;
   std::string save_dir_;
-  bool no_fuse_ = false, no_overhead_ = false;
+  bool no_fuse_ = false, no_overhead_ = false, counters_ = false, sample_ = false;
+  std::string events_, call_graph_ = "fp", machine_file_;
+  double freq_ = 997, peak_gflops_ = 0, peak_gbps_ = 0;
 };
 
 }  // namespace

@@ -86,19 +86,23 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     tick();
   }
   if (opt.warmup > 0) tick();
-  if (opt.on_ready) OPSCOPE_RETURN_IF_ERROR(opt.on_ready(*session));
+  std::vector<OpObserver*> extra;
+  if (opt.on_ready) OPSCOPE_RETURN_IF_ERROR(opt.on_ready(*session, &extra));
 
   const auto& steps = session->Steps();
   const auto& nodes = session->Nodes();
   OpTimer timer(static_cast<int>(steps.size()), opt.runs);
-  FanOut fan(&timer, opt.extra_observers);
-  OpObserver* observer = opt.extra_observers.empty() ? static_cast<OpObserver*>(&timer) : &fan;
+  FanOut fan(&timer, extra);
+  OpObserver* observer = extra.empty() ? static_cast<OpObserver*>(&timer) : &fan;
   std::vector<double> observed_ms, baseline_ms;
+  std::vector<profile::ClockSample> clocks;
   for (int r = 0; r < opt.runs; ++r) {
     session->SetObserver(observer);
     int64_t t0 = NowNs();
     OPSCOPE_RETURN_IF_ERROR(session->Run());
     observed_ms.push_back((NowNs() - t0) / 1e6);
+    ThermalSample ts = ReadThermalSample();
+    clocks.push_back({r, ts.cpu_mhz_avg, ts.max_temp_c});
     tick();
     session->SetObserver(nullptr);
     if (opt.measure_overhead) {
@@ -108,6 +112,9 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
       tick();
     }
   }
+
+  session->SetObserver(nullptr);
+  if (opt.on_measured) OPSCOPE_RETURN_IF_ERROR(opt.on_measured());
 
   if (!opt.save_outputs_dir.empty()) {
     std::error_code ec;
@@ -139,6 +146,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   p.meta.extra["inputs"] = Join(inputs, " ");
   for (const auto& w : session->Warnings()) p.meta.degradations.push_back(w);
   p.e2e.runs_ms = observed_ms;
+  p.clocks = std::move(clocks);
 
   p.ops.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -223,6 +231,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
                std::to_string(opt.runs) + " runs without it, interleaved in the same session";
     p.overhead = o;
   }
+  if (opt.finish) OPSCOPE_RETURN_IF_ERROR(opt.finish(*session, p));
   OPSCOPE_RETURN_IF_ERROR(profile::Validate(p).WithPrefix("internal: profile of " + opt.model_path));
   return p;
 }

@@ -2,6 +2,9 @@
 // interleaved runs without it (to measure opscope's own overhead in the same session), and the
 // conversion of engine steps into one Profile row per ONNX node.
 //
+// Clocks and temperature are sampled after every measured run (outside the timed region) into
+// Profile::clocks, for throttling detection.
+//
 // Time of a fused step (Conv+BatchNormalization+Relu) is split among its source nodes in
 // proportion to their estimated cost (FLOPs at 20 GFLOP/s plus bytes at 5 GB/s: a rough machine
 // balance, used only for the split); each row says so in `attribution`. Folded nodes get zero
@@ -30,10 +33,15 @@ struct ModelProfileOptions {
   std::vector<std::pair<std::string, std::string>> input_files;  // input name -> TensorProto .pb
   std::string save_outputs_dir;                                  // "" = don't save
   bool measure_overhead = true;
-  // Extra observers (counters, sampling markers), called inside the timer's bracket of each step.
-  std::vector<OpObserver*> extra_observers;
-  // Called before the measured runs with the session (e.g. to learn worker thread ids).
-  std::function<Status(engine::Session&)> on_ready;
+  // Called after the warm-up, before the measured runs, with the session (e.g. to learn its
+  // worker thread ids); observers appended to `extra` (counters) are called inside the timer's
+  // bracket of every step of the measured runs.
+  std::function<Status(engine::Session& session, std::vector<OpObserver*>* extra)> on_ready;
+  // Called right after the measured runs (e.g. to stop a sampler).
+  std::function<Status()> on_measured;
+  // Called last, with the session still alive and the profile complete (before Validate):
+  // counters and samples are written into the profile here.
+  std::function<Status(engine::Session& session, profile::Profile& p)> finish;
   std::function<void(int done, int total)> progress;
 };
 

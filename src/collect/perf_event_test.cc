@@ -220,6 +220,31 @@ TEST(EventParseTest, UnknownNameSaysWhatToDo) {
   EXPECT_FALSE(ParseEvent("rZZ").ok() && ParseEvent("rZZ")->type == PERF_TYPE_RAW);
 }
 
+// Event lists come from the command line: truncations and byte flips of valid lists must give a
+// spec or a clear InvalidArgument, never a crash.
+TEST(EventParseTest, MangledListsNeverCrash) {
+  const std::string seeds[] = {"cycles,instructions,L1-dcache-load-misses:u", "r01c2,task-clock:k",
+                               "perf::instructions,LLC-prefetch-misses"};
+  for (const std::string& seed : seeds) {
+    for (size_t cut = 0; cut <= seed.size(); ++cut) {
+      auto r = ParseEventList(seed.substr(0, cut));
+      if (!r.ok()) {
+        EXPECT_FALSE(r.status().message().empty());
+      }
+    }
+    for (size_t i = 0; i < seed.size(); ++i) {
+      for (unsigned char bit : {0x01, 0x20, 0x80}) {
+        std::string m = seed;
+        m[i] = static_cast<char>(m[i] ^ bit);
+        auto r = ParseEventList(m);
+        if (!r.ok()) {
+          EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << m;
+        }
+      }
+    }
+  }
+}
+
 TEST(EventParseTest, CpuSpecificLibpfmName) {
   // The CPU's own names depend on the CPU; try a few common ones, skip if none is known here.
   for (const char* name : {"RETIRED_INSTRUCTIONS", "INST_RETIRED:ANY_P", "INST_RETIRED"}) {

@@ -205,9 +205,11 @@ uint32_t InternDomain(const char* name) {
 void Push(uint32_t domain, const char* name) {
   if (!Active()) return;
   ThreadBuf* b = Buf();
+  // Interning takes the global lock: never while holding the buffer's (Flush locks global, then
+  // buffer). The intern cache itself is touched only by its own thread.
+  uint32_t id = InternName(b, name);
   int64_t cpu = CpuNow();
   std::lock_guard<std::mutex> lock(b->mu);
-  uint32_t id = InternName(b, name);
   b->Stack(domain).push_back(Open{Now(CLOCK_MONOTONIC), cpu, id});
 }
 
@@ -228,11 +230,7 @@ void Pop(uint32_t domain) {
 uint64_t Start(uint32_t domain, const char* name) {
   if (!Active()) return 0;
   ThreadBuf* b = Buf();
-  uint32_t id;
-  {
-    std::lock_guard<std::mutex> lock(b->mu);
-    id = InternName(b, name);
-  }
+  uint32_t id = InternName(b, name);
   int64_t now = Now(CLOCK_MONOTONIC);
   std::lock_guard<std::mutex> lock(g->mu);
   uint64_t rid = g->next_start_id++;

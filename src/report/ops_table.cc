@@ -6,6 +6,9 @@
 #include <map>
 #include <numeric>
 
+#include "analysis/format.h"
+#include "analysis/machine.h"
+#include "analysis/roofline.h"
 #include "base/stats.h"
 #include "base/strings.h"
 #include "report/format.h"
@@ -125,16 +128,12 @@ void Coverage(const profile::Profile& p, std::string* out) {
   }
 }
 
-void Findings(const profile::Profile& p, const ReportOptions& o, std::string* out) {
-  if (p.findings.empty()) return;
-  *out += "\nFindings\n";
-  for (const auto& f : p.findings) {
-    std::string tag = "[" + f.severity + "] ";
-    if (o.color) tag = (f.severity == "critical" ? "\033[31m" : f.severity == "warning" ? "\033[33m" : "\033[36m") + tag + "\033[0m";
-    *out += tag + f.title + " (" + f.rule + ")\n";
-    if (!f.evidence.empty()) *out += "    evidence: " + f.evidence + "\n";
-    if (!f.suggestion.empty()) *out += "    do: " + f.suggestion + "\n";
+void Diagnosis(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  if (auto c = analysis::CeilingsFromMeta(p.meta); c && c->Usable() && !p.ops.empty()) {
+    auto points = analysis::ComputeRoofline(p, *c);
+    if (!points.empty()) *out += "\n" + analysis::FormatRoofline(points, *c, o.color, static_cast<size_t>(o.top));
   }
+  if (!p.findings.empty()) *out += "\n" + analysis::FormatFindings(p.findings, o.color);
 }
 
 Status WriteTable(const profile::Profile& p, const ReportOptions& o, std::string* out) {
@@ -145,7 +144,7 @@ Status WriteTable(const profile::Profile& p, const ReportOptions& o, std::string
     ByType(p, o, out);
     Coverage(p, out);
   }
-  Findings(p, o, out);
+  Diagnosis(p, o, out);
   return Status::Ok();
 }
 
