@@ -60,12 +60,16 @@ class GatherKernel : public Kernel {
       const T* src = static_cast<const T*>(x->raw());
       T* dst = static_cast<T*>(y->raw());
       ParallelFor(outer * n, inner, [&](int64_t b, int64_t e) {
+        int64_t o = b / n, j = b - o * n;
         for (int64_t k = b; k < e; ++k) {
-          const int64_t o = k / n, j = k - o * n;
           const T* s = src + (o * dim + idx[j]) * inner;
           T* d = dst + k * inner;
           if (inner == 1) *d = *s;
           else std::memcpy(d, s, static_cast<size_t>(inner) * sizeof(T));
+          if (++j == n) {
+            j = 0;
+            ++o;
+          }
         }
       });
     });

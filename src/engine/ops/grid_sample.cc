@@ -71,21 +71,41 @@ class GridSampleKernel : public Kernel {
     float* ys = y->data<float>();
     const int64_t plane = H * W, oplane = Ho * Wo;
     const int taps = mode_ == GsMode::kNearest ? 1 : mode_ == GsMode::kBilinear ? 4 : 16;
+    // Per output row: taps (plane offset, weight) of every pixel once, then channel by channel so
+    // reads stay in one input plane and writes are contiguous. Out-of-bounds taps carry weight 0
+    // at offset 0, which keeps the inner loop branch-free with a fixed tap count.
     ParallelFor(N * Ho, Wo * C * taps * 2, [&](int64_t b, int64_t e) {
-      std::vector<int64_t> off(static_cast<size_t>(taps));
-      std::vector<float> wt(static_cast<size_t>(taps));
+      std::vector<int64_t> off(static_cast<size_t>(Wo * taps));
+      std::vector<float> wt(static_cast<size_t>(Wo * taps));
       for (int64_t nh = b; nh < e; ++nh) {
         const int64_t n = nh / Ho, ho = nh - n * Ho;
+        const float* gp = gs + (n * Ho + ho) * Wo * 2;
         for (int64_t wo = 0; wo < Wo; ++wo) {
-          const float* gp = gs + ((n * Ho + ho) * Wo + wo) * 2;
-          const int used = Weights(gp[0], gp[1], H, W, off.data(), wt.data());
-          const float* xn = xs + n * C * plane;
-          float* yp = ys + n * C * oplane + ho * Wo + wo;
-          for (int64_t c = 0; c < C; ++c) {
-            const float* xc = xn + c * plane;
-            float acc = 0;
-            for (int k = 0; k < used; ++k) acc += wt[k] * xc[off[k]];
-            yp[c * oplane] = acc;
+          const int used = Weights(gp[2 * wo], gp[2 * wo + 1], H, W, &off[wo * taps], &wt[wo * taps]);
+          for (int k = used; k < taps; ++k) {
+            off[wo * taps + k] = 0;
+            wt[wo * taps + k] = 0;
+          }
+        }
+        const float* xn = xs + n * C * plane;
+        float* yrow = ys + n * C * oplane + ho * Wo;
+        for (int64_t c = 0; c < C; ++c) {
+          const float* xc = xn + c * plane;
+          float* yc = yrow + c * oplane;
+          if (taps == 4) {
+            for (int64_t wo = 0; wo < Wo; ++wo) {
+              const int64_t* o = &off[wo * 4];
+              const float* w = &wt[wo * 4];
+              yc[wo] = w[0] * xc[o[0]] + w[1] * xc[o[1]] + w[2] * xc[o[2]] + w[3] * xc[o[3]];
+            }
+          } else {
+            for (int64_t wo = 0; wo < Wo; ++wo) {
+              const int64_t* o = &off[wo * taps];
+              const float* w = &wt[wo * taps];
+              float acc = 0;
+              for (int k = 0; k < taps; ++k) acc += w[k] * xc[o[k]];
+              yc[wo] = acc;
+            }
           }
         }
       }

@@ -3,6 +3,17 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
+#ifndef OPSCOPE_TILE_I
+#define OPSCOPE_TILE_I 64
+#endif
+#ifndef OPSCOPE_TILE_J
+#define OPSCOPE_TILE_J 16
+#endif
+
 #include "engine/ops/common.h"
 
 namespace opscope::engine {
@@ -12,7 +23,6 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
   return s;
 }
-
 
 bool CheckedNumel(const std::vector<int64_t>& shape, int64_t* numel) {
   int64_t n = 1;
@@ -148,20 +158,59 @@ void StridedCopyTyped(const T* in, const std::vector<int64_t>& strides, T* out,
   });
 }
 
+// Transposes the rows x cols block src[j*ss + i] -> dst[i*ds + j] (scalar).
+template <typename T>
+inline void ScalarBlock(const T* src, int64_t ss, T* dst, int64_t ds, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    T* d = dst + i * ds;
+    for (int64_t j = 0; j < cols; ++j) d[j] = src[j * ss + i];
+  }
+}
+
+// One tile: 4x4 SSE register transposes for 4-byte elements where the tile is whole, the
+// scalar loop for the ragged edges and other element sizes.
+template <typename T>
+inline void TransposeTile(const T* src, int64_t ss, T* dst, int64_t ds, int64_t rows, int64_t cols) {
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 4) {
+    const int64_t r4 = rows & ~int64_t{3}, c4 = cols & ~int64_t{3};
+    for (int64_t i = 0; i < r4; i += 4) {
+      for (int64_t j = 0; j < c4; j += 4) {
+        const float* s = reinterpret_cast<const float*>(src + j * ss + i);
+        __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + ss), c = _mm_loadu_ps(s + 2 * ss),
+               d = _mm_loadu_ps(s + 3 * ss);
+        _MM_TRANSPOSE4_PS(a, b, c, d);
+        float* o = reinterpret_cast<float*>(dst + i * ds + j);
+        _mm_storeu_ps(o, a);
+        _mm_storeu_ps(o + ds, b);
+        _mm_storeu_ps(o + 2 * ds, c);
+        _mm_storeu_ps(o + 3 * ds, d);
+      }
+      if (c4 < cols) ScalarBlock(src + c4 * ss + i, ss, dst + i * ds + c4, ds, 4, cols - c4);
+    }
+    if (r4 < rows) ScalarBlock(src + r4, ss, dst + r4 * ds, ds, rows - r4, cols);
+    return;
+  }
+#endif
+  ScalarBlock(src, ss, dst, ds, rows, cols);
+}
+
 // The tiled 2-D transpose core: for every outer index, out[ob + i*os_b + j] = in[ib + j*s_a + i]
-// for i < rows (the input's innermost dim) and j < cols (the output's innermost dim).
+// for i < rows (the input's innermost dim) and j < cols (the output's innermost dim). Tiles are
+// small enough that the tile's input and output lines stay in L1 even when power-of-two strides
+// map them to few cache sets.
 template <typename T>
 void TiledTranspose(const T* in, T* out, int64_t rows, int64_t cols, int64_t in_stride_a,
                     int64_t out_stride_b, const std::vector<int64_t>& outer_shape,
                     const std::vector<int64_t>& outer_in_strides,
                     const std::vector<int64_t>& outer_out_strides) {
-  constexpr int64_t kTile = sizeof(T) >= 8 ? 16 : 32;
-  const int64_t ti = (rows + kTile - 1) / kTile, tj = (cols + kTile - 1) / kTile;
+  constexpr int64_t kTi = OPSCOPE_TILE_I, kTj = OPSCOPE_TILE_J;
+  const int64_t ti = (rows + kTi - 1) / kTi, tj = (cols + kTj - 1) / kTj;
   int64_t outer = 1;
   for (int64_t d : outer_shape) outer *= d;
   const int64_t items = outer * ti * tj;
   const int no = static_cast<int>(outer_shape.size());
-  ParallelFor(items, kTile * kTile, [&](int64_t begin, int64_t end) {
+  ParallelFor(items, kTi * kTj, [&](int64_t begin, int64_t end) {
     for (int64_t it = begin; it < end; ++it) {
       int64_t rem = it;
       const int64_t bj = rem % tj;
@@ -175,15 +224,9 @@ void TiledTranspose(const T* in, T* out, int64_t rows, int64_t cols, int64_t in_
         ioff += x * outer_in_strides[d];
         ooff += x * outer_out_strides[d];
       }
-      const int64_t i0 = bi * kTile, i1 = std::min(rows, i0 + kTile);
-      const int64_t j0 = bj * kTile, j1 = std::min(cols, j0 + kTile);
-      const T* src = in + ioff;
-      T* dst = out + ooff;
-      for (int64_t i = i0; i < i1; ++i) {
-        T* drow = dst + i * out_stride_b;
-        const T* scol = src + i;
-        for (int64_t j = j0; j < j1; ++j) drow[j] = scol[j * in_stride_a];
-      }
+      const int64_t i0 = bi * kTi, j0 = bj * kTj;
+      TransposeTile(in + ioff + j0 * in_stride_a + i0, in_stride_a, out + ooff + i0 * out_stride_b + j0,
+                    out_stride_b, std::min(kTi, rows - i0), std::min(kTj, cols - j0));
     }
   });
 }

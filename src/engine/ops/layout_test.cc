@@ -85,6 +85,8 @@ TEST(TransposeTest, TiledAndBlockedPathsOnLargerShapes) {
       {{4, 5, 6, 32}, {2, 0, 1, 3}},        // innermost kept: blocked copies
       {{6, 1, 7, 1, 129}, {4, 2, 1, 0, 3}}, // size-1 dims dropped
       {{8, 9, 10, 11}, {3, 2, 1, 0}},       // full reversal
+      {{3, 200, 130}, {0, 2, 1}},           // large enough for ParallelFor to split tiles
+      {{16, 50, 64}, {1, 0, 2}},            // ... and blocked rows
   };
   for (const DataType dt : {DataType::kFloat32, DataType::kInt64, DataType::kBool, DataType::kFloat16}) {
     for (const Case& c : cases) {
@@ -182,6 +184,74 @@ TEST(TransposeTest, CostIsCompulsoryBytesOnly) {
   Cost c = (*k)->EstimateCost({d}, {d});
   EXPECT_EQ(c.flops, 0);
   EXPECT_EQ(c.bytes, 2 * 24 * 4);
+}
+
+}  // namespace
+}  // namespace opscope::engine
+
+namespace opscope::engine {
+namespace {
+
+// Garbage in, Status out: every tensor-family operator on random inputs of random types, ranks
+// and contents with random attributes must return (ok or an error), never crash or hang. Run
+// under the asan preset this also checks memory safety of the error paths.
+TEST(TensorFamilyRobustnessTest, RandomInputsNeverCrash) {
+  const char* ops[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
+                       "Split", "Slice", "Gather", "GatherElements", "GatherND", "ScatterND",
+                       "ScatterElements", "Scatter", "Expand", "Tile", "Pad", "Shape", "Size",
+                       "ConstantOfShape", "Range", "NonZero", "DepthToSpace", "SpaceToDepth",
+                       "Resize", "Upsample", "GridSample"};
+  const DataType types[] = {DataType::kFloat32, DataType::kInt64, DataType::kInt32, DataType::kBool};
+  std::mt19937 rng(99);
+  int ok = 0, errors = 0;
+  for (const char* op : ops) {
+    for (int iter = 0; iter < 150; ++iter) {
+      const int nin = static_cast<int>(rng() % 5);
+      std::vector<Tensor> ins;
+      for (int i = 0; i < nin; ++i) {
+        std::vector<int64_t> shape(rng() % 5);
+        for (int64_t& d : shape) d = rng() % 4;
+        Tensor t(types[rng() % 4], shape);
+        for (int64_t e = 0; e < t.numel(); ++e) {
+          const int v = static_cast<int>(rng() % 11) - 5;
+          switch (t.dtype()) {
+            case DataType::kFloat32: t.data<float>()[e] = v * 0.5f; break;
+            case DataType::kInt64: t.data<int64_t>()[e] = v; break;
+            case DataType::kInt32: t.data<int32_t>()[e] = v; break;
+            default: t.data<uint8_t>()[e] = v & 1; break;
+          }
+        }
+        ins.push_back(std::move(t));
+      }
+      std::vector<const Tensor*> ptrs;
+      for (const Tensor& t : ins) ptrs.push_back(rng() % 8 ? &t : nullptr);
+      const int opset = 7 + static_cast<int>(rng() % 11);
+      Node n = MakeNode(op, nin, 1 + static_cast<int>(rng() % 3), opset);
+      auto rint = [&] { return static_cast<int64_t>(rng() % 9) - 4; };
+      if (rng() % 2) n.attrs.Set("axis", IntAttr(rint()));
+      if (rng() % 2) n.attrs.Set("axes", IntsAttr({rint(), rint()}));
+      if (rng() % 3 == 0) n.attrs.Set("perm", IntsAttr({rint(), rint(), rint()}));
+      if (rng() % 3 == 0) n.attrs.Set("split", IntsAttr({rint(), rint()}));
+      if (rng() % 3 == 0) n.attrs.Set("starts", IntsAttr({rint()}));
+      if (rng() % 3 == 0) n.attrs.Set("ends", IntsAttr({rint()}));
+      if (rng() % 3 == 0) n.attrs.Set("pads", IntsAttr({rint(), rint(), rint(), rint()}));
+      if (rng() % 3 == 0) n.attrs.Set("shape", IntsAttr({rint(), rint()}));
+      if (rng() % 3 == 0) n.attrs.Set("scales", testing::FloatsAttr({0.5f, 2.f, 1.f, 3.f}));
+      if (rng() % 3 == 0) n.attrs.Set("blocksize", IntAttr(rint()));
+      if (rng() % 3 == 0) n.attrs.Set("batch_dims", IntAttr(rint()));
+      const char* modes[] = {"constant", "reflect", "edge", "nearest", "linear", "cubic",
+                             "bilinear", "bicubic", "DCR", "CRD", "bogus"};
+      if (rng() % 2) n.attrs.Set("mode", StringAttr(modes[rng() % 11]));
+      const char* coords[] = {"half_pixel", "align_corners", "tf_crop_and_resize", "asymmetric"};
+      if (rng() % 2) n.attrs.Set("coordinate_transformation_mode", StringAttr(coords[rng() % 4]));
+      if (rng() % 3 == 0) n.attrs.Set("reduction", StringAttr(rng() % 2 ? "add" : "mul"));
+      auto r = RunKernel(n, ptrs);
+      (r.ok() ? ok : errors)++;
+    }
+  }
+  // Both outcomes must occur; mostly errors is expected for garbage.
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(errors, 0);
 }
 
 }  // namespace

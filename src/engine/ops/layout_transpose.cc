@@ -92,7 +92,8 @@ class SpaceDepthKernel : public Kernel {
 StatusOr<int64_t> BlockSize(const Node& node) {
   if (!node.attrs.Has("blocksize")) return NodeError(node, "missing required attribute 'blocksize'");
   int64_t b = node.attrs.Int("blocksize", 0);
-  if (b <= 0) return NodeError(node, "blocksize must be positive, got " + std::to_string(b));
+  if (b <= 0 || b > (1 << 20))
+    return NodeError(node, "blocksize must be in [1, 2^20], got " + std::to_string(b));
   return b;
 }
 

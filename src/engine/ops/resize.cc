@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "engine/ops/common.h"
 #include "engine/ops/layout_copy.h"
@@ -138,6 +139,32 @@ AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double
   return a;
 }
 
+// Last-axis pass: every output is a T-tap dot product gathered from its input row.
+template <int T>
+void LastAxisPass(const float* in, float* out, int64_t rows, const AxisPlan& plan, float extrap) {
+  const int64_t n_in = plan.in, n_out = plan.out;
+  const int64_t* idx = plan.idx.data();
+  const float* w = plan.w.data();
+  const uint8_t* ex = plan.extrap.data();
+  const bool any_ex = plan.any_extrap;
+  ParallelFor(rows, n_out * T * 2, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      const float* src = in + o * n_in;
+      float* dst = out + o * n_out;
+      for (int64_t x = 0; x < n_out; ++x) {
+        const int64_t* ix = idx + x * T;
+        const float* wx = w + x * T;
+        float acc = 0;
+        for (int k = 0; k < T; ++k) acc += wx[k] * src[ix[k]];
+        dst[x] = acc;
+      }
+      if (any_ex)
+        for (int64_t x = 0; x < n_out; ++x)
+          if (ex[x]) dst[x] = extrap;
+    }
+  });
+}
+
 // One separable pass along axis `ax` of a float tensor of shape `shape`.
 void LinearPass(const float* in, float* out, const std::vector<int64_t>& shape, int ax,
                 const AxisPlan& plan, float extrap) {
@@ -145,6 +172,12 @@ void LinearPass(const float* in, float* out, const std::vector<int64_t>& shape, 
   for (int d = 0; d < ax; ++d) outer *= shape[d];
   for (size_t d = ax + 1; d < shape.size(); ++d) inner *= shape[d];
   const int T = plan.taps;
+  if (inner == 1) {
+    if (T == 2) LastAxisPass<2>(in, out, outer, plan, extrap);
+    else LastAxisPass<4>(in, out, outer, plan, extrap);
+    return;
+  }
+  // Inner axes: each output row is a weighted sum of T contiguous input rows (vectorized).
   const int64_t n_in = plan.in, n_out = plan.out;
   ParallelFor(outer * n_out, inner * T * 2, [&](int64_t b, int64_t e) {
     for (int64_t it = b; it < e; ++it) {
@@ -157,23 +190,41 @@ void LinearPass(const float* in, float* out, const std::vector<int64_t>& shape, 
       const float* base = in + o * n_in * inner;
       const int64_t* ix = &plan.idx[x * T];
       const float* wx = &plan.w[x * T];
-      if (inner == 1) {
-        float acc = 0;
-        for (int k = 0; k < T; ++k) acc += wx[k] * base[ix[k]];
-        *dst = acc;
-      } else {
-        const float* s0 = base + ix[0] * inner;
-        const float w0 = wx[0];
-        for (int64_t j = 0; j < inner; ++j) dst[j] = w0 * s0[j];
-        for (int k = 1; k < T; ++k) {
-          const float* sk = base + ix[k] * inner;
-          const float wk = wx[k];
-          if (wk == 0) continue;
-          for (int64_t j = 0; j < inner; ++j) dst[j] += wk * sk[j];
-        }
+      const float* s0 = base + ix[0] * inner;
+      const float w0 = wx[0];
+      for (int64_t j = 0; j < inner; ++j) dst[j] = w0 * s0[j];
+      for (int k = 1; k < T; ++k) {
+        const float* sk = base + ix[k] * inner;
+        const float wk = wx[k];
+        if (wk == 0) continue;
+        for (int64_t j = 0; j < inner; ++j) dst[j] += wk * sk[j];
       }
     }
   });
+}
+
+// The order of the separable passes that moves the fewest elements, counting a last-axis pass
+// (scalar gathers) three times a vectorized inner-axis pass.
+std::vector<int> PassOrder(const std::vector<int64_t>& in_shape, const std::vector<AxisPlan>& plans) {
+  std::vector<int> axes;
+  for (size_t d = 0; d < plans.size(); ++d)
+    if (!plans[d].identity) axes.push_back(static_cast<int>(d));
+  std::vector<int> best = axes, perm = axes;
+  double best_cost = -1;
+  const int last = static_cast<int>(in_shape.size()) - 1;
+  do {
+    std::vector<int64_t> s = in_shape;
+    double cost = 0;
+    for (int a : perm) {
+      s[a] = plans[a].out;
+      cost += static_cast<double>(Numel(s)) * (a == last ? 3 : 1);
+    }
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best = perm;
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return best;
 }
 
 class ResizeKernel : public Kernel {
@@ -215,21 +266,14 @@ class ResizeKernel : public Kernel {
       NearestGather(*x, y, plans);
       return Status::Ok();
     }
-    // Separable passes, shrinking axes first so intermediates stay small.
-    std::vector<int> axes;
-    for (int d = 0; d < r; ++d)
-      if (!plans[d].identity) axes.push_back(d);
-    std::sort(axes.begin(), axes.end(), [&](int a, int b) {
-      return static_cast<double>(plans[a].out) / plans[a].in <
-             static_cast<double>(plans[b].out) / plans[b].in;
-    });
+    std::vector<int> axes = PassOrder(x->shape(), plans);
     if (axes.empty()) {
       CopyTensorData(*x, y);
       return Status::Ok();
     }
     std::vector<int64_t> shape = x->shape();
     const float* src = x->data<float>();
-    std::vector<float> buf[2];
+    std::unique_ptr<float[]> buf[2];
     for (size_t k = 0; k < axes.size(); ++k) {
       const int ax = axes[k];
       std::vector<int64_t> next = shape;
@@ -238,8 +282,8 @@ class ResizeKernel : public Kernel {
       if (k + 1 == axes.size()) {
         dst = y->data<float>();
       } else {
-        buf[k % 2].resize(static_cast<size_t>(Numel(next)));
-        dst = buf[k % 2].data();
+        buf[k % 2].reset(new float[static_cast<size_t>(Numel(next))]);
+        dst = buf[k % 2].get();
       }
       LinearPass(src, dst, shape, ax, plans[ax], p_.extrapolation);
       src = dst;

@@ -78,6 +78,8 @@ class ReshapeKernel : public ReshapeLike {
         d = in[i];
       }
       if (d < 0) return NodeError(node_, "shape " + ShapeString(spec) + " has a negative dim");
+      if (d > 0 && known > INT64_MAX / d)
+        return NodeError(node_, "shape " + ShapeString(spec) + " overflows int64");
       (*out)[i] = d;
       known *= d;
     }
@@ -122,7 +124,7 @@ Status ReadAxes(const Node& n, const KernelContext& ctx, bool* given, std::vecto
     }
     return Status::Ok();
   }
-  if (const Tensor* t = ctx.input(1)) {
+  if (const Tensor* t = ctx.input(1); t && t->numel() > 0) {  // empty = not given
     if (!IsIntType(t->dtype())) return NodeError(n, "input 'axes' must be int64");
     *given = true;
     *axes = ReadInts(*t);
@@ -289,10 +291,10 @@ class TileKernel : public Kernel {
       if (rep[i] < 0) return NodeError(node_, "negative repeat " + std::to_string(rep[i]));
       view_in.insert(view_in.end(), {1, x.dim(i)});
       view_out.insert(view_out.end(), {rep[i], x.dim(i)});
-      out_shape.push_back(rep[i] * x.dim(i));
     }
     int64_t n;
     if (!CheckedNumel(view_out, &n)) return NodeError(node_, "output size overflows");
+    for (int i = 0; i < x.rank(); ++i) out_shape.push_back(rep[i] * x.dim(i));
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.dtype(), out_shape));
     if (n == 0) return Status::Ok();
     BroadcastCopy(x.raw(), view_in, y->raw(), view_out, DataTypeSize(x.dtype()));
@@ -492,8 +494,10 @@ class SliceKernel : public Kernel {
                                     std::to_string(r));
       if (seen[ax]) return NodeError(node_, "axis " + std::to_string(axes[i]) + " repeated");
       seen[ax] = true;
-      const int64_t dim = x.dim(static_cast<int>(ax)), st = steps[i];
+      const int64_t dim = x.dim(static_cast<int>(ax));
+      int64_t st = steps[i];
       if (st == 0) return NodeError(node_, "step 0 on axis " + std::to_string(axes[i]));
+      if (st == INT64_MIN) st = -INT64_MAX;  // same selection, and -st stays representable
       int64_t s = starts[i], e = ends[i];
       if (s < 0) s += dim;
       if (e < 0 && e > INT64_MIN / 2) e += dim;
@@ -501,15 +505,15 @@ class SliceKernel : public Kernel {
       if (st > 0) {
         s = std::clamp<int64_t>(s, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
-        count = e > s ? (e - s + st - 1) / st : 0;
+        count = e > s ? (e - s - 1) / st + 1 : 0;
       } else {
         s = std::clamp<int64_t>(s, 0, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
-        count = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+        count = s > e ? (s - e - 1) / (-st) + 1 : 0;
       }
       out_shape[ax] = count;
       begin[ax] = s;
-      step[ax] = st;
+      step[ax] = count > 1 ? st : 1;  // a huge step selecting one element must not overflow strides
     }
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.dtype(), out_shape));
     if (y->numel() == 0) return Status::Ok();

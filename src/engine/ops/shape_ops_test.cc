@@ -378,7 +378,8 @@ TEST(ConstantTest, AllValueKinds) {
   EXPECT_EQ((*r)[0].rank(), 0);
   EXPECT_EQ(Ints((*r)[0]), (std::vector<int64_t>{7}));
   Node t = MakeNode("Constant", 0, 1);
-  AttrValue tv{AttrValue::Kind::kTensor};
+  AttrValue tv{};
+  tv.kind = AttrValue::Kind::kTensor;
   tv.t = IntTensor({2, 2}, {1, 2, 3, 4});
   t.attrs.Set("value", tv);
   r = RunKernel(t, {});
@@ -399,7 +400,8 @@ TEST(ConstantOfShapeTest, DefaultAndTypedValue) {
   EXPECT_EQ((*r)[0].dtype(), DataType::kFloat32);
   EXPECT_EQ(Floats((*r)[0]), std::vector<float>(6, 0.f));
   Node n = MakeNode("ConstantOfShape", 1, 1);
-  AttrValue v{AttrValue::Kind::kTensor};
+  AttrValue v{};
+  v.kind = AttrValue::Kind::kTensor;
   v.t = IntTensor({1}, {-5});
   n.attrs.Set("value", v);
   r = RunKernel(n, {&s});
