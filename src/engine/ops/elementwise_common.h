@@ -122,7 +122,7 @@ struct BroadcastPlan {
   std::vector<int64_t> out_shape;
   int64_t out_numel = 0;
   std::vector<int64_t> dims;                     // collapsed dims, at least one
-  std::array<std::vector<int64_t>, 3> strides;   // per input, per collapsed dim (0 = broadcast)
+  std::vector<std::vector<int64_t>> strides;     // per input, per collapsed dim (0 = broadcast)
   int num_inputs = 0;
 };
 
