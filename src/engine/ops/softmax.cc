@@ -81,8 +81,10 @@ void SoftmaxRows(const AxisView& v, const T* x, T* y) {
       T s = 0;
       if constexpr (kLog) {
         for (int64_t r = 0; r < R; ++r) s += ExpShifted<T>(xr[r] - m);
-        const T shift = m + std::log(s);
-        for (int64_t r = 0; r < R; ++r) yr[r] = xr[r] - shift;
+        // (x - m) - log(s), not x - (m + log(s)): near the maximum the result is tiny and
+        // folding m into the shift would cancel away its low bits.
+        const T ls = std::log(s);
+        for (int64_t r = 0; r < R; ++r) yr[r] = (xr[r] - m) - ls;
       } else {
         for (int64_t r = 0; r < R; ++r) {
           T ev = ExpShifted<T>(xr[r] - m);
@@ -131,13 +133,13 @@ void SoftmaxStrided(const AxisView& v, const T* x, T* y) {
         }
       }
       for (int64_t i = 0; i < n; ++i) {
-        if (kLog) s[i] = m[i] + std::log(s[i]);
+        if (kLog) s[i] = std::log(s[i]);
         else s[i] = T(1) / s[i];
       }
       for (int64_t r = 0; r < R; ++r) {
         const T* xr = xb + r * I;
         T* yr = yb + r * I;
-        for (int64_t i = 0; i < n; ++i) yr[i] = kLog ? xr[i] - s[i] : yr[i] * s[i];
+        for (int64_t i = 0; i < n; ++i) yr[i] = kLog ? (xr[i] - m[i]) - s[i] : yr[i] * s[i];
       }
     }
   });
