@@ -118,10 +118,10 @@ void ArithStep(BinOp op, const BroadcastPlan& p, const T* a, const T* b, T* o, P
       }
       break;
     case BinOp::kMax:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return (x > y || x != x) ? x : y; }, post);
+      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return MaxPropagateNan(x, y); }, post);
       break;
     case BinOp::kMin:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return (x < y || x != x) ? x : y; }, post);
+      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return MinPropagateNan(x, y); }, post);
       break;
     case BinOp::kPRelu:
       BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T s) { return x < 0 ? WrapMul(x, s) : x; }, post);

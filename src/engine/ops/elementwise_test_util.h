@@ -125,8 +125,9 @@ inline void ExpectNodeError(const Node& n, const std::vector<const Tensor*>& in,
   ASSERT_FALSE(r.ok()) << n.op_type << " should have failed";
   EXPECT_NE(r.status().message().find("'" + n.name + "'"), std::string::npos)
       << r.status().message();
-  if (!fragment.empty())
+  if (!fragment.empty()) {
     EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status().message();
+  }
 }
 
 }  // namespace opscope::engine::testing

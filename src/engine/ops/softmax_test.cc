@@ -10,10 +10,6 @@
 #include "engine/ops/elementwise_test_util.h"
 #include "engine/testing/kernel_runner.h"
 
-namespace opscope::engine {
-float ExpNonPositive(float x);  // softmax.cc
-}
-
 namespace opscope::engine::testing {
 namespace {
 
@@ -88,17 +84,30 @@ TEST(SoftmaxTest, ExtremeValues) {
   EXPECT_TRUE(std::isnan(out[0].data<float>()[0]));  // 0/0, as the definition gives
 }
 
-TEST(SoftmaxTest, PolynomialExpAccuracy) {
-  // Relative error against double exp over the whole range softmax uses.
+TEST(SoftmaxTest, FastExpAccuracy) {
+  // Relative error against double exp over the normal range, absolute in the subnormal range.
   double worst = 0;
-  for (float x = -87.0f; x <= 0.0f; x += 0.00137f) {
+  for (float x = -87.0f; x <= 88.5f; x += 0.00137f) {
     double e = std::exp(static_cast<double>(x));
-    worst = std::max(worst, std::fabs(ExpNonPositive(x) - e) / e);
+    worst = std::max(worst, std::fabs(FastExp(x) - e) / e);
   }
   EXPECT_LT(worst, 3e-7);  // ~2.5 ulp of float
-  EXPECT_EQ(ExpNonPositive(0.0f), 1.0f);
-  EXPECT_EQ(ExpNonPositive(-100.0f), 0.0f);
-  EXPECT_EQ(ExpNonPositive(-INFINITY), 0.0f);
+  for (float x = -103.0f; x < -87.0f; x += 0.01f)
+    EXPECT_NEAR(FastExp(x), std::exp(static_cast<double>(x)), 2e-45) << x;
+  EXPECT_EQ(FastExp(0.0f), 1.0f);
+  EXPECT_EQ(FastExp(-110.0f), 0.0f);
+  EXPECT_EQ(FastExp(-INFINITY), 0.0f);
+  EXPECT_EQ(FastExp(89.0f), INFINITY);
+  EXPECT_EQ(FastExp(INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(FastExp(NAN)));
+  for (float x = -30; x <= 30; x += 0.01f) {
+    double s = 1 / (1 + std::exp(-static_cast<double>(x)));
+    EXPECT_NEAR(FastSigmoid(x), s, 1e-7 + 4e-7 * s) << x;
+    double t = std::tanh(static_cast<double>(x));
+    EXPECT_NEAR(FastTanh(x), t, 1e-7 + 1e-6 * std::fabs(t)) << x;
+  }
+  for (float x : {1e-6f, -1e-4f, 0.01f, -0.0624f, 0.0626f, 0.2f})
+    EXPECT_NEAR(FastTanh(x), std::tanh(static_cast<double>(x)), 1e-6 * std::fabs(x)) << x;
 }
 
 TEST(SoftmaxTest, BadInput) {
