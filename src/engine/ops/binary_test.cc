@@ -279,6 +279,53 @@ TEST(BinaryTest, FusedActivationMatchesSeparate) {
   EXPECT_FALSE((*add)->AddPostOp({PostOpKind::kBiasAdd}));
 }
 
+// A minimal context that keeps its output (RunKernel creates the kernel itself, so post-ops
+// added to our kernel instance need their own context).
+struct KeepContext : KernelContext {
+  std::vector<const Tensor*> in;
+  Tensor out;
+  int num_inputs() const override { return static_cast<int>(in.size()); }
+  const Tensor* input(int i) const override { return i < num_inputs() ? in[i] : nullptr; }
+  int num_outputs() const override { return 1; }
+  bool output_wanted(int i) const override { return i == 0; }
+  StatusOr<Tensor*> Output(int, DataType dt, const std::vector<int64_t>& s) override {
+    out = Tensor(dt, s);
+    return &out;
+  }
+  int threads() const override { return 1; }
+};
+
+TEST(BinaryTest, FusedActivationOnOtherTypes) {
+  // int64 Div + Relu, float64 Mean + Clip, float16 Sub + Relu: the post-op must not be dropped.
+  Tensor a = IntTensor({4}, {-9, 9, -4, 4}), b = IntTensor({1}, {2});
+  auto div = FindKernel("", "Div")(MakeNode("Div", 2, 1));
+  ASSERT_TRUE((*div)->AddPostOp({PostOpKind::kRelu}));
+  KeepContext ctx;
+  ctx.in = {&a, &b};
+  ASSERT_TRUE((*div)->Run(ctx).ok());
+  EXPECT_EQ(CompareTensors(ctx.out, IntTensor({4}, {0, 4, 0, 2})), "");
+
+  Tensor d0 = MakeTyped<double>(DataType::kFloat64, {3}, {-4, 0, 4});
+  Tensor d1 = MakeTyped<double>(DataType::kFloat64, {3}, {-2, 1, 2});
+  auto mean = FindKernel("", "Mean")(MakeNode("Mean", 2, 1));
+  ASSERT_TRUE((*mean)->AddPostOp({PostOpKind::kClip, -1.0f, 2.5f}));
+  ctx.in = {&d0, &d1};
+  ASSERT_TRUE((*mean)->Run(ctx).ok());
+  EXPECT_EQ(CompareTensors(ctx.out, MakeTyped<double>(DataType::kFloat64, {3}, {-1, 0.5, 2.5})), "");
+
+  Tensor h0(DataType::kFloat16, {2}), h1(DataType::kFloat16, {2});
+  h0.data<uint16_t>()[0] = FloatToHalf(1.0f);
+  h0.data<uint16_t>()[1] = FloatToHalf(3.0f);
+  h1.data<uint16_t>()[0] = FloatToHalf(2.0f);
+  h1.data<uint16_t>()[1] = FloatToHalf(1.0f);
+  auto sub = FindKernel("", "Sub")(MakeNode("Sub", 2, 1));
+  ASSERT_TRUE((*sub)->AddPostOp({PostOpKind::kRelu}));
+  ctx.in = {&h0, &h1};
+  ASSERT_TRUE((*sub)->Run(ctx).ok());
+  EXPECT_EQ(HalfToFloat(ctx.out.data<uint16_t>()[0]), 0.0f);
+  EXPECT_EQ(HalfToFloat(ctx.out.data<uint16_t>()[1]), 2.0f);
+}
+
 TEST(BinaryTest, BadInput) {
   Tensor a = RandomTensor({3, 4}, 1), b = RandomTensor({5}, 2);
   ExpectNodeError(MakeNode("Add", 2, 1), {&a, &b}, "broadcast");
