@@ -25,8 +25,8 @@ class ProfileCommand : public Command {
     app->add_option("-o,--output", out_.path, "Write the profile to FILE (format from the extension: .json, .csv, .trace.json, .txt)");
     app->add_option("--format", out_.format, "Write this format to standard output: table, json, csv, chrome");
     app->add_option("--top", top_, "Rows in the hotspot table")->capture_default_str();
-    app->add_option("--input", inputs_, "Input from a TensorProto file: NAME=FILE.pb (repeatable)");
-    app->add_option("--shape", shapes_, "Shape for an input with symbolic dims: NAME=1x3x224x224 (repeatable)");
+    app->add_option("--input", inputs_, "Input from a TensorProto file: NAME=FILE.pb (repeatable)")->allow_extra_args(false);
+    app->add_option("--shape", shapes_, "Shape for an input with symbolic dims: NAME=1x3x224x224 (repeatable)")->allow_extra_args(false);
     app->add_option("--save-outputs", save_dir_, "Write each output as a TensorProto .pb into DIR");
     app->add_option("--seed", seed_, "Seed for random inputs")->capture_default_str();
     app->add_flag("--no-fuse", no_fuse_, "Disable operator fusion (Conv+BN, Conv+activation, MatMul+Add)");

@@ -164,7 +164,12 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     std::vector<double> w(st.nodes.size(), 1.0);
     double wsum = 0;
     for (size_t k = 0; k < st.nodes.size(); ++k) {
-      w[k] = CostWeight(nodes[st.nodes[k]]);
+      const engine::NodeInfo& n = nodes[st.nodes[k]];
+      if (k == 0) w[k] = CostWeight(n);
+      // A BatchNormalization fused into a Conv was folded into its weights: it costs nothing.
+      else if (n.op_type == "BatchNormalization") w[k] = 0;
+      // Post-ops run in registers on the producer's output: arithmetic only, no extra traffic.
+      else w[k] = n.flops / 20e9;
       wsum += w[k];
     }
     if (wsum <= 0) {

@@ -38,7 +38,7 @@
 namespace opscope::engine {
 namespace {
 
-constexpr int kMinOpset = 7;
+constexpr int kMinOpset = 1;   // 7-17 is the supported range; older models run where kernels allow
 constexpr int kMaxOpset = 17;
 constexpr size_t kMaxAllocBytes = size_t{1} << 36;
 
@@ -250,8 +250,8 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   if (opset == 0 && model.opset_import_size() == 0) opset = 1;
   if (opset != 0 && (opset < kMinOpset || opset > kMaxOpset))
     return Unsupported(path + ": model uses ONNX opset " + std::to_string(opset) +
-                       "; the engine runs opsets " + std::to_string(kMinOpset) + "–" +
-                       std::to_string(kMaxOpset) + " (convert it with onnx.version_converter)");
+                       "; the engine runs opsets up to " + std::to_string(kMaxOpset) +
+                       " (convert it with onnx.version_converter)");
 
   try {
     if (HasExternalData(model.graph())) onnx::checker::check_model(path);
@@ -748,11 +748,28 @@ Status SessionImpl::Run() {
 
 void SessionImpl::FinishPlanning() {
   // 1. Record shapes and costs.
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (!steps_[s].active) continue;
+    for (int o : steps_[s].outputs)
+      if (o >= 0) values_[o].seen = true;
+  }
   for (Value& v : values_) {
-    if (v.tensor.empty_data() && !v.is_const && !v.is_input && v.tensor.numel() != 0) continue;
+    if (!v.seen && !v.is_const && !v.is_input) continue;
     v.shape = v.tensor.shape();
     v.dtype = v.tensor.dtype();
     v.seen = true;
+  }
+  // Intermediate values inside a fused step are never materialized; every op that can be fused
+  // after an anchor preserves its shape, so they take the step output's shape and type.
+  for (const Step& st : steps_) {
+    if (st.nodes.size() < 2 || st.outputs.empty() || st.outputs[0] < 0) continue;
+    const Value& out = values_[st.outputs[0]];
+    for (int n : st.nodes)
+      for (int o : nodes_[n].outputs)
+        if (o >= 0 && !values_[o].seen) {
+          values_[o].shape = out.shape;
+          values_[o].dtype = out.dtype;
+        }
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (node_infos_[i].status == "folded") continue;

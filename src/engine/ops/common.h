@@ -21,6 +21,16 @@ inline Status NodeError(const Node& n, const std::string& msg) {
   return InvalidArgument("node '" + n.name + "' (" + n.op_type + "): " + msg);
 }
 
+// "[1,3,224,224]" for error messages.
+inline std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
 inline int64_t Numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;

@@ -56,14 +56,6 @@ void FloatToHalfInto(const Tensor& src, Tensor* dst) {
   for (int64_t i = 0; i < src.numel(); ++i) d[i] = FloatToHalf(s[i]);
 }
 
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
 
 bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, BroadcastPlan* p,
                        bool unidirectional) {

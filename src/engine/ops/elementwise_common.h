@@ -201,7 +201,6 @@ struct BroadcastPlan {
 bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, BroadcastPlan* p,
                        bool unidirectional = false);
 
-std::string ShapeString(const std::vector<int64_t>& shape);
 
 // Calls fn(out_offset, in_offsets, n) over runs of n output elements whose inputs are either
 // contiguous (inner stride 1) or a repeated element (inner stride 0). `cost` is the work per

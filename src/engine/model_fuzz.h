@@ -1,0 +1,11 @@
+// The fuzzing entry point for model loading and graph building: any bytes in, a Status out,
+// never a crash. Shared by the libFuzzer target (model_fuzz.cc, OPSCOPE_FUZZ builds) and the
+// corpus-mutation test that runs in every build (model_fuzz_test.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace opscope::engine {
+void FuzzLoadModel(const uint8_t* data, size_t size);
+}

@@ -1,0 +1,546 @@
+// Conv and ConvTranspose on oneDNN (convolution_forward / deconvolution_forward, inference).
+//
+// Geometry (auto_pad, pads, output_shape, output_padding) is resolved here in ONNX terms and
+// handed to oneDNN as explicit left/right padding. Weights are created with format_tag::any so
+// oneDNN picks its preferred blocked layout; the reorder is cached (DnnlWeightCache). Activations
+// stay plain NC[D]HW at the operator boundary; for convolutions with enough channels the
+// primitive is created with `any` activations too (blocked direct kernels beat the plain-layout
+// GEMM path there) and src/dst are reordered in and out. Keeping blocked layouts between
+// consecutive convolutions would remove those reorders; that is a graph-level optimisation the
+// engine does not do yet.
+//
+// Primitives are rebuilt when the input/weight shapes change and reused otherwise.
+//
+// ConvTranspose output rows past the end of the "full" transposed output (output_padding, or an
+// output_shape larger than the natural size) receive no input contribution: the primitive then
+// writes a temporary of the covered size and the kernel copies it into place and fills the tail
+// with post_ops(bias).
+#include <algorithm>
+#include <cstring>
+
+#include "engine/ops/common.h"
+#include "engine/ops/dnnl_common.h"
+
+namespace opscope::engine {
+namespace {
+
+struct ConvAttrs {
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
+  int64_t group = 1;
+};
+
+Status ReadConvAttrs(const Node& n, bool transpose, ConvAttrs* a) {
+  a->auto_pad = n.attrs.String("auto_pad", "NOTSET");
+  if (a->auto_pad != "NOTSET" && a->auto_pad != "SAME_UPPER" && a->auto_pad != "SAME_LOWER" &&
+      a->auto_pad != "VALID")
+    return NodeError(n, "auto_pad '" + a->auto_pad +
+                            "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  a->kernel_shape = n.attrs.Ints("kernel_shape");
+  a->strides = n.attrs.Ints("strides");
+  a->dilations = n.attrs.Ints("dilations");
+  a->pads = n.attrs.Ints("pads");
+  a->group = n.attrs.Int("group", 1);
+  if (a->group < 1) return NodeError(n, "group must be >= 1, got " + std::to_string(a->group));
+  for (int64_t s : a->strides)
+    if (s < 1) return NodeError(n, "strides must be >= 1");
+  for (int64_t d : a->dilations)
+    if (d < 1) return NodeError(n, "dilations must be >= 1");
+  for (int64_t p : a->pads)
+    if (p < 0) return NodeError(n, "pads must be >= 0");
+  for (int64_t k : a->kernel_shape)
+    if (k < 1) return NodeError(n, "kernel_shape entries must be >= 1");
+  if (transpose) {
+    a->output_padding = n.attrs.Ints("output_padding");
+    a->output_shape = n.attrs.Ints("output_shape");
+    for (int64_t p : a->output_padding)
+      if (p < 0) return NodeError(n, "output_padding must be >= 0");
+  }
+  return Status();
+}
+
+// Spatial geometry resolved against concrete shapes.
+struct Geometry {
+  std::vector<int64_t> k, s, d, pb, pe, out;
+};
+
+Status SpatialParams(const Node& n, const ConvAttrs& a, const std::vector<int64_t>& kernel,
+                     Geometry* g) {
+  size_t sp = kernel.size();
+  if (!a.kernel_shape.empty() && a.kernel_shape != kernel)
+    return NodeError(n, "kernel_shape attribute does not match the weight's spatial dims");
+  g->k = kernel;
+  g->s = a.strides;
+  if (g->s.empty()) g->s.assign(sp, 1);
+  g->d = a.dilations;
+  if (g->d.empty()) g->d.assign(sp, 1);
+  if (g->s.size() != sp) return NodeError(n, "strides has " + std::to_string(g->s.size()) +
+                                                 " entries, expected " + std::to_string(sp));
+  if (g->d.size() != sp) return NodeError(n, "dilations has " + std::to_string(g->d.size()) +
+                                                 " entries, expected " + std::to_string(sp));
+  if (!a.pads.empty() && a.pads.size() != 2 * sp)
+    return NodeError(n, "pads has " + std::to_string(a.pads.size()) + " entries, expected " +
+                            std::to_string(2 * sp));
+  return Status();
+}
+
+Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t>& in,
+                    const std::vector<int64_t>& kernel, Geometry* g) {
+  OPSCOPE_RETURN_IF_ERROR(SpatialParams(n, a, kernel, g));
+  size_t sp = kernel.size();
+  g->pb.assign(sp, 0);
+  g->pe.assign(sp, 0);
+  g->out.assign(sp, 0);
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t dk = (g->k[i] - 1) * g->d[i] + 1;
+    if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+      int64_t o = (in[i] + g->s[i] - 1) / g->s[i];
+      int64_t total = std::max<int64_t>(0, (o - 1) * g->s[i] + dk - in[i]);
+      int64_t small = total / 2;
+      g->pb[i] = a.auto_pad == "SAME_UPPER" ? small : total - small;
+      g->pe[i] = total - g->pb[i];
+    } else if (a.auto_pad == "NOTSET" && !a.pads.empty()) {
+      g->pb[i] = a.pads[i];
+      g->pe[i] = a.pads[i + sp];
+    }
+    int64_t span = in[i] + g->pb[i] + g->pe[i] - dk;
+    if (span < 0)
+      return NodeError(n, "spatial dim " + std::to_string(i) + " of size " +
+                              std::to_string(in[i]) + " (padded " +
+                              std::to_string(in[i] + g->pb[i] + g->pe[i]) +
+                              ") is smaller than the dilated kernel " + std::to_string(dk));
+    g->out[i] = span / g->s[i] + 1;
+  }
+  return Status();
+}
+
+// Transposed geometry. `full[i]` is the unpadded transposed extent; `core[i]` the part of the
+// output the primitive produces (the rest is the bias-only tail).
+Status ConvTransposeGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t>& in,
+                             const std::vector<int64_t>& kernel, Geometry* g,
+                             std::vector<int64_t>* core) {
+  OPSCOPE_RETURN_IF_ERROR(SpatialParams(n, a, kernel, g));
+  size_t sp = kernel.size();
+  std::vector<int64_t> op = a.output_padding;
+  if (op.empty()) op.assign(sp, 0);
+  if (op.size() != sp) return NodeError(n, "output_padding has the wrong number of entries");
+  std::vector<int64_t> target;
+  if (!a.output_shape.empty()) {
+    if (a.output_shape.size() < sp) return NodeError(n, "output_shape has too few entries");
+    target.assign(a.output_shape.end() - static_cast<long>(sp), a.output_shape.end());
+  } else if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+    target.resize(sp);
+    for (size_t i = 0; i < sp; ++i) target[i] = in[i] * g->s[i];
+  }
+  g->pb.assign(sp, 0);
+  g->pe.assign(sp, 0);
+  g->out.assign(sp, 0);
+  core->assign(sp, 0);
+  for (size_t i = 0; i < sp; ++i) {
+    if (op[i] >= std::max(g->s[i], g->d[i]))
+      return NodeError(n, "output_padding must be smaller than the stride or the dilation");
+    int64_t dk = (g->k[i] - 1) * g->d[i] + 1;
+    int64_t full = g->s[i] * (in[i] - 1) + dk;
+    if (!target.empty()) {
+      int64_t total = std::max<int64_t>(0, full + op[i] - target[i]);
+      if (a.auto_pad == "SAME_UPPER") {
+        g->pb[i] = total / 2;
+      } else {
+        g->pb[i] = total - total / 2;
+      }
+      g->pe[i] = total - g->pb[i];
+      g->out[i] = target[i];
+    } else {
+      if (a.auto_pad == "NOTSET" && !a.pads.empty()) {
+        g->pb[i] = a.pads[i];
+        g->pe[i] = a.pads[i + sp];
+      }
+      g->out[i] = full + op[i] - g->pb[i] - g->pe[i];
+    }
+    if (g->out[i] < 0)
+      return NodeError(n, "pads exceed the transposed output size in spatial dim " +
+                              std::to_string(i));
+    (*core)[i] = std::max<int64_t>(0, std::min(g->out[i], full - g->pb[i]));
+  }
+  return Status();
+}
+
+void AppendPostOps(const std::vector<PostOp>& post_ops, dnnl::primitive_attr* attr) {
+  if (post_ops.empty()) return;
+  dnnl::post_ops ops;
+  for (const PostOp& op : post_ops) AppendEltwisePostOp(op, &ops);
+  attr->set_post_ops(ops);
+}
+
+// State shared by both kernels: a primitive built for one set of shapes plus the memory objects
+// around it.
+struct ConvPrimitive {
+  std::vector<int64_t> key;
+  dnnl::primitive prim;
+  dnnl::memory::desc src_plain, dst_plain, w_plain, w_prim, bias_md;
+  dnnl::memory src_user, dst_user, src_prim, dst_prim, bias_mem;
+  bool src_reorder = false, dst_reorder = false;
+  dnnl::reorder src_to_prim, dst_from_prim;
+  DnnlWeightCache weights;
+};
+
+// Shape checks common to both ops; returns N, C, spatial input dims, kernel dims.
+Status CheckInputs(const Node& n, const Tensor* x, const Tensor* w, const Tensor* b) {
+  if (!x || !w) return NodeError(n, "inputs X and W are required");
+  if (x->dtype() != DataType::kFloat32 || w->dtype() != DataType::kFloat32)
+    return NodeError(n, std::string("only float32 is supported, got ") +
+                            DataTypeName(x->dtype()) + " input and " + DataTypeName(w->dtype()) +
+                            " weights");
+  if (x->rank() < 3 || x->rank() > 5)
+    return NodeError(n, "input X has rank " + std::to_string(x->rank()) +
+                            "; 1-D, 2-D and 3-D convolutions (rank 3-5) are supported");
+  if (w->rank() != x->rank())
+    return NodeError(n, "weight W has rank " + std::to_string(w->rank()) + ", expected " +
+                            std::to_string(x->rank()) + " like X");
+  if (b && (b->dtype() != DataType::kFloat32 || b->rank() != 1))
+    return NodeError(n, "bias B must be a 1-D float32 tensor");
+  return Status();
+}
+
+class ConvKernel : public Kernel {
+ public:
+  ConvKernel(const Node& node, ConvAttrs a) : node_(node), a_(std::move(a)) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor* x = ctx.input(0);
+    const Tensor* w = ctx.input(1);
+    const Tensor* b = ctx.input(2);
+    OPSCOPE_RETURN_IF_ERROR(CheckInputs(node_, x, w, b));
+    const int64_t N = x->dim(0), C = x->dim(1), OC = w->dim(0), g = a_.group;
+    if (C != w->dim(1) * g)
+      return NodeError(node_, "input has " + std::to_string(C) + " channels but W expects " +
+                                  std::to_string(w->dim(1)) + " x group " + std::to_string(g));
+    if (OC % g != 0)
+      return NodeError(node_, "output channels " + std::to_string(OC) +
+                                  " not divisible by group " + std::to_string(g));
+    if (b && b->numel() != OC)
+      return NodeError(node_, "bias has " + std::to_string(b->numel()) + " elements, expected " +
+                                  std::to_string(OC));
+    std::vector<int64_t> in(x->shape().begin() + 2, x->shape().end());
+    std::vector<int64_t> kernel(w->shape().begin() + 2, w->shape().end());
+    Geometry geo;
+    OPSCOPE_RETURN_IF_ERROR(ConvGeometry(node_, a_, in, kernel, &geo));
+    std::vector<int64_t> out_shape = {N, OC};
+    out_shape.insert(out_shape.end(), geo.out.begin(), geo.out.end());
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out_shape));
+    if (y->numel() == 0) return Status();
+    if (x->numel() == 0 || w->numel() == 0) return FillBiasOnly(b, y);
+
+    std::vector<int64_t> key = x->shape();
+    key.insert(key.end(), w->shape().begin(), w->shape().end());
+    key.push_back(b ? 1 : 0);
+    if (key != p_.key) OPSCOPE_RETURN_IF_ERROR(Build(x->shape(), w->shape(), out_shape, geo, b));
+    p_.key = key;
+
+    OPSCOPE_ASSIGN_OR_RETURN(dnnl::memory wmem,
+                             p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim));
+    return DnnlCall(node_, "run the convolution", [&] {
+      dnnl::stream& s = DnnlStream();
+      p_.src_user.set_data_handle(const_cast<float*>(x->data<float>()));
+      p_.dst_user.set_data_handle(y->data<float>());
+      if (p_.src_reorder) p_.src_to_prim.execute(s, p_.src_user, p_.src_prim);
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_SRC, p_.src_reorder ? p_.src_prim : p_.src_user},
+          {DNNL_ARG_WEIGHTS, wmem},
+          {DNNL_ARG_DST, p_.dst_reorder ? p_.dst_prim : p_.dst_user}};
+      if (b) {
+        p_.bias_mem.set_data_handle(const_cast<float*>(b->data<float>()));
+        args[DNNL_ARG_BIAS] = p_.bias_mem;
+      }
+      p_.prim.execute(s, args);
+      if (p_.dst_reorder) p_.dst_from_prim.execute(s, p_.dst_prim, p_.dst_user);
+      s.wait();
+    });
+  }
+
+  // FLOPs: 2 * N * OC * prod(out spatial) * (IC/group) * prod(kernel) (one multiply-add = 2),
+  // plus one add per output element for the bias and one op per output element per fused
+  // activation. Bytes: inputs (X, W, B) + output.
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
+    Cost c{0, CompulsoryBytes(in, out)};
+    if (in.size() < 2 || out.empty() || in[1].shape.empty()) return c;
+    double out_elems = static_cast<double>(out[0].numel());
+    double per_out = static_cast<double>(in[1].numel()) / std::max<int64_t>(in[1].shape[0], 1);
+    c.flops = 2 * out_elems * per_out;
+    if (in.size() > 2 && !in[2].shape.empty()) c.flops += out_elems;
+    c.flops += out_elems * static_cast<double>(post_ops_.size());
+    return c;
+  }
+
+  bool AddPostOp(const PostOp& op) override {
+    if (!IsEltwisePostOp(op.kind)) return false;
+    post_ops_.push_back(op);
+    p_.key.clear();
+    return true;
+  }
+
+ private:
+  Status FillBiasOnly(const Tensor* b, Tensor* y) {
+    int64_t OC = y->dim(1), plane = y->numel() / (y->dim(0) * OC);
+    float* py = y->data<float>();
+    for (int64_t n = 0; n < y->dim(0); ++n)
+      for (int64_t c = 0; c < OC; ++c) {
+        float v = ApplyPostOpsScalar(post_ops_, b ? b->data<float>()[c] : 0.f);
+        std::fill(py + (n * OC + c) * plane, py + (n * OC + c + 1) * plane, v);
+      }
+    return Status();
+  }
+
+  Status Build(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+               const std::vector<int64_t>& ys, const Geometry& geo, const Tensor* b) {
+    using dnnl::memory;
+    const int64_t g = a_.group, C = xs[1], OC = ws[0];
+    p_ = ConvPrimitive();
+    p_.src_plain = DnnlPlainDesc(xs);
+    p_.dst_plain = DnnlPlainDesc(ys);
+    std::vector<int64_t> wdims = ws;
+    if (g > 1) {
+      wdims = {g, OC / g, ws[1]};
+      wdims.insert(wdims.end(), ws.begin() + 2, ws.end());
+    }
+    p_.w_plain = DnnlPlainDesc(wdims);
+    // Blocked activations pay off once there are enough channels per group for the direct
+    // kernels' vector blocks (and for depthwise); small-channel convs keep the plain path.
+    bool depthwise = g == C && g == OC;
+    bool blocked = (g == 1 && C >= 16 && OC >= 16) || (depthwise && C >= 16);
+    memory::desc src_md = blocked ? memory::desc(DnnlDims(xs), memory::data_type::f32,
+                                                 memory::format_tag::any)
+                                  : p_.src_plain;
+    memory::desc dst_md = blocked ? memory::desc(DnnlDims(ys), memory::data_type::f32,
+                                                 memory::format_tag::any)
+                                  : p_.dst_plain;
+    memory::desc w_any(DnnlDims(wdims), memory::data_type::f32, memory::format_tag::any);
+    p_.bias_md = b ? DnnlPlainDesc({OC}) : memory::desc();
+    memory::dims strides = DnnlDims(geo.s), pl = DnnlDims(geo.pb), pr = DnnlDims(geo.pe);
+    memory::dims dil(geo.d.size());
+    for (size_t i = 0; i < dil.size(); ++i) dil[i] = geo.d[i] - 1;
+    return DnnlCall(node_, "create the convolution primitive", [&] {
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::convolution_direct, src_md, w_any,
+                                        p_.bias_md, dst_md, strides, dil, pl, pr);
+      dnnl::primitive_attr attr;
+      AppendPostOps(post_ops_, &attr);
+      dnnl::convolution_forward::primitive_desc pd(d, attr, DnnlEngine());
+      p_.prim = dnnl::convolution_forward(pd);
+      p_.w_prim = pd.weights_desc();
+      p_.src_user = memory(p_.src_plain, DnnlEngine(), nullptr);
+      p_.dst_user = memory(p_.dst_plain, DnnlEngine(), nullptr);
+      if (b) p_.bias_mem = memory(p_.bias_md, DnnlEngine(), nullptr);
+      p_.src_reorder = pd.src_desc() != p_.src_plain;
+      p_.dst_reorder = pd.dst_desc() != p_.dst_plain;
+      if (p_.src_reorder) {
+        p_.src_prim = memory(pd.src_desc(), DnnlEngine());
+        p_.src_to_prim = dnnl::reorder(p_.src_user, p_.src_prim);
+      }
+      if (p_.dst_reorder) {
+        p_.dst_prim = memory(pd.dst_desc(), DnnlEngine());
+        p_.dst_from_prim = dnnl::reorder(p_.dst_prim, p_.dst_user);
+      }
+    });
+  }
+
+  Node node_;
+  ConvAttrs a_;
+  std::vector<PostOp> post_ops_;
+  ConvPrimitive p_;
+};
+
+class ConvTransposeKernel : public Kernel {
+ public:
+  ConvTransposeKernel(const Node& node, ConvAttrs a) : node_(node), a_(std::move(a)) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor* x = ctx.input(0);
+    const Tensor* w = ctx.input(1);
+    const Tensor* b = ctx.input(2);
+    OPSCOPE_RETURN_IF_ERROR(CheckInputs(node_, x, w, b));
+    const int64_t N = x->dim(0), C = x->dim(1), g = a_.group;
+    if (C != w->dim(0))
+      return NodeError(node_, "input has " + std::to_string(C) + " channels but W has " +
+                                  std::to_string(w->dim(0)) + " input channels");
+    if (C % g != 0)
+      return NodeError(node_, "input channels " + std::to_string(C) +
+                                  " not divisible by group " + std::to_string(g));
+    const int64_t OC = w->dim(1) * g;
+    if (b && b->numel() != OC)
+      return NodeError(node_, "bias has " + std::to_string(b->numel()) + " elements, expected " +
+                                  std::to_string(OC));
+    std::vector<int64_t> in(x->shape().begin() + 2, x->shape().end());
+    std::vector<int64_t> kernel(w->shape().begin() + 2, w->shape().end());
+    Geometry geo;
+    std::vector<int64_t> core;
+    OPSCOPE_RETURN_IF_ERROR(ConvTransposeGeometry(node_, a_, in, kernel, &geo, &core));
+    std::vector<int64_t> out_shape = {N, OC};
+    out_shape.insert(out_shape.end(), geo.out.begin(), geo.out.end());
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out_shape));
+    if (y->numel() == 0) return Status();
+    std::vector<int64_t> core_shape = {N, OC};
+    core_shape.insert(core_shape.end(), core.begin(), core.end());
+    bool has_tail = core != geo.out;
+    if (x->numel() == 0 || w->numel() == 0 || Numel(core_shape) == 0) {
+      FillWithBias(b, y);
+      return Status();
+    }
+    // Padding on the right as the primitive sees it: the part of `full` beyond the core.
+    Geometry prim_geo = geo;
+    for (size_t i = 0; i < core.size(); ++i) {
+      int64_t full = geo.s[i] * (in[i] - 1) + (geo.k[i] - 1) * geo.d[i] + 1;
+      prim_geo.pe[i] = full - geo.pb[i] - core[i];
+    }
+
+    std::vector<int64_t> key = x->shape();
+    key.insert(key.end(), w->shape().begin(), w->shape().end());
+    key.insert(key.end(), core.begin(), core.end());
+    key.push_back(b ? 1 : 0);
+    if (key != p_.key) OPSCOPE_RETURN_IF_ERROR(Build(x->shape(), w->shape(), core_shape, prim_geo, b));
+    p_.key = key;
+    if (has_tail) tmp_.resize(static_cast<size_t>(Numel(core_shape)));
+    float* dst = has_tail ? tmp_.data() : y->data<float>();
+
+    OPSCOPE_ASSIGN_OR_RETURN(dnnl::memory wmem,
+                             p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim));
+    OPSCOPE_RETURN_IF_ERROR(DnnlCall(node_, "run the transposed convolution", [&] {
+      dnnl::stream& s = DnnlStream();
+      p_.src_user.set_data_handle(const_cast<float*>(x->data<float>()));
+      p_.dst_user.set_data_handle(dst);
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_SRC, p_.src_user}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, p_.dst_user}};
+      if (b) {
+        p_.bias_mem.set_data_handle(const_cast<float*>(b->data<float>()));
+        args[DNNL_ARG_BIAS] = p_.bias_mem;
+      }
+      p_.prim.execute(s, args);
+      s.wait();
+    }));
+    if (has_tail) {
+      FillWithBias(b, y);
+      CopyCore(core_shape, y);
+    }
+    return Status();
+  }
+
+  // FLOPs: 2 * N * IC * prod(in spatial) * (OC/group) * prod(kernel): every input element
+  // scatters a multiply-add into each kernel tap of each output channel of its group; plus one
+  // add per output element for the bias and one per fused activation.
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
+    Cost c{0, CompulsoryBytes(in, out)};
+    if (in.size() < 2 || out.empty() || in[1].shape.empty()) return c;
+    double per_in = static_cast<double>(in[1].numel()) / std::max<int64_t>(in[1].shape[0], 1);
+    c.flops = 2 * static_cast<double>(in[0].numel()) * per_in;
+    double out_elems = static_cast<double>(out[0].numel());
+    if (in.size() > 2 && !in[2].shape.empty()) c.flops += out_elems;
+    c.flops += out_elems * static_cast<double>(post_ops_.size());
+    return c;
+  }
+
+  bool AddPostOp(const PostOp& op) override {
+    if (!IsEltwisePostOp(op.kind)) return false;
+    post_ops_.push_back(op);
+    p_.key.clear();
+    return true;
+  }
+
+ private:
+  // Fills the whole output with post_ops(bias[c]); the core is copied over afterwards.
+  void FillWithBias(const Tensor* b, Tensor* y) {
+    int64_t N = y->dim(0), OC = y->dim(1), plane = y->numel() / (N * OC);
+    float* py = y->data<float>();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < OC; ++c) {
+        float v = ApplyPostOpsScalar(post_ops_, b ? b->data<float>()[c] : 0.f);
+        std::fill(py + (n * OC + c) * plane, py + (n * OC + c + 1) * plane, v);
+      }
+  }
+
+  // Copies the primitive's output (shape core_shape) into the leading corner of y.
+  void CopyCore(const std::vector<int64_t>& core_shape, Tensor* y) {
+    const int rank = static_cast<int>(core_shape.size());
+    const int64_t inner = core_shape[rank - 1];
+    const int64_t rows = Numel(core_shape) / std::max<int64_t>(inner, 1);
+    std::vector<int64_t> ystr = DnnlStrides(y->shape());
+    float* py = y->data<float>();
+    const float* src = tmp_.data();
+    ParallelFor(rows, inner, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t rem = r, off = 0;
+        for (int d = rank - 2; d >= 0; --d) {
+          off += (rem % core_shape[d]) * ystr[d];
+          rem /= core_shape[d];
+        }
+        std::memcpy(py + off, src + r * inner, static_cast<size_t>(inner) * sizeof(float));
+      }
+    });
+  }
+
+  Status Build(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+               const std::vector<int64_t>& ys, const Geometry& geo, const Tensor* b) {
+    using dnnl::memory;
+    const int64_t g = a_.group, IC = xs[1], OC = ys[1];
+    const int64_t icg = IC / g, ocg = OC / g;
+    p_ = ConvPrimitive();
+    p_.src_plain = DnnlPlainDesc(xs);
+    p_.dst_plain = DnnlPlainDesc(ys);
+    std::vector<int64_t> ksp(ws.begin() + 2, ws.end());
+    int64_t K = Numel(ksp);
+    memory::dims kstr = DnnlStrides(ksp);
+    // ONNX stores [IC][OC/g][k...]; oneDNN wants dims [g][OC/g][IC/g][k...] (or [OC][IC][k...]).
+    memory::dims wd, wst;
+    if (g > 1) {
+      wd = {g, ocg, icg};
+      wst = {icg * ocg * K, K, ocg * K};
+    } else {
+      wd = {OC, IC};
+      wst = {K, OC * K};
+    }
+    wd.insert(wd.end(), ksp.begin(), ksp.end());
+    wst.insert(wst.end(), kstr.begin(), kstr.end());
+    p_.w_plain = memory::desc(wd, memory::data_type::f32, wst);
+    memory::desc w_any(wd, memory::data_type::f32, memory::format_tag::any);
+    p_.bias_md = b ? DnnlPlainDesc({OC}) : memory::desc();
+    memory::dims strides = DnnlDims(geo.s), pl = DnnlDims(geo.pb), pr = DnnlDims(geo.pe);
+    memory::dims dil(geo.d.size());
+    for (size_t i = 0; i < dil.size(); ++i) dil[i] = geo.d[i] - 1;
+    return DnnlCall(node_, "create the transposed convolution primitive", [&] {
+      dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::deconvolution_direct, p_.src_plain,
+                                          w_any, p_.bias_md, p_.dst_plain, strides, dil, pl, pr);
+      dnnl::primitive_attr attr;
+      AppendPostOps(post_ops_, &attr);
+      dnnl::deconvolution_forward::primitive_desc pd(d, attr, DnnlEngine());
+      p_.prim = dnnl::deconvolution_forward(pd);
+      p_.w_prim = pd.weights_desc();
+      p_.src_user = memory(p_.src_plain, DnnlEngine(), nullptr);
+      p_.dst_user = memory(p_.dst_plain, DnnlEngine(), nullptr);
+      if (b) p_.bias_mem = memory(p_.bias_md, DnnlEngine(), nullptr);
+    });
+  }
+
+  Node node_;
+  ConvAttrs a_;
+  std::vector<PostOp> post_ops_;
+  ConvPrimitive p_;
+  std::vector<float> tmp_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Kernel>> Create_Conv(const Node& node) {
+  ConvAttrs a;
+  OPSCOPE_RETURN_IF_ERROR(ReadConvAttrs(node, false, &a));
+  return std::unique_ptr<Kernel>(new ConvKernel(node, std::move(a)));
+}
+
+StatusOr<std::unique_ptr<Kernel>> Create_ConvTranspose(const Node& node) {
+  ConvAttrs a;
+  OPSCOPE_RETURN_IF_ERROR(ReadConvAttrs(node, true, &a));
+  return std::unique_ptr<Kernel>(new ConvTransposeKernel(node, std::move(a)));
+}
+
+}  // namespace opscope::engine

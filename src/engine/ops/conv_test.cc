@@ -1,0 +1,371 @@
+// Conv / ConvTranspose against naive twins, fused activations, geometry, costs, bad input.
+#include <gtest/gtest.h>
+
+#include "engine/ops/dnnl_testing.h"
+
+namespace opscope::engine::testing {
+namespace {
+
+struct Geo {
+  std::vector<int64_t> s, d, pb, pe;
+  int64_t group = 1;
+};
+
+// Direct convolution over up to 3 spatial dims (lower ranks are padded with size-1 dims).
+Tensor NaiveConv(const Tensor& x, const Tensor& w, const Tensor* b, const Geo& g) {
+  int sp = x.rank() - 2;
+  auto pad3 = [&](std::vector<int64_t> v, int64_t fill) {
+    v.insert(v.begin(), 3 - v.size(), fill);
+    return v;
+  };
+  std::vector<int64_t> in = pad3({x.shape().begin() + 2, x.shape().end()}, 1);
+  std::vector<int64_t> k = pad3({w.shape().begin() + 2, w.shape().end()}, 1);
+  auto s = pad3(g.s, 1), d = pad3(g.d, 1), pb = pad3(g.pb, 0), pe = pad3(g.pe, 0);
+  int64_t N = x.dim(0), C = x.dim(1), OC = w.dim(0), icg = C / g.group, ocg = OC / g.group;
+  std::vector<int64_t> out(3);
+  for (int i = 0; i < 3; ++i) out[i] = (in[i] + pb[i] + pe[i] - ((k[i] - 1) * d[i] + 1)) / s[i] + 1;
+  std::vector<int64_t> ys = {N, OC};
+  for (int i = 3 - sp; i < 3; ++i) ys.push_back(out[i]);
+  Tensor y(DataType::kFloat32, ys);
+  const float* px = x.data<float>();
+  const float* pw = w.data<float>();
+  float* py = y.data<float>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < OC; ++oc) {
+      int64_t grp = oc / ocg;
+      for (int64_t o0 = 0; o0 < out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < out[2]; ++o2) {
+            double acc = b ? b->data<float>()[oc] : 0.0;
+            for (int64_t ic = 0; ic < icg; ++ic)
+              for (int64_t k0 = 0; k0 < k[0]; ++k0)
+                for (int64_t k1 = 0; k1 < k[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    int64_t i0 = o0 * s[0] - pb[0] + k0 * d[0];
+                    int64_t i1 = o1 * s[1] - pb[1] + k1 * d[1];
+                    int64_t i2 = o2 * s[2] - pb[2] + k2 * d[2];
+                    if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2])
+                      continue;
+                    int64_t c = grp * icg + ic;
+                    acc += double(px[(((n * C + c) * in[0] + i0) * in[1] + i1) * in[2] + i2]) *
+                           pw[(((oc * icg + ic) * k[0] + k0) * k[1] + k1) * k[2] + k2];
+                  }
+            py[(((n * OC + oc) * out[0] + o0) * out[1] + o1) * out[2] + o2] = float(acc);
+          }
+    }
+  return y;
+}
+
+// Scatter form of the transposed convolution, on an explicit output size.
+Tensor NaiveConvTranspose(const Tensor& x, const Tensor& w, const Tensor* b, const Geo& g,
+                          std::vector<int64_t> out_sp) {
+  int sp = x.rank() - 2;
+  auto pad3 = [&](std::vector<int64_t> v, int64_t fill) {
+    v.insert(v.begin(), 3 - v.size(), fill);
+    return v;
+  };
+  std::vector<int64_t> in = pad3({x.shape().begin() + 2, x.shape().end()}, 1);
+  std::vector<int64_t> k = pad3({w.shape().begin() + 2, w.shape().end()}, 1);
+  auto s = pad3(g.s, 1), d = pad3(g.d, 1), pb = pad3(g.pb, 0);
+  auto out = pad3(out_sp, 1);
+  int64_t N = x.dim(0), C = x.dim(1), ocg = w.dim(1), OC = ocg * g.group, icg = C / g.group;
+  std::vector<int64_t> ys = {N, OC};
+  for (int i = 3 - sp; i < 3; ++i) ys.push_back(out[i]);
+  Tensor y(DataType::kFloat32, ys);
+  std::vector<double> acc(static_cast<size_t>(y.numel()), 0.0);
+  const float* px = x.data<float>();
+  const float* pw = w.data<float>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t grp = c / icg;
+      for (int64_t i0 = 0; i0 < in[0]; ++i0)
+        for (int64_t i1 = 0; i1 < in[1]; ++i1)
+          for (int64_t i2 = 0; i2 < in[2]; ++i2) {
+            float xv = px[(((n * C + c) * in[0] + i0) * in[1] + i1) * in[2] + i2];
+            for (int64_t oc = 0; oc < ocg; ++oc)
+              for (int64_t k0 = 0; k0 < k[0]; ++k0)
+                for (int64_t k1 = 0; k1 < k[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    int64_t o0 = i0 * s[0] + k0 * d[0] - pb[0];
+                    int64_t o1 = i1 * s[1] + k1 * d[1] - pb[1];
+                    int64_t o2 = i2 * s[2] + k2 * d[2] - pb[2];
+                    if (o0 < 0 || o0 >= out[0] || o1 < 0 || o1 >= out[1] || o2 < 0 || o2 >= out[2])
+                      continue;
+                    int64_t occ = grp * ocg + oc;
+                    acc[(((n * OC + occ) * out[0] + o0) * out[1] + o1) * out[2] + o2] +=
+                        double(xv) * pw[(((c * ocg + oc) * k[0] + k0) * k[1] + k1) * k[2] + k2];
+                  }
+          }
+    }
+  int64_t plane = out[0] * out[1] * out[2];
+  for (int64_t i = 0; i < y.numel(); ++i)
+    y.data<float>()[i] = float(acc[i] + (b ? b->data<float>()[(i / plane) % OC] : 0.0));
+  return y;
+}
+
+Node ConvNode(const char* op, const Geo& g, bool bias) {
+  Node n = MakeNode(op, bias ? 3 : 2, 1);
+  n.attrs.Set("strides", IntsAttr(g.s));
+  n.attrs.Set("dilations", IntsAttr(g.d));
+  std::vector<int64_t> pads = g.pb;
+  pads.insert(pads.end(), g.pe.begin(), g.pe.end());
+  n.attrs.Set("pads", IntsAttr(pads));
+  n.attrs.Set("group", IntAttr(g.group));
+  return n;
+}
+
+struct ConvCase {
+  std::vector<int64_t> x, w;
+  Geo g;
+  bool bias;
+};
+
+TEST(Conv, MatchesNaiveTwinOnOddShapes) {
+  std::vector<ConvCase> cases = {
+      {{1, 3, 7, 7}, {5, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1}, true},
+      {{2, 4, 13, 7}, {6, 2, 3, 2}, {{2, 1}, {1, 2}, {0, 1}, {2, 0}, 2}, true},
+      {{1, 16, 13, 13}, {16, 1, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 16}, true},  // depthwise
+      {{1, 32, 7, 7}, {17, 32, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, false},   // blocked 1x1
+      {{1, 16, 9, 11}, {32, 16, 3, 3}, {{1, 2}, {2, 1}, {2, 0}, {1, 3}, 1}, true},   // blocked
+      {{3, 5, 127}, {7, 5, 5}, {{3}, {2}, {4}, {1}, 1}, true},                       // 1-D
+      {{1, 2, 5, 6, 7}, {4, 1, 2, 3, 2}, {{1, 2, 1}, {2, 1, 1}, {1, 0, 1}, {0, 1, 1}, 2}, true},
+      {{1, 1, 1, 1}, {1, 1, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, true},
+  };
+  uint32_t seed = 1;
+  for (const ConvCase& c : cases) {
+    Tensor x = RandomTensor(c.x, seed++), w = RandomTensor(c.w, seed++);
+    Tensor b = RandomTensor({c.w[0]}, seed++);
+    Node n = ConvNode("Conv", c.g, c.bias);
+    auto out = RunKernel(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
+                                   : std::vector<const Tensor*>{&x, &w}, 2);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    Tensor ref = NaiveConv(x, w, c.bias ? &b : nullptr, c.g);
+    EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "") << "case x rank " << c.x.size();
+  }
+}
+
+TEST(Conv, AutoPadSameUpperLowerValid) {
+  Tensor x = RandomTensor({1, 2, 7, 8}, 11), w = RandomTensor({3, 2, 4, 3}, 12);
+  struct {
+    const char* mode;
+    Geo g;
+  } cases[] = {{"SAME_UPPER", {{2, 3}, {1, 1}, {1, 0}, {2, 1}}},  // total pads 3 / 1
+               {"SAME_LOWER", {{2, 3}, {1, 1}, {2, 1}, {1, 0}}},
+               {"VALID", {{2, 3}, {1, 1}, {0, 0}, {0, 0}}}};
+  for (auto& c : cases) {
+    Node n = MakeNode("Conv", 2, 1);
+    n.attrs.Set("auto_pad", StringAttr(c.mode));
+    n.attrs.Set("strides", IntsAttr({2, 3}));
+    auto out = RunKernel(n, {&x, &w});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    Tensor ref = NaiveConv(x, w, nullptr, c.g);
+    EXPECT_EQ(CompareFloat((*out)[0], ref), "") << c.mode;
+    if (std::string(c.mode) != "VALID") {
+      EXPECT_EQ((*out)[0].dim(2), 4);
+      EXPECT_EQ((*out)[0].dim(3), 3);
+    }
+  }
+}
+
+TEST(Conv, FusedActivationsEqualSeparateOps) {
+  for (auto shape : {std::vector<int64_t>{1, 3, 9, 9}, std::vector<int64_t>{1, 16, 9, 9}}) {
+    Tensor x = RandomTensor(shape, 21, -2, 2), w = RandomTensor({16, shape[1], 3, 3}, 22);
+    Tensor b = RandomTensor({16}, 23);
+    Geo g{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+    Node n = ConvNode("Conv", g, true);
+    Tensor plain = NaiveConv(x, w, &b, g);
+    for (const PostOp& op : AllActivations()) {
+      auto out = RunWithPostOps(n, {&x, &w, &b}, {op});
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(plain, op), 1e-4f, 1e-4f), "")
+          << "post-op " << static_cast<int>(op.kind) << " C=" << shape[1];
+    }
+    // Two activations chain in order.
+    std::vector<PostOp> chain = {{PostOpKind::kLeakyRelu, 0.2f}, {PostOpKind::kClip, -0.1f, 0.5f}};
+    auto out = RunWithPostOps(n, {&x, &w, &b}, chain);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(ApplyRef(plain, chain[0]), chain[1])), "");
+  }
+  // Conv has no last-dim bias add.
+  Node n = MakeNode("Conv", 2, 1);
+  auto k = FindKernel("", "Conv")(n);
+  ASSERT_TRUE(k.ok());
+  EXPECT_FALSE((*k)->AddPostOp({PostOpKind::kBiasAdd}));
+}
+
+TEST(Conv, WeightChangeAtSameAddressIsSeen) {
+  Tensor x = RandomTensor({1, 16, 5, 5}, 31), w = RandomTensor({16, 16, 3, 3}, 32);
+  Node n = MakeNode("Conv", 2, 1);
+  auto k = FindKernel("", "Conv")(n);
+  ASSERT_TRUE(k.ok());
+  Geo g{{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1};
+  for (int r = 0; r < 2; ++r) {
+    NnTestContext ctx({&x, &w}, 1);
+    ASSERT_TRUE((*k)->Run(ctx).ok());
+    EXPECT_EQ(CompareFloat(ctx.outputs()[0], NaiveConv(x, w, nullptr, g)), "") << r;
+    w.data<float>()[7] += 1.0f;  // same pointer, new content
+  }
+}
+
+TEST(Conv, ShapeChangeRebuilds) {
+  Node n = MakeNode("Conv", 2, 1);
+  auto k = FindKernel("", "Conv")(n);
+  ASSERT_TRUE(k.ok());
+  Tensor w = RandomTensor({4, 2, 3, 3}, 41);
+  Geo g{{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1};
+  for (int64_t h : {5, 9, 5}) {
+    Tensor x = RandomTensor({2, 2, h, 7}, 42 + static_cast<uint32_t>(h));
+    NnTestContext ctx({&x, &w}, 1);
+    ASSERT_TRUE((*k)->Run(ctx).ok());
+    EXPECT_EQ(CompareFloat(ctx.outputs()[0], NaiveConv(x, w, nullptr, g)), "") << h;
+  }
+}
+
+TEST(Conv, BadInputIsAnErrorNamingTheNode) {
+  Tensor x = RandomTensor({1, 3, 5, 5}, 1), w = RandomTensor({4, 2, 3, 3}, 2);
+  Node n = MakeNode("Conv", 2, 1);
+  auto out = RunKernel(n, {&x, &w});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("Conv_test"), std::string::npos);
+  Tensor x2 = RandomTensor({3, 5}, 1);
+  EXPECT_FALSE(RunKernel(n, {&x2, &w}).ok());
+  Tensor small = RandomTensor({1, 2, 2, 2}, 3);
+  EXPECT_FALSE(RunKernel(n, {&small, &w}).ok());  // kernel larger than the input
+  Tensor b = RandomTensor({5}, 4), x3 = RandomTensor({1, 2, 5, 5}, 5);
+  Node nb = MakeNode("Conv", 3, 1);
+  EXPECT_FALSE(RunKernel(nb, {&x3, &w, &b}).ok());  // bias size
+  Node bad = MakeNode("Conv", 2, 1);
+  bad.attrs.Set("auto_pad", StringAttr("SAME"));
+  EXPECT_FALSE(FindKernel("", "Conv")(bad).ok());
+  Node bad2 = MakeNode("Conv", 2, 1);
+  bad2.attrs.Set("strides", IntsAttr({1, 1, 1}));
+  EXPECT_FALSE(RunKernel(bad2, {&x3, &w}).ok());
+  Node bad3 = MakeNode("Conv", 2, 1);
+  bad3.attrs.Set("group", IntAttr(0));
+  EXPECT_FALSE(FindKernel("", "Conv")(bad3).ok());
+}
+
+TEST(Conv, CostIsHandComputed) {
+  Node n = MakeNode("Conv", 3, 1);
+  n.attrs.Set("group", IntAttr(2));
+  auto k = FindKernel("", "Conv")(n);
+  ASSERT_TRUE(k.ok());
+  // N=1, IC=4, OC=6, group 2, 3x3 kernel, 5x5 output: 2*1*6*25*(4/2)*9 = 5400 + 150 bias.
+  std::vector<TensorDesc> in = {{DataType::kFloat32, {1, 4, 7, 7}},
+                                {DataType::kFloat32, {6, 2, 3, 3}},
+                                {DataType::kFloat32, {6}}};
+  std::vector<TensorDesc> out = {{DataType::kFloat32, {1, 6, 5, 5}}};
+  Cost c = (*k)->EstimateCost(in, out);
+  EXPECT_DOUBLE_EQ(c.flops, 5400 + 150);
+  EXPECT_DOUBLE_EQ(c.bytes, 4.0 * (196 + 108 + 6 + 150));
+  (*k)->AddPostOp({PostOpKind::kRelu});
+  EXPECT_DOUBLE_EQ((*k)->EstimateCost(in, out).flops, 5400 + 150 + 150);
+}
+
+// ---- ConvTranspose ----
+
+struct TCase {
+  std::vector<int64_t> x, w;  // w = [C, OC/g, k...]
+  Geo g;
+  std::vector<int64_t> output_padding;
+  bool bias;
+};
+
+std::vector<int64_t> TransposedSize(const TCase& c) {
+  std::vector<int64_t> out;
+  size_t sp = c.x.size() - 2;
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t op = c.output_padding.empty() ? 0 : c.output_padding[i];
+    out.push_back(c.g.s[i] * (c.x[i + 2] - 1) + (c.w[i + 2] - 1) * c.g.d[i] + 1 + op - c.g.pb[i] -
+                  c.g.pe[i]);
+  }
+  return out;
+}
+
+TEST(ConvTranspose, MatchesNaiveTwinOnOddShapes) {
+  std::vector<TCase> cases = {
+      {{1, 3, 7, 7}, {3, 5, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, {}, true},
+      {{2, 4, 5, 7}, {4, 3, 3, 2}, {{2, 3}, {1, 2}, {0, 1}, {2, 0}, 2}, {1, 2}, true},
+      {{1, 16, 13, 13}, {16, 16, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, {1, 1}, false},
+      {{1, 2, 13}, {2, 7, 5}, {{3}, {2}, {4}, {0}, 1}, {2}, true},
+      {{1, 2, 3, 4, 5}, {2, 2, 2, 3, 2}, {{1, 2, 2}, {1, 1, 2}, {0, 1, 0}, {1, 0, 0}, 1}, {0, 1, 1}, true},
+      {{1, 1, 1, 1}, {1, 1, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, {}, false},
+  };
+  uint32_t seed = 100;
+  for (const TCase& c : cases) {
+    Tensor x = RandomTensor(c.x, seed++), w = RandomTensor(c.w, seed++);
+    int64_t OC = c.w[1] * c.g.group;
+    Tensor b = RandomTensor({OC}, seed++);
+    Node n = ConvNode("ConvTranspose", c.g, c.bias);
+    if (!c.output_padding.empty()) n.attrs.Set("output_padding", IntsAttr(c.output_padding));
+    auto out = RunKernel(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
+                                   : std::vector<const Tensor*>{&x, &w}, 2);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    Tensor ref = NaiveConvTranspose(x, w, c.bias ? &b : nullptr, c.g, TransposedSize(c));
+    EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "") << "case rank " << c.x.size();
+  }
+}
+
+TEST(ConvTranspose, OutputShapeAndAutoPad) {
+  Tensor x = RandomTensor({1, 2, 3, 3}, 7), w = RandomTensor({2, 2, 3, 3}, 8);
+  Tensor b = RandomTensor({2}, 9);
+  // output_shape larger than the natural 9x7 output: rows past it hold only bias (+ relu).
+  Node n = MakeNode("ConvTranspose", 3, 1);
+  n.attrs.Set("strides", IntsAttr({3, 2}));
+  n.attrs.Set("output_shape", IntsAttr({10, 8}));
+  Geo g{{3, 2}, {1, 1}, {0, 0}, {0, 0}, 1};
+  Tensor ref = NaiveConvTranspose(x, w, &b, g, {10, 8});
+  auto out = RunWithPostOps(n, {&x, &w, &b}, {{PostOpKind::kRelu}});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(ref, {PostOpKind::kRelu})), "");
+  // SAME_UPPER: output = input * stride; total pad 1 goes to the end.
+  Node s = MakeNode("ConvTranspose", 2, 1);
+  s.attrs.Set("strides", IntsAttr({2, 2}));
+  s.attrs.Set("auto_pad", StringAttr("SAME_UPPER"));
+  auto so = RunKernel(s, {&x, &w});
+  ASSERT_TRUE(so.ok()) << so.status().message();
+  EXPECT_EQ(CompareFloat((*so)[0], NaiveConvTranspose(x, w, nullptr,
+                                                      {{2, 2}, {1, 1}, {0, 0}, {1, 1}, 1}, {6, 6})),
+            "");
+  s.attrs.Set("auto_pad", StringAttr("SAME_LOWER"));
+  so = RunKernel(s, {&x, &w});
+  ASSERT_TRUE(so.ok());
+  EXPECT_EQ(CompareFloat((*so)[0], NaiveConvTranspose(x, w, nullptr,
+                                                      {{2, 2}, {1, 1}, {1, 1}, {0, 0}, 1}, {6, 6})),
+            "");
+}
+
+TEST(ConvTranspose, FusedActivationsEqualSeparateOps) {
+  Tensor x = RandomTensor({1, 4, 5, 5}, 51, -2, 2), w = RandomTensor({4, 3, 3, 3}, 52);
+  Tensor b = RandomTensor({3}, 53);
+  Geo g{{2, 2}, {1, 1}, {1, 1}, {0, 0}, 1};
+  Node n = ConvNode("ConvTranspose", g, true);
+  Tensor plain = NaiveConvTranspose(x, w, &b, g, {10, 10});
+  for (const PostOp& op : AllActivations()) {
+    auto out = RunWithPostOps(n, {&x, &w, &b}, {op});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(plain, op), 1e-4f, 1e-4f), "")
+        << static_cast<int>(op.kind);
+  }
+}
+
+TEST(ConvTranspose, BadInputAndCost) {
+  Tensor x = RandomTensor({1, 3, 5, 5}, 1), w = RandomTensor({4, 2, 3, 3}, 2);
+  Node n = MakeNode("ConvTranspose", 2, 1);
+  auto out = RunKernel(n, {&x, &w});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("ConvTranspose_test"), std::string::npos);
+  Node op = MakeNode("ConvTranspose", 2, 1);
+  op.attrs.Set("output_padding", IntsAttr({1, 1}));  // must be < stride
+  Tensor x4 = RandomTensor({1, 4, 5, 5}, 3);
+  EXPECT_FALSE(RunKernel(op, {&x4, &w}).ok());
+  auto k = FindKernel("", "ConvTranspose")(n);
+  ASSERT_TRUE(k.ok());
+  // 2 * N*IC*H*W * (OC/g)*kh*kw = 2 * 4*25 * 2*9 = 3600.
+  Cost c = (*k)->EstimateCost({{DataType::kFloat32, {1, 4, 5, 5}}, {DataType::kFloat32, {4, 2, 3, 3}}},
+                              {{DataType::kFloat32, {1, 2, 7, 7}}});
+  EXPECT_DOUBLE_EQ(c.flops, 3600);
+}
+
+}  // namespace
+}  // namespace opscope::engine::testing

@@ -1,0 +1,195 @@
+// BatchNormalization / InstanceNormalization / LayerNormalization against naive twins.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/ops/dnnl_testing.h"
+
+namespace opscope::engine::testing {
+namespace {
+
+Tensor Positive(std::vector<int64_t> shape, uint32_t seed) { return RandomTensor(shape, seed, 0.1f, 2); }
+
+TEST(BatchNormalization, InferenceMatchesFormula) {
+  for (auto shape : {std::vector<int64_t>{2, 3, 7, 13}, std::vector<int64_t>{1, 7},
+                     std::vector<int64_t>{3, 13, 127}, std::vector<int64_t>{1, 1, 1, 1, 1}}) {
+    int64_t C = shape[1];
+    Tensor x = RandomTensor(shape, 1), s = RandomTensor({C}, 2), b = RandomTensor({C}, 3);
+    Tensor m = RandomTensor({C}, 4), v = Positive({C}, 5);
+    Node n = MakeNode("BatchNormalization", 5, 1, 15);
+    n.attrs.Set("epsilon", FloatAttr(1e-2f));
+    auto out = RunKernel(n, {&x, &s, &b, &m, &v}, 2);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    Tensor ref(DataType::kFloat32, shape);
+    int64_t S = x.numel() / (shape[0] * C);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      int64_t c = (i / S) % C;
+      ref.data<float>()[i] = s.data<float>()[c] * (x.data<float>()[i] - m.data<float>()[c]) /
+                                 std::sqrt(v.data<float>()[c] + 1e-2f) +
+                             b.data<float>()[c];
+    }
+    EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-5f, 1e-5f), "");
+  }
+}
+
+TEST(BatchNormalization, Opset7SpatialZeroUsesPerElementParameters) {
+  Tensor x = RandomTensor({2, 3, 4}, 1), s = RandomTensor({3, 4}, 2), b = RandomTensor({3, 4}, 3);
+  Tensor m = RandomTensor({3, 4}, 4), v = Positive({3, 4}, 5);
+  Node n = MakeNode("BatchNormalization", 5, 1, 7);
+  n.attrs.Set("spatial", IntAttr(0));
+  auto out = RunKernel(n, {&x, &s, &b, &m, &v});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  Tensor ref(DataType::kFloat32, {2, 3, 4});
+  for (int64_t i = 0; i < 24; ++i) {
+    int64_t p = i % 12;
+    ref.data<float>()[i] = s.data<float>()[p] * (x.data<float>()[i] - m.data<float>()[p]) /
+                               std::sqrt(v.data<float>()[p] + 1e-5f) +
+                           b.data<float>()[p];
+  }
+  EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-5f, 1e-5f), "");
+}
+
+TEST(BatchNormalization, TrainingModeUsesBatchStatistics) {
+  Tensor x = RandomTensor({2, 3, 5}, 11), s = RandomTensor({3}, 12), b = RandomTensor({3}, 13);
+  Tensor m = RandomTensor({3}, 14), v = Positive({3}, 15);
+  Node n = MakeNode("BatchNormalization", 5, 3, 15);
+  n.attrs.Set("training_mode", IntAttr(1));
+  n.attrs.Set("momentum", FloatAttr(0.8f));
+  auto out = RunKernel(n, {&x, &s, &b, &m, &v});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  Tensor ref(DataType::kFloat32, {2, 3, 5}), rm(DataType::kFloat32, {3}), rv(DataType::kFloat32, {3});
+  for (int c = 0; c < 3; ++c) {
+    double sum = 0, sq = 0;
+    for (int nn = 0; nn < 2; ++nn)
+      for (int i = 0; i < 5; ++i) sum += x.data<float>()[(nn * 3 + c) * 5 + i];
+    double mean = sum / 10;
+    for (int nn = 0; nn < 2; ++nn)
+      for (int i = 0; i < 5; ++i) sq += std::pow(x.data<float>()[(nn * 3 + c) * 5 + i] - mean, 2);
+    double var = sq / 10;
+    for (int nn = 0; nn < 2; ++nn)
+      for (int i = 0; i < 5; ++i) {
+        int64_t k = (nn * 3 + c) * 5 + i;
+        ref.data<float>()[k] = float(s.data<float>()[c] * (x.data<float>()[k] - mean) /
+                                         std::sqrt(var + 1e-5) +
+                                     b.data<float>()[c]);
+      }
+    rm.data<float>()[c] = float(m.data<float>()[c] * 0.8 + mean * 0.2);
+    rv.data<float>()[c] = float(v.data<float>()[c] * 0.8 + var * 0.2);
+  }
+  EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-5f, 1e-4f), "");
+  EXPECT_EQ(CompareFloat((*out)[1], rm, 1e-6f, 1e-5f), "");
+  EXPECT_EQ(CompareFloat((*out)[2], rv, 1e-6f, 1e-5f), "");
+}
+
+TEST(BatchNormalization, BadInput) {
+  Tensor x = RandomTensor({2, 3, 4}, 1), s = RandomTensor({4}, 2);
+  Node n = MakeNode("BatchNormalization", 5, 1, 15);
+  auto r = RunKernel(n, {&x, &s, &s, &s, &s});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("BatchNormalization_test"), std::string::npos);
+  Tensor c = RandomTensor({3}, 3);
+  EXPECT_FALSE(RunKernel(n, {&x, &c, &c, &c}).ok());  // missing var
+  Tensor x1 = RandomTensor({3}, 4);
+  EXPECT_FALSE(RunKernel(n, {&x1, &c, &c, &c, &c}).ok());
+  auto k = FindKernel("", "BatchNormalization")(n);
+  ASSERT_TRUE(k.ok());
+  EXPECT_DOUBLE_EQ((*k)->EstimateCost({{DataType::kFloat32, {2, 3, 4}}}, {}).flops, 48);
+}
+
+TEST(InstanceNormalization, MatchesNaive) {
+  for (auto shape : {std::vector<int64_t>{2, 3, 7, 13}, std::vector<int64_t>{1, 5, 127},
+                     std::vector<int64_t>{1, 1, 1}}) {
+    int64_t C = shape[1];
+    Tensor x = RandomTensor(shape, 21, 3, 5), s = RandomTensor({C}, 22), b = RandomTensor({C}, 23);
+    Node n = MakeNode("InstanceNormalization", 3, 1);
+    n.attrs.Set("epsilon", FloatAttr(1e-3f));
+    auto out = RunKernel(n, {&x, &s, &b});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    int64_t S = x.numel() / (shape[0] * C);
+    Tensor ref(DataType::kFloat32, shape);
+    for (int64_t q = 0; q < shape[0] * C; ++q) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < S; ++i) mean += x.data<float>()[q * S + i];
+      mean /= S;
+      for (int64_t i = 0; i < S; ++i) var += std::pow(x.data<float>()[q * S + i] - mean, 2);
+      var /= S;
+      for (int64_t i = 0; i < S; ++i)
+        ref.data<float>()[q * S + i] =
+            float(s.data<float>()[q % C] * (x.data<float>()[q * S + i] - mean) /
+                      std::sqrt(var + 1e-3) +
+                  b.data<float>()[q % C]);
+    }
+    EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "");
+  }
+  Tensor x = RandomTensor({1, 3, 4}, 1), s = RandomTensor({2}, 2);
+  EXPECT_FALSE(RunKernel(MakeNode("InstanceNormalization", 3, 1), {&x, &s, &s}).ok());
+}
+
+TEST(LayerNormalization, MatchesNaiveForEveryAxisWithStatistics) {
+  std::vector<int64_t> shape = {2, 3, 7, 13};
+  for (int64_t axis = -4; axis < 4; ++axis) {
+    int64_t a = axis < 0 ? axis + 4 : axis;
+    std::vector<int64_t> norm(shape.begin() + a, shape.end());
+    Tensor x = RandomTensor(shape, 31, -3, 5), s = RandomTensor(norm, 32), b = RandomTensor(norm, 33);
+    Node n = MakeNode("LayerNormalization", 3, 3);
+    n.attrs.Set("axis", IntAttr(axis));
+    n.attrs.Set("epsilon", FloatAttr(1e-4f));
+    auto out = RunKernel(n, {&x, &s, &b}, 2);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    int64_t inner = Numel(norm), rows = x.numel() / inner;
+    Tensor ref(DataType::kFloat32, shape);
+    std::vector<int64_t> ss(shape.begin(), shape.begin() + a);
+    ss.resize(4, 1);
+    Tensor rm(DataType::kFloat32, ss), ri(DataType::kFloat32, ss);
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < inner; ++i) mean += x.data<float>()[r * inner + i];
+      mean /= inner;
+      for (int64_t i = 0; i < inner; ++i) var += std::pow(x.data<float>()[r * inner + i] - mean, 2);
+      var /= inner;
+      double inv = 1 / std::sqrt(var + 1e-4);
+      rm.data<float>()[r] = float(mean);
+      ri.data<float>()[r] = float(inv);
+      for (int64_t i = 0; i < inner; ++i)
+        ref.data<float>()[r * inner + i] = float((x.data<float>()[r * inner + i] - mean) * inv *
+                                                     s.data<float>()[i] +
+                                                 b.data<float>()[i]);
+    }
+    EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "") << axis;
+    EXPECT_EQ(CompareFloat((*out)[1], rm, 1e-5f, 1e-5f), "") << axis;
+    EXPECT_EQ(CompareFloat((*out)[2], ri, 1e-5f, 1e-4f), "") << axis;
+  }
+}
+
+TEST(LayerNormalization, BroadcastScaleNoBiasAndBadInput) {
+  Tensor x = RandomTensor({3, 7, 13}, 41), s = RandomTensor({13}, 42);
+  Node n = MakeNode("LayerNormalization", 2, 1);
+  n.attrs.Set("axis", IntAttr(1));
+  auto out = RunKernel(n, {&x, &s});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  for (int64_t r = 0; r < 3; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < 91; ++i) mean += x.data<float>()[r * 91 + i];
+    mean /= 91;
+    for (int64_t i = 0; i < 91; ++i) var += std::pow(x.data<float>()[r * 91 + i] - mean, 2);
+    var /= 91;
+    for (int64_t i = 0; i < 91; ++i) {
+      float want = float((x.data<float>()[r * 91 + i] - mean) / std::sqrt(var + 1e-5) *
+                         s.data<float>()[i % 13]);
+      ASSERT_NEAR((*out)[0].data<float>()[r * 91 + i], want, 1e-4) << i;
+    }
+  }
+  n.attrs.Set("axis", IntAttr(3));
+  auto bad = RunKernel(n, {&x, &s});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("LayerNormalization_test"), std::string::npos);
+  n.attrs.Set("axis", IntAttr(-1));
+  Tensor s2 = RandomTensor({7}, 43);
+  EXPECT_FALSE(RunKernel(n, {&x, &s2}).ok());
+  auto k = FindKernel("", "LayerNormalization")(n);
+  ASSERT_TRUE(k.ok());
+  EXPECT_DOUBLE_EQ((*k)->EstimateCost({{DataType::kFloat32, {3, 7, 13}}}, {}).flops, 7.0 * 273);
+}
+
+}  // namespace
+}  // namespace opscope::engine::testing

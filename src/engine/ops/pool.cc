@@ -1,0 +1,385 @@
+// MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool: hand-written direct loops.
+//
+// Pooling is memory-bound, and ONNX's corner cases (ceil_mode windows that run past the padded
+// edge, count_include_pad on those windows, dilations, the Indices output with storage_order)
+// are easier to get exactly right here than through oneDNN's pooling descriptor. 1-D and 2-D
+// pools are treated as 3-D with leading size-1 spatial dims. Each (n, c) plane is independent and
+// planes are spread over the pool with ParallelFor. For every output position the range of valid
+// kernel taps is computed once per dimension, so the innermost loop has no bounds checks.
+//
+// Output size (per spatial dim, dk = (k - 1) * dilation + 1):
+//   NOTSET:       floor or ceil((in + pad_begin + pad_end - dk) / stride) + 1; with ceil_mode the
+//                 last window must start inside the input or the begin padding (as PyTorch and
+//                 ONNX Runtime do), otherwise it is dropped.
+//   VALID:        floor((in - dk) / stride) + 1, no padding.
+//   SAME_UPPER/LOWER: ceil(in / stride); total padding max(0, (out - 1) * stride + dk - in),
+//                 the odd unit at the end (UPPER) or the beginning (LOWER).
+// AveragePool divides by the number of taps inside the input (count_include_pad = 0) or inside
+// the explicitly padded extent [-pad_begin, in + pad_end) (count_include_pad = 1); taps that a
+// ceil_mode window adds past the padded edge never count.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/ops/common.h"
+
+namespace opscope::engine {
+namespace {
+
+struct PoolAttrs {
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  bool ceil_mode = false, count_include_pad = false;
+  int64_t storage_order = 0;
+};
+
+Status ReadPoolAttrs(const Node& n, PoolAttrs* a) {
+  a->auto_pad = n.attrs.String("auto_pad", "NOTSET");
+  if (a->auto_pad != "NOTSET" && a->auto_pad != "SAME_UPPER" && a->auto_pad != "SAME_LOWER" &&
+      a->auto_pad != "VALID")
+    return NodeError(n, "auto_pad '" + a->auto_pad +
+                            "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  a->kernel = n.attrs.Ints("kernel_shape");
+  if (a->kernel.empty()) return NodeError(n, "attribute kernel_shape is required");
+  if (a->kernel.size() > 3)
+    return NodeError(n, "pooling over " + std::to_string(a->kernel.size()) +
+                            " spatial dims is not supported (1 to 3)");
+  size_t sp = a->kernel.size();
+  a->strides = n.attrs.Ints("strides");
+  if (a->strides.empty()) a->strides.assign(sp, 1);
+  a->dilations = n.attrs.Ints("dilations");
+  if (a->dilations.empty()) a->dilations.assign(sp, 1);
+  a->pads = n.attrs.Ints("pads");
+  if (a->pads.empty()) a->pads.assign(2 * sp, 0);
+  if (a->strides.size() != sp || a->dilations.size() != sp || a->pads.size() != 2 * sp)
+    return NodeError(n, "strides/dilations/pads do not match kernel_shape's " +
+                            std::to_string(sp) + " spatial dims");
+  for (size_t i = 0; i < sp; ++i) {
+    if (a->kernel[i] < 1 || a->strides[i] < 1 || a->dilations[i] < 1)
+      return NodeError(n, "kernel_shape, strides and dilations must be >= 1");
+    if (a->pads[i] < 0 || a->pads[i + sp] < 0) return NodeError(n, "pads must be >= 0");
+  }
+  a->ceil_mode = n.attrs.Int("ceil_mode", 0) != 0;
+  a->count_include_pad = n.attrs.Int("count_include_pad", 0) != 0;
+  a->storage_order = n.attrs.Int("storage_order", 0);
+  if (a->storage_order != 0 && a->storage_order != 1)
+    return NodeError(n, "storage_order must be 0 or 1");
+  return Status();
+}
+
+// Geometry padded to 3 spatial dims.
+struct PoolGeo {
+  int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
+};
+
+Status ResolvePool(const Node& n, const PoolAttrs& a, const Tensor& x, PoolGeo* g) {
+  size_t sp = a.kernel.size();
+  if (static_cast<size_t>(x.rank()) != sp + 2)
+    return NodeError(n, "input has rank " + std::to_string(x.rank()) + " but kernel_shape has " +
+                            std::to_string(sp) + " dims (expected rank " +
+                            std::to_string(sp + 2) + ")");
+  size_t off = 3 - sp;
+  for (size_t i = 0; i < 3; ++i) {
+    g->in[i] = g->k[i] = g->s[i] = g->d[i] = g->out[i] = 1;
+    g->pb[i] = g->pe[i] = 0;
+  }
+  for (size_t j = 0; j < sp; ++j) {
+    size_t i = j + off;
+    int64_t in = x.dim(static_cast<int>(j) + 2), k = a.kernel[j], s = a.strides[j],
+            d = a.dilations[j];
+    int64_t dk = (k - 1) * d + 1, pb = 0, pe = 0, out;
+    if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+      out = (in + s - 1) / s;
+      int64_t total = std::max<int64_t>(0, (out - 1) * s + dk - in);
+      pb = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else if (a.auto_pad == "VALID") {
+      if (in < dk) return NodeError(n, "input smaller than the kernel with auto_pad VALID");
+      out = (in - dk) / s + 1;
+    } else {
+      pb = a.pads[j];
+      pe = a.pads[j + sp];
+      int64_t span = in + pb + pe - dk;
+      if (span < 0)
+        return NodeError(n, "padded input (" + std::to_string(in + pb + pe) +
+                                ") smaller than the dilated kernel (" + std::to_string(dk) + ")");
+      out = a.ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
+      if (a.ceil_mode && (out - 1) * s >= in + pb) --out;
+    }
+    if (pb >= dk || pe >= dk)
+      return NodeError(n, "pads must be smaller than the (dilated) kernel");
+    g->in[i] = in, g->k[i] = k, g->s[i] = s, g->d[i] = d, g->pb[i] = pb, g->pe[i] = pe;
+    g->out[i] = out;
+  }
+  return Status();
+}
+
+// Valid taps [lo, hi) of a window starting at `start` (may be negative) over [0, in).
+inline void TapRange(int64_t start, int64_t k, int64_t d, int64_t in, int64_t* lo, int64_t* hi) {
+  *lo = start >= 0 ? 0 : (-start + d - 1) / d;
+  int64_t last = in - 1 - start;  // largest offset still inside
+  *hi = last < 0 ? 0 : std::min(k, last / d + 1);
+  if (*hi < *lo) *hi = *lo;
+}
+
+std::vector<int64_t> OutShape(const Tensor& x, const PoolGeo& g, size_t sp) {
+  std::vector<int64_t> s = {x.dim(0), x.dim(1)};
+  for (size_t i = 3 - sp; i < 3; ++i) s.push_back(g.out[i]);
+  return s;
+}
+
+template <typename T, bool kWithIndex>
+void MaxPoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t planes,
+                   bool col_major) {
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  ParallelFor(planes, out_plane * g.k[0] * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* xp = x + p * in_plane;
+      T* yp = y + p * out_plane;
+      int64_t* ip = idx ? idx + p * out_plane : nullptr;
+      for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+        int64_t s0 = o0 * g.s[0] - g.pb[0], l0, h0;
+        TapRange(s0, g.k[0], g.d[0], g.in[0], &l0, &h0);
+        for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+          int64_t s1 = o1 * g.s[1] - g.pb[1], l1, h1;
+          TapRange(s1, g.k[1], g.d[1], g.in[1], &l1, &h1);
+          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+            int64_t s2 = o2 * g.s[2] - g.pb[2], l2, h2;
+            TapRange(s2, g.k[2], g.d[2], g.in[2], &l2, &h2);
+            T best = std::numeric_limits<T>::lowest();
+            if constexpr (std::numeric_limits<T>::has_infinity)
+              best = -std::numeric_limits<T>::infinity();
+            int64_t best_at = -1;
+            for (int64_t k0 = l0; k0 < h0; ++k0) {
+              int64_t i0 = s0 + k0 * g.d[0];
+              for (int64_t k1 = l1; k1 < h1; ++k1) {
+                int64_t i1 = s1 + k1 * g.d[1];
+                const T* row = xp + (i0 * g.in[1] + i1) * g.in[2];
+                for (int64_t k2 = l2; k2 < h2; ++k2) {
+                  int64_t i2 = s2 + k2 * g.d[2];
+                  T v = row[i2];
+                  if constexpr (kWithIndex) {
+                    if (best_at < 0 || v > best) {
+                      best = v;
+                      best_at = (i0 * g.in[1] + i1) * g.in[2] + i2;
+                    }
+                  } else {
+                    best = v > best ? v : best;
+                  }
+                }
+              }
+            }
+            int64_t o = (o0 * g.out[1] + o1) * g.out[2] + o2;
+            yp[o] = best;
+            if constexpr (kWithIndex) {
+              if (best_at < 0) {
+                ip[o] = 0;
+              } else {
+                int64_t i2 = best_at % g.in[2], i1 = (best_at / g.in[2]) % g.in[1],
+                        i0 = best_at / (g.in[1] * g.in[2]);
+                int64_t local = col_major ? i0 + i1 * g.in[0] + i2 * g.in[0] * g.in[1] : best_at;
+                ip[o] = p * in_plane + local;
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+void AvgPoolPlanes(const PoolGeo& g, bool include_pad, const float* x, float* y, int64_t planes) {
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  // Number of taps of a window inside [-pb, in + pe) for include_pad, else inside [0, in).
+  auto count = [&](int dim, int64_t start) {
+    int64_t lo, hi;
+    if (include_pad) {
+      TapRange(start + g.pb[dim], g.k[dim], g.d[dim], g.in[dim] + g.pb[dim] + g.pe[dim], &lo, &hi);
+    } else {
+      TapRange(start, g.k[dim], g.d[dim], g.in[dim], &lo, &hi);
+    }
+    return hi - lo;
+  };
+  ParallelFor(planes, out_plane * g.k[0] * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* xp = x + p * in_plane;
+      float* yp = y + p * out_plane;
+      for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+        int64_t s0 = o0 * g.s[0] - g.pb[0], l0, h0;
+        TapRange(s0, g.k[0], g.d[0], g.in[0], &l0, &h0);
+        int64_t c0 = count(0, s0);
+        for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+          int64_t s1 = o1 * g.s[1] - g.pb[1], l1, h1;
+          TapRange(s1, g.k[1], g.d[1], g.in[1], &l1, &h1);
+          int64_t c1 = count(1, s1);
+          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+            int64_t s2 = o2 * g.s[2] - g.pb[2], l2, h2;
+            TapRange(s2, g.k[2], g.d[2], g.in[2], &l2, &h2);
+            float sum = 0;
+            for (int64_t k0 = l0; k0 < h0; ++k0) {
+              int64_t i0 = s0 + k0 * g.d[0];
+              for (int64_t k1 = l1; k1 < h1; ++k1) {
+                const float* row = xp + (i0 * g.in[1] + s1 + k1 * g.d[1]) * g.in[2] + s2;
+                for (int64_t k2 = l2; k2 < h2; ++k2) sum += row[k2 * g.d[2]];
+              }
+            }
+            int64_t n = c0 * c1 * count(2, s2);
+            yp[(o0 * g.out[1] + o1) * g.out[2] + o2] = n > 0 ? sum / static_cast<float>(n) : 0.f;
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void MaxPoolDispatch(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t planes,
+                     bool col_major) {
+  if (idx) {
+    MaxPoolPlanes<T, true>(g, x, y, idx, planes, col_major);
+  } else {
+    MaxPoolPlanes<T, false>(g, x, y, nullptr, planes, col_major);
+  }
+}
+
+class PoolKernel : public Kernel {
+ public:
+  PoolKernel(const Node& node, PoolAttrs a, bool max) : node_(node), a_(std::move(a)), max_(max) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor* x = ctx.input(0);
+    if (!x) return NodeError(node_, "input X is required");
+    PoolGeo g;
+    OPSCOPE_RETURN_IF_ERROR(ResolvePool(node_, a_, *x, &g));
+    std::vector<int64_t> out = OutShape(*x, g, a_.kernel.size());
+    const int64_t planes = x->dim(0) * x->dim(1);
+    if (!max_) {
+      if (x->dtype() != DataType::kFloat32)
+        return NodeError(node_, std::string("only float32 is supported, got ") +
+                                    DataTypeName(x->dtype()));
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
+      if (y->numel() == 0) return Status();
+      AvgPoolPlanes(g, a_.count_include_pad, x->data<float>(), y->data<float>(), planes);
+      return Status();
+    }
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, x->dtype(), out));
+    int64_t* idx = nullptr;
+    if (ctx.num_outputs() > 1 && ctx.output_wanted(1)) {
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor* it, ctx.Output(1, DataType::kInt64, out));
+      idx = it->data<int64_t>();
+    }
+    if (y->numel() == 0) return Status();
+    bool cm = a_.storage_order == 1;
+    switch (x->dtype()) {
+      case DataType::kFloat32:
+        MaxPoolDispatch(g, x->data<float>(), y->data<float>(), idx, planes, cm);
+        break;
+      case DataType::kUint8:
+        MaxPoolDispatch(g, x->data<uint8_t>(), y->data<uint8_t>(), idx, planes, cm);
+        break;
+      case DataType::kInt8:
+        MaxPoolDispatch(g, x->data<int8_t>(), y->data<int8_t>(), idx, planes, cm);
+        break;
+      case DataType::kFloat64:
+        MaxPoolDispatch(g, x->data<double>(), y->data<double>(), idx, planes, cm);
+        break;
+      default:
+        return NodeError(node_, std::string("unsupported input type ") + DataTypeName(x->dtype()));
+    }
+    return Status();
+  }
+
+  // FLOPs: one comparison or add per kernel tap per output element (output elements * kernel
+  // size; the average's division is not counted). Bytes: input + outputs.
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
+    Cost c{0, CompulsoryBytes(in, out)};
+    if (out.empty()) return c;
+    c.flops = static_cast<double>(out[0].numel()) * static_cast<double>(Numel(a_.kernel));
+    return c;
+  }
+
+ private:
+  Node node_;
+  PoolAttrs a_;
+  bool max_;
+};
+
+class GlobalPoolKernel : public Kernel {
+ public:
+  GlobalPoolKernel(const Node& node, bool max) : node_(node), max_(max) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor* x = ctx.input(0);
+    if (!x) return NodeError(node_, "input X is required");
+    if (x->dtype() != DataType::kFloat32)
+      return NodeError(node_, std::string("only float32 is supported, got ") +
+                                  DataTypeName(x->dtype()));
+    if (x->rank() < 3)
+      return NodeError(node_, "input has rank " + std::to_string(x->rank()) +
+                                  ", expected N x C x spatial... (rank >= 3)");
+    std::vector<int64_t> out(x->shape().size(), 1);
+    out[0] = x->dim(0);
+    out[1] = x->dim(1);
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
+    const int64_t planes = x->dim(0) * x->dim(1);
+    if (planes == 0) return Status();
+    const int64_t n = x->numel() / planes;
+    const float* px = x->data<float>();
+    float* py = y->data<float>();
+    bool is_max = max_;
+    ParallelFor(planes, n, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const float* v = px + p * n;
+        if (is_max) {
+          float m = -std::numeric_limits<float>::infinity();
+          for (int64_t i = 0; i < n; ++i) m = std::max(m, v[i]);
+          py[p] = m;
+        } else {
+          double s = 0;
+          for (int64_t i = 0; i < n; ++i) s += v[i];
+          py[p] = n ? static_cast<float>(s / static_cast<double>(n)) : 0.f;
+        }
+      }
+    });
+    return Status();
+  }
+
+  // FLOPs: one add or comparison per input element.
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
+    Cost c{0, CompulsoryBytes(in, out)};
+    if (!in.empty()) c.flops = static_cast<double>(in[0].numel());
+    return c;
+  }
+
+ private:
+  Node node_;
+  bool max_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Kernel>> Create_MaxPool(const Node& node) {
+  PoolAttrs a;
+  OPSCOPE_RETURN_IF_ERROR(ReadPoolAttrs(node, &a));
+  return std::unique_ptr<Kernel>(new PoolKernel(node, std::move(a), true));
+}
+
+StatusOr<std::unique_ptr<Kernel>> Create_AveragePool(const Node& node) {
+  PoolAttrs a;
+  OPSCOPE_RETURN_IF_ERROR(ReadPoolAttrs(node, &a));
+  return std::unique_ptr<Kernel>(new PoolKernel(node, std::move(a), false));
+}
+
+StatusOr<std::unique_ptr<Kernel>> Create_GlobalAveragePool(const Node& node) {
+  return std::unique_ptr<Kernel>(new GlobalPoolKernel(node, false));
+}
+
+StatusOr<std::unique_ptr<Kernel>> Create_GlobalMaxPool(const Node& node) {
+  return std::unique_ptr<Kernel>(new GlobalPoolKernel(node, true));
+}
+
+}  // namespace opscope::engine

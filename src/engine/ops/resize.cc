@@ -1,0 +1,430 @@
+// Resize (opset 10, 11-17) and Upsample (opset 7-9).
+//
+// Every resized axis gets a plan: for each output coordinate, the input taps (1 for nearest, 2
+// for linear, 4 for cubic), their weights, and whether the coordinate falls outside the crop
+// (tf_crop_and_resize → extrapolation_value). The coordinate arithmetic follows ONNX's reference
+// implementation, including its use of output_width = scale * input_width (a non-integer when
+// scales are given) in align_corners / pytorch_half_pixel / tf_crop_and_resize, and its
+// tie-breaking (an integral source coordinate takes the right tap with weight 1).
+//
+// Nearest is one N-D gather by element size (any dtype). Linear and cubic are separable and run
+// as one pass per resized axis (float32), each pass vectorized over the contiguous inner block;
+// this equals the reference's recursive 1-D interpolation up to float rounding.
+//
+// Upsample and Resize-10 have no coordinate_transformation_mode; like ONNX Runtime we use
+// asymmetric coordinates, and for nearest floor when upsampling and ceil when downsampling.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/ops/common.h"
+#include "engine/ops/layout_copy.h"
+
+namespace opscope::engine {
+namespace {
+
+enum class Mode { kNearest, kLinear, kCubic };
+enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize,
+                   kTfHalfPixelForNearest };
+enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kLegacy };
+
+struct Params {
+  Mode mode = Mode::kNearest;
+  Coord coord = Coord::kHalfPixel;
+  Nearest nearest = Nearest::kRoundPreferFloor;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  float extrapolation = 0.f;
+};
+
+struct AxisPlan {
+  int64_t in = 0, out = 0;
+  int taps = 1;
+  std::vector<int64_t> idx;   // out * taps, clamped into [0, in)
+  std::vector<float> w;       // out * taps
+  std::vector<uint8_t> extrap;
+  bool identity = false;
+  bool any_extrap = false;
+};
+
+AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double roi_start,
+                  double roi_end) {
+  AxisPlan a;
+  a.in = in;
+  a.out = out;
+  a.taps = p.mode == Mode::kNearest ? 1 : p.mode == Mode::kLinear ? 2 : 4;
+  a.idx.resize(static_cast<size_t>(out * a.taps));
+  a.w.resize(static_cast<size_t>(out * a.taps));
+  a.extrap.assign(static_cast<size_t>(out), 0);
+  const double out_width = scale * static_cast<double>(in);
+  const double A = p.cubic_a;
+  bool identity = in == out;
+  for (int64_t x = 0; x < out; ++x) {
+    const double xr = static_cast<double>(x);
+    double xo = 0;
+    switch (p.coord) {
+      case Coord::kHalfPixel: xo = (xr + 0.5) / scale - 0.5; break;
+      case Coord::kPytorchHalfPixel: xo = out_width == 1 ? -0.5 : (xr + 0.5) / scale - 0.5; break;
+      case Coord::kAlignCorners:
+        xo = out_width == 1 ? 0 : xr * static_cast<double>(in - 1) / (out_width - 1);
+        break;
+      case Coord::kAsymmetric: xo = xr / scale; break;
+      case Coord::kTfHalfPixelForNearest: xo = (xr + 0.5) / scale; break;
+      case Coord::kTfCropAndResize:
+        xo = out_width == 1 ? (roi_end - roi_start) * static_cast<double>(in - 1) / 2
+                            : xr * (roi_end - roi_start) * static_cast<double>(in - 1) / (out_width - 1);
+        xo += roi_start * static_cast<double>(in - 1);
+        if (xo < 0 || xo > static_cast<double>(in - 1)) {
+          a.extrap[x] = 1;
+          a.any_extrap = true;
+          identity = false;
+        }
+        break;
+    }
+    double fl = std::floor(xo);
+    double ratio = xo - fl;
+    int64_t x0 = static_cast<int64_t>(fl);
+    if (ratio == 0) {  // the reference takes the left neighbour with ratio 1
+      x0 -= 1;
+      ratio = 1;
+    }
+    auto clampi = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+    int64_t* ix = &a.idx[x * a.taps];
+    float* wx = &a.w[x * a.taps];
+    if (p.mode == Mode::kNearest) {
+      bool right = false;
+      switch (p.nearest) {
+        case Nearest::kRoundPreferFloor: right = ratio > 0.5; break;
+        case Nearest::kRoundPreferCeil: right = ratio >= 0.5; break;
+        case Nearest::kFloor: right = ratio == 1; break;
+        case Nearest::kCeil: right = true; break;
+        case Nearest::kLegacy:
+          right = scale < 1 ? true : ratio == 1;  // ceil when downsampling, floor otherwise
+          break;
+      }
+      ix[0] = clampi(x0 + (right ? 1 : 0));
+      wx[0] = 1;
+      if (ix[0] != x) identity = false;
+    } else if (p.mode == Mode::kLinear) {
+      ix[0] = clampi(x0);
+      ix[1] = clampi(x0 + 1);
+      wx[0] = static_cast<float>(1 - ratio);
+      wx[1] = static_cast<float>(ratio);
+      if (!(ratio == 1 && ix[1] == x)) identity = false;
+    } else {
+      const double r = ratio, s = 1 - ratio;
+      double c[4] = {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A,
+                     ((A + 2) * r - (A + 3)) * r * r + 1,
+                     ((A + 2) * s - (A + 3)) * s * s + 1,
+                     ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
+      if (p.exclude_outside) {
+        double sum = 0;
+        for (int k = 0; k < 4; ++k) {
+          const int64_t i = x0 - 1 + k;
+          if (i < 0 || i >= in) c[k] = 0;
+          sum += c[k];
+        }
+        if (sum != 0)
+          for (double& v : c) v /= sum;
+      }
+      for (int k = 0; k < 4; ++k) {
+        ix[k] = clampi(x0 - 1 + k);
+        wx[k] = static_cast<float>(c[k]);
+      }
+      if (!(ratio == 1 && ix[2] == x && c[0] == 0 && c[1] == 0 && c[3] == 0)) identity = false;
+    }
+  }
+  a.identity = identity;
+  return a;
+}
+
+// One separable pass along axis `ax` of a float tensor of shape `shape`.
+void LinearPass(const float* in, float* out, const std::vector<int64_t>& shape, int ax,
+                const AxisPlan& plan, float extrap) {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < ax; ++d) outer *= shape[d];
+  for (size_t d = ax + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int T = plan.taps;
+  const int64_t n_in = plan.in, n_out = plan.out;
+  ParallelFor(outer * n_out, inner * T * 2, [&](int64_t b, int64_t e) {
+    for (int64_t it = b; it < e; ++it) {
+      const int64_t o = it / n_out, x = it - o * n_out;
+      float* dst = out + it * inner;
+      if (plan.extrap[x]) {
+        std::fill_n(dst, inner, extrap);
+        continue;
+      }
+      const float* base = in + o * n_in * inner;
+      const int64_t* ix = &plan.idx[x * T];
+      const float* wx = &plan.w[x * T];
+      if (inner == 1) {
+        float acc = 0;
+        for (int k = 0; k < T; ++k) acc += wx[k] * base[ix[k]];
+        *dst = acc;
+      } else {
+        const float* s0 = base + ix[0] * inner;
+        const float w0 = wx[0];
+        for (int64_t j = 0; j < inner; ++j) dst[j] = w0 * s0[j];
+        for (int k = 1; k < T; ++k) {
+          const float* sk = base + ix[k] * inner;
+          const float wk = wx[k];
+          if (wk == 0) continue;
+          for (int64_t j = 0; j < inner; ++j) dst[j] += wk * sk[j];
+        }
+      }
+    }
+  });
+}
+
+class ResizeKernel : public Kernel {
+ public:
+  ResizeKernel(const Node& n, Params p, bool legacy) : node_(n), p_(p), legacy_(legacy) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor* x = ctx.input(0);
+    if (!x) return NodeError(node_, "missing required input 'X'");
+    const int r = x->rank();
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    std::vector<double> roi;
+    OPSCOPE_RETURN_IF_ERROR(ReadScalesSizes(ctx, r, &scales, &sizes, &roi));
+    std::vector<int64_t> out_shape(r);
+    for (int d = 0; d < r; ++d) {
+      if (!sizes.empty()) {
+        out_shape[d] = sizes[d];
+        scales[d] = x->dim(d) > 0 ? static_cast<double>(sizes[d]) / static_cast<double>(x->dim(d)) : 1;
+      } else {
+        const double o = std::floor(scales[d] * static_cast<double>(x->dim(d)));
+        if (o > 1e12) return NodeError(node_, "output size overflows");
+        out_shape[d] = static_cast<int64_t>(o);
+      }
+    }
+    int64_t total;
+    if (!CheckedNumel(out_shape, &total)) return NodeError(node_, "output size overflows");
+    if (p_.mode != Mode::kNearest && x->dtype() != DataType::kFloat32)
+      return NodeError(node_, std::string("linear and cubic modes support float32 only, got ") +
+                                  DataTypeName(x->dtype()));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x->dtype(), out_shape));
+    if (total == 0) return Status::Ok();
+    if (x->numel() == 0) return NodeError(node_, "cannot resize an empty input to a non-empty output");
+    std::vector<AxisPlan> plans(r);
+    for (int d = 0; d < r; ++d)
+      plans[d] = PlanAxis(p_, x->dim(d), out_shape[d], scales[d], roi.empty() ? 0 : roi[d],
+                          roi.empty() ? 1 : roi[d + r]);
+    if (p_.mode == Mode::kNearest) {
+      NearestGather(*x, y, plans);
+      return Status::Ok();
+    }
+    // Separable passes, shrinking axes first so intermediates stay small.
+    std::vector<int> axes;
+    for (int d = 0; d < r; ++d)
+      if (!plans[d].identity) axes.push_back(d);
+    std::sort(axes.begin(), axes.end(), [&](int a, int b) {
+      return static_cast<double>(plans[a].out) / plans[a].in <
+             static_cast<double>(plans[b].out) / plans[b].in;
+    });
+    if (axes.empty()) {
+      CopyTensorData(*x, y);
+      return Status::Ok();
+    }
+    std::vector<int64_t> shape = x->shape();
+    const float* src = x->data<float>();
+    std::vector<float> buf[2];
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int ax = axes[k];
+      std::vector<int64_t> next = shape;
+      next[ax] = plans[ax].out;
+      float* dst;
+      if (k + 1 == axes.size()) {
+        dst = y->data<float>();
+      } else {
+        buf[k % 2].resize(static_cast<size_t>(Numel(next)));
+        dst = buf[k % 2].data();
+      }
+      LinearPass(src, dst, shape, ax, plans[ax], p_.extrapolation);
+      src = dst;
+      shape = next;
+    }
+    return Status::Ok();
+  }
+
+  Cost EstimateCost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) const override {
+    // Linear/cubic: a multiply-add (2 FLOPs) per tap per output element of each resized axis's
+    // pass, counted on the final output size. Nearest: no arithmetic.
+    Cost c{0, CompulsoryBytes(in, out)};
+    if (in.empty() || out.empty() || p_.mode == Mode::kNearest) return c;
+    const int taps = p_.mode == Mode::kLinear ? 2 : 4;
+    int resized = 0;
+    for (size_t d = 0; d < in[0].shape.size() && d < out[0].shape.size(); ++d)
+      resized += in[0].shape[d] != out[0].shape[d];
+    c.flops = static_cast<double>(out[0].numel()) * 2.0 * taps * resized;
+    return c;
+  }
+
+ private:
+  Status ReadScalesSizes(const KernelContext& ctx, int r, std::vector<double>* scales,
+                         std::vector<int64_t>* sizes, std::vector<double>* roi) const {
+    const Tensor* st = nullptr;
+    const Tensor* zt = nullptr;
+    if (legacy_) {
+      if (node_.op_type == "Upsample" && node_.opset < 9) {
+        std::vector<float> f = node_.attrs.Floats("scales");
+        scales->assign(f.begin(), f.end());
+      } else {
+        st = ctx.input(1);
+        if (!st) return NodeError(node_, "missing required input 'scales'");
+      }
+    } else {
+      if (const Tensor* rt = ctx.input(1); rt && rt->numel() > 0) {
+        if (rt->dtype() == DataType::kFloat32) {
+          for (int64_t i = 0; i < rt->numel(); ++i) roi->push_back(rt->data<float>()[i]);
+        } else if (rt->dtype() == DataType::kFloat64) {
+          for (int64_t i = 0; i < rt->numel(); ++i) roi->push_back(rt->data<double>()[i]);
+        } else {
+          return NodeError(node_, "roi must be float");
+        }
+      }
+      st = ctx.input(2);
+      zt = ctx.input(3);
+      if (zt && zt->numel() == 0) zt = nullptr;
+      if (st && st->numel() == 0) st = nullptr;
+      if (st && zt) return NodeError(node_, "give either 'scales' or 'sizes', not both");
+      if (!st && !zt) return NodeError(node_, "needs a non-empty 'scales' or 'sizes' input");
+      if (p_.coord == Coord::kTfCropAndResize && static_cast<int>(roi->size()) != 2 * r)
+        return NodeError(node_, "tf_crop_and_resize needs 'roi' with " + std::to_string(2 * r) +
+                                    " values, got " + std::to_string(roi->size()));
+    }
+    if (st) {
+      if (st->dtype() != DataType::kFloat32)
+        return NodeError(node_, "scales must be float32");
+      for (int64_t i = 0; i < st->numel(); ++i) scales->push_back(st->data<float>()[i]);
+    }
+    if (zt) {
+      if (zt->dtype() != DataType::kInt64) return NodeError(node_, "sizes must be int64");
+      *sizes = ReadInts(*zt);
+      if (static_cast<int>(sizes->size()) != r)
+        return NodeError(node_, "'sizes' has " + std::to_string(sizes->size()) +
+                                    " values for an input of rank " + std::to_string(r));
+      for (int64_t s : *sizes)
+        if (s < 0) return NodeError(node_, "negative output size " + std::to_string(s));
+      scales->assign(static_cast<size_t>(r), 1.0);
+      return Status::Ok();
+    }
+    if (static_cast<int>(scales->size()) != r)
+      return NodeError(node_, "'scales' has " + std::to_string(scales->size()) +
+                                  " values for an input of rank " + std::to_string(r));
+    for (double s : *scales)
+      if (!(s > 0)) return NodeError(node_, "scales must be positive, got " + std::to_string(s));
+    return Status::Ok();
+  }
+
+  void NearestGather(const Tensor& x, Tensor* y, const std::vector<AxisPlan>& plans) const {
+    const int r = x.rank();
+    const std::vector<int64_t>& os = y->shape();
+    const std::vector<int64_t> ds = ContiguousStrides(x.shape());
+    const int64_t inner = r ? os[r - 1] : 1, rows = y->numel() / inner;
+    const uint64_t ebits = EncodeScalar(x.dtype(), p_.extrapolation);
+    if (r == 0) {
+      CopyTensorData(x, y);
+      return;
+    }
+    const AxisPlan& last = plans[r - 1];
+    DispatchBySize(DataTypeSize(x.dtype()), [&](auto tag) {
+      using T = decltype(tag);
+      T ev;
+      std::memcpy(&ev, &ebits, sizeof(T));
+      const T* src = static_cast<const T*>(x.raw());
+      T* dst = static_cast<T*>(y->raw());
+      ParallelFor(rows, inner, [&](int64_t b, int64_t e) {
+        std::vector<int64_t> c(static_cast<size_t>(r), 0);
+        int64_t rem = b;
+        for (int d = r - 2; d >= 0; --d) {
+          c[d] = rem % os[d];
+          rem /= os[d];
+        }
+        for (int64_t row = b; row < e; ++row) {
+          T* o = dst + row * inner;
+          int64_t base = 0;
+          bool ex = false;
+          for (int d = 0; d < r - 1; ++d) {
+            ex = ex || plans[d].extrap[c[d]];
+            base += plans[d].idx[c[d]] * ds[d];
+          }
+          if (ex) {
+            std::fill_n(o, inner, ev);
+          } else {
+            const T* s = src + base;
+            const int64_t* li = last.idx.data();
+            if (last.any_extrap) {
+              for (int64_t j = 0; j < inner; ++j) o[j] = last.extrap[j] ? ev : s[li[j]];
+            } else {
+              for (int64_t j = 0; j < inner; ++j) o[j] = s[li[j]];
+            }
+          }
+          for (int d = r - 2; d >= 0; --d) {
+            if (++c[d] < os[d]) break;
+            c[d] = 0;
+          }
+        }
+      });
+    });
+  }
+
+  Node node_;
+  Params p_;
+  bool legacy_;
+};
+
+StatusOr<Mode> ParseMode(const Node& n) {
+  const std::string m = n.attrs.String("mode", "nearest");
+  if (m == "nearest") return Mode::kNearest;
+  if (m == "linear" || m == "bilinear") return Mode::kLinear;
+  if (m == "cubic" && n.op_type == "Resize" && n.opset >= 11) return Mode::kCubic;
+  return NodeError(n, "unsupported mode '" + m + "' for opset " + std::to_string(n.opset));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Kernel>> Create_Resize(const Node& node) {
+  Params p;
+  OPSCOPE_ASSIGN_OR_RETURN(p.mode, ParseMode(node));
+  if (node.opset < 11) {
+    p.coord = Coord::kAsymmetric;
+    p.nearest = Nearest::kLegacy;
+    return std::unique_ptr<Kernel>(new ResizeKernel(node, p, true));
+  }
+  for (const char* a : {"antialias", "axes", "keep_aspect_ratio_policy"})
+    if (node.attrs.Has(a))
+      return NodeError(node, std::string("attribute '") + a + "' (opset 18) is not supported");
+  const std::string c = node.attrs.String("coordinate_transformation_mode", "half_pixel");
+  if (c == "half_pixel") p.coord = Coord::kHalfPixel;
+  else if (c == "pytorch_half_pixel") p.coord = Coord::kPytorchHalfPixel;
+  else if (c == "align_corners") p.coord = Coord::kAlignCorners;
+  else if (c == "asymmetric") p.coord = Coord::kAsymmetric;
+  else if (c == "tf_crop_and_resize") p.coord = Coord::kTfCropAndResize;
+  else if (c == "tf_half_pixel_for_nearest" || c == "tf_half_pixel_for_nn")  // opset-11 spelling
+    p.coord = Coord::kTfHalfPixelForNearest;
+  else return NodeError(node, "unknown coordinate_transformation_mode '" + c + "'");
+  const std::string nm = node.attrs.String("nearest_mode", "round_prefer_floor");
+  if (nm == "round_prefer_floor") p.nearest = Nearest::kRoundPreferFloor;
+  else if (nm == "round_prefer_ceil") p.nearest = Nearest::kRoundPreferCeil;
+  else if (nm == "floor") p.nearest = Nearest::kFloor;
+  else if (nm == "ceil") p.nearest = Nearest::kCeil;
+  else return NodeError(node, "unknown nearest_mode '" + nm + "'");
+  p.cubic_a = node.attrs.Float("cubic_coeff_a", -0.75f);
+  p.exclude_outside = node.attrs.Int("exclude_outside", 0) != 0;
+  p.extrapolation = node.attrs.Float("extrapolation_value", 0.f);
+  return std::unique_ptr<Kernel>(new ResizeKernel(node, p, false));
+}
+
+StatusOr<std::unique_ptr<Kernel>> Create_Upsample(const Node& node) {
+  Params p;
+  OPSCOPE_ASSIGN_OR_RETURN(p.mode, ParseMode(node));
+  p.coord = Coord::kAsymmetric;
+  p.nearest = Nearest::kLegacy;
+  if (node.opset < 9 && !node.attrs.Has("scales"))
+    return NodeError(node, "missing 'scales' attribute");
+  return std::unique_ptr<Kernel>(new ResizeKernel(node, p, true));
+}
+
+}  // namespace opscope::engine

@@ -1,0 +1,310 @@
+// Session behaviour on small models built here: fusion keeps results and source nodes,
+// constant folding (at load and after the planning run), the arena, observers, input checks,
+// external data.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "engine/testing/kernel_runner.h"
+#include "opscope/engine.h"
+
+namespace opscope::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int opset = 13) {
+    m_.set_ir_version(8);
+    auto* imp = m_.add_opset_import();
+    imp->set_domain("");
+    imp->set_version(opset);
+    m_.mutable_graph()->set_name("test");
+  }
+  void Input(const std::string& name, std::vector<int64_t> shape, int type = onnx::TensorProto::FLOAT) {
+    auto* v = m_.mutable_graph()->add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    for (int64_t d : shape) {
+      if (d < 0) t->mutable_shape()->add_dim()->set_dim_param("batch");
+      else t->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  }
+  void Output(const std::string& name, std::vector<int64_t> shape) {
+    auto* v = m_.mutable_graph()->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* sh = v->mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (int64_t d : shape) {
+      if (d < 0) sh->add_dim()->set_dim_param("batch");
+      else sh->add_dim()->set_dim_value(d);
+    }
+  }
+  void Init(const std::string& name, std::vector<int64_t> shape, std::vector<float> data) {
+    auto* t = m_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape) t->add_dims(d);
+    for (float f : data) t->add_float_data(f);
+  }
+  void InitI64(const std::string& name, std::vector<int64_t> shape, std::vector<int64_t> data) {
+    auto* t = m_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : shape) t->add_dims(d);
+    for (int64_t v : data) t->add_int64_data(v);
+  }
+  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                        const std::string& name) {
+    auto* n = m_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& i : in) n->add_input(i);
+    for (auto& o : out) n->add_output(o);
+    return n;
+  }
+  static void IntsAttr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a->add_ints(x);
+  }
+  std::string Save(const std::string& file) {
+    static std::string dir = [] {
+      char tmpl[] = "/tmp/opscope_session_test_XXXXXX";
+      return std::string(mkdtemp(tmpl));
+    }();
+    std::string path = dir + "/" + file;
+    std::ofstream(path, std::ios::binary) << m_.SerializeAsString();
+    return path;
+  }
+  onnx::ModelProto& model() { return m_; }
+
+ private:
+  onnx::ModelProto m_;
+};
+
+std::vector<float> Rand(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::string ConvBnRelu(ModelBuilder& b) {
+  b.Input("x", {1, 3, 9, 9});
+  b.Init("w", {4, 3, 3, 3}, Rand(4 * 27, 1));
+  b.Init("scale", {4}, {1.5f, 0.5f, 2.f, 1.f});
+  b.Init("bias", {4}, {0.1f, -0.2f, 0.3f, 0.f});
+  b.Init("mean", {4}, {0.05f, 0.1f, -0.1f, 0.2f});
+  b.Init("var", {4}, {1.f, 0.5f, 2.f, 0.9f});
+  auto* c = b.Node("Conv", {"x", "w"}, {"c"}, "conv");
+  ModelBuilder::IntsAttr(c, "pads", {1, 1, 1, 1});
+  b.Node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"bn"}, "bn");
+  b.Node("Relu", {"bn"}, {"y"}, "relu");
+  b.Output("y", {1, 4, 9, 9});
+  return b.Save("conv_bn_relu.onnx");
+}
+
+class CountingObserver : public OpObserver {
+ public:
+  void OnRunBegin(int) override { ++runs; }
+  void OnStepBegin(int s) override { begins.push_back(s); }
+  void OnStepEnd(int s) override { ends.push_back(s); }
+  int runs = 0;
+  std::vector<int> begins, ends;
+};
+
+TEST(SessionTest, ConvBatchNormReluFusesAndMatchesUnfused) {
+  ModelBuilder b;
+  std::string path = ConvBnRelu(b);
+  SessionOptions fused, plain;
+  plain.fuse = false;
+  auto s1 = Session::Load(path, fused);
+  auto s2 = Session::Load(path, plain);
+  ASSERT_TRUE(s1.ok()) << s1.status().message();
+  ASSERT_TRUE(s2.ok()) << s2.status().message();
+  ASSERT_EQ((*s1)->Steps().size(), 1u);
+  EXPECT_EQ((*s1)->Steps()[0].op_type, "Conv+BatchNormalization+Relu");
+  EXPECT_EQ((*s1)->Steps()[0].nodes, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ((*s2)->Steps().size(), 3u);
+  Tensor x = testing::RandomTensor({1, 3, 9, 9}, 5);
+  for (auto* s : {&*s1, &*s2}) {
+    ASSERT_TRUE((*s)->SetInput("x", x).ok());
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE((*s)->Run().ok());
+  }
+  EXPECT_EQ(testing::CompareFloat(*(*s1)->Output("y"), *(*s2)->Output("y"), 1e-4f, 1e-4f), "");
+  EXPECT_EQ((*s1)->Nodes()[1].status, "fused");
+  EXPECT_GT((*s1)->Nodes()[0].flops, 2.0 * 4 * 81 * 27 * 0.99);  // 2*OC*OH*OW*IC*KH*KW
+}
+
+TEST(SessionTest, ShapeSubgraphFoldsAfterPlanningRun) {
+  // y = Reshape(Relu(x), Concat(Gather(Shape(x), 0), [-1]))  with x [2,3,4]
+  ModelBuilder b;
+  b.Input("x", {2, 3, 4});
+  b.InitI64("idx", {1}, {0});
+  b.InitI64("minus1", {1}, {-1});
+  b.Node("Relu", {"x"}, {"r"}, "relu");
+  b.Node("Shape", {"x"}, {"s"}, "shape");
+  b.Node("Gather", {"s", "idx"}, {"g"}, "gather");
+  auto* cat = b.Node("Concat", {"g", "minus1"}, {"newshape"}, "concat");
+  auto* a = cat->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(0);
+  b.Node("Reshape", {"r", "newshape"}, {"y"}, "reshape");
+  b.Output("y", {2, 12});
+  auto s = Session::Load(b.Save("shape_fold.onnx"), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
+  CountingObserver obs;
+  (*s)->SetObserver(&obs);
+  ASSERT_TRUE((*s)->Run().ok());
+  size_t first_run_steps = obs.begins.size();
+  EXPECT_EQ(first_run_steps, 5u);
+  obs.begins.clear();
+  obs.ends.clear();
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_EQ(obs.begins.size(), 2u) << "Shape, Gather, Concat fold after the planning run";
+  EXPECT_EQ(obs.begins, obs.ends);
+  EXPECT_EQ((*s)->Output("y")->shape(), (std::vector<int64_t>{2, 12}));
+  for (const char* n : {"shape", "gather", "concat"}) {
+    bool found = false;
+    for (const auto& info : (*s)->Nodes())
+      if (info.name == n) {
+        found = true;
+        EXPECT_EQ(info.status, "folded") << n;
+      }
+    EXPECT_TRUE(found);
+  }
+}
+
+TEST(SessionTest, ArenaReusesBuffersAndResultsStayCorrect) {
+  ModelBuilder b;
+  b.Input("x", {64, 64});
+  std::string prev = "x";
+  for (int i = 0; i < 8; ++i) {
+    std::string out = i == 7 ? "y" : "t" + std::to_string(i);
+    b.Node(i % 2 ? "Neg" : "Exp", {prev}, {out}, "n" + std::to_string(i));
+    prev = out;
+  }
+  b.Output("y", {64, 64});
+  SessionOptions opt;
+  opt.fuse = false;
+  auto s = Session::Load(b.Save("chain.onnx"), opt);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Tensor x = testing::RandomTensor({64, 64}, 9, -0.1f, 0.1f);
+  ASSERT_TRUE((*s)->SetInput("x", x).ok());
+  ASSERT_TRUE((*s)->Run().ok());
+  Tensor first = *(*s)->Output("y");
+  Tensor copy(first.dtype(), first.shape());
+  std::memcpy(copy.raw(), first.raw(), first.nbytes());
+  EXPECT_GT((*s)->NaiveActivationBytes(), 0u);
+  EXPECT_LT((*s)->ArenaBytes(), (*s)->NaiveActivationBytes());
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), copy, 0, 0), "");
+}
+
+TEST(SessionTest, InputChecks) {
+  ModelBuilder b;
+  std::string path = ConvBnRelu(b);
+  auto s = Session::Load(path, {});
+  ASSERT_TRUE(s.ok());
+  Status st = (*s)->SetInput("x", testing::RandomTensor({1, 3, 8, 8}, 1));
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("has shape 1x3x8x8, the model expects 1x3x9x9"), std::string::npos) << st.message();
+  st = (*s)->SetInput("x", testing::IntTensor({1, 3, 9, 9}, {}));
+  EXPECT_NE(st.message().find("type int64"), std::string::npos) << st.message();
+  st = (*s)->SetInput("nope", testing::RandomTensor({1}, 1));
+  EXPECT_NE(st.message().find("no input 'nope'"), std::string::npos) << st.message();
+  EXPECT_FALSE((*s)->Run().ok()) << "running without inputs must fail cleanly";
+}
+
+TEST(SessionTest, SymbolicDimsFromOptionsOrDefaulted) {
+  ModelBuilder b;
+  b.Input("x", {-1, 4});
+  b.Node("Relu", {"x"}, {"y"}, "relu");
+  b.Output("y", {-1, 4});
+  std::string path = b.Save("symbolic.onnx");
+  auto s = Session::Load(path, {});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->Inputs()[0].shape, (std::vector<int64_t>{1, 4}));
+  ASSERT_FALSE((*s)->Warnings().empty());
+  EXPECT_NE((*s)->Warnings()[0].find("'batch'"), std::string::npos);
+  SessionOptions o;
+  o.shapes["x"] = {5, 4};
+  auto s2 = Session::Load(path, o);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ((*s2)->Inputs()[0].shape, (std::vector<int64_t>{5, 4}));
+  o.shapes["x"] = {5, 3};
+  auto s3 = Session::Load(path, o);
+  EXPECT_FALSE(s3.ok());
+  EXPECT_NE(s3.status().message().find("conflicts"), std::string::npos) << s3.status().message();
+}
+
+TEST(SessionTest, ExternalDataAndMissingExternalData) {
+  ModelBuilder b;
+  b.Input("x", {4});
+  auto* t = b.model().mutable_graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value("weights.bin");
+  b.Node("Add", {"x", "w"}, {"y"}, "add");
+  b.Output("y", {4});
+  std::string path = b.Save("external.onnx");
+  std::string bin = fs::path(path).parent_path() / "weights.bin";
+  fs::remove(bin);
+  auto missing = Session::Load(path, {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("weights.bin"), std::string::npos) << missing.status().message();
+  float w[4] = {1, 2, 3, 4};
+  std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(w), sizeof w);
+  auto s = Session::Load(path, {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->SetInput("x", testing::FloatTensor({4}, {1, 1, 1, 1})).ok());
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), testing::FloatTensor({4}, {2, 3, 4, 5})), "");
+}
+
+TEST(SessionTest, KernelErrorsNameFileAndNode) {
+  ModelBuilder b;
+  b.Input("x", {2, 3});
+  b.Input("y", {4, 5});
+  b.Node("Add", {"x", "y"}, {"z"}, "bad_add");
+  b.Output("z", {2, 3});
+  auto s = Session::Load(b.Save("bcast.onnx"), {});
+  if (!s.ok()) {
+    EXPECT_NE(s.status().message().find("bcast.onnx"), std::string::npos) << s.status().message();
+    return;
+  }
+  ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
+  Status st = (*s)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("bcast.onnx: node 'bad_add' (Add)"), std::string::npos) << st.message();
+}
+
+TEST(SessionTest, ThreadsOptionIsHonoured) {
+  ModelBuilder b;
+  std::string path = ConvBnRelu(b);
+  for (int threads : {1, 2}) {
+    SessionOptions o;
+    o.threads = threads;
+    auto s = Session::Load(path, o);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ((*s)->Threads(), threads);
+    EXPECT_EQ((*s)->WorkerThreadIds().size(), static_cast<size_t>(threads));
+  }
+}
+
+}  // namespace
+}  // namespace opscope::engine

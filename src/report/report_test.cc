@@ -1,0 +1,206 @@
+// Golden-file tests for every op-profile output format, plus a linter pass over each output:
+// valid JSON, rectangular CSV, well-formed Chrome trace events. Regenerate the goldens with
+//   OPSCOPE_UPDATE_GOLDEN=1 build/release/src/report/report_test
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/files.h"
+#include "base/strings.h"
+#include "profile/profile.h"
+#include "profile/profile_io.h"
+#include "report/format.h"
+
+namespace opscope::report {
+namespace {
+
+// A small, fully deterministic model profile: a fused Conv+BN+Relu step, a Transpose, a folded
+// Shape node; three runs.
+profile::Profile SmallProfile() {
+  profile::Profile p;
+  p.meta.kind = "profile";
+  p.meta.tool_version = "0.1.0";
+  p.meta.build_type = "Release";
+  p.meta.source = "models/small.onnx";
+  p.meta.host = "testhost";
+  p.meta.cpu_model = "Test CPU @ 2.0GHz";
+  p.meta.logical_cpus = 2;
+  p.meta.governor = "performance";
+  p.meta.cpu_mhz = 2000;
+  p.meta.threads = 2;
+  p.meta.warmup = 1;
+  p.meta.runs = 3;
+  p.e2e.runs_ms = {10.0, 11.0, 10.5};
+  auto add = [&](std::string name, std::string type, std::vector<double> ms, double flops, double bytes) {
+    profile::OpRecord op;
+    op.name = std::move(name);
+    op.op_type = std::move(type);
+    op.index = static_cast<int>(p.ops.size());
+    op.runs_ms = std::move(ms);
+    op.flops = flops;
+    op.bytes = bytes;
+    op.input_shapes = {{1, 3, 32, 32}, {8, 3, 3, 3}};
+    op.output_shapes = {{1, 8, 32, 32}};
+    p.ops.push_back(op);
+    return p.ops.size() - 1;
+  };
+  size_t conv = add("conv1", "Conv", {4.0, 4.4, 4.2}, 442368, 40000);
+  size_t bn = add("bn1", "BatchNormalization", {1.0, 1.1, 1.05}, 16384, 65536);
+  size_t relu = add("relu1", "Relu", {0.5, 0.55, 0.52}, 8192, 65536);
+  for (size_t i : {conv, bn, relu}) {
+    p.ops[i].status = "fused";
+    p.ops[i].step = "conv1";
+    p.ops[i].attribution = "split by estimated cost";
+  }
+  p.ops[conv].fused_with = {"bn1", "relu1"};
+  p.ops[bn].fused_with = {"conv1", "relu1"};
+  p.ops[relu].fused_with = {"conv1", "bn1"};
+  size_t tr = add("to_nhwc", "Transpose", {3.5, 3.6, 3.55}, 0, 65536);
+  p.ops[tr].output_shapes = {{1, 32, 32, 8}};
+  p.ops[tr].step = "to_nhwc";
+  size_t shape = add("shape", "Shape", {0, 0, 0}, 0, 32);
+  p.ops[shape].status = "folded";
+  p.ops[shape].attribution = "folded: computed once at load time, no run time";
+  for (int r = 0; r < 3; ++r) {
+    int64_t t = 1000000 + r * 20000000;
+    p.op_events.push_back({static_cast<int32_t>(conv), r, 4242, t, 4000000});
+    p.op_events.push_back({static_cast<int32_t>(bn), r, 4242, t + 4000000, 1000000});
+    p.op_events.push_back({static_cast<int32_t>(relu), r, 4242, t + 5000000, 500000});
+    p.op_events.push_back({static_cast<int32_t>(tr), r, 4242, t + 5500000, 3500000});
+  }
+  profile::Overhead ov;
+  ov.baseline_median_ms = 10.4;
+  ov.observed_median_ms = 10.5;
+  ov.pct = 0.96;
+  ov.method = "interleaved";
+  p.overhead = ov;
+  profile::FinalizeStats(p);
+  return p;
+}
+
+std::string Golden(const std::string& name) { return std::string(OPSCOPE_SOURCE_DIR) + "/src/report/testdata/" + name; }
+
+void CheckGolden(const std::string& name, const std::string& actual) {
+  std::string path = Golden(name);
+  if (std::getenv("OPSCOPE_UPDATE_GOLDEN")) {
+    ASSERT_TRUE(WriteFileAtomic(path, actual).ok());
+    return;
+  }
+  auto expected = ReadFile(path);
+  ASSERT_TRUE(expected.ok()) << path << " missing; run with OPSCOPE_UPDATE_GOLDEN=1";
+  EXPECT_EQ(actual, *expected) << "output differs from " << path;
+}
+
+std::string Render(const std::string& format) {
+  const Format* f = FindFormat(format);
+  EXPECT_NE(f, nullptr) << format;
+  std::string out;
+  ReportOptions o;
+  o.top = 10;
+  EXPECT_TRUE(f->write(SmallProfile(), o, &out).ok());
+  return out;
+}
+
+// RFC 4180 field splitter for the CSV lint.
+std::vector<std::vector<std::string>> ParseCsv(const std::string& text, bool* ok) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  *ok = true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') { field += '"'; ++i; }
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      if (!field.empty()) *ok = false;
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(field);
+      field.clear();
+    } else if (c == '\n') {
+      rows.back().push_back(field);
+      field.clear();
+      rows.emplace_back();
+    } else {
+      field += c;
+    }
+  }
+  if (quoted) *ok = false;
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+TEST(ReportTest, TableGolden) { CheckGolden("small.top10.txt", Render("table")); }
+TEST(ReportTest, CsvGolden) { CheckGolden("small.csv", Render("csv")); }
+TEST(ReportTest, ChromeGolden) { CheckGolden("small.trace.json", Render("chrome")); }
+TEST(ReportTest, JsonGolden) { CheckGolden("small.json", Render("json")); }
+
+TEST(ReportTest, JsonLintAndRoundTrip) {
+  std::string out = Render("json");
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["schema"], "opscope.profile/1");
+  for (const char* key : {"meta", "e2e", "ops"}) EXPECT_TRUE(j.contains(key)) << key;
+  for (const auto& op : j["ops"]) {
+    for (const char* key : {"name", "op_type", "input_shapes", "output_shapes", "flops", "bytes", "runs_ms", "stats", "share"})
+      EXPECT_TRUE(op.contains(key)) << key;
+    for (const char* key : {"mean", "median", "trimmed_mean", "min", "max", "p90", "stddev"})
+      EXPECT_TRUE(op["stats"].contains(key)) << key;
+  }
+  auto back = profile::FromJsonString(out, "golden");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(profile::ToJsonString(*back), out);
+}
+
+TEST(ReportTest, CsvLint) {
+  bool ok;
+  auto rows = ParseCsv(Render("csv"), &ok);
+  ASSERT_TRUE(ok);
+  ASSERT_EQ(rows.size(), SmallProfile().ops.size() + 1);
+  for (const auto& r : rows) EXPECT_EQ(r.size(), rows[0].size());
+  EXPECT_EQ(rows[0][1], "name");
+  // A name with a comma and a quote must survive quoting.
+  profile::Profile p = SmallProfile();
+  p.ops[0].name = "a,\"b\"";
+  std::string out;
+  ASSERT_TRUE(FindFormat("csv")->write(p, {}, &out).ok());
+  rows = ParseCsv(out, &ok);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(rows[1][1], "a,\"b\"");
+}
+
+TEST(ReportTest, ChromeTraceLint) {
+  auto j = nlohmann::json::parse(Render("chrome"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  int complete = 0;
+  for (const auto& e : j["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid") && e.contains("name"));
+    if (e["ph"] == "X") {
+      ++complete;
+      ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number());
+      EXPECT_GE(e["ts"].get<double>(), 0);
+      EXPECT_GE(e["dur"].get<double>(), 0);
+    } else {
+      EXPECT_EQ(e["ph"], "M");
+    }
+  }
+  EXPECT_EQ(complete, 12);  // 4 nodes x 3 runs (the folded node never runs)
+}
+
+TEST(ReportTest, ChooseFormat) {
+  EXPECT_EQ(std::string((*ChooseFormat("p.trace.json", "", "table"))->name), "chrome");
+  EXPECT_EQ(std::string((*ChooseFormat("p.json", "", "table"))->name), "json");
+  EXPECT_EQ(std::string((*ChooseFormat("p.csv", "", "table"))->name), "csv");
+  EXPECT_EQ(std::string((*ChooseFormat("", "", "table"))->name), "table");
+  EXPECT_FALSE(ChooseFormat("p.xyz", "", "table").ok());
+  EXPECT_FALSE(ChooseFormat("", "yaml", "table").ok());
+}
+
+}  // namespace
+}  // namespace opscope::report

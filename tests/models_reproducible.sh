@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The shipped models are exactly what tools/gen_models.py generates (the generator is the source).
+set -euo pipefail
+src=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+/usr/bin/python3 "$src/tools/gen_models.py" "$tmp" bev_demo twin_matmul >/dev/null
+cmp "$tmp/bev_demo.onnx" "$src/models/bev_demo.onnx"
+cmp "$tmp/twin_matmul.onnx" "$src/tests/models/twin_matmul.onnx"
+echo "models reproduce byte for byte"
