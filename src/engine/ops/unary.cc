@@ -1,7 +1,7 @@
 // Elementwise unary operators: activations (Relu LeakyRelu Sigmoid Tanh HardSigmoid HardSwish),
 // math (Erf Exp Log Sqrt Reciprocal Neg Abs Sign Floor Ceil), Clip and Not.
 //
-// float32 Exp, Sigmoid and Tanh use the vectorizable FastExp family (elementwise_common.h, ~2 ulp);
+// float32 Exp, Sigmoid, Tanh and Erf use the vectorizable FastExp family (elementwise_common.h, ~2 ulp);
 // float64 uses libm. Float-only functions run on float32/float64 (float16 is upcast to float32 and rounded back);
 // Relu, Neg, Abs, Sign and Clip also run on the integer types, Not on bool. Each op is one
 // ParallelFor over the flat tensor with the function inlined into the loop.
@@ -155,7 +155,10 @@ class UnaryKernel : public Kernel {
             return v * std::max(T(0), std::min(T(1), v * T(1.0 / 6.0) + T(0.5)));
           });
           return;
-        case UnOp::kErf: MapLoop(x, y, n, 16, [](T v) { return std::erf(v); }); return;
+        case UnOp::kErf:
+          if constexpr (std::is_same_v<T, float>) MapLoop(x, y, n, 4, [](float v) { return FastErf(v); });
+          else MapLoop(x, y, n, 16, [](T v) { return std::erf(v); });
+          return;
         case UnOp::kExp:
           if constexpr (std::is_same_v<T, float>) MapLoop(x, y, n, 4, [](float v) { return FastExp(v); });
           else MapLoop(x, y, n, 16, [](T v) { return std::exp(v); });
