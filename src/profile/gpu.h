@@ -17,6 +17,8 @@ struct GpuKernel {
   uint32_t correlation_id = 0;
   double occupancy = 0;       // theoretical, 0..1 (0 if unknown)
   int32_t range = -1;         // innermost enclosing NVTX range of the launching thread
+  int32_t tid = 0;            // thread that launched it (0 if the launch API call is unknown)
+  int32_t occupancy_limiter = 0;  // what bounds `occupancy`: see OccupancyLimiter in gpu/occupancy.h
 };
 
 struct GpuMemcpy {
@@ -27,6 +29,12 @@ struct GpuMemcpy {
   int64_t start_ns = 0, end_ns = 0;
   uint32_t correlation_id = 0;
   int32_t range = -1;
+  int32_t tid = 0;            // thread that issued it (0 if unknown)
+  bool async = false;         // issued by a *Async call
+  // Fingerprint of the host bytes of an HtoD copy (16 hex digits), "" when not taken; a
+  // "sampled" one covers evenly spaced blocks of a large copy, not every byte.
+  std::string content_hash;
+  bool content_sampled = false;
 };
 
 struct GpuMemset {
@@ -44,6 +52,28 @@ struct GpuApiCall {
   uint32_t correlation_id = 0;
 };
 
+// Host time spent waiting for the GPU (cudaStreamSynchronize, cudaEventSynchronize, ...).
+struct GpuSync {
+  std::string type;           // "stream", "event", "context", "stream_wait_event", "unknown"
+  int32_t tid = 0;            // waiting thread (0 if unknown)
+  int32_t stream = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  uint32_t correlation_id = 0;
+};
+
+// What the occupancy calculation used; per-SM limits come from the device when CUPTI reports
+// them, else from opscope's compute-capability table (gpu/occupancy.cc).
+struct GpuDevice {
+  int32_t id = 0;
+  std::string name;
+  int32_t cc_major = 0, cc_minor = 0;
+  int32_t sm_count = 0;
+  int32_t max_warps_per_sm = 0, max_blocks_per_sm = 0, max_registers_per_sm = 0;
+  int64_t max_shared_per_sm = 0;
+  double memory_bandwidth_gbps = 0;  // as the driver reports it, 0 if unknown
+  int64_t memory_bytes = 0;
+};
+
 struct GpuSection {
   std::string device_name;
   std::vector<GpuKernel> kernels;
@@ -51,6 +81,12 @@ struct GpuSection {
   std::vector<GpuMemset> memsets;
   std::vector<GpuApiCall> api_calls;
   uint64_t dropped_records = 0;
+  std::vector<GpuSync> syncs;
+  std::vector<GpuDevice> devices;
+  // False when a trace ended without its end record (the program was killed or crashed where
+  // no handler could run): what is here is valid, what came after is missing.
+  bool complete = true;
+  int32_t end_signal = 0;     // the fatal signal the tracer saw, 0 for a normal exit
 };
 
 }  // namespace opscope::profile

@@ -52,12 +52,42 @@ Status Validate(const Profile& p) {
       if (!Finite(smp.weight) || smp.weight < 0) return bad("sample with negative weight");
     }
   }
-  if (p.gpu) {
-    for (const auto& k : p.gpu->kernels)
-      if (k.end_ns < k.start_ns) return bad("kernel '" + k.name + "' ends before it starts");
-    for (const auto& m : p.gpu->memcpys)
-      if (m.end_ns < m.start_ns || m.bytes < 0) return bad("memcpy with invalid time or size");
+  if (p.stat) {
+    for (const StatRun& run : p.stat->runs) {
+      if (!Finite(run.wall_ms) || run.wall_ms < 0) return bad("stat run with a negative or non-finite wall time");
+      for (const CounterReading& c : run.counters) {
+        if (c.event.empty()) return bad("stat counter without an event name");
+        if (!Finite(c.value) || !Finite(c.raw) || c.value < 0 || c.raw < 0)
+          return bad("stat counter '" + c.event + "' has a negative or non-finite value");
+        if (!Finite(c.running_fraction) || c.running_fraction < 0 || c.running_fraction > 1 + 1e-9)
+          return bad("stat counter '" + c.event + "' has a running fraction outside [0,1]");
+      }
+    }
+    for (const auto& [name, v] : p.stat->derived)
+      if (!Finite(v)) return bad("stat derived metric '" + name + "' is not finite");
   }
+  if (p.gpu) {
+    const int32_t nranges = static_cast<int32_t>(p.ranges.size());
+    for (const auto& k : p.gpu->kernels) {
+      if (k.end_ns < k.start_ns) return bad("kernel '" + k.name + "' ends before it starts");
+      if (k.range < -1 || k.range >= nranges) return bad("kernel '" + k.name + "' refers to a missing range");
+      if (!Finite(k.occupancy) || k.occupancy < 0 || k.occupancy > 1)
+        return bad("kernel '" + k.name + "' has occupancy outside [0,1]");
+    }
+    for (const auto& m : p.gpu->memcpys) {
+      if (m.end_ns < m.start_ns || m.bytes < 0) return bad("memcpy with invalid time or size");
+      if (m.range < -1 || m.range >= nranges) return bad("memcpy refers to a missing range");
+    }
+    for (const auto& m : p.gpu->memsets)
+      if (m.end_ns < m.start_ns || m.bytes < 0) return bad("memset with invalid time or size");
+    for (const auto& a : p.gpu->api_calls)
+      if (a.end_ns < a.start_ns) return bad("API call '" + a.name + "' ends before it starts");
+    for (const auto& s : p.gpu->syncs)
+      if (s.end_ns < s.start_ns) return bad("synchronization ends before it starts");
+  }
+  for (const ClockSample& c : p.clocks)
+    if (!Finite(c.cpu_mhz) || c.cpu_mhz < 0 || !Finite(c.temp_c))
+      return bad("clock sample of run " + std::to_string(c.run) + " has an invalid frequency or temperature");
   return Status::Ok();
 }
 

@@ -95,6 +95,15 @@ struct Overhead {
   std::string method;              // how it was measured, in words
 };
 
+// One reading of clocks and temperature taken during a measured run (for throttling detection).
+// Sources sample base/host.h's ReadThermalSample() at the end of each run, warm-up included
+// (warm-up runs have run < 0: -warmup..-1). 0 means "not exposed by this board".
+struct ClockSample {
+  int32_t run = 0;
+  double cpu_mhz = 0;
+  double temp_c = 0;
+};
+
 struct Profile {
   Meta meta;
   E2E e2e;
@@ -106,6 +115,7 @@ struct Profile {
   std::vector<Range> ranges;              // opscope run / NVTX
   std::optional<GpuSection> gpu;          // opscope gpu
   std::vector<Finding> findings;          // analysis: advice with evidence
+  std::vector<ClockSample> clocks;        // per-run clock/temperature samples (hygiene)
 };
 
 // Checks the invariants every reporter may rely on. Sources call it last; loaders call it on

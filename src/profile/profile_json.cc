@@ -55,6 +55,13 @@ void from_json(const nlohmann::json& j, OpEvent& v) {
 void to_json(nlohmann::json& j, const Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_PUT); }
 void from_json(const nlohmann::json& j, Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_GET); }
 
+void to_json(nlohmann::json& j, const ClockSample& v) {
+  OPSCOPE_JSON_PUT(run); OPSCOPE_JSON_PUT(cpu_mhz); OPSCOPE_JSON_PUT(temp_c);
+}
+void from_json(const nlohmann::json& j, ClockSample& v) {
+  OPSCOPE_JSON_GET(run); OPSCOPE_JSON_GET(cpu_mhz); OPSCOPE_JSON_GET(temp_c);
+}
+
 void to_json(nlohmann::json& j, const Profile& p) {
   j = nlohmann::json::object();
   j["schema"] = kSchema;
@@ -68,6 +75,7 @@ void to_json(nlohmann::json& j, const Profile& p) {
   if (!p.ranges.empty()) j["ranges"] = p.ranges;
   if (p.gpu) j["gpu"] = *p.gpu;
   j["findings"] = p.findings;
+  if (!p.clocks.empty()) j["clocks"] = p.clocks;
 }
 
 void from_json(const nlohmann::json& j, Profile& p) {
@@ -84,6 +92,7 @@ void from_json(const nlohmann::json& j, Profile& p) {
   get("ranges", p.ranges);
   if (auto it = j.find("gpu"); it != j.end() && !it->is_null()) p.gpu = it->get<GpuSection>();
   get("findings", p.findings);
+  get("clocks", p.clocks);
 }
 
 std::string ToJsonString(const Profile& p, int indent) {

@@ -23,6 +23,8 @@ void to_json(nlohmann::json& j, const OpEvent& v);
 void from_json(const nlohmann::json& j, OpEvent& v);
 void to_json(nlohmann::json& j, const Overhead& v);
 void from_json(const nlohmann::json& j, Overhead& v);
+void to_json(nlohmann::json& j, const ClockSample& v);
+void from_json(const nlohmann::json& j, ClockSample& v);
 
 void to_json(nlohmann::json& j, const StatSection& v);       // stat_json.cc
 void from_json(const nlohmann::json& j, StatSection& v);

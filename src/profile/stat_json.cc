@@ -4,15 +4,16 @@
 namespace opscope::profile {
 
 #define READING_FIELDS(X) X(event); X(unit); X(value); X(raw); X(enabled_ns); X(running_ns); \
-  X(supported); X(note)
+  X(supported); X(note); X(requested); X(running_fraction)
 static void to_json(nlohmann::json& j, const CounterReading& v) { READING_FIELDS(OPSCOPE_JSON_PUT); }
 static void from_json(const nlohmann::json& j, CounterReading& v) { READING_FIELDS(OPSCOPE_JSON_GET); }
 
-#define RUN_FIELDS(X) X(counters); X(wall_ms); X(exit_code); X(term_signal)
+#define RUN_FIELDS(X) X(counters); X(wall_ms); X(exit_code); X(term_signal); X(note)
 static void to_json(nlohmann::json& j, const StatRun& v) { RUN_FIELDS(OPSCOPE_JSON_PUT); }
 static void from_json(const nlohmann::json& j, StatRun& v) { RUN_FIELDS(OPSCOPE_JSON_GET); }
 
-#define STAT_FIELDS(X) X(command); X(runs); X(summary); X(derived); X(verdict); X(verdict_reason)
+#define STAT_FIELDS(X) X(command); X(runs); X(summary); X(derived); X(verdict); X(verdict_reason); \
+  X(degradations); X(outliers); X(user_only)
 void to_json(nlohmann::json& j, const StatSection& v) { STAT_FIELDS(OPSCOPE_JSON_PUT); }
 void from_json(const nlohmann::json& j, StatSection& v) { STAT_FIELDS(OPSCOPE_JSON_GET); }
 

@@ -1,0 +1,89 @@
+// Diff of two profiles of a model before and after removing a deliberate bottleneck (a layout
+// Transpose): testdata/make_diff_profiles.py builds them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/diag_test_util.h"
+#include "analysis/diff.h"
+#include "profile/profile_io.h"
+
+namespace opscope::analysis {
+namespace {
+
+profile::Profile Load(const char* name) {
+  auto p = profile::LoadProfile(std::string(OPSCOPE_SOURCE_DIR) + "/src/analysis/testdata/" + name);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : profile::Profile{};
+}
+
+TEST(DiagDiff, BottleneckRemoved) {
+  ProfileDiff d = DiffProfiles(Load("model_before.json"), Load("model_after.json"));
+  ASSERT_TRUE(d.e2e.available);
+  EXPECT_TRUE(d.e2e.has_ci);
+  EXPECT_TRUE(d.e2e.significant);
+  EXPECT_NEAR(d.e2e.speedup, 2.0, 0.01);
+  EXPECT_NEAR(d.e2e.delta_pct, -50.0, 0.5);
+  EXPECT_LT(d.e2e.ci_low_pct, d.e2e.delta_pct);
+  EXPECT_GT(d.e2e.ci_high_pct, d.e2e.delta_pct);
+  EXPECT_LT(d.e2e.ci_high_pct, -45);
+  EXPECT_NE(d.headline.find("2.00× faster"), std::string::npos) << d.headline;
+  // Largest change first: the removed Transpose.
+  ASSERT_FALSE(d.nodes.empty());
+  EXPECT_EQ(d.nodes[0].name, "to_nhwc");
+  EXPECT_EQ(d.nodes[0].change, "disappeared");
+  EXPECT_NEAR(d.nodes[0].delta_ms, -18.0, 0.1);
+  for (size_t i = 1; i < d.nodes.size(); ++i)
+    EXPECT_GE(std::fabs(d.nodes[i - 1].delta_ms), std::fabs(d.nodes[i].delta_ms));
+  bool appeared = false, reshaped = false;
+  for (const auto& n : d.nodes) {
+    if (n.name == "cast_out") appeared = n.change == "appeared";
+    if (n.name == "reshape1") reshaped = n.shape_changed && n.shape_before == "1x56x56x64" && n.shape_after == "1x64x3136";
+    if (n.name == "conv1") EXPECT_FALSE(n.shape_changed);
+  }
+  EXPECT_TRUE(appeared);
+  EXPECT_TRUE(reshaped);
+  EXPECT_EQ(d.op_types[0].op_type, "Transpose");
+  EXPECT_EQ(d.op_types[0].count_after, 0);
+}
+
+TEST(DiagDiff, SameProfileIsNoChange) {
+  ProfileDiff d = DiffProfiles(Load("model_before.json"), Load("model_before.json"));
+  EXPECT_FALSE(d.e2e.significant);
+  EXPECT_NEAR(d.e2e.delta_pct, 0, 1e-9);
+  EXPECT_NE(d.headline.find("no significant change"), std::string::npos) << d.headline;
+}
+
+TEST(DiagDiff, DeterministicCi) {
+  std::vector<double> a = {10, 11, 9, 10.5, 9.5}, b = {5, 5.5, 4.5, 5.2, 4.8};
+  double l1, h1, l2, h2;
+  BootstrapChangeCi(a, b, &l1, &h1);
+  BootstrapChangeCi(a, b, &l2, &h2);
+  EXPECT_EQ(l1, l2);
+  EXPECT_EQ(h1, h2);
+  EXPECT_LT(l1, -45);
+  EXPECT_GT(h1, -55);
+}
+
+TEST(DiagDiff, NoPerRunTimesFallsBackToSumOfOps) {
+  auto a = Load("model_before.json"), b = Load("model_after.json");
+  a.e2e.runs_ms.clear();
+  b.e2e.runs_ms.clear();
+  ProfileDiff d = DiffProfiles(a, b);
+  EXPECT_EQ(d.e2e.basis, "sum of ops");
+  EXPECT_FALSE(d.e2e.has_ci);
+  EXPECT_TRUE(d.headline.starts_with("sum of ops")) << d.headline;
+}
+
+TEST(DiagDiff, GoldenTableAndJson) {
+  ProfileDiff d = DiffProfiles(Load("model_before.json"), Load("model_after.json"));
+  testing::ExpectGolden("model_before-after.diff.txt", FormatDiff(d, false));
+  std::string js = DiffToJson(d);
+  auto j = nlohmann::json::parse(js);
+  EXPECT_EQ(j["schema"], "opscope.diff/1");
+  EXPECT_EQ(j["nodes"].size(), 7u);
+  testing::ExpectGolden("model_before-after.diff.json", js);
+}
+
+}  // namespace
+}  // namespace opscope::analysis

@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include "analysis/hygiene.h"
+
+namespace opscope::analysis {
+namespace {
+
+std::vector<profile::ClockSample> Trace(std::vector<double> mhz, std::vector<double> temp) {
+  std::vector<profile::ClockSample> v;
+  for (size_t i = 0; i < mhz.size(); ++i) v.push_back({static_cast<int32_t>(i), mhz[i], temp.empty() ? 0 : temp[i]});
+  return v;
+}
+
+TEST(DiagHygiene, FrequencyDropIsThrottling) {
+  auto t = DetectThrottling(Trace({2400, 2400, 2390, 2000, 1900}, {}));
+  EXPECT_TRUE(t.throttled);
+  EXPECT_TRUE(t.have_freq);
+  EXPECT_FALSE(t.have_temp);
+  EXPECT_NEAR(t.freq_drop_pct, 500.0 / 2400 * 100, 1e-9);
+  EXPECT_EQ(t.affected_runs, (std::vector<int>{3, 4}));
+  EXPECT_NE(t.summary.find("2400 MHz (first run) to 1900 MHz"), std::string::npos) << t.summary;
+}
+
+TEST(DiagHygiene, TemperatureRiseAloneIsReported) {
+  auto t = DetectThrottling(Trace({2400, 2400, 2400, 2400}, {45, 50, 54, 58}));
+  EXPECT_TRUE(t.throttled);
+  EXPECT_NEAR(t.temp_rise_c, 13, 1e-9);
+  EXPECT_EQ(t.affected_runs, (std::vector<int>{3}));
+}
+
+TEST(DiagHygiene, SteadyClocksAndWarmupIgnored) {
+  auto v = Trace({2400, 2410, 2395, 2400}, {50, 51, 52, 51});
+  v.push_back({-1, 1200, 40});  // a cold warm-up run does not count
+  auto t = DetectThrottling(v);
+  EXPECT_FALSE(t.throttled);
+  EXPECT_TRUE(t.affected_runs.empty());
+  EXPECT_NE(t.summary.find("steady"), std::string::npos);
+}
+
+TEST(DiagHygiene, NothingExposed) {
+  EXPECT_FALSE(DetectThrottling(Trace({0, 0, 0}, {})).throttled);
+  EXPECT_NE(DetectThrottling(Trace({0, 0, 0}, {})).summary.find("not exposed"), std::string::npos);
+  EXPECT_TRUE(DetectThrottling({}).summary.empty());
+}
+
+TEST(DiagHygiene, Repeats) {
+  std::vector<double> runs = {10, 10.1, 9.9, 10, 10.05, 30, 10, 9.95};
+  auto r = AnalyzeRepeats(runs);
+  EXPECT_EQ(r.outlier_runs, std::vector<int>{5});
+  EXPECT_NEAR(r.stats.median, 10, 0.03);
+  EXPECT_NE(r.words.find("outlier run(s) 5"), std::string::npos);
+}
+
+TEST(DiagHygiene, Producers) {
+  auto d = ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O0",
+                              "GNU AS 2.40"});
+  EXPECT_EQ(d.kind, "debug");
+  EXPECT_EQ(d.opt_level, "-O0");
+  auto r = ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O2",
+                              "GNU C17 12.2.0 -O0 -g -O3"});
+  EXPECT_EQ(r.kind, "release");
+  auto none = ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g"});
+  EXPECT_EQ(none.kind, "debug");
+  EXPECT_EQ(none.opt_level, "none");
+  EXPECT_NE(none.evidence.find("no -O flag"), std::string::npos);
+  auto clang = ClassifyProducers({"Debian clang version 14.0.6"});  // clang records no flags
+  EXPECT_EQ(clang.kind, "debug");
+  auto unk = ClassifyProducers({});
+  EXPECT_EQ(unk.kind, "unknown");
+  EXPECT_NE(unk.evidence.find("no DWARF producer"), std::string::npos);
+  auto og = ClassifyProducers({"GNU C++17 12.2.0 -Og -g"});
+  EXPECT_EQ(og.kind, "debug");
+}
+
+TEST(DiagHygiene, OwnBuildType) {
+  EXPECT_EQ(ClassifyBuildType("Release").kind, "release");
+  EXPECT_EQ(ClassifyBuildType("RelWithDebInfo").kind, "release");
+  EXPECT_EQ(ClassifyBuildType("Debug").kind, "debug");
+  EXPECT_EQ(ClassifyBuildType("").kind, "debug");
+}
+
+}  // namespace
+}  // namespace opscope::analysis

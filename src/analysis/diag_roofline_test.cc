@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include "analysis/diag_test_util.h"
+#include "analysis/format.h"
+#include "analysis/roofline.h"
+
+namespace opscope::analysis {
+namespace {
+
+using testing::MakeOp;
+using testing::MakeProfile;
+
+MachineCeilings Ceilings() {
+  MachineCeilings c;
+  c.peak_gflops_all = 100;  // ridge = 100 / 10 = 10 FLOP/B
+  c.peak_gflops_one = 40;
+  c.triad_gbps = 10;
+  c.llc_gbps = 50;
+  c.threads = 2;
+  c.cpu_model = "Test CPU";
+  c.method = "manual";
+  return c;
+}
+
+// One op per class, with numbers chosen so the expected values are easy to check by hand.
+profile::Profile ClassesProfile() {
+  return MakeProfile({
+      // 8 GFLOP over 40 MB = 200 FLOP/B (compute side); 8e9 / 0.1 s = 80 GFLOP/s = 80% of peak.
+      MakeOp("conv_big", "Conv", 100, 8e9, 40e6),
+      // 10 MFLOP over 80 MB = 0.125 FLOP/B (memory side); 80 MB / 10 ms = 8 GB/s = 80% of bw.
+      MakeOp("add_big", "Add", 10, 10e6, 80e6),
+      // 1 kFLOP, 4 kB: ideal 0.4 us, takes 50 us: latency-bound.
+      MakeOp("mul_tiny", "Mul", 0.05, 1e3, 4e3),
+      // A Transpose moving 40 MB in 20 ms.
+      MakeOp("transpose", "Transpose", 20, 0, 40e6),
+      // No FLOPs/bytes and not data movement: no point.
+      MakeOp("custom", "MyCustomOp", 1, 0, 0),
+  });
+}
+
+TEST(DiagRoofline, ClassesAndNumbers) {
+  auto points = ComputeRoofline(ClassesProfile(), Ceilings());
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].name, "conv_big");
+  EXPECT_EQ(points[0].cls, BoundClass::kCompute);
+  EXPECT_NEAR(points[0].intensity, 200, 1e-9);
+  EXPECT_NEAR(points[0].achieved_gflops, 80, 1e-9);
+  EXPECT_NEAR(points[0].attainable_gflops, 100, 1e-9);
+  EXPECT_NEAR(points[0].pct_of_roof, 80, 1e-9);
+
+  EXPECT_EQ(points[1].cls, BoundClass::kMemory);
+  EXPECT_NEAR(points[1].intensity, 0.125, 1e-12);
+  EXPECT_NEAR(points[1].attainable_gflops, 1.25, 1e-12);
+  EXPECT_NEAR(points[1].achieved_gbps, 8, 1e-9);
+  EXPECT_NEAR(points[1].pct_of_roof, 80, 1e-9);
+
+  EXPECT_EQ(points[2].cls, BoundClass::kLatency);
+  EXPECT_LT(points[2].pct_of_roof, kLatencyPctOfRoof);
+
+  EXPECT_EQ(points[3].cls, BoundClass::kDataMovement);
+  EXPECT_NEAR(points[3].achieved_gbps, 2, 1e-9);
+  for (const auto& p : points) EXPECT_EQ(p.counter_confirmation, "no hardware counters");
+}
+
+TEST(DiagRoofline, SingleThreadUsesOneCorePeak) {
+  profile::Profile p = ClassesProfile();
+  p.meta.threads = 1;
+  auto points = ComputeRoofline(p, Ceilings());
+  EXPECT_NEAR(points[0].attainable_gflops, 40, 1e-9);
+  EXPECT_NEAR(points[0].pct_of_roof, 200, 1e-9);  // faster than the stated one-core roof: says so
+}
+
+TEST(DiagRoofline, SlowBigKernelIsNotLatencyBound) {
+  // 8 GFLOP taking 10 s: 0.8% of peak, but its ideal time is 80 ms: a bad kernel, not overhead.
+  auto points = ComputeRoofline(MakeProfile({MakeOp("slow_conv", "Conv", 10000, 8e9, 40e6)}), Ceilings());
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].cls, BoundClass::kCompute);
+}
+
+TEST(DiagRoofline, WithoutCeilingsOnlyDataMovementIsClassified) {
+  auto points = ComputeRoofline(ClassesProfile(), MachineCeilings{});
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].cls, BoundClass::kUnknown);
+  EXPECT_EQ(points[3].cls, BoundClass::kDataMovement);
+}
+
+TEST(DiagRoofline, CountersConfirmOrContradict) {
+  std::map<std::string, double> mem = {{"instructions", 1e9}, {"cycles", 2e9}, {"cache-misses", 2e7}};
+  EXPECT_TRUE(CounterConfirmation(mem, BoundClass::kMemory).starts_with("confirmed"));
+  EXPECT_TRUE(CounterConfirmation(mem, BoundClass::kCompute).starts_with("contradicted"));
+  std::map<std::string, double> cpu = {{"instructions", 3e9}, {"cycles", 1e9}, {"cache-misses", 1e5}};
+  EXPECT_TRUE(CounterConfirmation(cpu, BoundClass::kCompute).starts_with("confirmed"));
+  EXPECT_TRUE(CounterConfirmation(cpu, BoundClass::kMemory).starts_with("contradicted"));
+  std::map<std::string, double> mid = {{"ipc", 1.5}};
+  EXPECT_TRUE(CounterConfirmation(mid, BoundClass::kMemory).starts_with("inconclusive"));
+  EXPECT_EQ(CounterConfirmation({{"task-clock", 3}}, BoundClass::kMemory), "no hardware counters");
+}
+
+TEST(DiagRoofline, MemoryBoundConfirmedByCountersInPoint) {
+  profile::Profile p = ClassesProfile();
+  p.ops[1].counters = {{"instructions", 1e7}, {"cycles", 4e7}, {"LLC-load-misses", 1e6}};
+  auto points = ComputeRoofline(p, Ceilings());
+  EXPECT_TRUE(points[1].counter_confirmation.starts_with("confirmed")) << points[1].counter_confirmation;
+}
+
+TEST(DiagRoofline, DataMovementList) {
+  for (const char* t : {"Reshape", "Transpose", "Concat", "Slice", "Gather", "GatherND", "Split",
+                        "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile", "Pad", "Identity",
+                        "Cast", "DepthToSpace", "SpaceToDepth", "ScatterND"})
+    EXPECT_TRUE(IsDataMovementOp(t)) << t;
+  for (const char* t : {"Conv", "MatMul", "Add", "Resize", "Softmax", ""}) EXPECT_FALSE(IsDataMovementOp(t)) << t;
+}
+
+TEST(DiagRoofline, GoldenTable) {
+  auto points = ComputeRoofline(ClassesProfile(), Ceilings());
+  testing::ExpectGolden("roofline_classes.ceil100-10.txt", FormatRoofline(points, Ceilings(), false));
+}
+
+}  // namespace
+}  // namespace opscope::analysis

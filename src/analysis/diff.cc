@@ -1,0 +1,302 @@
+#include "analysis/diff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "analysis/range_stats.h"
+#include "base/strings.h"
+
+namespace opscope::analysis {
+
+static double Trimmed(std::vector<double> v) { return ComputeStats(v).trimmed_mean; }
+
+void BootstrapChangeCi(const std::vector<double>& before, const std::vector<double>& after,
+                       double* low_pct, double* high_pct) {
+  std::mt19937_64 rng(kBootstrapSeed);
+  std::vector<double> changes;
+  changes.reserve(kBootstrapResamples);
+  std::vector<double> b(before.size()), a(after.size());
+  std::uniform_int_distribution<size_t> pick_b(0, before.size() - 1), pick_a(0, after.size() - 1);
+  for (int i = 0; i < kBootstrapResamples; ++i) {
+    for (auto& x : b) x = before[pick_b(rng)];
+    for (auto& x : a) x = after[pick_a(rng)];
+    double tb = Trimmed(b), ta = Trimmed(a);
+    if (tb > 0) changes.push_back((ta - tb) / tb * 100.0);
+  }
+  std::sort(changes.begin(), changes.end());
+  *low_pct = PercentileSorted(changes, 0.025);
+  *high_pct = PercentileSorted(changes, 0.975);
+}
+
+static std::string OutShape(const profile::OpRecord& op) {
+  std::vector<std::string> s;
+  for (const auto& sh : op.output_shapes) s.push_back(ShapeToString(sh));
+  return Join(s, ",");
+}
+static std::string InShape(const profile::OpRecord& op) {
+  std::vector<std::string> s;
+  for (const auto& sh : op.input_shapes) s.push_back(ShapeToString(sh));
+  return Join(s, ",");
+}
+
+static double OpMs(const profile::OpRecord& op) {
+  return op.status == "folded" ? 0 : op.stats.trimmed_mean;
+}
+
+static void SortByAbs(std::vector<NodeDelta>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return std::fabs(a.delta_ms) > std::fabs(b.delta_ms);
+  });
+}
+
+ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile& after) {
+  ProfileDiff d;
+  d.before_source = before.meta.source;
+  d.after_source = after.meta.source;
+  if (!before.meta.cpu_model.empty() && !after.meta.cpu_model.empty() &&
+      before.meta.cpu_model != after.meta.cpu_model)
+    d.notes.push_back(fmt::format("profiles come from different CPUs ('{}' vs '{}'): the change "
+                                  "mixes the code change with the machine change",
+                                  before.meta.cpu_model, after.meta.cpu_model));
+  if (before.meta.threads != after.meta.threads && before.meta.threads > 0 && after.meta.threads > 0)
+    d.notes.push_back(fmt::format("thread count differs: {} vs {}", before.meta.threads, after.meta.threads));
+  if (before.meta.build_type != after.meta.build_type && !before.meta.build_type.empty() &&
+      !after.meta.build_type.empty())
+    d.notes.push_back("opscope build types differ: " + before.meta.build_type + " vs " + after.meta.build_type);
+
+  // End to end.
+  E2EDelta& e = d.e2e;
+  if (!before.e2e.runs_ms.empty() && !after.e2e.runs_ms.empty()) {
+    e.available = true;
+    e.basis = "end-to-end runs";
+    e.before_ms = Trimmed(before.e2e.runs_ms);
+    e.after_ms = Trimmed(after.e2e.runs_ms);
+    if (before.e2e.runs_ms.size() >= 2 && after.e2e.runs_ms.size() >= 2) {
+      e.has_ci = true;
+      BootstrapChangeCi(before.e2e.runs_ms, after.e2e.runs_ms, &e.ci_low_pct, &e.ci_high_pct);
+      e.significant = e.ci_low_pct > 0 || e.ci_high_pct < 0;
+    } else {
+      d.notes.push_back("fewer than 2 runs on one side: no confidence interval");
+    }
+  } else {
+    double sb = 0, sa = 0;
+    for (const auto& op : before.ops) sb += OpMs(op);
+    for (const auto& op : after.ops) sa += OpMs(op);
+    if (sb > 0 && sa > 0) {
+      e.available = true;
+      e.basis = "sum of ops";
+      e.before_ms = sb;
+      e.after_ms = sa;
+      d.notes.push_back("no per-run end-to-end times: comparing the sums of op times, without a "
+                        "confidence interval");
+    }
+  }
+  if (e.available && e.before_ms > 0) {
+    e.delta_pct = (e.after_ms - e.before_ms) / e.before_ms * 100.0;
+    e.speedup = e.after_ms > 0 ? e.before_ms / e.after_ms : 0;
+  }
+
+  // Nodes.
+  std::map<std::string, const profile::OpRecord*> after_by_name;
+  for (const auto& op : after.ops) after_by_name[op.name] = &op;
+  std::map<std::string, OpTypeDelta> types;
+  for (const auto& op : before.ops) {
+    NodeDelta n;
+    n.name = op.name;
+    n.op_type = op.op_type;
+    n.before_ms = OpMs(op);
+    n.shape_before = OutShape(op);
+    OpTypeDelta& t = types[op.op_type];
+    t.count_before++;
+    t.before_ms += n.before_ms;
+    auto it = after_by_name.find(op.name);
+    if (it == after_by_name.end()) {
+      n.change = "disappeared";
+    } else {
+      const profile::OpRecord& b = *it->second;
+      n.change = "changed";
+      n.after_ms = OpMs(b);
+      n.shape_after = OutShape(b);
+      n.shape_changed = n.shape_before != n.shape_after || InShape(op) != InShape(b);
+      if (b.op_type != op.op_type) n.op_type = op.op_type + "→" + b.op_type;
+      after_by_name.erase(it);
+    }
+    n.delta_ms = n.after_ms - n.before_ms;
+    n.delta_pct = n.before_ms > 0 ? n.delta_ms / n.before_ms * 100 : 0;
+    d.nodes.push_back(std::move(n));
+  }
+  for (const auto& op : after.ops) {
+    OpTypeDelta& t = types[op.op_type];
+    t.count_after++;
+    t.after_ms += OpMs(op);
+    if (!after_by_name.count(op.name)) continue;
+    NodeDelta n;
+    n.name = op.name;
+    n.op_type = op.op_type;
+    n.change = "appeared";
+    n.after_ms = OpMs(op);
+    n.shape_after = OutShape(op);
+    n.delta_ms = n.after_ms;
+    d.nodes.push_back(std::move(n));
+  }
+  SortByAbs(d.nodes);
+  for (auto& [name, t] : types) {
+    t.op_type = name;
+    t.delta_ms = t.after_ms - t.before_ms;
+    t.delta_pct = t.before_ms > 0 ? t.delta_ms / t.before_ms * 100 : 0;
+    d.op_types.push_back(t);
+  }
+  std::stable_sort(d.op_types.begin(), d.op_types.end(), [](const auto& a, const auto& b) {
+    return std::fabs(a.delta_ms) > std::fabs(b.delta_ms);
+  });
+
+  // Ranges, by path, time per measured run.
+  if (!before.ranges.empty() || !after.ranges.empty()) {
+    RangeReport rb = SummarizeRanges(before), ra = SummarizeRanges(after);
+    std::map<std::string, const RangeSummary*> amap;
+    for (const auto& r : ra.ranges) amap[r.path] = &r;
+    for (const auto& r : rb.ranges) {
+      NodeDelta n;
+      n.name = r.path;
+      n.op_type = r.domain;
+      n.before_ms = r.per_run_ms;
+      auto it = amap.find(r.path);
+      if (it == amap.end()) {
+        n.change = "disappeared";
+      } else {
+        n.change = "changed";
+        n.after_ms = it->second->per_run_ms;
+        amap.erase(it);
+      }
+      n.delta_ms = n.after_ms - n.before_ms;
+      n.delta_pct = n.before_ms > 0 ? n.delta_ms / n.before_ms * 100 : 0;
+      d.ranges.push_back(std::move(n));
+    }
+    for (const auto& r : ra.ranges) {
+      if (!amap.count(r.path)) continue;
+      NodeDelta n;
+      n.name = r.path;
+      n.op_type = r.domain;
+      n.change = "appeared";
+      n.after_ms = r.per_run_ms;
+      n.delta_ms = r.per_run_ms;
+      d.ranges.push_back(std::move(n));
+    }
+    SortByAbs(d.ranges);
+  }
+
+  // Headline.
+  if (e.available) {
+    std::string ci = e.has_ci ? fmt::format(", 95% CI {:+.1f}…{:+.1f}%", e.ci_low_pct, e.ci_high_pct) : "";
+    std::string verdict;
+    if (e.has_ci && !e.significant)
+      verdict = "no significant change";
+    else if (e.speedup >= 1)
+      verdict = fmt::format("{:.2f}× faster", e.speedup);
+    else
+      verdict = fmt::format("{:.2f}× slower", e.speedup > 0 ? 1 / e.speedup : 0);
+    d.headline = fmt::format("{} {} → {} ({:+.1f}%{}): {}", e.basis == "sum of ops" ? "sum of ops" : "end-to-end",
+                             HumanMs(e.before_ms), HumanMs(e.after_ms), e.delta_pct, ci, verdict);
+  } else {
+    d.headline = "no end-to-end or op times to compare";
+  }
+  return d;
+}
+
+static std::string Row(const NodeDelta& n, bool color) {
+  std::string col = "", reset = color ? "\x1b[0m" : "";
+  if (color) col = n.delta_ms < 0 ? "\x1b[32m" : n.delta_ms > 0 ? "\x1b[31m" : "";
+  if (!color || col.empty()) reset = "";
+  std::string pct = n.change == "changed" && n.before_ms > 0 ? fmt::format("{:+.1f}%", n.delta_pct) : n.change;
+  std::string name = n.name.size() > 34 ? n.name.substr(0, 31) + "..." : n.name;
+  std::string type = n.op_type.size() > 16 ? n.op_type.substr(0, 16) : n.op_type;
+  std::string shape;
+  if (n.shape_changed) shape = "  shape " + n.shape_before + " → " + n.shape_after;
+  return fmt::format("{:<34} {:<16} {:>11} {:>11} {}{:>+11.3f} {:>12}{}{}\n", name, type,
+                     n.change == "appeared" ? "-" : HumanMs(n.before_ms),
+                     n.change == "disappeared" ? "-" : HumanMs(n.after_ms), col, n.delta_ms, pct, reset,
+                     shape);
+}
+
+std::string FormatDiff(const ProfileDiff& d, bool color, size_t max_rows) {
+  std::string bold = color ? "\x1b[1m" : "", reset = color ? "\x1b[0m" : "";
+  std::string out = bold + d.headline + reset + "\n";
+  if (!d.before_source.empty() || !d.after_source.empty())
+    out += fmt::format("  before: {}\n  after:  {}\n", d.before_source, d.after_source);
+  for (const auto& n : d.notes) out += "  note: " + n + "\n";
+  if (!d.op_types.empty()) {
+    out += fmt::format("\n{:<24} {:>9} {:>11} {:>11} {:>11} {:>9}\n", "op type", "count", "before",
+                       "after", "Δ ms", "Δ%");
+    for (size_t i = 0; i < d.op_types.size() && i < max_rows; ++i) {
+      const auto& t = d.op_types[i];
+      out += fmt::format("{:<24} {:>9} {:>11} {:>11} {:>+11.3f} {:>9}\n", t.op_type,
+                         fmt::format("{}→{}", t.count_before, t.count_after), HumanMs(t.before_ms),
+                         HumanMs(t.after_ms), t.delta_ms,
+                         t.before_ms > 0 ? fmt::format("{:+.1f}%", t.delta_pct) : "new");
+    }
+  }
+  auto table = [&](const char* title, const std::vector<NodeDelta>& rows) {
+    if (rows.empty()) return;
+    out += fmt::format("\n{:<34} {:<16} {:>11} {:>11} {:>11} {:>12}\n", title, "type", "before",
+                       "after", "Δ ms", "Δ%");
+    for (size_t i = 0; i < rows.size() && i < max_rows; ++i) out += Row(rows[i], color);
+    if (rows.size() > max_rows) out += fmt::format("... {} more rows (--format json for all)\n", rows.size() - max_rows);
+  };
+  table("node", d.nodes);
+  table("range", d.ranges);
+  int appeared = 0, disappeared = 0, reshaped = 0;
+  for (const auto& n : d.nodes) {
+    appeared += n.change == "appeared";
+    disappeared += n.change == "disappeared";
+    reshaped += n.shape_changed;
+  }
+  if (!d.nodes.empty())
+    out += fmt::format("\n{} node(s) appeared, {} disappeared, {} changed shape\n", appeared,
+                       disappeared, reshaped);
+  return out;
+}
+
+std::string DiffToJson(const ProfileDiff& d) {
+  auto node = [](const NodeDelta& n) {
+    nlohmann::json j = {{"name", n.name}, {"op_type", n.op_type}, {"change", n.change},
+                        {"before_ms", n.before_ms}, {"after_ms", n.after_ms},
+                        {"delta_ms", n.delta_ms}, {"delta_pct", n.delta_pct},
+                        {"shape_changed", n.shape_changed}};
+    if (n.shape_changed) {
+      j["shape_before"] = n.shape_before;
+      j["shape_after"] = n.shape_after;
+    }
+    return j;
+  };
+  nlohmann::json j;
+  j["schema"] = "opscope.diff/1";
+  j["headline"] = d.headline;
+  j["before"] = d.before_source;
+  j["after"] = d.after_source;
+  j["e2e"] = {{"available", d.e2e.available}, {"basis", d.e2e.basis},
+              {"before_ms", d.e2e.before_ms}, {"after_ms", d.e2e.after_ms},
+              {"delta_pct", d.e2e.delta_pct}, {"speedup", d.e2e.speedup},
+              {"has_ci", d.e2e.has_ci}, {"ci95_low_pct", d.e2e.ci_low_pct},
+              {"ci95_high_pct", d.e2e.ci_high_pct}, {"significant", d.e2e.significant},
+              {"ci_method", fmt::format("bootstrap of the trimmed mean, {} resamples, fixed seed",
+                                        kBootstrapResamples)}};
+  j["op_types"] = nlohmann::json::array();
+  for (const auto& t : d.op_types)
+    j["op_types"].push_back({{"op_type", t.op_type}, {"count_before", t.count_before},
+                             {"count_after", t.count_after}, {"before_ms", t.before_ms},
+                             {"after_ms", t.after_ms}, {"delta_ms", t.delta_ms},
+                             {"delta_pct", t.delta_pct}});
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : d.nodes) j["nodes"].push_back(node(n));
+  j["ranges"] = nlohmann::json::array();
+  for (const auto& n : d.ranges) j["ranges"].push_back(node(n));
+  j["notes"] = d.notes;
+  return j.dump(1) + "\n";
+}
+
+}  // namespace opscope::analysis

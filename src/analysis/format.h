@@ -1,0 +1,24 @@
+// Text forms of the diagnosis, printed after the hotspot table: the roofline table and the
+// findings. Kept in analysis/ (pure string producers) so report/ and cli/ can both print them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/machine.h"
+#include "analysis/roofline.h"
+#include "profile/findings.h"
+
+namespace opscope::analysis {
+
+// "Findings (3)" and one block per finding: [severity] rule: title / evidence / do / ops.
+std::string FormatFindings(const std::vector<profile::Finding>& findings, bool color);
+
+// The ceilings line and one row per point, sorted by share, at most `max_rows`.
+std::string FormatRoofline(const std::vector<RooflinePoint>& points, const MachineCeilings& c,
+                           bool color, size_t max_rows = 20);
+
+// "peak 94.1 GFLOP/s (all 2 threads), 48.0 (one core); triad 11.2 GB/s, LLC 61.0 GB/s".
+std::string FormatCeilings(const MachineCeilings& c);
+
+}  // namespace opscope::analysis

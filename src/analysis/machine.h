@@ -1,0 +1,47 @@
+// Machine ceilings: the two roofs of the roofline (peak float32 FLOP/s and memory bandwidth).
+//
+// `opscope machine` measures them on this machine (analysis/machine_measure.h) and stores them
+// as JSON (by default $XDG_CONFIG_HOME/opscope/machine.json); users analysing a profile taken on
+// another board give them by hand (--peak-gflops, --peak-gbps). The CPU model travels with the
+// numbers so that ceilings measured on one machine are noticed when applied to another. A copy is
+// written into each analysed profile's Meta::extra under "machine.*" keys so the profile explains
+// itself later.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "profile/profile.h"
+
+namespace opscope::analysis {
+
+struct MachineCeilings {
+  double peak_gflops_all = 0;  // float32 FLOP/s with every core busy, GFLOP/s
+  double peak_gflops_one = 0;  // one core
+  double triad_gbps = 0;       // STREAM-style triad on arrays much larger than the LLC, GB/s
+  double llc_gbps = 0;         // the same triad on arrays that fit in the last-level cache
+  double llc_bytes = 0;        // last-level cache size used for the LLC level, 0 if unknown
+  int threads = 0;             // threads used for the "all" figures
+  std::string cpu_model;
+  std::string measured_at;     // ISO 8601 UTC, "" for hand-given ceilings
+  std::string method;          // "measured" or "manual" (or "measured+manual")
+
+  // A roofline needs at least one compute roof and one memory roof.
+  bool Usable() const { return (peak_gflops_all > 0 || peak_gflops_one > 0) && triad_gbps > 0; }
+  // The compute roof for a workload that used `threads` threads (1 → the one-core figure).
+  double PeakGflops(int threads) const;
+};
+
+std::string CeilingsToJson(const MachineCeilings& c);
+StatusOr<MachineCeilings> CeilingsFromJson(const std::string& text, const std::string& origin);
+
+// Meta::extra keys "machine.peak_gflops_all", ... (strings, full precision).
+void CeilingsToMeta(const MachineCeilings& c, profile::Meta* meta);
+std::optional<MachineCeilings> CeilingsFromMeta(const profile::Meta& meta);
+
+// "" when the ceilings were measured on `cpu_model` (or either is unknown); otherwise a sentence
+// for the user saying which machine the ceilings come from.
+std::string CeilingsMismatch(const MachineCeilings& c, const std::string& cpu_model);
+
+}  // namespace opscope::analysis

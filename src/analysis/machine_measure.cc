@@ -1,0 +1,230 @@
+#include "analysis/machine_measure.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "base/host.h"
+#include "base/strings.h"
+
+namespace opscope::analysis {
+
+namespace {
+
+constexpr int kFmaAccumulators = 8;
+typedef float Vec16 __attribute__((vector_size(64)));  // 16 floats: 1 zmm, 2 ymm or 4 xmm
+
+// Returns a value depending on every accumulator so the loop cannot be removed.
+__attribute__((target_clones("avx512f", "arch=haswell", "default"), noinline))
+float FmaKernel(long iters, float seed) {
+  Vec16 acc[kFmaAccumulators];
+  for (int k = 0; k < kFmaAccumulators; ++k)
+    for (int l = 0; l < 16; ++l) acc[k][l] = seed + 0.001f * (k * 16 + l);
+  Vec16 mul, add;
+  for (int l = 0; l < 16; ++l) {
+    mul[l] = 0.9999999f;
+    add[l] = 1e-7f;
+  }
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 8
+    for (int k = 0; k < kFmaAccumulators; ++k) acc[k] = acc[k] * mul + add;
+  }
+  Vec16 s = acc[0];
+  for (int k = 1; k < kFmaAccumulators; ++k) s += acc[k];
+  float r = 0;
+  for (int l = 0; l < 16; ++l) r += s[l];
+  return r;
+}
+constexpr double kFlopsPerIter = kFmaAccumulators * 16 * 2.0;
+
+volatile float g_sink;
+
+// Runs fn(thread_index) on `threads` threads started together; returns the wall time in seconds
+// of the slowest thread's call.
+template <typename Fn>
+double TimeParallel(int threads, Fn fn) {
+  std::barrier start(threads + 1);
+  std::atomic<int64_t> end_ns{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      start.arrive_and_wait();
+      fn(t);
+      int64_t now = NowNs(), prev = end_ns.load();
+      while (now > prev && !end_ns.compare_exchange_weak(prev, now)) {}
+    });
+  int64_t t0 = NowNs();
+  start.arrive_and_wait();
+  for (auto& th : pool) th.join();
+  return (end_ns.load() - t0) / 1e9;
+}
+
+}  // namespace
+
+double MeasurePeakGflops(int threads, double seconds, int repeats) {
+  // Calibrate the iteration count on one thread.
+  long iters = 1 << 16;
+  for (;;) {
+    int64_t t0 = NowNs();
+    g_sink = FmaKernel(iters, 1.0f);
+    double dt = (NowNs() - t0) / 1e9;
+    if (dt > seconds / 8 || iters > (1L << 40)) {
+      iters = static_cast<long>(iters * (seconds / std::max(dt, 1e-6)));
+      break;
+    }
+    iters *= 4;
+  }
+  iters = std::max(iters, 1L << 16);
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    double dt = TimeParallel(threads, [&](int t) { g_sink = FmaKernel(iters, 1.0f + t); });
+    best = std::max(best, kFlopsPerIter * iters * threads / dt / 1e9);
+  }
+  return best;
+}
+
+double MeasureTriadGbps(size_t bytes_per_array, int threads, double seconds, int repeats) {
+  size_t n = std::max<size_t>(bytes_per_array / sizeof(double), threads * 64);
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  auto slice = [&](int t, size_t* lo, size_t* hi) {
+    *lo = n * t / threads;
+    *hi = n * (t + 1) / threads;
+  };
+  // First touch by the thread that will use the slice (NUMA placement).
+  TimeParallel(threads, [&](int t) {
+    size_t lo, hi;
+    slice(t, &lo, &hi);
+    for (size_t i = lo; i < hi; ++i) {
+      a[i] = 0;
+      b[i] = 1.0 + i % 7;
+      c[i] = 2.0 + i % 5;
+    }
+  });
+  const double s = 3.0;
+  auto triad = [&](int t, int passes) {
+    size_t lo, hi;
+    slice(t, &lo, &hi);
+    double* __restrict pa = a.get();
+    const double* __restrict pb = b.get();
+    const double* __restrict pc = c.get();
+    for (int p = 0; p < passes; ++p)
+      for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + s * pc[i];
+  };
+  double dt1 = TimeParallel(threads, [&](int t) { triad(t, 1); });
+  int passes = std::clamp(static_cast<int>(seconds / std::max(dt1, 1e-7)), 1, 1 << 20);
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    double dt = TimeParallel(threads, [&](int t) { triad(t, passes); });
+    best = std::max(best, 24.0 * n * passes / dt / 1e9);
+  }
+  volatile double keep = a[n / 2];
+  (void)keep;
+  return best;
+}
+
+size_t LastLevelCacheBytes() {
+  size_t best = 0;
+  for (int idx = 0; idx < 8; ++idx) {
+    std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
+    std::string size = Trim(ReadSysFile(base + "size"));
+    std::string type = Trim(ReadSysFile(base + "type"));
+    if (size.empty()) continue;
+    if (type == "Instruction") continue;
+    size_t mult = 1;
+    if (EndsWith(size, "K")) mult = 1024, size.pop_back();
+    else if (EndsWith(size, "M")) mult = 1024 * 1024, size.pop_back();
+    int64_t v = 0;
+    if (ParseInt64(size, &v) && v > 0) best = std::max(best, static_cast<size_t>(v) * mult);
+  }
+  return best;
+}
+
+std::string DefaultMachineFile() {
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/opscope/machine.json";
+  const char* home = std::getenv("HOME");
+  if (home && home[0]) return std::string(home) + "/.config/opscope/machine.json";
+  return "";
+}
+
+StatusOr<MachineCeilings> LoadMachineFile(const std::string& path) {
+  OPSCOPE_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return CeilingsFromJson(text, path);
+}
+
+Status SaveMachineFile(const MachineCeilings& c, const std::string& path) {
+  // mkdir -p of the parent folder.
+  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+    std::string dir = path.substr(0, pos);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+      return PermissionDenied(dir + ": cannot create folder for the machine file: " + std::strerror(errno));
+  }
+  return WriteFileAtomic(path, CeilingsToJson(c));
+}
+
+StatusOr<std::optional<MachineCeilings>> ResolveCeilings(const std::string& machine_file,
+                                                         double peak_gflops, double peak_gbps) {
+  std::optional<MachineCeilings> c;
+  if (!machine_file.empty()) {
+    OPSCOPE_ASSIGN_OR_RETURN(MachineCeilings m, LoadMachineFile(machine_file));
+    c = m;
+  } else {
+    std::string def = DefaultMachineFile();
+    if (!def.empty() && access(def.c_str(), R_OK) == 0) {
+      OPSCOPE_ASSIGN_OR_RETURN(MachineCeilings m, LoadMachineFile(def));
+      c = m;
+    }
+  }
+  if (peak_gflops > 0 || peak_gbps > 0) {
+    if (!c) {
+      c = MachineCeilings{};
+      c->method = "manual";
+    } else {
+      c->method = "measured+manual";
+    }
+    if (peak_gflops > 0) c->peak_gflops_all = c->peak_gflops_one = peak_gflops;
+    if (peak_gbps > 0) c->triad_gbps = peak_gbps;
+    if (!c->Usable())
+      return InvalidArgument(std::string("a roofline needs both roofs: pass ") +
+                             (peak_gflops > 0 ? "--peak-gbps" : "--peak-gflops") +
+                             " too, or run `opscope machine` first");
+  }
+  if (c && !c->Usable()) return std::optional<MachineCeilings>();
+  return c;
+}
+
+MachineCeilings MeasureMachine(const MeasureOptions& opts) {
+  MachineCeilings c;
+  HostInfo host = ReadHostInfo();
+  int threads = opts.threads > 0 ? opts.threads : std::max(1, host.logical_cpus);
+  c.threads = threads;
+  c.cpu_model = host.cpu_model;
+  c.method = "measured";
+  c.measured_at = IsoTimeNow();
+  size_t llc = LastLevelCacheBytes();
+  c.llc_bytes = static_cast<double>(llc);
+  c.peak_gflops_one = MeasurePeakGflops(1, opts.seconds_per_test, opts.repeats);
+  c.peak_gflops_all = threads == 1 ? c.peak_gflops_one
+                                   : MeasurePeakGflops(threads, opts.seconds_per_test, opts.repeats);
+  size_t dram = opts.dram_bytes_per_array;
+  if (dram == 0) dram = std::max<size_t>(8 * llc, 64u << 20);
+  c.triad_gbps = MeasureTriadGbps(dram, threads, opts.seconds_per_test, opts.repeats);
+  // Three arrays sharing half of the LLC, so they stay resident.
+  size_t in_llc = llc > 0 ? llc / 6 : (256u << 10);
+  c.llc_gbps = MeasureTriadGbps(in_llc, threads, opts.seconds_per_test, opts.repeats);
+  return c;
+}
+
+}  // namespace opscope::analysis

@@ -1,0 +1,136 @@
+#include "analysis/roofline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "base/strings.h"
+
+namespace opscope::analysis {
+
+const char* BoundClassName(BoundClass c) {
+  switch (c) {
+    case BoundClass::kCompute: return "compute-bound";
+    case BoundClass::kMemory: return "memory-bound";
+    case BoundClass::kLatency: return "latency-bound";
+    case BoundClass::kDataMovement: return "data-movement";
+    case BoundClass::kUnknown: break;
+  }
+  return "unknown";
+}
+
+bool IsDataMovementOp(std::string_view t) {
+  static constexpr std::array<std::string_view, 24> kTypes = {
+      "Reshape", "Transpose", "Concat", "Slice", "Gather", "GatherElements", "GatherND",
+      "Split", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile", "Pad", "Identity", "Cast",
+      "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements", "Scatter", "Copy",
+      "MemCopy", "Reorder"};
+  return std::find(kTypes.begin(), kTypes.end(), t) != kTypes.end();
+}
+
+static const double* Find(const std::map<std::string, double>& m,
+                          std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (auto it = m.find(k); it != m.end()) return &it->second;
+  return nullptr;
+}
+
+std::string CounterConfirmation(const std::map<std::string, double>& counters, BoundClass cls) {
+  const double* ipc_p = Find(counters, {"ipc"});
+  const double* ins = Find(counters, {"instructions"});
+  const double* cyc = Find(counters, {"cycles", "cpu-cycles"});
+  const double* miss = Find(counters, {"LLC-load-misses", "llc-load-misses", "cache-misses"});
+  double ipc = ipc_p ? *ipc_p : (ins && cyc && *cyc > 0 ? *ins / *cyc : -1);
+  double mpki = (miss && ins && *ins > 0) ? *miss * 1000.0 / *ins : -1;
+  if (ipc < 0 && mpki < 0) return "no hardware counters";
+  std::string nums;
+  if (ipc >= 0) nums += fmt::format("IPC {:.2f}", ipc);
+  if (mpki >= 0) nums += fmt::format("{}{:.1f} cache misses/1k instr", nums.empty() ? "" : ", ", mpki);
+  bool low_ipc = ipc >= 0 && ipc < kLowIpc, high_ipc = ipc >= kHighIpc;
+  bool many_miss = mpki >= kHighMpki, few_miss = mpki >= 0 && mpki < kLowMpki;
+  switch (cls) {
+    case BoundClass::kMemory:
+    case BoundClass::kDataMovement:
+      if ((low_ipc || ipc < 0) && (many_miss || mpki < 0) && (low_ipc || many_miss))
+        return "confirmed: " + nums + " (stalls on memory)";
+      if (high_ipc || few_miss) return "contradicted: " + nums + " (data mostly served from cache)";
+      break;
+    case BoundClass::kCompute:
+      if ((high_ipc || ipc < 0) && (few_miss || mpki < 0) && (high_ipc || few_miss))
+        return "confirmed: " + nums + " (arithmetic units busy)";
+      if (low_ipc && many_miss) return "contradicted: " + nums + " (stalls on memory despite high intensity)";
+      if (low_ipc) return "contradicted: " + nums + " (pipeline stalls: dependency chains or a scalar kernel)";
+      break;
+    default:
+      break;
+  }
+  return "inconclusive: " + nums;
+}
+
+std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const MachineCeilings& c) {
+  std::vector<RooflinePoint> out;
+  double peak = c.PeakGflops(p.meta.threads);
+  double bw = c.triad_gbps;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const profile::OpRecord& op = p.ops[i];
+    bool dm = IsDataMovementOp(op.op_type);
+    if (op.flops <= 0 && op.bytes <= 0 && !dm) continue;
+    double t_ms = op.stats.trimmed_mean > 0 ? op.stats.trimmed_mean : op.stats.median;
+    if (op.status == "folded" || t_ms <= 0) continue;
+    RooflinePoint r;
+    r.op = static_cast<int>(i);
+    r.name = op.name;
+    r.op_type = op.op_type;
+    r.time_ms = t_ms;
+    r.share = op.share;
+    r.flops = op.flops;
+    r.bytes = op.bytes;
+    double t_s = t_ms / 1e3;
+    r.achieved_gflops = op.flops / t_s / 1e9;
+    r.achieved_gbps = op.bytes / t_s / 1e9;
+    r.intensity = op.bytes > 0 ? op.flops / op.bytes : 0;
+    if (peak > 0 && bw > 0) {
+      double ridge = peak / bw;
+      bool compute_side = op.bytes <= 0 || r.intensity >= ridge;
+      r.attainable_gflops = op.bytes > 0 ? std::min(peak, r.intensity * bw) : peak;
+      // Percent of the roof that limits the op: the compute roof on the right of the ridge,
+      // the bandwidth roof on the left (for ops with no FLOPs that is the only meaningful one).
+      if (compute_side)
+        r.pct_of_roof = 100.0 * r.achieved_gflops / peak;
+      else
+        r.pct_of_roof = 100.0 * r.achieved_gbps / bw;
+      double ideal_us = std::max(op.flops / (peak * 1e9), op.bytes / (bw * 1e9)) * 1e6;
+      if (dm) {
+        r.cls = BoundClass::kDataMovement;
+        r.reason = fmt::format("{} moves {} and computes nothing ({:.1f}% of memory bandwidth)",
+                               op.op_type, HumanBytes(op.bytes), r.achieved_gbps * 100 / bw);
+      } else if (r.pct_of_roof < kLatencyPctOfRoof && ideal_us < kLatencyIdealUs) {
+        r.cls = BoundClass::kLatency;
+        r.reason = fmt::format("reaches {:.1f}% of its roof; its work would take {:.1f} us at the "
+                               "roof but takes {:.1f} us: overhead dominates",
+                               r.pct_of_roof, ideal_us, t_ms * 1e3);
+      } else if (compute_side) {
+        r.cls = BoundClass::kCompute;
+        r.reason = fmt::format("intensity {:.1f} FLOP/B is right of the ridge ({:.1f} FLOP/B); "
+                               "{:.1f} of {:.1f} GFLOP/s ({:.0f}% of peak)",
+                               r.intensity, ridge, r.achieved_gflops, peak, r.pct_of_roof);
+      } else {
+        r.cls = BoundClass::kMemory;
+        r.reason = fmt::format("intensity {:.2f} FLOP/B is left of the ridge ({:.1f} FLOP/B); "
+                               "{:.1f} of {:.1f} GB/s ({:.0f}% of bandwidth)",
+                               r.intensity, ridge, r.achieved_gbps, bw, r.pct_of_roof);
+      }
+    } else {
+      r.cls = dm ? BoundClass::kDataMovement : BoundClass::kUnknown;
+      r.reason = dm ? op.op_type + " moves data and computes nothing"
+                    : "no machine ceilings: run `opscope machine` or pass --peak-gflops/--peak-gbps";
+    }
+    r.counter_confirmation = CounterConfirmation(op.counters, r.cls);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace opscope::analysis

@@ -1,0 +1,180 @@
+// opscope gpu [--gpu-trace] [-o FILE.json] -- PROGRAM [ARGS...]
+//
+// Runs a CUDA program with the CUPTI tracer injected (no change to the program), then prints
+// nvprof-style summaries, time per NVTX layer, copy analysis, idle/waiting time and findings.
+// Where the tracer was not built (no CUDA toolkit at build time) the command says so.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "base/host.h"
+#include "base/strings.h"
+#include "base/version.h"
+#include "cli/command.h"
+#ifdef OPSCOPE_HAVE_GPU_LAYER
+#include "gpu/launch.h"
+#include "gpu/summary.h"
+#include "profile/profile_io.h"
+#endif
+
+namespace opscope::cli {
+namespace {
+
+class GpuCommand : public Command {
+ public:
+  const char* Name() const override { return "gpu"; }
+  const char* Help() const override {
+    return "CUDA kernels, copies, API calls and NVTX ranges of a CUDA program (CUPTI; like nvprof)";
+  }
+
+  void Setup(CLI::App* app) override {
+    app->add_flag("--gpu-trace", gpu_trace_, "also list every kernel and copy with start, duration, size, throughput");
+    app->add_option("-o,--output", output_, "write the profile (JSON) to FILE.json");
+    app->add_option("--iteration-range", iteration_range_,
+                    "NVTX range that marks one iteration (default: the most frequent top-level range)");
+    app->add_option("--keep-trace", keep_dir_, "write the raw tracer files into DIR and keep them");
+    app->add_option("--from-trace", from_dir_,
+                    "report on tracer files kept earlier with --keep-trace DIR instead of running a program");
+    app->add_flag("--no-driver-api", no_driver_api_, "do not record driver API calls (less overhead)");
+    app->add_flag("--no-copy-fingerprints", no_fingerprints_,
+                  "do not hash the host bytes of host-to-device copies (repeated copies then match by size only)");
+    app->add_flag("--no-driver-check", no_driver_check_,
+                  "run even where no NVIDIA driver is found (records NVTX ranges only; used by the tests)");
+    app->add_option("command", command_, "the program to trace and its arguments (after --)");
+  }
+
+  int Run() override {
+#ifndef OPSCOPE_HAVE_GPU_LAYER
+    return ReportError(Unsupported(
+        "this opscope was built without the CUDA toolkit, so it has no GPU tracer; rebuild where "
+        "/usr/local/cuda (with CUPTI) is installed"));
+#else
+    namespace fs = std::filesystem;
+    if (!output_.empty()) {
+      if (!EndsWith(output_, ".json"))
+        return ReportError(InvalidArgument(output_ + ": opscope gpu writes JSON profiles; name the file *.json"));
+      if (Status s = CheckWritable(output_); !s.ok()) return ReportError(s);
+    }
+    std::error_code ec;
+    if (!from_dir_.empty()) {
+      if (!command_.empty()) return ReportError(InvalidArgument("--from-trace reports on kept traces: give no program"));
+      gpu::TracedRun kept;
+      for (const auto& e : fs::directory_iterator(from_dir_, ec))
+        if (e.path().extension() == ".trace") kept.trace_files.push_back(e.path().string());
+      if (ec) return ReportError(NotFound(from_dir_ + ": " + ec.message()));
+      std::sort(kept.trace_files.begin(), kept.trace_files.end());
+      if (kept.trace_files.empty()) return ReportError(NotFound(from_dir_ + ": no gpu-*.trace files"));
+      return Finish(kept, from_dir_);
+    }
+    if (command_.empty()) return ReportError(InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]"));
+    if (!no_driver_check_)
+      if (Status s = gpu::ProbeNvidiaDriver(); !s.ok()) return ReportError(s);
+    auto tracer = gpu::FindTracerLibrary();
+    if (!tracer.ok()) return ReportError(tracer.status());
+
+    std::string dir;
+    if (!keep_dir_.empty()) {
+      fs::create_directories(keep_dir_, ec);
+      if (ec) return ReportError(PermissionDenied(keep_dir_ + ": cannot create: " + ec.message()));
+      for (const auto& e : fs::directory_iterator(keep_dir_, ec))
+        if (e.path().extension() == ".trace") fs::remove(e.path(), ec);
+      dir = fs::absolute(keep_dir_).string();
+    } else {
+      std::string tmpl = (fs::temp_directory_path(ec) / "opscope-gpu-XXXXXX").string();
+      if (mkdtemp(tmpl.data()) == nullptr)
+        return ReportError(PermissionDenied(tmpl + ": cannot create a temporary folder for the trace"));
+      dir = tmpl;
+    }
+
+    gpu::RunOptions options;
+    options.tracer = *tracer;
+    options.out_dir = dir;
+    options.driver_api = !no_driver_api_;
+    options.fingerprint_copies = !no_fingerprints_;
+    auto run = gpu::RunTraced(command_, options);
+    int code = Finish(run, dir);
+    if (keep_dir_.empty()) fs::remove_all(dir, ec);
+    return code;
+#endif
+  }
+
+ private:
+#ifdef OPSCOPE_HAVE_GPU_LAYER
+  int Finish(const StatusOr<gpu::TracedRun>& run, const std::string& dir) {
+    if (!run.ok()) return ReportError(run.status());
+    if (run->term_signal)
+      std::fprintf(stderr, "opscope: the program died of signal %d (%s); reporting what was traced\n",
+                   run->term_signal, strsignal(run->term_signal));
+    else if (run->exit_code != 0)
+      std::fprintf(stderr, "opscope: the program exited with status %d\n", run->exit_code);
+    if (run->trace_files.empty()) {
+      ReportError(Unavailable(
+          "no GPU trace was written: the program never initialized CUDA or NVTX (is it a CUDA program? "
+          "a statically linked CUDA runtime still loads the tracer; check that it reaches cudaSetDevice or a "
+          "first CUDA call)"));
+      return run->exit_code ? run->exit_code : 1;
+    }
+    auto built = gpu::ProfileFromTraces(run->trace_files);
+    if (!built.ok()) return ReportError(built.status());
+    profile::Profile& p = *built;
+    std::vector<std::string> quoted;
+    for (const auto& a : command_) quoted.push_back(ShellQuote(a));
+    p.meta.source = from_dir_.empty() ? Join(quoted, " ") : "traces in " + from_dir_;
+    p.meta.tool_version = OPSCOPE_VERSION;
+    p.meta.build_type = OPSCOPE_BUILD_TYPE;
+    p.meta.created = IsoTimeNow();
+    HostInfo host = ReadHostInfo();
+    p.meta.host = host.hostname;
+    p.meta.kernel = host.kernel;
+    p.meta.arch = host.arch;
+    p.meta.cpu_model = host.cpu_model;
+    p.meta.logical_cpus = host.logical_cpus;
+    p.meta.governor = host.governor;
+    p.meta.cpu_mhz = host.cpu_mhz;
+    if (from_dir_.empty()) {
+      p.meta.extra["exit_code"] = std::to_string(run->exit_code);
+      p.meta.extra["wall_ms"] = std::to_string(run->wall_ms);
+      if (auto lib = gpu::FindTracerLibrary(); lib.ok()) p.meta.extra["tracer"] = *lib;
+    }
+    if (!keep_dir_.empty()) p.meta.extra["trace_dir"] = dir;
+
+    gpu::SummaryOptions so;
+    so.iteration_range = iteration_range_;
+    gpu::GpuSummary summary = gpu::Summarize(p, so);
+    auto findings = gpu::GpuFindings(p, summary);
+    p.findings.insert(p.findings.end(), findings.begin(), findings.end());
+    if (Status s = profile::Validate(p); !s.ok()) return ReportError(s);
+    std::fputs(gpu::FormatGpuReport(p, summary, gpu_trace_).c_str(), stdout);
+    std::fflush(stdout);
+    if (!output_.empty()) {
+      if (Status s = profile::SaveProfile(p, output_); !s.ok()) return ReportError(s);
+      std::fprintf(stderr, "opscope: profile written to %s\n", output_.c_str());
+    }
+    return run->exit_code;
+  }
+#endif
+
+  bool gpu_trace_ = false;
+  bool no_driver_api_ = false;
+  bool no_driver_check_ = false;
+  bool no_fingerprints_ = false;
+  std::string output_;
+  std::string iteration_range_;
+  std::string keep_dir_;
+  std::string from_dir_;
+  std::vector<std::string> command_;
+};
+
+}  // namespace
+
+OPSCOPE_REGISTER_COMMAND(GpuCommand);
+
+}  // namespace opscope::cli

@@ -1,0 +1,110 @@
+// `opscope machine`: measure (or set by hand) this machine's roofline ceilings and store them.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "analysis/format.h"
+#include "analysis/machine_measure.h"
+#include "base/clock.h"
+#include "base/host.h"
+#include "base/files.h"
+#include "base/strings.h"
+#include "cli/command.h"
+
+namespace opscope::cli {
+
+class MachineCommand : public Command {
+ public:
+  const char* Name() const override { return "machine"; }
+  const char* Help() const override {
+    return "measure this machine's ceilings (peak GFLOP/s, memory GB/s) for the roofline";
+  }
+  void Setup(CLI::App* app) override {
+    app->add_option("--machine", file_, "machine file to write/read (default $XDG_CONFIG_HOME/opscope/machine.json)");
+    app->add_option("--threads", threads_, "threads for the all-core figures (default: all online CPUs)")
+        ->check(CLI::Range(1, 4096));
+    app->add_option("--peak-gflops", peak_gflops_, "peak float32 GFLOP/s given by hand (e.g. a target board's)")
+        ->check(CLI::PositiveNumber);
+    app->add_option("--peak-gbps", peak_gbps_, "memory bandwidth in GB/s given by hand")->check(CLI::PositiveNumber);
+    app->add_option("--cpu-model", cpu_model_, "CPU model to record with hand-given ceilings");
+    app->add_flag("--quick", quick_, "shorter measurement (less stable)");
+    app->add_flag("--show", show_, "print the stored ceilings without measuring");
+    app->add_option("--format", format_, "table or json")->check(CLI::IsMember({"table", "json"}));
+  }
+
+  int Run() override {
+    std::string path = file_.empty() ? analysis::DefaultMachineFile() : file_;
+    HostInfo host = ReadHostInfo();
+    analysis::MachineCeilings c;
+    if (show_) {
+      if (path.empty()) return ReportError(NotFound("no machine file: HOME and XDG_CONFIG_HOME are unset; pass --machine FILE"));
+      auto loaded = analysis::LoadMachineFile(path);
+      if (!loaded.ok())
+        return ReportError(loaded.status().WithPrefix("no stored ceilings (run `opscope machine` first)"));
+      c = *loaded;
+    } else {
+      if (path.empty()) return ReportError(InvalidArgument("HOME and XDG_CONFIG_HOME are unset: pass --machine FILE"));
+      if (Status st = CheckWritable(path); !st.ok()) {
+        // The folder may not exist yet: SaveMachineFile creates it; only a real refusal stops us.
+        if (st.code() == StatusCode::kPermissionDenied) return ReportError(st);
+      }
+      if (peak_gflops_ > 0 && peak_gbps_ > 0) {
+        c.peak_gflops_all = c.peak_gflops_one = peak_gflops_;
+        c.triad_gbps = peak_gbps_;
+        c.method = "manual";
+        c.cpu_model = cpu_model_.empty() ? "(given by hand)" : cpu_model_;
+        c.measured_at = IsoTimeNow();
+      } else {
+        analysis::MeasureOptions o;
+        o.threads = threads_;
+        if (quick_) {
+          o.seconds_per_test = 0.05;
+          o.repeats = 2;
+        }
+        std::fprintf(stderr, "opscope: measuring peak FLOP/s and memory bandwidth (%s)...\n",
+                     quick_ ? "quick" : "about 10 s");
+        c = analysis::MeasureMachine(o);
+        if (peak_gflops_ > 0) c.peak_gflops_all = c.peak_gflops_one = peak_gflops_;
+        if (peak_gbps_ > 0) c.triad_gbps = peak_gbps_;
+        if (peak_gflops_ > 0 || peak_gbps_ > 0) c.method = "measured+manual";
+        if (!cpu_model_.empty()) c.cpu_model = cpu_model_;
+      }
+      if (Status st = analysis::SaveMachineFile(c, path); !st.ok()) return ReportError(st);
+    }
+    if (format_ == "json") {
+      std::fputs(analysis::CeilingsToJson(c).c_str(), stdout);
+    } else {
+      std::string out;
+      out += fmt::format("{:<34} {:>10.1f} GFLOP/s{}\n", "peak float32, all cores", c.peak_gflops_all,
+                         c.threads > 0 ? fmt::format(" ({} threads)", c.threads) : "");
+      out += fmt::format("{:<34} {:>10.1f} GFLOP/s\n", "peak float32, one core", c.peak_gflops_one);
+      out += fmt::format("{:<34} {:>10.1f} GB/s\n", "memory bandwidth (triad, DRAM)", c.triad_gbps);
+      if (c.llc_gbps > 0)
+        out += fmt::format("{:<34} {:>10.1f} GB/s (arrays of {} in a {} LLC)\n", "memory bandwidth (triad, LLC)",
+                           c.llc_gbps, HumanBytes(c.llc_bytes / 6), HumanBytes(c.llc_bytes));
+      if (c.triad_gbps > 0)
+        out += fmt::format("{:<34} {:>10.1f} FLOP/byte\n", "ridge point", c.peak_gflops_all / c.triad_gbps);
+      out += fmt::format("{:<34} {}\n", "cpu", c.cpu_model);
+      out += fmt::format("{:<34} {} {}\n", "method", c.method, c.measured_at);
+      out += fmt::format("{:<34} {}\n", show_ ? "read from" : "stored in", path);
+      std::fputs(out.c_str(), stdout);
+    }
+    if (c.method != "manual" && c.threads > 1 && c.peak_gflops_all < c.peak_gflops_one)
+      std::fprintf(stderr, "opscope: note: the all-core figure is below the one-core figure: other "
+                           "processes were using the cores during the measurement; re-run "
+                           "`opscope machine` on an idle machine\n");
+    std::string mismatch = analysis::CeilingsMismatch(c, host.cpu_model);
+    if (!mismatch.empty() && c.method != "manual") std::fprintf(stderr, "opscope: note: %s\n", mismatch.c_str());
+    return 0;
+  }
+
+ private:
+  std::string file_, cpu_model_, format_ = "table";
+  int threads_ = 0;
+  double peak_gflops_ = 0, peak_gbps_ = 0;
+  bool quick_ = false, show_ = false;
+};
+
+OPSCOPE_REGISTER_COMMAND(MachineCommand);
+
+}  // namespace opscope::cli

@@ -1,0 +1,110 @@
+// opscope record [-F HZ] [--call-graph fp|dwarf[,BYTES]] [-o FILE] -- CMD [ARGS]
+#include <cstdio>
+
+#include "base/clock.h"
+#include "base/strings.h"
+#include "cli/command.h"
+#include "collect/record_file.h"
+#include "collect/sampler.h"
+#include "collect/symbolize.h"
+
+namespace opscope::cli {
+namespace {
+
+class RecordCommandCli : public Command {
+ public:
+  const char* Name() const override { return "record"; }
+  const char* Help() const override {
+    return "Sample the call stacks of a command and all its threads into a record file";
+  }
+  void Setup(CLI::App* app) override {
+    app->add_option("-F,--freq", freq_, "Sampling frequency in Hz (default 997)");
+    app->add_option("--call-graph", call_graph_,
+                    "fp (frame pointers) or dwarf[,STACK_BYTES] (libdw unwinding; works without "
+                    "frame pointers; default 16384 bytes of stack per sample)");
+    app->add_option("-o,--output", output_, "Record file to write (default opscope.rec)");
+    app->add_option("-e,--event", event_, "auto (cycles if there is a PMU, else cpu-clock) or cpu-clock");
+    app->add_option("-m,--mmap-pages", ring_pages_, "Ring buffer data pages per CPU (power of two, default 256)");
+    app->add_flag("-q,--quiet", quiet_, "Print nothing but errors");
+    app->add_option("command", command_, "The command to run (after --)")->required();
+  }
+  int Run() override {
+    collect::RecordOptions opt;
+    opt.sampler.frequency_hz = freq_;
+    opt.sampler.ring_pages = ring_pages_;
+    if (event_ == "cpu-clock") {
+      opt.sampler.try_cycles = false;
+    } else if (event_ != "auto" && event_ != "cycles") {
+      return ReportError(InvalidArgument("--event '" + event_ + "': expected auto, cycles or cpu-clock"));
+    }
+    auto parts = Split(call_graph_, ',');
+    if (parts[0] == "dwarf") {
+      opt.sampler.call_graph = collect::CallGraph::kDwarf;
+      int64_t bytes = 0;
+      if (parts.size() > 1) {
+        if (!ParseInt64(parts[1], &bytes))
+          return ReportError(InvalidArgument("--call-graph dwarf," + parts[1] + ": stack size is not a number"));
+        opt.sampler.stack_bytes = static_cast<uint32_t>((bytes + 7) / 8 * 8);
+      }
+    } else if (parts[0] != "fp" || parts.size() > 1) {
+      return ReportError(InvalidArgument("--call-graph '" + call_graph_ + "': expected fp or dwarf[,BYTES]"));
+    }
+    opt.output = output_;
+    auto writer = collect::RecordWriter::Create(output_);
+    if (!writer.ok()) return ReportError(writer.status());
+    auto result = collect::RecordCommand(command_, opt, writer->get());
+    if (!result.ok()) {
+      (void)(*writer)->Close();
+      std::remove(output_.c_str());
+      return ReportError(result.status());
+    }
+    for (const auto& d : result->meta.degradations)
+      if (!quiet_) std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
+    collect::RecordEnd end{result->exit, result->exit_code, result->samples, result->lost};
+    Status st = (*writer)->WriteEnd(end);
+    if (!st.ok()) return ReportError(st);
+    // Symbolize now, while the binaries the command ran are certainly on disk.
+    int64_t t0 = NowNs();
+    auto reader = collect::RecordReader::Open(output_);
+    if (!reader.ok()) return ReportError(reader.status());
+    auto section = collect::Symbolize(*reader);
+    if (!section.ok()) return ReportError(section.status());
+    st = (*writer)->WriteSymbolized(*section);
+    if (st.ok()) st = (*writer)->Close();
+    if (!st.ok()) return ReportError(st);
+    double symbolize_s = (NowNs() - t0) / 1e9;
+    if (!quiet_) {
+      std::fprintf(stderr,
+                   "opscope: %s: %s\n"
+                   "opscope: %llu samples (%s, %s call graphs, %.0f Hz), %llu lost; symbolized in %.2f s; "
+                   "wrote %s\nopscope: run `opscope report %s`\n",
+                   command_[0].c_str(), result->exit.c_str(),
+                   static_cast<unsigned long long>(result->samples), result->meta.event.c_str(),
+                   collect::CallGraphName(opt.sampler.call_graph), opt.sampler.frequency_hz,
+                   static_cast<unsigned long long>(result->lost), symbolize_s, output_.c_str(),
+                   ShellQuote(output_).c_str());
+      if (result->lost)
+        std::fprintf(stderr, "opscope: warning: %llu samples were lost (ring buffer overflow); "
+                             "lower -F or raise -m\n", static_cast<unsigned long long>(result->lost));
+      for (const auto& w : section->warnings)
+        if (w.find("no debug info") != std::string::npos || w.find("lost") != std::string::npos)
+          std::fprintf(stderr, "opscope: note: %s\n", w.c_str());
+    }
+    return 0;
+  }
+
+ private:
+  double freq_ = 997;
+  std::string call_graph_ = "fp";
+  std::string output_ = "opscope.rec";
+  std::string event_ = "auto";
+  size_t ring_pages_ = 256;
+  bool quiet_ = false;
+  std::vector<std::string> command_;
+};
+
+}  // namespace
+}  // namespace opscope::cli
+
+using opscope::cli::RecordCommandCli;
+OPSCOPE_REGISTER_COMMAND(RecordCommandCli);

@@ -1,0 +1,156 @@
+// `opscope stat [-r N] [-e EVENTS] [--json|-x SEP] [-o FILE] -- CMD [ARGS]`: counters for a whole
+// program (see docs/stat.md). Everything opscope prints goes to stderr, so the command's stdout
+// is left alone; opscope exits with the command's exit status (128+N when signal N killed it).
+#include <signal.h>
+
+#include <cstdio>
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "base/host.h"
+#include "base/strings.h"
+#include "base/version.h"
+#include "cli/command.h"
+#include "collect/counter_metrics.h"
+#include "collect/counter_run.h"
+#include "collect/counter_table.h"
+#include "collect/perf_event.h"
+#include "profile/profile_io.h"
+
+namespace opscope::cli {
+namespace {
+
+class StatCommand : public Command {
+ public:
+  const char* Name() const override { return "stat"; }
+  const char* Help() const override {
+    return "counters for a whole program (and its threads and children), repeated runs, bound verdict";
+  }
+  void Setup(CLI::App* app) override {
+    app->add_option("-r,--repeat", repeat_, "run the command N times; report mean, median, "
+                    "trimmed mean, min, max, cv per event")
+        ->check(CLI::Range(1, 100000));
+    app->add_option("-e,--event", events_, "events, comma-separated: generic names (cycles, "
+                    "instructions, task-clock, page-faults, ...), hw-cache names "
+                    "(L1-dcache-load-misses), raw rNNNN, libpfm4 names; :u/:k modifiers")
+        ->allow_extra_args(false);
+    app->add_flag("--json", json_, "machine output: the whole profile as JSON (stderr, or -o FILE)");
+    app->add_option("-x,--field-separator", sep_, "machine output: separated values with SEP "
+                    "(stderr, or -o FILE)");
+    app->add_option("-o,--output", output_, "write the result to FILE (FILE.json: the profile; "
+                    "FILE.csv: separated values; else the table)");
+    app->add_option("command", command_, "the command and its arguments, after --");
+  }
+
+  int Run() override {
+    if (command_.empty())
+      return ReportError(InvalidArgument("no command given: usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"));
+    if (json_ && !sep_.empty()) return ReportError(InvalidArgument("choose one of --json and -x"));
+    std::vector<collect::EventSpec> events = collect::DefaultStatEvents();
+    if (!events_.empty()) {
+      auto parsed = collect::ParseEventList(Join(events_, ","));
+      if (!parsed.ok()) return ReportError(parsed.status());
+      events = std::move(parsed).value();
+    }
+    if (!output_.empty()) {
+      Status st = CheckWritable(output_);
+      if (!st.ok()) return ReportError(st);
+    }
+
+    profile::Profile p;
+    FillMeta(p.meta);
+    profile::StatSection s;
+    s.command = command_;
+    int exit_code = 0;
+    for (int i = 0; i < repeat_; ++i) {
+      auto r = collect::RunCounted(command_, events, collect::SystemOpener());
+      if (!r.ok()) return ReportError(r.status());
+      if (!r->exec_error.ok()) {
+        ReportError(r->exec_error);
+        return r->run.exit_code;
+      }
+      for (const std::string& d : r->degradations) {
+        if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end()) continue;
+        std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
+        s.degradations.push_back(d);
+        p.meta.degradations.push_back(d);
+      }
+      s.user_only = s.user_only || r->user_only;
+      exit_code = r->run.exit_code;
+      const int sig = r->run.term_signal;
+      if (sig != 0)
+        std::fprintf(stderr, "opscope: the command was terminated by signal %s (%d)%s; counts up to "
+                     "that point are reported\n", collect::SignalName(sig).c_str(), sig,
+                     repeat_ > 1 ? (" in run " + std::to_string(i + 1)).c_str() : "");
+      s.runs.push_back(std::move(r->run));
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGKILL || sig == SIGHUP || sig == SIGQUIT) {
+        if (i + 1 < repeat_)
+          std::fprintf(stderr, "opscope: stopping after run %d of %d\n", i + 1, repeat_);
+        break;
+      }
+    }
+    collect::SummarizeStat(s);
+    p.meta.degradations = s.degradations;
+    p.meta.runs = static_cast<int>(s.runs.size());
+    p.stat = std::move(s);
+    Status valid = profile::Validate(p);
+    if (!valid.ok()) return ReportError(Internal("stat produced an invalid profile: " + valid.message()));
+
+    Status out = Emit(p);
+    if (!out.ok()) return ReportError(out);
+    return exit_code;
+  }
+
+ private:
+  void FillMeta(profile::Meta& m) {
+    HostInfo host = ReadHostInfo();
+    m.kind = "stat";
+    m.tool_version = OPSCOPE_VERSION;
+    m.build_type = OPSCOPE_BUILD_TYPE;
+    std::vector<std::string> quoted;
+    for (const std::string& a : command_) quoted.push_back(ShellQuote(a));
+    m.source = Join(quoted, " ");
+    m.created = IsoTimeNow();
+    m.host = host.hostname;
+    m.kernel = host.kernel;
+    m.arch = host.arch;
+    m.cpu_model = host.cpu_model;
+    m.logical_cpus = host.logical_cpus;
+    m.governor = host.governor;
+    m.cpu_mhz = host.cpu_mhz;
+    m.extra["perf_event_paranoid"] = std::to_string(collect::SystemOpener().Paranoid());
+    if (!events_.empty()) m.extra["events"] = Join(events_, ",");
+  }
+
+  Status Emit(const profile::Profile& p) {
+    enum class Format { kTable, kJson, kSeparated } format = Format::kTable;
+    std::string sep = sep_;
+    if (json_) format = Format::kJson;
+    else if (!sep_.empty()) format = Format::kSeparated;
+    else if (EndsWith(output_, ".json")) format = Format::kJson;
+    else if (EndsWith(output_, ".csv")) format = Format::kSeparated, sep = ",";
+    std::string text = format == Format::kJson        ? profile::ToJsonString(p) + "\n"
+                       : format == Format::kSeparated ? collect::FormatStatSeparated(p, sep)
+                                                      : collect::FormatStatTable(p);
+    if (output_.empty()) {
+      std::fputs(text.c_str(), stderr);
+      return Status::Ok();
+    }
+    // The file gets the chosen format; the terminal still gets the table.
+    if (format != Format::kTable) std::fputs(collect::FormatStatTable(p).c_str(), stderr);
+    return WriteFileAtomic(output_, text);
+  }
+
+  int repeat_ = 1;
+  std::vector<std::string> events_;
+  bool json_ = false;
+  std::string sep_;
+  std::string output_;
+  std::vector<std::string> command_;
+};
+
+}  // namespace
+
+OPSCOPE_REGISTER_COMMAND(StatCommand);
+
+}  // namespace opscope::cli

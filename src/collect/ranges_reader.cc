@@ -1,0 +1,130 @@
+#include "collect/ranges_reader.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "base/files.h"
+#include "base/strings.h"
+
+namespace opscope::collect {
+
+Status ParseRangeRecords(const std::string& text, const std::string& origin,
+                         std::vector<profile::Range>* out, RangeFileInfo* info) {
+  std::map<uint64_t, std::string> names, domains;
+  struct Raw {
+    char kind;
+    int64_t tid, start, end, name, domain, depth, cpu;
+  };
+  std::vector<Raw> raws;
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  bool header = false;
+  auto bad = [&](const std::string& why) {
+    return DataLoss(origin + ":" + std::to_string(lineno) + ": " + why +
+                    " (corrupt range file; was the program killed while writing it?)");
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    if (!header) {
+      if (line != "opscope-ranges 1") return bad("not an opscope range file (expected 'opscope-ranges 1')");
+      header = true;
+      continue;
+    }
+    size_t sp = line.find(' ');
+    std::string tag = line.substr(0, sp);
+    std::string rest = sp == std::string::npos ? "" : line.substr(sp + 1);
+    if (tag == "pid") {
+      int64_t v;
+      if (!ParseInt64(rest, &v)) return bad("bad pid");
+      info->pid = static_cast<int>(v);
+    } else if (tag == "source") {
+      info->source = rest;
+    } else if (tag == "name" || tag == "domain") {
+      size_t sp2 = rest.find(' ');
+      int64_t id;
+      if (sp2 == std::string::npos || !ParseInt64(rest.substr(0, sp2), &id) || id < 0)
+        return bad("bad " + tag + " line");
+      (tag == "name" ? names : domains)[id] = rest.substr(sp2 + 1);
+    } else if (tag == "range") {
+      std::vector<std::string> f = Split(rest, ' ', true);
+      if (f.size() != 8 || f[0].size() != 1) return bad("range line needs 8 fields");
+      Raw r{f[0][0], 0, 0, 0, 0, 0, 0, 0};
+      if (r.kind != 'P' && r.kind != 'S' && r.kind != 'U') return bad("unknown range kind '" + f[0] + "'");
+      int64_t* dst[] = {&r.tid, &r.start, &r.end, &r.name, &r.domain, &r.depth, &r.cpu};
+      for (int i = 0; i < 7; ++i)
+        if (!ParseInt64(f[i + 1], dst[i])) return bad("bad number '" + f[i + 1] + "'");
+      if (r.end < r.start) return bad("range ends before it starts");
+      raws.push_back(r);
+    } else {
+      return bad("unknown record '" + tag + "'");
+    }
+  }
+  if (!header) return DataLoss(origin + ": empty range file");
+  for (const Raw& r : raws) {
+    auto n = names.find(r.name);
+    auto d = domains.find(r.domain);
+    if (n == names.end()) return DataLoss(origin + ": range refers to missing name id " + std::to_string(r.name));
+    profile::Range out_r;
+    out_r.name = n->second;
+    out_r.domain = d == domains.end() ? "" : d->second;
+    out_r.tid = static_cast<int32_t>(r.tid);
+    out_r.start_ns = r.start;
+    out_r.end_ns = r.end;
+    if (r.cpu >= 0) out_r.counters["thread_cpu_ms"] = r.cpu / 1e6;
+    if (r.kind == 'U') ++info->unclosed;
+    out->push_back(std::move(out_r));
+  }
+  return Status::Ok();
+}
+
+Status ReadRangeFiles(const std::string& prefix, std::vector<profile::Range>* out,
+                      std::vector<RangeFileInfo>* infos) {
+  size_t slash = prefix.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : prefix.substr(0, slash);
+  std::string base = (slash == std::string::npos ? prefix : prefix.substr(slash + 1)) + ".";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return NotFound(dir + ": cannot open the range folder");
+  std::vector<std::string> files;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (StartsWith(n, base)) files.push_back(dir + "/" + n);
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    OPSCOPE_ASSIGN_OR_RETURN(std::string text, ReadFile(f));
+    RangeFileInfo info;
+    OPSCOPE_RETURN_IF_ERROR(ParseRangeRecords(text, f, out, &info));
+    infos->push_back(info);
+  }
+  return Status::Ok();
+}
+
+void AssignNesting(std::vector<profile::Range>* ranges) {
+  auto& v = *ranges;
+  std::stable_sort(v.begin(), v.end(), [](const profile::Range& a, const profile::Range& b) {
+    if (a.tid != b.tid) return a.tid < b.tid;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.end_ns > b.end_ns;
+  });
+  std::vector<int32_t> stack;
+  int32_t tid = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i == 0 || v[i].tid != tid) {
+      stack.clear();
+      tid = v[i].tid;
+    }
+    // Sorted by start, so the stack top contains this range iff it does not end before it.
+    while (!stack.empty() && v[stack.back()].end_ns < v[i].end_ns) stack.pop_back();
+    v[i].parent = stack.empty() ? -1 : stack.back();
+    v[i].depth = static_cast<int32_t>(stack.size());
+    stack.push_back(static_cast<int32_t>(i));
+  }
+}
+
+}  // namespace opscope::collect

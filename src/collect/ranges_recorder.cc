@@ -1,0 +1,298 @@
+#include "collect/ranges_recorder.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace opscope::collect::rec {
+namespace {
+
+int64_t Now(clockid_t clk) {
+  timespec ts;
+  clock_gettime(clk, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// 32 bytes; the thread id is the buffer's (start/end ranges carry the starting thread's id in
+// a separate list).
+struct Record {
+  int64_t start, end;
+  int64_t cpu_ns;
+  uint32_t name;
+  uint16_t domain;
+  uint8_t depth;
+  char kind;
+};
+
+// Records in fixed-size chunks: appending never copies or re-faults what is already recorded.
+class RecordLog {
+ public:
+  static constexpr size_t kChunk = 8192;
+  void Add(const Record& r) {
+    if (used_ == kChunk || chunks_.empty()) {
+      chunks_.emplace_back(new Record[kChunk]);
+      used_ = 0;
+    }
+    chunks_.back()[used_++] = r;
+  }
+  template <typename Fn>
+  void ForEach(Fn fn) const {
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      size_t n = c + 1 == chunks_.size() ? used_ : kChunk;
+      for (size_t i = 0; i < n; ++i) fn(chunks_[c][i]);
+    }
+  }
+  void Clear() {
+    chunks_.clear();
+    used_ = 0;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Record[]>> chunks_;
+  size_t used_ = 0;
+};
+
+struct Open {
+  int64_t start;
+  int64_t cpu_start;
+  uint32_t name;
+};
+
+struct CachedName {
+  std::string text;  // verified on every hit: the same pointer may later hold another string
+  uint32_t id;
+};
+
+struct ThreadBuf {
+  std::mutex mu;
+  int32_t tid = 0;
+  RecordLog done;
+  std::vector<std::vector<Open>> stacks;  // by domain id: open push/pop ranges
+  std::unordered_map<const char*, CachedName> by_ptr;  // thread-local intern cache
+  std::vector<Open>& Stack(uint32_t domain) {
+    if (domain >= stacks.size()) stacks.resize(domain + 1);
+    return stacks[domain];
+  }
+};
+
+struct StartOpen {
+  int32_t tid;
+  int64_t start;
+  uint32_t name, domain;
+};
+
+struct Ended {
+  StartOpen s;
+  int64_t end;
+};
+
+// Leaked on purpose: must outlive every thread and static destructor that may still record.
+struct Global {
+  std::mutex mu;
+  std::string path;
+  std::string source;
+  std::vector<std::string> names;
+  std::unordered_map<std::string, uint32_t> name_ids;
+  std::vector<std::string> domains{"default"};
+  std::vector<ThreadBuf*> bufs;
+  std::unordered_map<uint64_t, StartOpen> started;
+  std::vector<Ended> ended;
+  uint64_t next_start_id = 1;
+  bool flushed = false;
+};
+
+std::atomic<bool> g_active{false};
+Global* g = nullptr;
+thread_local ThreadBuf* t_buf = nullptr;
+
+int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+
+ThreadBuf* Buf() {
+  if (t_buf) return t_buf;
+  ThreadBuf* b = new ThreadBuf;
+  b->tid = Gettid();
+  std::lock_guard<std::mutex> lock(g->mu);
+  g->bufs.push_back(b);
+  t_buf = b;
+  return b;
+}
+
+uint32_t InternName(ThreadBuf* b, const char* name) {
+  if (name == nullptr) name = "(null)";
+  auto it = b->by_ptr.find(name);
+  if (it != b->by_ptr.end() && std::strcmp(it->second.text.c_str(), name) == 0) return it->second.id;
+  std::string s = name;
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    auto [git, inserted] = g->name_ids.emplace(s, static_cast<uint32_t>(g->names.size()));
+    if (inserted) g->names.push_back(s);
+    id = git->second;
+  }
+  b->by_ptr[name] = CachedName{std::move(s), id};
+  return id;
+}
+
+bool g_cpu_time = true;  // OPSCOPE_RANGES_CPU=0 turns the per-range thread CPU time off
+
+int64_t CpuNow() { return g_cpu_time ? Now(CLOCK_THREAD_CPUTIME_ID) : 0; }
+
+void AtForkChild() {
+  if (!g) return;
+  // Only the forking thread exists in the child; the parent's records belong to the parent.
+  new (&g->mu) std::mutex;
+  for (ThreadBuf* b : g->bufs) {
+    new (&b->mu) std::mutex;
+    b->done.Clear();
+    b->stacks.clear();
+  }
+  g->started.clear();
+  g->ended.clear();
+  g->flushed = false;
+  if (t_buf) t_buf->tid = Gettid();
+}
+
+void WriteLine(FILE* f, const char* tag, size_t id, const std::string& text) {
+  std::string clean = text;
+  for (char& c : clean)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::fprintf(f, "%s %zu %s\n", tag, id, clean.c_str());
+}
+
+}  // namespace
+
+bool Init(const char* source) {
+  const char* out = std::getenv("OPSCOPE_RANGES_OUT");
+  if (out == nullptr || out[0] == '\0') return false;
+  if (g == nullptr) {
+    g = new Global;
+    g->path = out;
+    g->source = source;
+    const char* cpu = std::getenv("OPSCOPE_RANGES_CPU");
+    g_cpu_time = !(cpu && cpu[0] == '0');
+    pthread_atfork(nullptr, nullptr, AtForkChild);
+    std::atexit(Flush);
+  }
+  g_active.store(true, std::memory_order_release);
+  return true;
+}
+
+bool Active() { return g_active.load(std::memory_order_acquire); }
+
+uint32_t InternDomain(const char* name) {
+  if (!Active()) return 0;
+  std::lock_guard<std::mutex> lock(g->mu);
+  std::string s = name ? name : "(null)";
+  for (size_t i = 0; i < g->domains.size(); ++i)
+    if (g->domains[i] == s) return static_cast<uint32_t>(i);
+  if (g->domains.size() >= 65535) return 0;  // records store the domain in 16 bits
+  g->domains.push_back(s);
+  return static_cast<uint32_t>(g->domains.size() - 1);
+}
+
+void Push(uint32_t domain, const char* name) {
+  if (!Active()) return;
+  ThreadBuf* b = Buf();
+  int64_t cpu = CpuNow();
+  std::lock_guard<std::mutex> lock(b->mu);
+  uint32_t id = InternName(b, name);
+  b->Stack(domain).push_back(Open{Now(CLOCK_MONOTONIC), cpu, id});
+}
+
+void Pop(uint32_t domain) {
+  if (!Active()) return;
+  int64_t end = Now(CLOCK_MONOTONIC);
+  int64_t cpu = CpuNow();
+  ThreadBuf* b = Buf();
+  std::lock_guard<std::mutex> lock(b->mu);
+  auto& st = b->Stack(domain);
+  if (st.empty()) return;  // unmatched pop: ignored
+  Open o = st.back();
+  st.pop_back();
+  b->done.Add(Record{o.start, end, g_cpu_time ? cpu - o.cpu_start : -1, o.name,
+                     static_cast<uint16_t>(domain), static_cast<uint8_t>(std::min<size_t>(st.size(), 255)), 'P'});
+}
+
+uint64_t Start(uint32_t domain, const char* name) {
+  if (!Active()) return 0;
+  ThreadBuf* b = Buf();
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(b->mu);
+    id = InternName(b, name);
+  }
+  int64_t now = Now(CLOCK_MONOTONIC);
+  std::lock_guard<std::mutex> lock(g->mu);
+  uint64_t rid = g->next_start_id++;
+  g->started[rid] = StartOpen{b->tid, now, id, domain};
+  return rid;
+}
+
+void End(uint64_t rid) {
+  if (!Active() || rid == 0) return;
+  int64_t now = Now(CLOCK_MONOTONIC);
+  StartOpen s;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    auto it = g->started.find(rid);
+    if (it == g->started.end()) return;
+    s = it->second;
+    g->started.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(g->mu);
+  g->ended.push_back(Ended{s, now});
+}
+
+void Flush() {
+  if (!Active() || g == nullptr) return;
+  int64_t now = Now(CLOCK_MONOTONIC);
+  std::lock_guard<std::mutex> lock(g->mu);
+  if (g->flushed) return;
+  g->flushed = true;
+  std::string path = g->path + "." + g->source + "." + std::to_string(getpid());
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "opscope: cannot write ranges to %s: %s\n", path.c_str(), std::strerror(errno));
+    return;
+  }
+  std::fprintf(f, "opscope-ranges 1\npid %d\nsource %s\n", getpid(), g->source.c_str());
+  for (size_t i = 0; i < g->names.size(); ++i) WriteLine(f, "name", i, g->names[i]);
+  for (size_t i = 0; i < g->domains.size(); ++i) WriteLine(f, "domain", i, g->domains[i]);
+  for (ThreadBuf* b : g->bufs) {
+    std::lock_guard<std::mutex> bl(b->mu);
+    b->done.ForEach([&](const Record& r) {
+      std::fprintf(f, "range %c %d %lld %lld %u %u %u %lld\n", r.kind, b->tid,
+                   static_cast<long long>(r.start), static_cast<long long>(r.end), r.name,
+                   static_cast<unsigned>(r.domain), static_cast<unsigned>(r.depth),
+                   static_cast<long long>(r.cpu_ns));
+    });
+    for (size_t domain = 0; domain < b->stacks.size(); ++domain)
+      for (size_t d = 0, n = b->stacks[domain].size(); d < n; ++d) {
+        const auto& st = b->stacks[domain];
+        std::fprintf(f, "range U %d %lld %lld %u %zu %zu -1\n", b->tid,
+                     static_cast<long long>(st[d].start), static_cast<long long>(now), st[d].name,
+                     domain, d);
+      }
+  }
+  for (const Ended& e : g->ended)
+    std::fprintf(f, "range S %d %lld %lld %u %u 0 -1\n", e.s.tid, static_cast<long long>(e.s.start),
+                 static_cast<long long>(e.end), e.s.name, e.s.domain);
+  for (const auto& [id, s] : g->started)
+    std::fprintf(f, "range U %d %lld %lld %u %u 0 -1\n", s.tid, static_cast<long long>(s.start),
+                 static_cast<long long>(now), s.name, s.domain);
+  std::fclose(f);
+}
+
+}  // namespace opscope::collect::rec

@@ -1,0 +1,67 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cctype>
+#include <cstring>
+
+#include "collect/record_file.h"
+#include "collect/symbolize.h"
+#include "profile/profile_io.h"
+
+namespace opscope::collect {
+
+StatusOr<profile::Profile> LoadRecording(const std::string& path) {
+  OPSCOPE_ASSIGN_OR_RETURN(RecordReader reader, RecordReader::Open(path));
+  profile::Profile p;
+  const RecordMeta& m = reader.meta();
+  p.meta.kind = "record";
+  p.meta.source = m.command;
+  p.meta.created = m.created;
+  p.meta.host = m.host;
+  p.meta.kernel = m.kernel;
+  p.meta.arch = m.arch;
+  p.meta.cpu_model = m.cpu_model;
+  p.meta.logical_cpus = m.logical_cpus;
+  p.meta.degradations = m.degradations;
+  if (reader.end()) {
+    p.meta.extra["exit"] = reader.end()->exit;
+  } else {
+    p.meta.degradations.push_back("the recording did not finish (opscope was killed?): "
+                                  "what was written before is shown");
+  }
+  if (reader.symbolized()) {
+    p.samples = std::move(*reader.symbolized());
+  } else {
+    OPSCOPE_ASSIGN_OR_RETURN(profile::SampleSection s, Symbolize(reader));
+    s.warnings.insert(s.warnings.begin(), "symbolized at report time (the recording has no symbol "
+                                          "chunk): frames reflect the binaries on disk now");
+    p.samples = std::move(s);
+  }
+  if (reader.bytes_dropped() && reader.symbolized())
+    p.samples->warnings.push_back("record file has " + std::to_string(reader.bytes_dropped()) +
+                                  " unusable bytes at its end (" + reader.drop_reason() + ")");
+  OPSCOPE_RETURN_IF_ERROR(profile::Validate(p).WithPrefix(path));
+  return p;
+}
+
+StatusOr<profile::Profile> LoadAnyProfile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  char head[8] = {};
+  ssize_t n = ::read(fd, head, sizeof head);
+  ::close(fd);
+  if (n < 0) return NotFound(path + ": cannot read: " + std::strerror(errno));
+  std::string_view first(head, static_cast<size_t>(n));
+  if (RecordReader::Sniff(first) ||
+      (n > 0 && n < 8 && std::string_view(kRecordMagic, static_cast<size_t>(n)) == first))
+    return LoadRecording(path);
+  if (n == 0) return DataLoss(path + ": file is empty (not a profile)");
+  size_t i = 0;
+  while (i < first.size() && std::isspace(static_cast<unsigned char>(first[i]))) ++i;
+  if (i < first.size() && first[i] != '{')
+    return Unsupported(path + ": not an opscope profile (neither a record file nor a JSON profile)");
+  return profile::LoadProfile(path);
+}
+
+}  // namespace opscope::collect

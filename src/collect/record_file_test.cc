@@ -1,0 +1,244 @@
+#include "collect/record_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "collect/perf_map.h"
+#include "collect/symbolize.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace opscope::collect {
+namespace {
+
+std::string SampleFile(bool with_symbolized) {
+  RecordMeta meta;
+  meta.call_graph = CallGraph::kDwarf;
+  meta.frequency_hz = 997;
+  meta.command = "test";
+  std::string bytes(kRecordMagic, sizeof kRecordMagic);
+  bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(meta));
+  EventBatch b;
+  b.AddMmap({10, 10, 5, 0x400000, 0x1000, 0, "/bin/true"});
+  b.AddComm({10, 11, 6, false, "worker"});
+  b.AddFork({10, 10, 11, 10, 7});
+  RawSample s;
+  s.pid = 10;
+  s.tid = 11;
+  s.time_ns = 1000;
+  s.period = 1000000;
+  s.ips = {0x400010, 0x400020};
+  s.regs = std::vector<uint64_t>(17, 7);
+  s.stack = std::string(64, 'x');
+  b.AddSample(s);
+  b.AddLost(3);
+  bytes += MakeChunk(ChunkType::kEvents, b.bytes());
+  if (with_symbolized) {
+    profile::SampleSection sec;
+    sec.event = "cpu-clock";
+    sec.frames = {{"f", "m", "a.cc", 3, 16, false}, {"g", "m", "a.cc", 9, 32, true}};
+    sec.samples.push_back({{0, 1}, 10, 11, 1000, 1e6, -1});
+    sec.samples.push_back({{1}, 10, 11, 2000, 2e6, 2});
+    sec.thread_names[11] = "worker";
+    sec.warnings = {"w"};
+    bytes += MakeChunk(ChunkType::kSymbolized, EncodeSampleSection(sec));
+  }
+  return bytes;
+}
+
+TEST(RecordFile, EventsRoundTrip) {
+  auto r = RecordReader::FromBytes(SampleFile(false), "t");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->meta().call_graph, CallGraph::kDwarf);
+  EXPECT_EQ(r->meta().command, "test");
+  int samples = 0, mmaps = 0, comms = 0, forks = 0;
+  uint64_t lost = 0;
+  EventVisitor v;
+  v.sample = [&](const RawSample& s) {
+    ++samples;
+    EXPECT_EQ(s.tid, 11);
+    EXPECT_EQ(s.ips.size(), 2u);
+    EXPECT_EQ(s.ips[1], 0x400020u);
+    EXPECT_EQ(s.regs.size(), 17u);
+    EXPECT_EQ(s.stack.size(), 64u);
+    EXPECT_EQ(s.period, 1000000u);
+  };
+  v.mmap = [&](const RawMmap& m) {
+    ++mmaps;
+    EXPECT_EQ(m.filename, "/bin/true");
+    EXPECT_EQ(m.start, 0x400000u);
+  };
+  v.comm = [&](const RawComm& c) {
+    ++comms;
+    EXPECT_EQ(c.comm, "worker");
+  };
+  v.fork = [&](const RawFork& f) { forks += f.tid == 11; };
+  v.lost = [&](uint64_t n) { lost += n; };
+  ASSERT_TRUE(r->VisitEvents(v).ok());
+  EXPECT_EQ(samples, 1);
+  EXPECT_EQ(mmaps, 1);
+  EXPECT_EQ(comms, 1);
+  EXPECT_EQ(forks, 1);
+  EXPECT_EQ(lost, 3u);
+  EXPECT_EQ(r->bytes_dropped(), 0u);
+}
+
+TEST(RecordFile, SymbolizedSectionRoundTrip) {
+  auto r = RecordReader::FromBytes(SampleFile(true), "t");
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->symbolized().has_value());
+  const auto& s = *r->symbolized();
+  ASSERT_EQ(s.frames.size(), 2u);
+  EXPECT_EQ(s.frames[1].function, "g");
+  EXPECT_TRUE(s.frames[1].inlined);
+  EXPECT_EQ(s.frames[1].line, 9);
+  ASSERT_EQ(s.samples.size(), 2u);
+  EXPECT_EQ(s.samples[0].stack, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(s.samples[1].time_ns, 2000);
+  EXPECT_EQ(s.samples[1].weight, 2e6);
+  EXPECT_EQ(s.samples[1].op, 2);
+  EXPECT_EQ(s.samples[0].op, -1);
+  EXPECT_EQ(s.thread_names.at(11), "worker");
+  EXPECT_EQ(s.warnings, std::vector<std::string>{"w"});
+}
+
+TEST(RecordFile, EveryTruncationIsHandled) {
+  std::string full = SampleFile(true);
+  size_t complete_prefixes = 0;
+  for (size_t n = 0; n < full.size(); ++n) {
+    auto r = RecordReader::FromBytes(full.substr(0, n), "t");
+    if (!r.ok()) {
+      EXPECT_TRUE(r.status().code() == StatusCode::kDataLoss || r.status().code() == StatusCode::kUnsupported)
+          << n << ": " << r.status().message();
+      EXPECT_FALSE(r.status().message().empty());
+      continue;
+    }
+    ++complete_prefixes;
+    EXPECT_EQ(r->bytes_dropped() > 0, !r->drop_reason().empty());
+    EXPECT_TRUE(r->VisitEvents({}).ok());
+  }
+  EXPECT_GT(complete_prefixes, full.size() / 2);
+}
+
+TEST(RecordFile, ForeignAndCorruptFiles) {
+  auto r = RecordReader::FromBytes("{\"schema\": 1}", "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+  std::string bad = SampleFile(true);
+  bad[bad.size() - 3] ^= 1;
+  auto c = RecordReader::FromBytes(bad, "c");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->symbolized().has_value());
+  EXPECT_NE(c->drop_reason().find("checksum"), std::string::npos);
+}
+
+TEST(RecordFile, FuzzEntryOnSeedsTruncationsAndBitFlips) {
+  std::vector<std::string> seeds = {SampleFile(false), SampleFile(true), "", "OPSREC", "{}"};
+  for (const auto& seed : seeds) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(seed.data()), seed.size());
+    for (size_t n = 0; n < seed.size(); n += 3)
+      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(seed.data()), n);
+    uint32_t rng = 12345;
+    for (int i = 0; i < 3000 && !seed.empty(); ++i) {
+      std::string m = seed;
+      rng = rng * 1664525u + 1013904223u;
+      m[rng % m.size()] ^= static_cast<char>(1u << (rng >> 29));
+      // Flips inside a chunk fail its CRC; rewrite the CRCs so the payload decoders see them too.
+      size_t pos = sizeof kRecordMagic;
+      while (pos + 12 <= m.size()) {
+        uint32_t len = 0;
+        for (int k = 0; k < 4; ++k) len |= static_cast<uint32_t>(static_cast<uint8_t>(m[pos + 4 + k])) << (8 * k);
+        if (len > m.size() - pos - 12) break;
+        std::string fixed = MakeChunk(ChunkType::kMeta, std::string_view(m).substr(pos + 12, len));
+        for (int k = 0; k < 4; ++k) m[pos + 8 + k] = fixed[8 + k];
+        pos += 12 + len;
+      }
+      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(m.data()), m.size());
+    }
+  }
+}
+
+__attribute__((noinline)) int KnownFunctionForSymbolizer(int x) { return x * 3 + 1; }
+
+TEST(Symbolize, NamesAPcFromMmapEvents) {
+  // A synthetic recording of this very process: its executable mapped as /proc/self/maps says,
+  // one fp sample whose IP is a known function.
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ASSERT_GT(n, 0);
+  exe[n] = '\0';
+  RecordMeta meta;
+  std::string bytes(kRecordMagic, sizeof kRecordMagic);
+  bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(meta));
+  EventBatch b;
+  FILE* maps = fopen("/proc/self/maps", "r");
+  char line[8192];
+  while (fgets(line, sizeof line, maps)) {
+    unsigned long start, end, off;
+    char perms[8], path[4096] = "";
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %4095s", &start, &end, perms, &off, path) >= 4 &&
+        perms[2] == 'x' && std::string(path) == exe)
+      b.AddMmap({getpid(), getpid(), 1, start, end - start, off, path});
+  }
+  fclose(maps);
+  RawSample s;
+  s.pid = s.tid = getpid();
+  s.time_ns = 2;
+  s.period = 1;
+  s.ips = {reinterpret_cast<uint64_t>(&KnownFunctionForSymbolizer) + 1};
+  b.AddSample(s);
+  bytes += MakeChunk(ChunkType::kEvents, b.bytes());
+  auto r = RecordReader::FromBytes(bytes, "synthetic");
+  ASSERT_TRUE(r.ok());
+  auto sec = Symbolize(*r);
+  ASSERT_TRUE(sec.ok()) << sec.status().message();
+  ASSERT_EQ(sec->samples.size(), 1u);
+  ASSERT_FALSE(sec->samples[0].stack.empty());
+  const auto& f = sec->frames[sec->samples[0].stack[0]];
+  EXPECT_NE(f.function.find("KnownFunctionForSymbolizer(int)"), std::string::npos) << f.function;
+  EXPECT_EQ(f.module, "record_collect_test");
+}
+
+TEST(Symbolize, JitCodeFromPerfMapAndUnknownAnonymousCode) {
+  // A process id that cannot exist (above pid_max), so its perf map is ours alone.
+  const int pid = 1 << 30;
+  std::string map_path = PerfMap::PathFor(pid);
+  {
+    FILE* f = fopen(map_path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fprintf(f, "7f0000001000 200 jit:conv_fwd_avx2\n");
+    fclose(f);
+  }
+  RecordMeta meta;
+  std::string bytes(kRecordMagic, sizeof kRecordMagic);
+  bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(meta));
+  EventBatch b;
+  b.AddMmap({pid, pid, 1, 0x7f0000000000, 0x10000, 0, "//anon"});
+  RawSample s;
+  s.pid = s.tid = pid;
+  s.period = 1;
+  s.ips = {0x7f0000001010, 0x7f0000009000};
+  b.AddSample(s);
+  bytes += MakeChunk(ChunkType::kEvents, b.bytes());
+  auto r = RecordReader::FromBytes(bytes, "jit");
+  ASSERT_TRUE(r.ok());
+  auto sec = Symbolize(*r);
+  std::remove(map_path.c_str());
+  ASSERT_TRUE(sec.ok());
+  ASSERT_EQ(sec->samples.size(), 1u);
+  ASSERT_EQ(sec->samples[0].stack.size(), 2u);
+  const auto& jit = sec->frames[sec->samples[0].stack[0]];
+  EXPECT_EQ(jit.function, "jit:conv_fwd_avx2");
+  EXPECT_EQ(jit.module, "[jit]");
+  const auto& anon = sec->frames[sec->samples[0].stack[1]];
+  EXPECT_EQ(anon.function, "[unknown]");
+}
+
+TEST(Symbolize, Demangles) {
+  EXPECT_EQ(Demangle("_ZN2ns1fEi"), "ns::f(int)");
+  EXPECT_EQ(Demangle("main"), "main");
+  EXPECT_EQ(Demangle("_Znot-valid"), "_Znot-valid");
+}
+
+}  // namespace
+}  // namespace opscope::collect

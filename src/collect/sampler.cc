@@ -1,0 +1,650 @@
+#include "collect/sampler.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "base/host.h"
+#include "collect/ring_buffer.h"
+#include "base/strings.h"
+#include "collect/symbolize.h"
+
+namespace opscope::collect {
+namespace {
+
+int PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group, unsigned long flags) {
+  return static_cast<int>(syscall(SYS_perf_event_open, attr, pid, cpu, group, flags));
+}
+
+std::string PerfOpenError(int err, const std::string& what) {
+  std::string msg = what + ": perf_event_open failed: " + std::strerror(err);
+  if (err == EACCES || err == EPERM) {
+    std::string paranoid = Trim(ReadSysFile("/proc/sys/kernel/perf_event_paranoid"));
+    msg += "; kernel.perf_event_paranoid=" + paranoid +
+           " forbids it: run `sysctl kernel.perf_event_paranoid=1` or run as root";
+  }
+  return msg;
+}
+
+std::vector<int> OnlineCpus() {
+  std::vector<int> cpus;
+  std::string online = Trim(ReadSysFile("/sys/devices/system/cpu/online"));
+  for (const auto& part : Split(online, ',', true)) {
+    auto range = Split(part, '-');
+    int64_t a = 0, b = 0;
+    if (!ParseInt64(range[0], &a)) continue;
+    b = a;
+    if (range.size() == 2 && !ParseInt64(range[1], &b)) continue;
+    for (int64_t c = a; c <= b; ++c) cpus.push_back(static_cast<int>(c));
+  }
+  if (cpus.empty()) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < std::max(1L, n); ++c) cpus.push_back(static_cast<int>(c));
+  }
+  return cpus;
+}
+
+const char* CStr(const char* p, const char* end) {
+  // Ensures the string is terminated inside the record.
+  for (const char* q = p; q < end; ++q)
+    if (*q == '\0') return p;
+  return nullptr;
+}
+
+// One opened event with its ring.
+struct Event {
+  int fd = -1;
+  pid_t tid = 0;  // per-thread events only
+  PerfRing ring;
+};
+
+// The events of a session, their attr, and the drain loop.
+class EventSet {
+ public:
+  ~EventSet() { CloseAll(); }
+  perf_event_attr attr{};
+  std::vector<std::unique_ptr<Event>> events;
+  uint64_t samples = 0, lost = 0;
+
+  Status Add(pid_t pid, int cpu, size_t ring_pages, const std::string& what) {
+    auto e = std::make_unique<Event>();
+    e->fd = PerfEventOpen(&attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (e->fd < 0) return PermissionDenied(PerfOpenError(errno, what));
+    e->tid = pid;
+    Status st = e->ring.Map(e->fd, ring_pages);
+    if (!st.ok()) {
+      close(e->fd);
+      return st;
+    }
+    events.push_back(std::move(e));
+    return Status::Ok();
+  }
+  void EnableAll() {
+    for (auto& e : events) ioctl(e->fd, PERF_EVENT_IOC_ENABLE, 0);
+  }
+  void DisableAll() {
+    for (auto& e : events) ioctl(e->fd, PERF_EVENT_IOC_DISABLE, 0);
+  }
+  void DrainAll(EventBatch* batch) {
+    for (auto& e : events)
+      e->ring.Drain([&](const perf_event_header* h) { DecodePerfRecord(h, attr, batch, &samples, &lost); });
+  }
+  // Waits until some ring passed its watermark or `timeout_ms` passed.
+  void Wait(int timeout_ms) {
+    std::vector<pollfd> fds;
+    for (auto& e : events) fds.push_back({e->fd, POLLIN, 0});
+    if (fds.empty()) {
+      usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+      return;
+    }
+    poll(fds.data(), fds.size(), timeout_ms);
+  }
+  void CloseAll() {
+    for (auto& e : events)
+      if (e->fd >= 0) close(e->fd);
+    events.clear();
+  }
+};
+
+// Opens the sampling event on the first target to find out which event this machine allows:
+// cycles, else cpu-clock (recorded as a degradation).
+Status ChooseEvent(const SamplerOptions& opt, bool inherit, bool enable_on_exec, pid_t probe_pid,
+                   int probe_cpu, perf_event_attr* attr, RecordMeta* meta) {
+  if (opt.try_cycles) {
+    perf_event_attr a = MakeSampleAttr(opt, true, inherit, enable_on_exec);
+    int fd = PerfEventOpen(&a, probe_pid, probe_cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0) {
+      close(fd);
+      *attr = a;
+      meta->event = "cycles";
+      meta->unit = "cycles";
+      return Status::Ok();
+    }
+    int err = errno;
+    if (err == EACCES || err == EPERM) return PermissionDenied(PerfOpenError(err, "cycles sampling"));
+    meta->degradations.push_back(std::string("cycles unavailable (") +
+                                 (err == ENOENT || err == EOPNOTSUPP || err == ENODEV
+                                      ? "no hardware PMU"
+                                      : std::strerror(err)) +
+                                 "): sampling cpu-clock");
+  }
+  *attr = MakeSampleAttr(opt, false, inherit, enable_on_exec);
+  meta->event = "cpu-clock";
+  meta->unit = "ns";
+  return Status::Ok();
+}
+
+RecordMeta BaseMeta(const SamplerOptions& opt) {
+  RecordMeta m;
+  m.call_graph = opt.call_graph;
+  m.frequency_hz = opt.frequency_hz;
+  if (opt.call_graph == CallGraph::kDwarf) {
+    m.regs_mask = UserRegsMask();
+    m.stack_bytes = opt.stack_bytes;
+  }
+  HostInfo h = ReadHostInfo();
+  m.host = h.hostname;
+  m.kernel = h.kernel;
+  m.arch = h.arch;
+  m.cpu_model = h.cpu_model;
+  m.logical_cpus = h.logical_cpus;
+  m.created = IsoTimeNow();
+  return m;
+}
+
+Status CheckOptions(const SamplerOptions& opt) {
+  if (!(opt.frequency_hz >= 1 && opt.frequency_hz <= 100000))
+    return InvalidArgument("sampling frequency " + fmt::format("{:g}", opt.frequency_hz) +
+                           " Hz is out of range (1..100000); try -F 997");
+  if (opt.call_graph == CallGraph::kDwarf) {
+    if (UserRegsMask() == 0)
+      return Unsupported("--call-graph dwarf is not supported on this architecture; use fp");
+    if (opt.stack_bytes < 512 || opt.stack_bytes > 65000 || opt.stack_bytes % 8)
+      return InvalidArgument("DWARF stack copy size must be a multiple of 8 in 512..65000 bytes");
+  }
+  if (opt.ring_pages == 0 || (opt.ring_pages & (opt.ring_pages - 1)))
+    return InvalidArgument("ring buffer pages must be a power of two");
+  return Status::Ok();
+}
+
+std::string DescribeWait(int status, int* code) {
+  if (WIFEXITED(status)) {
+    *code = WEXITSTATUS(status);
+    return "exited with status " + std::to_string(*code);
+  }
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    *code = 128 + sig;
+    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  *code = 1;
+  return "ended";
+}
+
+std::string FindInPath(const std::string& name) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  for (const auto& dir : Split(path ? path : "/usr/bin:/bin", ':', true)) {
+    std::string full = dir + "/" + name;
+    if (access(full.c_str(), X_OK) == 0) return full;
+  }
+  return "";
+}
+
+volatile sig_atomic_t g_child_pid = 0;
+void ForwardSignal(int sig) {
+  if (g_child_pid > 0) kill(g_child_pid, sig);
+}
+
+}  // namespace
+
+uint64_t UserRegsMask() {
+#if defined(__x86_64__)
+  // perf_regs x86: AX BX CX DX SI DI BP SP IP (bits 0-8), R8-R15 (bits 16-23).
+  return 0x1ffULL | (0xffULL << 16);
+#elif defined(__aarch64__)
+  return (1ULL << 33) - 1;  // X0-X30, SP, PC
+#else
+  return 0;
+#endif
+}
+
+perf_event_attr MakeSampleAttr(const SamplerOptions& opt, bool cycles, bool inherit,
+                               bool enable_on_exec) {
+  perf_event_attr a{};
+  a.size = sizeof a;
+  if (cycles) {
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = PERF_COUNT_HW_CPU_CYCLES;
+  } else {
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_CPU_CLOCK;
+  }
+  a.freq = 1;
+  a.sample_freq = static_cast<uint64_t>(opt.frequency_hz);
+  a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD;
+  if (opt.call_graph == CallGraph::kDwarf) {
+    a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = UserRegsMask();
+    a.sample_stack_user = opt.stack_bytes;
+  } else {
+    a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    a.exclude_callchain_kernel = 1;
+  }
+  a.disabled = 1;
+  a.inherit = inherit ? 1 : 0;
+  a.enable_on_exec = enable_on_exec ? 1 : 0;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  a.mmap = 1;
+  a.mmap2 = 1;
+  a.comm = 1;
+  a.comm_exec = 1;
+  a.task = 1;
+  a.sample_id_all = 1;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  a.watermark = 1;
+  a.wakeup_watermark = static_cast<uint32_t>(opt.ring_pages * 4096 / 4);
+  return a;
+}
+
+bool ParseSample(const perf_event_header* rec, const perf_event_attr& attr, RawSample* out) {
+  const char* p = reinterpret_cast<const char*>(rec) + sizeof(perf_event_header);
+  const char* end = reinterpret_cast<const char*>(rec) + rec->size;
+  auto u64 = [&](uint64_t* v) {
+    if (end - p < 8) return false;
+    std::memcpy(v, p, 8);
+    p += 8;
+    return true;
+  };
+  uint64_t v = 0, ip = 0;
+  const uint64_t st = attr.sample_type;
+  out->ips.clear();
+  out->regs.clear();
+  out->stack.clear();
+  if (st & PERF_SAMPLE_IDENTIFIER && !u64(&v)) return false;
+  if (st & PERF_SAMPLE_IP && !u64(&ip)) return false;
+  if (st & PERF_SAMPLE_TID) {
+    if (!u64(&v)) return false;
+    out->pid = static_cast<int32_t>(v & 0xffffffff);
+    out->tid = static_cast<int32_t>(v >> 32);
+  }
+  if (st & PERF_SAMPLE_TIME) {
+    if (!u64(&v)) return false;
+    out->time_ns = static_cast<int64_t>(v);
+  }
+  if (st & PERF_SAMPLE_ADDR && !u64(&v)) return false;
+  if (st & PERF_SAMPLE_ID && !u64(&v)) return false;
+  if (st & PERF_SAMPLE_STREAM_ID && !u64(&v)) return false;
+  if (st & PERF_SAMPLE_CPU && !u64(&v)) return false;
+  out->period = 1;
+  if (st & PERF_SAMPLE_PERIOD && !u64(&out->period)) return false;
+  if (st & PERF_SAMPLE_CALLCHAIN) {
+    uint64_t nr = 0;
+    if (!u64(&nr) || nr > static_cast<uint64_t>(end - p) / 8) return false;
+    for (uint64_t i = 0; i < nr; ++i) {
+      u64(&v);
+      if (v >= static_cast<uint64_t>(PERF_CONTEXT_MAX)) continue;  // context markers
+      out->ips.push_back(v);
+    }
+  }
+  if (out->ips.empty()) out->ips.push_back(ip);
+  if (st & PERF_SAMPLE_REGS_USER) {
+    uint64_t abi = 0;
+    if (!u64(&abi)) return false;
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+      int n = __builtin_popcountll(attr.sample_regs_user);
+      out->regs.resize(static_cast<size_t>(n));
+      for (auto& r : out->regs)
+        if (!u64(&r)) return false;
+    }
+  }
+  if (st & PERF_SAMPLE_STACK_USER) {
+    uint64_t size = 0;
+    if (!u64(&size)) return false;
+    if (size) {
+      if (size > static_cast<uint64_t>(end - p)) return false;
+      const char* data = p;
+      p += size;
+      uint64_t dyn = 0;
+      if (!u64(&dyn)) return false;
+      out->stack.assign(data, std::min(dyn, size));
+    }
+  }
+  return true;
+}
+
+bool DecodePerfRecord(const perf_event_header* rec, const perf_event_attr& attr, EventBatch* batch,
+                      uint64_t* samples, uint64_t* lost) {
+  const char* p = reinterpret_cast<const char*>(rec) + sizeof(perf_event_header);
+  const char* end = reinterpret_cast<const char*>(rec) + rec->size;
+  // With sample_id_all, non-sample records end with {pid, tid, time} (TID then TIME).
+  auto trailer_time = [&]() -> int64_t {
+    if (end - p < 16) return 0;
+    uint64_t t;
+    std::memcpy(&t, end - 8, 8);
+    return static_cast<int64_t>(t);
+  };
+  switch (rec->type) {
+    case PERF_RECORD_SAMPLE: {
+      thread_local RawSample s;
+      if (!ParseSample(rec, attr, &s)) return false;
+      batch->AddSample(s);
+      ++*samples;
+      return true;
+    }
+    case PERF_RECORD_MMAP:
+    case PERF_RECORD_MMAP2: {
+      struct {
+        uint32_t pid, tid;
+        uint64_t addr, len, pgoff;
+      } h;
+      // MMAP2 adds {maj, min, ino, ino_generation} (24 bytes) and {prot, flags} before the name.
+      size_t fixed = sizeof h + (rec->type == PERF_RECORD_MMAP2 ? 32 : 0);
+      if (end - p < static_cast<ptrdiff_t>(fixed)) return false;
+      std::memcpy(&h, p, sizeof h);
+      if (rec->type == PERF_RECORD_MMAP2) {
+        uint32_t prot;
+        std::memcpy(&prot, p + sizeof h + 24, 4);
+        if (!(prot & 4 /*PROT_EXEC*/)) return false;
+      }
+      const char* name = CStr(p + fixed, end);
+      if (!name) return false;
+      RawMmap m{static_cast<int32_t>(h.pid), static_cast<int32_t>(h.tid), trailer_time(),
+                h.addr, h.len, h.pgoff, name};
+      batch->AddMmap(m);
+      return true;
+    }
+    case PERF_RECORD_COMM: {
+      if (end - p < 8) return false;
+      uint32_t ids[2];
+      std::memcpy(ids, p, 8);
+      const char* name = CStr(p + 8, end);
+      if (!name) return false;
+      RawComm c{static_cast<int32_t>(ids[0]), static_cast<int32_t>(ids[1]), trailer_time(),
+                (rec->misc & PERF_RECORD_MISC_COMM_EXEC) != 0, name};
+      batch->AddComm(c);
+      return true;
+    }
+    case PERF_RECORD_FORK: {
+      if (end - p < 24) return false;
+      uint32_t ids[4];
+      uint64_t t;
+      std::memcpy(ids, p, 16);
+      std::memcpy(&t, p + 16, 8);
+      batch->AddFork({static_cast<int32_t>(ids[0]), static_cast<int32_t>(ids[1]),
+                      static_cast<int32_t>(ids[2]), static_cast<int32_t>(ids[3]),
+                      static_cast<int64_t>(t)});
+      return true;
+    }
+    case PERF_RECORD_LOST: {
+      if (end - p < 16) return false;
+      uint64_t n;
+      std::memcpy(&n, p + 8, 8);
+      *lost += n;
+      batch->AddLost(n);
+      return true;
+    }
+    case 13: {  // PERF_RECORD_LOST_SAMPLES
+      if (end - p < 8) return false;
+      uint64_t n;
+      std::memcpy(&n, p, 8);
+      *lost += n;
+      batch->AddLost(n);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const RecordOptions& opt,
+                                     RecordWriter* writer) {
+  OPSCOPE_RETURN_IF_ERROR(CheckOptions(opt.sampler));
+  if (argv.empty()) return InvalidArgument("no command given: use `opscope record -- CMD [ARGS]`");
+  std::string exe = FindInPath(argv[0]);
+  if (exe.empty())
+    return NotFound("command not found: '" + argv[0] + "'" +
+                    (argv[0].find('/') == std::string::npos ? " (not in PATH)" : " (no such executable)"));
+
+  RecordResult result;
+  result.meta = BaseMeta(opt.sampler);
+  std::string cmdline;
+  for (const auto& a : argv) cmdline += (cmdline.empty() ? "" : " ") + ShellQuote(a);
+  result.meta.command = cmdline;
+
+  // The child waits on `go` until the events are attached, then execs; `err` (close-on-exec)
+  // carries an exec failure back.
+  int go[2], err[2];
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+    return Internal(std::string("pipe: ") + std::strerror(errno));
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t child = fork();
+  if (child < 0) return Internal(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(127);
+    execv(exe.c_str(), cargv.data());
+    int e = errno;
+    (void)!write(err[1], &e, sizeof e);
+    _exit(127);
+  }
+  close(go[0]);
+  close(err[1]);
+  auto abort_child = [&](Status st) -> StatusOr<RecordResult> {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    close(go[1]);
+    close(err[0]);
+    return st;
+  };
+
+  EventSet set;
+  std::vector<int> cpus = OnlineCpus();
+  Status st = ChooseEvent(opt.sampler, true, true, child, cpus[0], &set.attr, &result.meta);
+  if (!st.ok()) return abort_child(st);
+  for (int cpu : cpus) {
+    st = set.Add(child, cpu, opt.sampler.ring_pages, "sampling " + result.meta.event + " on CPU " + std::to_string(cpu));
+    if (!st.ok()) return abort_child(st);
+  }
+  result.meta.pid = child;
+  st = writer->WriteMeta(result.meta);
+  if (!st.ok()) return abort_child(st);
+
+  // opscope must outlive the command to finish the file: Ctrl-C goes to the command (same
+  // process group) and ends it; termination requests are passed on.
+  struct sigaction ign{}, fwd{}, old_int{}, old_quit{}, old_term{}, old_hup{};
+  ign.sa_handler = SIG_IGN;
+  fwd.sa_handler = ForwardSignal;
+  g_child_pid = child;
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  sigaction(SIGTERM, &fwd, &old_term);
+  sigaction(SIGHUP, &fwd, &old_hup);
+
+  int64_t t0 = NowNs();
+  std::atomic<bool> done{false};
+  Status drain_status;
+  std::thread drainer([&] {
+    EventBatch batch;
+    while (!done.load(std::memory_order_acquire)) {
+      set.Wait(100);
+      set.DrainAll(&batch);
+      if (batch.size() > 0) {
+        Status s = writer->WriteEvents(batch);
+        if (!s.ok() && drain_status.ok()) drain_status = s;
+        batch.clear();
+      }
+    }
+    set.DrainAll(&batch);
+    Status s = writer->WriteEvents(batch);
+    if (!s.ok() && drain_status.ok()) drain_status = s;
+  });
+
+  (void)!write(go[1], "g", 1);
+  close(go[1]);
+  int exec_errno = 0;
+  bool exec_failed = read(err[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  close(err[0]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.wall_ns = NowNs() - t0;
+  g_child_pid = 0;
+  done.store(true, std::memory_order_release);
+  drainer.join();
+  set.CloseAll();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  if (exec_failed)
+    return NotFound("cannot run '" + argv[0] + "': " + std::strerror(exec_errno));
+  OPSCOPE_RETURN_IF_ERROR(drain_status);
+  result.exit = DescribeWait(status, &result.exit_code);
+  result.samples = set.samples;
+  result.lost = set.lost;
+  return result;
+}
+
+// ---- In-process sampler -------------------------------------------------------------------
+
+struct Sampler::State {
+  SamplerOptions opt;
+  RecordMeta meta;
+  EventSet set;
+  std::mutex mu;
+  std::string bytes;  // record-file bytes assembled in memory
+  std::set<pid_t> watched;
+  pid_t drain_tid = 0;
+  std::atomic<bool> done{false};
+  std::thread drainer;
+  Status status;
+
+  void AddNewThreads() {
+    DIR* d = opendir("/proc/self/task");
+    if (!d) return;
+    while (dirent* e = readdir(d)) {
+      int64_t tid = 0;
+      if (!ParseInt64(e->d_name, &tid) || tid == drain_tid || watched.count(static_cast<pid_t>(tid))) continue;
+      watched.insert(static_cast<pid_t>(tid));
+      Status s = set.Add(static_cast<pid_t>(tid), -1, opt.ring_pages, "sampling thread " + std::to_string(tid));
+      if (s.ok()) ioctl(set.events.back()->fd, PERF_EVENT_IOC_ENABLE, 0);
+      // A thread that exited between readdir and open is not an error.
+    }
+    closedir(d);
+  }
+};
+
+// Mappings that existed before sampling started: read from /proc/self/maps.
+static void SynthesizeMmaps(EventBatch* batch) {
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  pid_t pid = getpid();
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string range, perms, off, dev, inode, path;
+    ls >> range >> perms >> off >> dev >> inode;
+    std::getline(ls, path);
+    path = Trim(path);
+    if (perms.size() < 3 || perms[2] != 'x' || path.empty()) continue;
+    auto dash = range.find('-');
+    RawMmap m;
+    m.pid = m.tid = pid;
+    m.start = std::stoull(range.substr(0, dash), nullptr, 16);
+    m.len = std::stoull(range.substr(dash + 1), nullptr, 16) - m.start;
+    m.pgoff = std::stoull(off, nullptr, 16);
+    m.filename = path;
+    batch->AddMmap(m);
+  }
+}
+
+Sampler::~Sampler() {
+  if (state_ && state_->drainer.joinable()) {
+    state_->done = true;
+    state_->drainer.join();
+  }
+}
+
+const std::vector<std::string>& Sampler::degradations() const { return state_->meta.degradations; }
+
+StatusOr<std::unique_ptr<Sampler>> Sampler::Start(const SamplerOptions& opt) {
+  OPSCOPE_RETURN_IF_ERROR(CheckOptions(opt));
+  auto s = std::unique_ptr<Sampler>(new Sampler);
+  s->state_ = std::make_unique<State>();
+  State& st = *s->state_;
+  st.opt = opt;
+  st.meta = BaseMeta(opt);
+  st.meta.pid = getpid();
+  st.meta.command = "(this process)";
+  OPSCOPE_RETURN_IF_ERROR(ChooseEvent(opt, false, false, 0, -1, &st.set.attr, &st.meta));
+  st.set.attr.disabled = 1;
+  st.bytes.assign(kRecordMagic, sizeof kRecordMagic);
+  st.bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(st.meta));
+  EventBatch initial;
+  SynthesizeMmaps(&initial);
+  st.bytes += MakeChunk(ChunkType::kEvents, initial.bytes());
+  std::atomic<bool> started{false};
+  st.drainer = std::thread([&st, &started] {
+    st.drain_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    st.AddNewThreads();
+    started = true;
+    EventBatch batch;
+    while (!st.done.load(std::memory_order_acquire)) {
+      st.set.Wait(50);
+      st.AddNewThreads();
+      st.set.DrainAll(&batch);
+      if (!batch.empty()) {
+        st.bytes += MakeChunk(ChunkType::kEvents, batch.bytes());
+        batch.clear();
+      }
+    }
+    st.set.DisableAll();
+    st.set.DrainAll(&batch);
+    SynthesizeMmaps(&batch);  // JIT code and libraries loaded while sampling
+    st.bytes += MakeChunk(ChunkType::kEvents, batch.bytes());
+    st.set.CloseAll();
+  });
+  while (!started) std::this_thread::yield();
+  if (st.set.events.empty()) {
+    st.done = true;
+    st.drainer.join();
+    return PermissionDenied("could not open a sampling event on any thread of this process");
+  }
+  return s;
+}
+
+StatusOr<profile::SampleSection> Sampler::Stop() {
+  State& st = *state_;
+  if (!st.drainer.joinable()) return Internal("Sampler::Stop called twice");
+  st.done = true;
+  st.drainer.join();
+  OPSCOPE_ASSIGN_OR_RETURN(RecordReader reader, RecordReader::FromBytes(std::move(st.bytes), "in-process samples"));
+  OPSCOPE_ASSIGN_OR_RETURN(profile::SampleSection section, Symbolize(reader));
+  section.lost = st.set.lost;
+  for (const auto& d : st.meta.degradations) section.warnings.push_back(d);
+  return section;
+}
+
+}  // namespace opscope::collect

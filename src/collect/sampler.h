@@ -1,0 +1,101 @@
+// Call-stack sampling with perf_event_open: `opscope record -- CMD` and the in-process sampler
+// behind `opscope profile --sample`.
+//
+// Design. A sampling session is a set of perf events, each with its own mmap ring, drained by one
+// thread that polls them and turns kernel records into raw events (record_file.h) written as
+// chunks: to the record file as it goes (record) or to memory (in-process). Unwinding and
+// symbolization happen afterwards (symbolize.h), while the binaries are still on disk, so the
+// drain thread only copies bytes and keeps up at high rates.
+//
+// Which events: `cycles` where the CPU has a PMU, `cpu-clock` otherwise (the fallback is recorded
+// in the degradations). Both are sampled in frequency mode, user space only (exclude_kernel, so
+// perf_event_paranoid=2 suffices), timestamps on CLOCK_MONOTONIC.
+//
+// Which tasks: a command is followed with one event per online CPU opened on the child's pid with
+// inherit=1 and enable_on_exec=1, which covers every thread and child process it ever creates
+// (inherit=1 events cannot be mmapped with cpu=-1). The in-process sampler cannot use inherit for
+// threads that already exist, so it opens one event per thread and rescans /proc/self/task every
+// poll round (threads living less than one round, ~50 ms, can be missed).
+#pragma once
+
+#include <linux/perf_event.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "collect/record_file.h"
+#include "profile/samples.h"
+
+namespace opscope::collect {
+
+struct SamplerOptions {
+  double frequency_hz = 997;  // prime: does not run in step with 1 kHz / 100 Hz timers
+  CallGraph call_graph = CallGraph::kFramePointer;
+  uint32_t stack_bytes = 16384;  // DWARF mode: user stack copied per sample (multiple of 8)
+  size_t ring_pages = 256;       // data pages per ring (power of two)
+  bool try_cycles = true;        // false: go straight to cpu-clock
+};
+
+// The perf_event_attr a sampling event is opened with (exposed so tests can check the intent on
+// machines without a PMU). `cycles` selects PERF_COUNT_HW_CPU_CYCLES instead of cpu-clock.
+perf_event_attr MakeSampleAttr(const SamplerOptions& opt, bool cycles, bool inherit,
+                               bool enable_on_exec);
+
+// Registers copied per sample in DWARF mode on this architecture (perf_regs layout), 0 where
+// DWARF unwinding is not supported.
+uint64_t UserRegsMask();
+
+// Decodes one kernel record into `batch`. Returns false for records it does not keep.
+// `lost` accumulates PERF_RECORD_LOST / LOST_SAMPLES counts.
+bool DecodePerfRecord(const perf_event_header* rec, const perf_event_attr& attr,
+                      EventBatch* batch, uint64_t* samples, uint64_t* lost);
+
+// The raw view of a sampled record (for tests and the drain thread).
+bool ParseSample(const perf_event_header* rec, const perf_event_attr& attr, RawSample* out);
+
+struct RecordOptions {
+  SamplerOptions sampler;
+  std::string output;  // record file path
+};
+
+struct RecordResult {
+  std::string exit;     // "exited with status 0", "killed by signal 11 (Segmentation fault)"
+  int exit_code = 0;    // the command's status, 128+signal when killed
+  uint64_t samples = 0;
+  uint64_t lost = 0;
+  RecordMeta meta;
+  int64_t wall_ns = 0;
+};
+
+// Runs `argv` (argv[0] looked up in PATH) and samples it and everything it spawns until it exits,
+// writing raw events to `writer` as it goes. The caller symbolizes afterwards (FinishRecording).
+// SIGINT/SIGQUIT are left to the command (opscope ignores them so it can finish the file);
+// SIGTERM/SIGHUP sent to opscope are forwarded to the command.
+StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const RecordOptions& opt,
+                                     RecordWriter* writer);
+
+// Samples every thread of the calling process (threads created later included) between Start()
+// and Stop(); the engine's `profile --sample` brackets its measured runs with it.
+class Sampler {
+ public:
+  ~Sampler();
+  static StatusOr<std::unique_ptr<Sampler>> Start(const SamplerOptions& opt);
+  // Stops sampling and unwinds + symbolizes what was collected. Samples carry time_ns on
+  // CLOCK_MONOTONIC (NowNs()), so AttributeSamplesToOps can match them to Profile::op_events.
+  StatusOr<profile::SampleSection> Stop();
+  // Degradations met while starting (e.g. "cycles unavailable ...: sampling cpu-clock").
+  const std::vector<std::string>& degradations() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace opscope::collect

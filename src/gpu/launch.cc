@@ -1,0 +1,164 @@
+#include "gpu/launch.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "gpu/builder.h"
+#include "gpu/decoder.h"
+#include "gpu/trace_format.h"
+
+extern char** environ;
+
+namespace opscope::gpu {
+
+Status ProbeNvidiaDriver() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr)
+    return Unavailable("no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs an NVIDIA GPU");
+  using InitFn = int (*)(unsigned);
+  using CountFn = int (*)(int*);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
+  auto count = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
+  if (init == nullptr || count == nullptr)
+    return Unavailable("libcuda.so.1 lacks cuInit/cuDeviceGetCount: the NVIDIA driver installation is broken");
+  int r = init(0);
+  if (r != 0)
+    return Unavailable("the NVIDIA driver is installed but cuInit failed with CUDA error " + std::to_string(r) +
+                       (r == 100 ? " (no CUDA-capable device)" : r == 999 ? " (unknown; check `nvidia-smi`)" : "") +
+                       ": opscope gpu needs a working NVIDIA GPU");
+  int n = 0;
+  if (count(&n) != 0 || n <= 0)
+    return Unavailable("the NVIDIA driver reports no CUDA device: opscope gpu needs an NVIDIA GPU");
+  return Status::Ok();
+}
+
+StatusOr<std::string> FindTracerLibrary() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (const char* env = std::getenv("OPSCOPE_GPU_TRACER"); env != nullptr && env[0] != '\0') {
+    if (!fs::exists(env, ec)) return NotFound(std::string("OPSCOPE_GPU_TRACER=") + env + ": no such file");
+    return fs::absolute(env, ec).string();
+  }
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return Internal("cannot locate the opscope binary (/proc/self/exe): " + ec.message());
+  fs::path lib = self.parent_path() / "libopscope_cupti_tracer.so";
+  if (!fs::exists(lib, ec))
+    return NotFound(lib.string() + ": the CUPTI tracer library is missing; it is built with opscope when the CUDA "
+                    "toolkit is found (cmake -DOPSCOPE_WITH_CUDA=ON), or set OPSCOPE_GPU_TRACER to its path");
+  return lib.string();
+}
+
+StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const RunOptions& o) {
+  if (command.empty()) return InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]");
+  std::vector<std::string> env;
+  const char* overridden[] = {"CUDA_INJECTION64_PATH=", "NVTX_INJECTION64_PATH=", "OPSCOPE_GPU_OUT=",
+                              "OPSCOPE_GPU_DRIVER_API=", "OPSCOPE_GPU_HASH_COPIES="};
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    bool skip = false;
+    for (const char* prefix : overridden)
+      if (kv.substr(0, std::strlen(prefix)) == prefix) skip = true;
+    if (skip && kv.substr(0, 22) == "CUDA_INJECTION64_PATH=" && kv.find("opscope") == std::string_view::npos)
+      std::fprintf(stderr, "opscope: warning: replacing %s for the traced program\n", *e);
+    if (!skip) env.emplace_back(kv);
+  }
+  env.push_back("CUDA_INJECTION64_PATH=" + o.tracer);
+  env.push_back("NVTX_INJECTION64_PATH=" + o.tracer);
+  env.push_back(std::string(trace::kOutDirEnv) + "=" + o.out_dir);
+  if (!o.driver_api) env.push_back("OPSCOPE_GPU_DRIVER_API=0");
+  if (!o.fingerprint_copies) env.push_back("OPSCOPE_GPU_HASH_COPIES=0");
+  std::vector<char*> envp, argv;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  struct sigaction ignore {}, old_int {}, old_quit {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGQUIT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+
+  TracedRun run;
+  int64_t t0 = NowNs();
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  Status result = Status::Ok();
+  if (rc != 0) {
+    result = rc == ENOENT ? NotFound(command[0] + ": command not found")
+                          : PermissionDenied(command[0] + ": cannot run: " + std::strerror(rc));
+  } else {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    run.wall_ms = static_cast<double>(NowNs() - t0) / 1e6;
+    if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+      run.term_signal = WTERMSIG(status);
+      run.exit_code = 128 + run.term_signal;
+    }
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  if (!result.ok()) return result;
+
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(o.out_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("gpu-", 0) == 0 && name.size() > 10 && name.substr(name.size() - 6) == ".trace")
+      run.trace_files.push_back(entry.path().string());
+  }
+  std::sort(run.trace_files.begin(), run.trace_files.end());
+  return run;
+}
+
+StatusOr<profile::Profile> ProfileFromTraces(const std::vector<std::string>& files) {
+  profile::Profile p;
+  p.meta.kind = "gpu";
+  std::string first_error;
+  size_t decoded = 0;
+  for (const std::string& f : files) {
+    auto bytes = ReadFile(f);
+    if (!bytes.ok()) {
+      p.meta.degradations.push_back(bytes.status().message());
+      if (first_error.empty()) first_error = bytes.status().message();
+      continue;
+    }
+    auto t = DecodeTrace(*bytes, f);
+    if (!t.ok()) {
+      p.meta.degradations.push_back(t.status().message());
+      if (first_error.empty()) first_error = t.status().message();
+      continue;
+    }
+    AddTraceToProfile(*t, &p);
+    ++decoded;
+  }
+  if (decoded == 0 && !files.empty()) return DataLoss("no GPU trace could be read: " + first_error);
+  if (!p.gpu) p.gpu.emplace();
+  OPSCOPE_RETURN_IF_ERROR(profile::Validate(p));
+  return p;
+}
+
+}  // namespace opscope::gpu

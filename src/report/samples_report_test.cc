@@ -1,0 +1,306 @@
+// Tests of the sampling reports: hot functions, caller/callee, folded stacks, flame SVG and pprof.
+// Golden files live in testdata/ (<input>.<options>.<format>); regenerate them with
+// OPSCOPE_UPDATE_GOLDEN=1 after an intended change and review the diff.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "profile/profile_io.h"
+#include "report/flame_svg.h"
+#include "report/folded_stacks.h"
+#include "report/pprof_encode.h"
+#include "report/samples_report.h"
+
+namespace opscope::report {
+namespace {
+
+const std::string kData = OPSCOPE_SOURCE_DIR "/src/report/testdata/";
+
+// main -> work -> {heavy (3 samples, one with an inlined frame), light (1)} on two threads, plus
+// a recursive function to check that inclusive time counts a function once per sample.
+profile::Profile Synthetic() {
+  profile::Profile p;
+  p.meta.kind = "record";
+  p.meta.source = "./split";
+  p.ops.resize(1);
+  p.ops[0].name = "Conv_0";
+  p.ops[0].op_type = "Conv";
+  auto& s = p.samples.emplace();
+  s.event = "cpu-clock";
+  s.unit = "ns";
+  s.call_graph = "dwarf";
+  s.frequency_hz = 997;
+  s.frames = {
+      {"main", "split", "/src/split.cc", 50, 0x1000, false},   // 0
+      {"work", "split", "/src/split.cc", 40, 0x1100, false},   // 1
+      {"heavy", "split", "/src/split.cc", 20, 0x1200, false},  // 2
+      {"light", "split", "/src/split.cc", 30, 0x1300, false},  // 3
+      {"mix", "split", "/src/mix.h", 5, 0x1210, true},         // 4 inlined into heavy at 0x1210
+      {"heavy", "split", "/src/split.cc", 22, 0x1210, false},  // 5
+      {"rec", "split", "/src/split.cc", 60, 0x1400, false},    // 6
+      {"[unknown]", "libjit.so", "", 0, 0x99, false},          // 7
+  };
+  auto add = [&](std::vector<uint32_t> stack, int32_t tid, double w, int32_t op = -1) {
+    profile::Sample x;
+    x.stack = std::move(stack);
+    x.pid = 1;
+    x.tid = tid;
+    x.time_ns = 1000 * static_cast<int64_t>(s.samples.size());
+    x.weight = w;
+    x.op = op;
+    s.samples.push_back(x);
+  };
+  add({2, 1, 0}, 1, 1e6, 0);
+  add({2, 1, 0}, 2, 1e6, 0);
+  add({4, 5, 1, 0}, 1, 1e6);
+  add({3, 1, 0}, 2, 1e6);
+  add({6, 6, 6, 0}, 1, 1e6);
+  add({7, 0}, 2, 1e6);
+  s.thread_names = {{1, "split"}, {2, "worker"}};
+  s.warnings = {"libjit.so: no symbol table (stripped binary); its functions show as [unknown]"};
+  return p;
+}
+
+void CheckGolden(const std::string& name, const std::string& actual) {
+  std::string path = kData + name;
+  if (std::getenv("OPSCOPE_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path << " missing: run with OPSCOPE_UPDATE_GOLDEN=1";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), actual) << "golden " << path << " differs (OPSCOPE_UPDATE_GOLDEN=1 regenerates)";
+}
+
+const HotRow* Find(const HotFunctions& h, const std::string& fn, const std::string& group = "") {
+  for (const auto& r : h.rows)
+    if (r.function == fn && r.group == group) return &r;
+  return nullptr;
+}
+
+TEST(HotFunctions, SelfInclusiveAndRecursion) {
+  profile::Profile p = Synthetic();
+  SampleReportOptions o;
+  o.threshold_pct = 0;
+  HotFunctions h = ComputeHotFunctions(p, o);
+  EXPECT_EQ(h.samples, 6u);
+  EXPECT_EQ(h.threads, 2u);
+  const HotRow* heavy = Find(h, "heavy");
+  ASSERT_NE(heavy, nullptr);
+  EXPECT_NEAR(heavy->self_pct, 100.0 * 2 / 6, 1e-9);       // the inlined sample's leaf is mix
+  EXPECT_NEAR(heavy->inclusive_pct, 100.0 * 3 / 6, 1e-9);
+  EXPECT_EQ(heavy->line, 20);                              // hottest self line
+  const HotRow* rec = Find(h, "rec");
+  ASSERT_NE(rec, nullptr);
+  EXPECT_NEAR(rec->inclusive_pct, 100.0 / 6, 1e-9) << "recursion counted once per sample";
+  EXPECT_NEAR(Find(h, "main")->inclusive_pct, 100, 1e-9);
+  EXPECT_EQ(h.rows[0].function, "heavy");  // sorted by self
+  o.sort = SampleSort::kInclusive;
+  EXPECT_EQ(ComputeHotFunctions(p, o).rows[0].function, "main");
+  o.top = 2;
+  HotFunctions top2 = ComputeHotFunctions(p, o);
+  EXPECT_EQ(top2.rows.size(), 2u);
+  EXPECT_GT(top2.hidden, 0u);
+}
+
+TEST(HotFunctions, Groupings) {
+  profile::Profile p = Synthetic();
+  SampleReportOptions o;
+  o.threshold_pct = 0;
+  o.group = SampleGroup::kThread;
+  HotFunctions h = ComputeHotFunctions(p, o);
+  ASSERT_NE(Find(h, "light", "worker [2]"), nullptr);
+  EXPECT_EQ(Find(h, "light", "split [1]"), nullptr);
+  o.group = SampleGroup::kOp;
+  h = ComputeHotFunctions(p, o);
+  ASSERT_NE(Find(h, "heavy", "Conv_0 (Conv)"), nullptr);
+  EXPECT_NEAR(Find(h, "heavy", "Conv_0 (Conv)")->self_pct, 100.0 * 2 / 6, 1e-9);
+  o.group = SampleGroup::kModule;
+  h = ComputeHotFunctions(p, o);
+  ASSERT_NE(Find(h, "libjit.so"), nullptr);
+  EXPECT_NEAR(Find(h, "split")->self_pct, 100.0 * 5 / 6, 1e-9);
+  EXPECT_FALSE(ParseSampleGroup("bogus").ok());
+  EXPECT_FALSE(ParseSampleSort("bogus").ok());
+}
+
+TEST(CallerCallee, OfWork) {
+  profile::Profile p = Synthetic();
+  auto c = ComputeCallerCallee(p, "work");
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->callers.size(), 1u);
+  EXPECT_EQ(c->callers[0].function, "main");
+  EXPECT_NEAR(c->callers[0].pct, 100, 1e-9);
+  std::map<std::string, double> callees;
+  for (const auto& e : c->callees) callees[e.function] = e.pct;
+  EXPECT_NEAR(callees["heavy"], 75, 1e-9);
+  EXPECT_NEAR(callees["light"], 25, 1e-9);
+  EXPECT_FALSE(ComputeCallerCallee(p, "nosuchfunction").ok());
+}
+
+TEST(SamplesGolden, TableJsonFolded) {
+  // The input is kept as a golden too, so a change of the JSON schema shows up here.
+  profile::Profile p = Synthetic();
+  CheckGolden("synthetic.profile.json", profile::ToJsonString(p));
+  auto loaded = profile::LoadProfile(kData + "synthetic.profile.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  SampleReportOptions o;
+  HotFunctions h = ComputeHotFunctions(*loaded, o);
+  CheckGolden("synthetic.default.txt", RenderHotTable(*loaded, h, o, false));
+  CheckGolden("synthetic.default.json", RenderHotJson(*loaded, h));
+  CheckGolden("synthetic.default.folded", RenderFolded(*loaded));
+  CheckGolden("synthetic.group-thread.folded", RenderFolded(*loaded, SampleGroup::kThread));
+  auto cc = ComputeCallerCallee(*loaded, "work");
+  ASSERT_TRUE(cc.ok());
+  CheckGolden("synthetic.function-work.txt", RenderCallerCallee(*cc));
+}
+
+TEST(FlameSvg, DrawsEveryFrameAndIsSelfContained) {
+  profile::Profile p = Synthetic();
+  std::string svg = RenderFlameSvg(p, "test <&> title");
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("test &lt;&amp;&gt; title"), std::string::npos);
+  for (const char* fn : {"\"main\"", "\"work\"", "\"heavy\"", "\"light\"", "\"mix\"", "\"rec\""})
+    EXPECT_NE(svg.find(std::string("data-n=") + fn), std::string::npos) << fn;
+  EXPECT_EQ(svg.find("http://", svg.find("<script")), std::string::npos) << "no external resources";
+  // The root is the full width.
+  EXPECT_NE(svg.find("data-x=\"0.000000\" data-wd=\"1.000000\" data-d=\"0\""), std::string::npos);
+}
+
+// A tiny protobuf reader: enough to check the structure of what EncodePprof wrote.
+struct Field {
+  int number, wire;
+  uint64_t varint;
+  std::string bytes;
+};
+bool ReadVarint(const std::string& b, size_t& pos, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && pos < b.size(); shift += 7) {
+    uint8_t c = static_cast<uint8_t>(b[pos++]);
+    *v |= static_cast<uint64_t>(c & 0x7f) << shift;
+    if (!(c & 0x80)) return true;
+  }
+  return false;
+}
+std::vector<Field> Parse(const std::string& b) {
+  std::vector<Field> out;
+  size_t pos = 0;
+  while (pos < b.size()) {
+    uint64_t key;
+    if (!ReadVarint(b, pos, &key)) {
+      ADD_FAILURE() << "bad key";
+      break;
+    }
+    Field f{static_cast<int>(key >> 3), static_cast<int>(key & 7), 0, ""};
+    if (f.wire == 0) {
+      ReadVarint(b, pos, &f.varint);
+    } else if (f.wire == 2) {
+      uint64_t len;
+      ReadVarint(b, pos, &len);
+      if (len > b.size() - pos) {
+        ADD_FAILURE() << "length past end";
+        break;
+      }
+      f.bytes = b.substr(pos, len);
+      pos += len;
+    } else {
+      ADD_FAILURE() << "unexpected wire type " << f.wire;
+      break;
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+std::vector<uint64_t> Packed(const std::string& b) {
+  std::vector<uint64_t> v;
+  size_t pos = 0;
+  uint64_t x;
+  while (pos < b.size() && ReadVarint(b, pos, &x)) v.push_back(x);
+  return v;
+}
+
+TEST(Pprof, DecodesToTheSameProfile) {
+  profile::Profile p = Synthetic();
+  auto gz = RenderPprof(p);
+  ASSERT_TRUE(gz.ok());
+  EXPECT_EQ(static_cast<unsigned char>((*gz)[0]), 0x1f);
+  auto raw = Gunzip(*gz);
+  ASSERT_TRUE(raw.ok());
+  std::vector<std::string> strings;
+  std::vector<Field> samples, locations, functions, mappings, sample_types;
+  for (const auto& f : Parse(*raw)) {
+    if (f.number == 6) strings.push_back(f.bytes);
+    if (f.number == 2) samples.push_back(f);
+    if (f.number == 4) locations.push_back(f);
+    if (f.number == 5) functions.push_back(f);
+    if (f.number == 3) mappings.push_back(f);
+    if (f.number == 1) sample_types.push_back(f);
+  }
+  ASSERT_FALSE(strings.empty());
+  EXPECT_EQ(strings[0], "") << "string_table[0] must be empty";
+  EXPECT_EQ(sample_types.size(), 2u);
+  EXPECT_EQ(samples.size(), 6u);
+  EXPECT_EQ(mappings.size(), 2u);  // split, libjit.so
+  // function id -> name
+  std::map<uint64_t, std::string> fn_name;
+  for (const auto& f : functions) {
+    uint64_t id = 0, name = 0;
+    for (const auto& x : Parse(f.bytes)) {
+      if (x.number == 1) id = x.varint;
+      if (x.number == 2) name = x.varint;
+    }
+    ASSERT_LT(name, strings.size());
+    fn_name[id] = strings[name];
+  }
+  // location id -> function names of its lines (innermost first)
+  std::map<uint64_t, std::vector<std::string>> loc_fns;
+  for (const auto& l : locations) {
+    uint64_t id = 0;
+    std::vector<std::string> names;
+    for (const auto& x : Parse(l.bytes)) {
+      if (x.number == 1) id = x.varint;
+      if (x.number == 4)
+        for (const auto& y : Parse(x.bytes))
+          if (y.number == 1) names.push_back(fn_name.at(y.varint));
+    }
+    loc_fns[id] = names;
+  }
+  // The third sample: leaf location holds mix inlined into heavy, then work, then main.
+  std::vector<uint64_t> locs, values;
+  for (const auto& x : Parse(samples[2].bytes)) {
+    if (x.number == 1) locs = Packed(x.bytes);
+    if (x.number == 2) values = Packed(x.bytes);
+  }
+  ASSERT_EQ(locs.size(), 3u);
+  EXPECT_EQ(loc_fns[locs[0]], (std::vector<std::string>{"mix", "heavy"}));
+  EXPECT_EQ(loc_fns[locs[1]], (std::vector<std::string>{"work"}));
+  EXPECT_EQ(loc_fns[locs[2]], (std::vector<std::string>{"main"}));
+  EXPECT_EQ(values, (std::vector<uint64_t>{1, 1000000}));
+}
+
+TEST(Pprof, GzipRoundTripAndBadInput) {
+  std::string data(10000, 'x');
+  auto gz = Gzip(data);
+  ASSERT_TRUE(gz.ok());
+  EXPECT_EQ(*Gunzip(*gz), data);
+  EXPECT_FALSE(Gunzip("not gzip").ok());
+}
+
+TEST(Reports, EmptySampleSection) {
+  profile::Profile p;
+  p.samples.emplace();
+  SampleReportOptions o;
+  HotFunctions h = ComputeHotFunctions(p, o);
+  EXPECT_NE(RenderHotTable(p, h, o, false).find("no samples"), std::string::npos);
+  EXPECT_EQ(RenderFolded(p), "");
+  EXPECT_NE(RenderFlameSvg(p, "t").find("</svg>"), std::string::npos);
+  EXPECT_TRUE(RenderPprof(p).ok());
+}
+
+}  // namespace
+}  // namespace opscope::report

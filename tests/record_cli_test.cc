@@ -1,0 +1,284 @@
+// End-to-end tests of `opscope record` and `opscope report`: accuracy against a program whose
+// profile is known by construction, in both call-graph modes, and clear errors on bad input.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+const std::string kOpscope = OPSCOPE_BINARY_DIR "/opscope";
+const std::string kTests = OPSCOPE_BINARY_DIR "/tests";
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout + stderr
+};
+
+Result Shell(const std::string& cmd) {
+  Result r;
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(f);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+std::string TempPath(const std::string& name) {
+  return testing::TempDir() + "/opscope_rec_" + std::to_string(getpid()) + "_" + name;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Shares {
+  double heavy_self = 0, light_self = 0, heavy_incl = 0, light_incl = 0, work_incl = 0;
+  uint64_t samples = 0;
+};
+
+Shares ReadShares(const std::string& rec) {
+  Result r = Shell(kOpscope + " report " + rec + " --format json --threshold 0 --top 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+  Shares s;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (j.is_discarded()) {
+    ADD_FAILURE() << "report JSON does not parse: " << r.out;
+    return s;
+  }
+  s.samples = j["samples"].get<uint64_t>();
+  for (const auto& row : j["rows"]) {
+    std::string fn = row["function"];
+    if (fn == "heavy") {
+      s.heavy_self = row["self_pct"];
+      s.heavy_incl = row["inclusive_pct"];
+    } else if (fn == "light") {
+      s.light_self = row["self_pct"];
+      s.light_incl = row["inclusive_pct"];
+    } else if (fn == "work") {
+      s.work_incl = row["inclusive_pct"];
+    }
+  }
+  return s;
+}
+
+// The split program spends 3/4 of its work in heavy() and 1/4 in light(), both called from
+// work(), on two threads. The profile must say so within 5 points, by self and inclusive time.
+void CheckAccuracy(const std::string& mode, const std::string& binary) {
+  std::string rec = TempPath(mode + ".rec");
+  Result r = Shell(kOpscope + " record -q -F 1999 --call-graph " + mode + " -o " + rec + " -- " +
+                 kTests + "/" + binary + " 2000");
+  ASSERT_EQ(r.code, 0) << r.out;
+  Shares s = ReadShares(rec);
+  ASSERT_GT(s.samples, 200u) << "too few samples to judge accuracy";
+  EXPECT_NEAR(s.heavy_self, 75, 5) << mode;
+  EXPECT_NEAR(s.light_self, 25, 5) << mode;
+  EXPECT_NEAR(s.heavy_incl, 75, 5) << mode;
+  EXPECT_NEAR(s.light_incl, 25, 5) << mode;
+  EXPECT_NEAR(s.work_incl, 100, 5) << mode << ": the common parent must hold nearly all samples";
+  // Source lines are shown (the binary has debug info).
+  Result table = Shell(kOpscope + " report " + rec);
+  EXPECT_NE(table.out.find("split.cc:"), std::string::npos) << table.out;
+  // Both threads were followed (the second one was created after exec).
+  Result by_thread = Shell(kOpscope + " report " + rec + " --group thread --format json");
+  auto j = nlohmann::json::parse(by_thread.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["threads"].get<int>(), 2);
+  std::remove(rec.c_str());
+}
+
+TEST(RecordAccuracy, FramePointerCallGraphs) { CheckAccuracy("fp", "record_split_fp"); }
+TEST(RecordAccuracy, DwarfCallGraphsWithoutFramePointers) { CheckAccuracy("dwarf", "record_split_dwarf"); }
+
+TEST(RecordCli, PassesArgumentsAfterDashDash) {
+  std::string rec = TempPath("ls.rec");
+  Result r = Shell(kOpscope + " record -q -o " + rec + " -- ls -l -d /");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("dr"), std::string::npos) << "ls did not get -l: " << r.out;
+  std::remove(rec.c_str());
+}
+
+TEST(RecordCli, LibraryLoadedLaterIsSymbolized) {
+  for (const char* mode : {"fp", "dwarf"}) {
+    std::string rec = TempPath(std::string("dlopen-") + mode + ".rec");
+    Result r = Shell(kOpscope + " record -q --call-graph " + mode + " -o " + rec + " -- " + kTests +
+                     "/record_dlopen " + kTests + "/librecord_late.so 400");
+    ASSERT_EQ(r.code, 0) << r.out;
+    Result rep = Shell(kOpscope + " report " + rec + " --format json --threshold 0");
+    auto j = nlohmann::json::parse(rep.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << rep.out;
+    double share = 0;
+    std::string module, file;
+    for (const auto& row : j["rows"])
+      if (row["function"] == "late_library_spin") {
+        share = row["self_pct"];
+        module = row["module"];
+        file = row["file"];
+      }
+    EXPECT_GT(share, 50) << mode << ": " << rep.out;
+    EXPECT_EQ(module, "librecord_late.so") << mode;
+    EXPECT_NE(file.find("late_lib.cc"), std::string::npos) << mode;
+    std::remove(rec.c_str());
+  }
+}
+
+TEST(RecordCli, CommandNotFound) {
+  std::string rec = TempPath("nf.rec");
+  Result r = Shell(kOpscope + " record -o " + rec + " -- no-such-command-opscope-xyz");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("command not found: 'no-such-command-opscope-xyz'"), std::string::npos) << r.out;
+  EXPECT_EQ(access(rec.c_str(), F_OK), -1) << "no file should be left behind";
+}
+
+TEST(RecordCli, CrashingCommandStillGivesAProfile) {
+  std::string rec = TempPath("crash.rec");
+  Result r = Shell(kOpscope + " record -o " + rec + " -- sh -c 'kill -SEGV $$'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("killed by signal 11"), std::string::npos) << r.out;
+  Result rep = Shell(kOpscope + " report " + rec);
+  EXPECT_EQ(rep.code, 0) << rep.out;
+  std::remove(rec.c_str());
+}
+
+TEST(RecordCli, KilledRecorderLeavesAReadableFile) {
+  std::string rec = TempPath("killed.rec");
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open("/dev/null", O_WRONLY);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::string bin = kTests + "/record_split_fp";
+    execl(kOpscope.c_str(), "opscope", "record", "-o", rec.c_str(), "--", bin.c_str(), "3000", nullptr);
+    _exit(127);
+  }
+  usleep(1200 * 1000);  // long enough for at least one events chunk (written every ~100 ms)
+  kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  Result rep = Shell(kOpscope + " report " + rec + " --format json --threshold 0");
+  ASSERT_EQ(rep.code, 0) << rep.out;
+  auto j = nlohmann::json::parse(rep.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << rep.out;
+  EXPECT_GT(j["samples"].get<int>(), 0);
+  bool said_unfinished = false;
+  for (const auto& d : j["degradations"]) said_unfinished |= d.get<std::string>().find("did not finish") != std::string::npos;
+  EXPECT_TRUE(said_unfinished) << rep.out;
+  std::remove(rec.c_str());
+}
+
+TEST(ReportCli, BadFiles) {
+  std::string good = TempPath("good.rec");
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + good + " -- " + kTests + "/record_split_fp 300").code, 0);
+  std::string bytes = ReadAll(good);
+  ASSERT_GT(bytes.size(), 100u);
+
+  // Truncated in the middle of the last chunk: still readable, says what was dropped.
+  std::string cut = TempPath("cut.rec");
+  WriteFile(cut, bytes.substr(0, bytes.size() - 7));
+  Result r = Shell(kOpscope + " report " + cut);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("truncated"), std::string::npos) << r.out;
+
+  // Truncated inside the header.
+  WriteFile(cut, bytes.substr(0, 5));
+  r = Shell(kOpscope + " report " + cut);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("truncated"), std::string::npos) << r.out;
+
+  // Corrupt bytes in the last chunk (the symbols, written last): the checksum catches them, and
+  // the raw events before it are used instead.
+  std::string bad = bytes;
+  bad[bad.size() - 20] ^= 0x5a;
+  WriteFile(cut, bad);
+  r = Shell(kOpscope + " report " + cut);
+  EXPECT_TRUE(r.code == 0 || r.code == 2) << r.out;
+  EXPECT_TRUE(r.out.find("corrupt") != std::string::npos || r.out.find("checksum") != std::string::npos) << r.out;
+
+  // A foreign file.
+  WriteFile(cut, "\x7f" "ELF not a profile at all");
+  r = Shell(kOpscope + " report " + cut);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("error:"), std::string::npos) << r.out;
+
+  // A missing file.
+  r = Shell(kOpscope + " report " + TempPath("missing.rec"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  std::remove(cut.c_str());
+  std::remove(good.c_str());
+}
+
+TEST(ReportCli, ProfileWithOpsButNoSamples) {
+  std::string path = TempPath("ops.json");
+  WriteFile(path, R"({"schema": "opscope.profile/1", "meta": {"kind": "profile", "source": "m.onnx"},
+    "ops": [{"name": "relu_1", "op_type": "Relu", "stats": {"median": 0.5}, "share": 0.2},
+            {"name": "conv_0", "op_type": "Conv", "stats": {"median": 2.5}, "share": 0.8}]})");
+  Result r = Shell(kOpscope + " report " + path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no call-stack samples"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("conv_0"), r.out.find("relu_1")) << r.out;
+  Result svg = Shell(kOpscope + " report " + path + " --format svg");
+  EXPECT_EQ(svg.code, 2) << svg.out;
+  EXPECT_NE(svg.out.find("no call-stack samples"), std::string::npos) << svg.out;
+  std::remove(path.c_str());
+}
+
+TEST(ReportCli, MissingDebugInfoStillNamesFunctions) {
+  std::string stripped = TempPath("split_nodebug");
+  ASSERT_EQ(Shell("objcopy --strip-debug " + kTests + "/record_split_fp " + stripped).code, 0);
+  std::string rec = TempPath("nodebug.rec");
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- " + stripped + " 300").code, 0);
+  Result r = Shell(kOpscope + " report " + rec + " --threshold 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("heavy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no debug info"), std::string::npos) << r.out;
+  std::remove(rec.c_str());
+  std::remove(stripped.c_str());
+}
+
+TEST(ReportCli, OutputFormatsByExtension) {
+  std::string rec = TempPath("fmt.rec");
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- " + kTests + "/record_split_fp 300").code, 0);
+  for (const char* ext : {".svg", ".folded", ".pb.gz", ".json", ".txt", ".profile.json"}) {
+    std::string out = TempPath(std::string("out") + ext);
+    Result r = Shell(kOpscope + " report " + rec + " -o " + out);
+    EXPECT_EQ(r.code, 0) << ext << ": " << r.out;
+    std::string bytes = ReadAll(out);
+    EXPECT_FALSE(bytes.empty()) << ext;
+    if (std::string(ext) == ".svg") EXPECT_NE(bytes.find("<svg"), std::string::npos);
+    if (std::string(ext) == ".folded") EXPECT_NE(bytes.find(";work;heavy "), std::string::npos) << bytes;
+    if (std::string(ext) == ".pb.gz") EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+    std::remove(out.c_str());
+  }
+  // The whole profile written as JSON is itself reportable (report works on every profile).
+  std::string pj = TempPath("again.profile.json");
+  ASSERT_EQ(Shell(kOpscope + " report " + rec + " -o " + pj).code, 0);
+  Result again = Shell(kOpscope + " report " + pj + " --threshold 0");
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("heavy"), std::string::npos) << again.out;
+  Result callers = Shell(kOpscope + " report " + rec + " -f heavy");
+  EXPECT_NE(callers.out.find("work"), std::string::npos) << callers.out;
+  Result bad = Shell(kOpscope + " report " + rec + " -o out.unknownext");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  std::remove(pj.c_str());
+  std::remove(rec.c_str());
+}
+
+}  // namespace

@@ -1,0 +1,183 @@
+// End-to-end tests of `opscope run`: the example pipeline, every output format, argument
+// pass-through, the C header, NVTX injection, and the build-type check of the target.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/range_stats.h"
+#include "diag_cli_util.h"
+#include "profile/profile_io.h"
+
+namespace opscope {
+namespace {
+
+using testing::Opscope;
+using testing::Shell;
+
+std::string Tmp() {
+  std::string d = ::testing::TempDir() + "/opscope_run_cli";
+  mkdir(d.c_str(), 0755);
+  return d;
+}
+std::string Bin(const std::string& name) { return std::string(OPSCOPE_BINARY_DIR) + "/tests/bin/" + name; }
+
+profile::Profile RunJson(const std::string& args, std::string* err = nullptr) {
+  std::string tmp = Tmp();
+  std::string out = tmp + "/run.json";
+  unlink(out.c_str());
+  auto r = Shell(Opscope() + " run -o " + out + " " + args, tmp);
+  EXPECT_EQ(r.code, 0) << r.err;
+  if (err) *err = r.err;
+  auto p = profile::LoadProfile(out);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : profile::Profile{};
+}
+
+const profile::Finding* FindRule(const profile::Profile& p, const std::string& id) {
+  for (const auto& f : p.findings)
+    if (f.rule == id) return &f;
+  return nullptr;
+}
+
+TEST(RunCli, PipelineExampleShowsThreeStagesPreprocessingFirst) {
+  std::string tmp = Tmp();
+  std::string json = tmp + "/pipeline.json";
+  auto r = Shell(Opscope() + " run -r 2 -o " + json + " -- " + OPSCOPE_BINARY_DIR "/examples/pipeline_example 1", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The first thing shown is the stage headline, pre-processing first (the order the stages ran).
+  EXPECT_TRUE(r.out.find("pipeline") != std::string::npos);
+  size_t headline = r.out.find("pipeline (per run, mean of 2 runs): pre-processing ");
+  EXPECT_NE(headline, std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("network"), r.out.find("post-processing"));
+
+  auto p = profile::LoadProfile(json);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.kind, "run");
+  EXPECT_EQ(p->e2e.runs_ms.size(), 2u);
+  EXPECT_EQ(p->clocks.size(), 2u);
+  analysis::RangeReport rep = analysis::SummarizeRanges(*p);
+  std::map<std::string, double> top;
+  for (const auto& s : rep.ranges)
+    if (s.depth == 0) top[s.name] = s.share_of_top;
+  ASSERT_EQ(top.size(), 3u) << rep.headline;
+  ASSERT_TRUE(top.count("pre-processing") && top.count("network") && top.count("post-processing"));
+  // By construction (work amount), pre-processing dominates; no time is asserted.
+  EXPECT_GT(top["pre-processing"], top["network"]);
+  EXPECT_GT(top["pre-processing"], top["post-processing"]);
+  bool resize_nested = false;
+  for (const auto& s : rep.ranges) resize_nested |= s.path == "pre-processing/resize" && s.calls == 2;
+  EXPECT_TRUE(resize_nested);
+  const auto* f = FindRule(*p, "pipeline-bottleneck");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ops, std::vector<std::string>{"pre-processing"});
+}
+
+TEST(RunCli, CsvAndChromeTrace) {
+  std::string tmp = Tmp();
+  std::string app = Bin("run_annotate_c_app");
+  auto csv = Shell(Opscope() + " run --format csv -- " + app, tmp);
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  EXPECT_TRUE(csv.out.starts_with("path,name,domain,depth,calls,total_ms")) << csv.out;
+  EXPECT_NE(csv.out.find("\nouter/inner,inner,opscope,1,3,"), std::string::npos) << csv.out;
+  EXPECT_EQ(csv.out.find("annotate_c_app done"), std::string::npos) << "program output must go to stderr";
+
+  std::string trace = tmp + "/t.trace.json";
+  auto tr = Shell(Opscope() + " run -o " + trace + " -- " + app, tmp);
+  ASSERT_EQ(tr.code, 0) << tr.err;
+  auto j = nlohmann::json::parse(testing::Slurp(trace), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  int complete = 0;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X") {
+      ++complete;
+      EXPECT_GT(e["tid"].get<int>(), 0);
+    }
+  EXPECT_EQ(complete, 3 + 3 + 1);  // outer ×3, inner ×3, left-open
+}
+
+TEST(RunCli, CHeaderNestingAndUnclosedRange) {
+  std::string err;
+  auto p = RunJson("-- " + Bin("run_annotate_c_app"), &err);
+  int outer = 0, inner = 0, open = 0;
+  for (const auto& r : p.ranges) {
+    if (r.name == "outer") {
+      ++outer;
+      EXPECT_EQ(r.depth, 0);
+    } else if (r.name == "inner") {
+      ++inner;
+      ASSERT_GE(r.parent, 0);
+      EXPECT_EQ(p.ranges[r.parent].name, "outer");
+    } else if (r.name == "left-open") {
+      ++open;
+    }
+    EXPECT_EQ(r.domain, "opscope");
+  }
+  EXPECT_EQ(outer, 3);
+  EXPECT_EQ(inner, 3);
+  EXPECT_EQ(open, 1);
+  bool noted = false;
+  for (const auto& d : p.meta.degradations) noted |= d.find("still open at exit") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(RunCli, ProgramRunsWithoutOpscope) {
+  auto r = Shell(Bin("run_annotate_c_app"), Tmp());
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "annotate_c_app done\n");
+}
+
+TEST(RunCli, ArgumentsAfterDoubleDashReachTheProgram) {
+  auto p = RunJson("-- sh -c 'test \"$1\" = -l' sh -l");
+  for (const auto& d : p.meta.degradations) EXPECT_EQ(d.find("exited with status"), std::string::npos) << d;
+  auto q = RunJson("-- sh -c 'test \"$1\" = -l' sh -x");
+  bool failed = false;
+  for (const auto& d : q.meta.degradations) failed |= d.find("exited with status 1") != std::string::npos;
+  EXPECT_TRUE(failed);
+}
+
+TEST(RunCli, MissingCommandIsAOneLineError) {
+  auto r = Shell(Opscope() + " run -- /nonexistent/prog", Tmp());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("opscope: error: /nonexistent/prog"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+TEST(RunCli, DebugBuiltTargetIsReported) {
+  auto dbg = RunJson("-- " + Bin("run_target_O0"));
+  EXPECT_EQ(dbg.meta.extra["target.build"], "debug");
+  EXPECT_EQ(dbg.meta.extra["target.opt_level"], "-O0");
+  const auto* f = FindRule(dbg, "debug-build");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "critical");
+  EXPECT_NE(f->evidence.find("-O0"), std::string::npos) << f->evidence;
+
+  auto rel = RunJson("-- " + Bin("run_target_O2"));
+  EXPECT_EQ(rel.meta.extra["target.build"], "release");
+  EXPECT_EQ(rel.meta.extra["target.opt_level"], "-O2");
+  EXPECT_EQ(FindRule(rel, "debug-build"), nullptr);
+}
+
+TEST(RunCli, NvtxRangesAreRecorded) {
+  std::string app = Bin("run_nvtx_app");
+  if (access(app.c_str(), X_OK) != 0) GTEST_SKIP() << "built without the NVTX v3 headers";
+  auto p = RunJson("-- " + app);
+  std::map<std::string, int> count;
+  for (const auto& r : p.ranges) {
+    count[r.domain + ":" + r.name]++;
+    if (r.name == "decode" || r.name == "infer") {
+      ASSERT_GE(r.parent, 0) << r.name;
+      EXPECT_EQ(p.ranges[r.parent].name, "frame");
+    }
+  }
+  EXPECT_EQ(count["nvtx:frame"], 2);
+  EXPECT_EQ(count["camera:decode"], 2);
+  EXPECT_EQ(count["nvtx:infer"], 2);
+  EXPECT_EQ(count["nvtx:whole-run"], 1);
+  // --no-nvtx: nothing recorded, and said so.
+  auto q = RunJson("--no-nvtx -- " + app);
+  EXPECT_TRUE(q.ranges.empty());
+}
+
+}  // namespace
+}  // namespace opscope

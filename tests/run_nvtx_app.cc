@@ -1,0 +1,41 @@
+// A program annotated only with NVTX (no CUDA): push/pop, a named domain with a registered
+// string, and a start/end range that ends on another thread.
+#include <nvtx3/nvToolsExt.h>
+
+#include <cstdio>
+#include <thread>
+
+static volatile double sink;
+static void Work(int n) {
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += i * 0.5;
+  sink = s;
+}
+
+int main() {
+  nvtxDomainHandle_t dom = nvtxDomainCreateA("camera");
+  nvtxStringHandle_t decode = nvtxDomainRegisterStringA(dom, "decode");
+  nvtxRangeId_t whole = nvtxRangeStartA("whole-run");
+  for (int i = 0; i < 2; ++i) {
+    nvtxRangePushA("frame");
+    nvtxEventAttributes_t a = {};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    a.message.registered = decode;
+    nvtxDomainRangePushEx(dom, &a);
+    Work(100000);
+    nvtxDomainRangePop(dom);
+    nvtxRangePushA("infer");
+    Work(200000);
+    nvtxRangePop();
+    nvtxRangePop();
+  }
+  std::thread t([&] {
+    Work(1000);
+    nvtxRangeEnd(whole);
+  });
+  t.join();
+  std::printf("nvtx_app done\n");
+  return 0;
+}

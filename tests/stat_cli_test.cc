@@ -1,0 +1,161 @@
+// `opscope stat` end to end: the real binary, real programs with known counts.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "base/strings.h"
+#include "profile/profile_io.h"
+
+namespace opscope {
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string TempDir() {
+  static std::string dir = [] {
+    char tmpl[] = "/tmp/opscope_stat_cli_XXXXXX";
+    return std::string(mkdtemp(tmpl));
+  }();
+  return dir;
+}
+
+// Runs `opscope ARGS` through sh, capturing stdout and stderr.
+Result Opscope(const std::string& args) {
+  const std::string out = TempDir() + "/out", err = TempDir() + "/err";
+  std::string cmd = std::string(OPSCOPE_BINARY_DIR) + "/opscope " + args + " >" + out + " 2>" + err;
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+// event -> mean, from `-x,` output.
+std::map<std::string, double> ParseSeparated(const std::string& text) {
+  std::map<std::string, double> m;
+  for (const std::string& line : Split(text, '\n', true)) {
+    auto f = Split(line, ',');
+    double v;
+    if (f.size() >= 3 && ParseDouble(f[0], &v)) m[f[2]] = v;
+  }
+  return m;
+}
+
+TEST(StatCliTest, CountsThreadsOfTheCommand) {
+  const std::string csv = TempDir() + "/faults.csv";
+  Result r = Opscope("stat -e page-faults,task-clock -o " + csv + " -- " STAT_WORKLOAD " faults 3000 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto m = ParseSeparated(Slurp(csv));
+  EXPECT_GE(m["page-faults"], 6000) << Slurp(csv);
+  EXPECT_GT(m["task-clock"], 0);
+  EXPECT_NE(r.err.find("Performance counter stats for"), std::string::npos) << "table on stderr";
+}
+
+TEST(StatCliTest, CountsChildProcesses) {
+  Result r = Opscope("stat -x, -e page-faults -- " STAT_WORKLOAD " fork-faults 4000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(ParseSeparated(r.err)["page-faults"], 4000) << r.err;
+}
+
+TEST(StatCliTest, PassesArgumentsAndLeavesStdoutAlone) {
+  Result r = Opscope("stat -e task-clock -- sh -c 'echo hello; echo \"$1\"' sh -l");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello\n-l\n");
+}
+
+TEST(StatCliTest, ExitStatusAndSignals) {
+  EXPECT_EQ(Opscope("stat -e task-clock -- sh -c 'exit 5'").exit_code, 5);
+  Result r = Opscope("stat -e task-clock,page-faults -- sh -c 'kill -TERM $$'");
+  EXPECT_EQ(r.exit_code, 128 + 15);
+  EXPECT_NE(r.err.find("terminated by signal SIGTERM"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("page-faults"), std::string::npos) << "counts still reported";
+}
+
+TEST(StatCliTest, CommandNotFoundAndNotExecutable) {
+  Result r = Opscope("stat -- opscope-no-such-command-xyz");
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("command not found"), std::string::npos) << r.err;
+  const std::string noexec = TempDir() + "/noexec.sh";
+  std::ofstream(noexec) << "#!/bin/sh\necho should not run\n";
+  chmod(noexec.c_str(), 0644);
+  r = Opscope("stat -- " + noexec);
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_NE(r.err.find("not executable"), std::string::npos) << r.err;
+  r = Opscope("stat");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no command given"), std::string::npos) << r.err;
+}
+
+TEST(StatCliTest, BadEventIsAOneLineError) {
+  Result r = Opscope("stat -e cycles,bogus-event -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown event 'bogus-event'"), std::string::npos) << r.err;
+}
+
+TEST(StatCliTest, RepeatedRunsToAProfileFile) {
+  const std::string path = TempDir() + "/stat.json";
+  Result r = Opscope("stat -r 4 -o " + path + " -- " STAT_WORKLOAD " faults 500 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = profile::LoadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.kind, "stat");
+  ASSERT_TRUE(p->stat.has_value());
+  EXPECT_EQ(p->stat->runs.size(), 4u);
+  ASSERT_TRUE(p->stat->summary.count("page-faults"));
+  EXPECT_EQ(p->stat->summary.at("page-faults").n, 4);
+  EXPECT_GE(p->stat->summary.at("page-faults").min, 500);
+  EXPECT_FALSE(p->stat->verdict.empty());
+  // Whatever this machine lacks is said in the profile, the same way as on stderr.
+  EXPECT_EQ(p->meta.degradations, p->stat->degradations);
+  for (const std::string& d : p->meta.degradations)
+    EXPECT_NE(r.err.find(d), std::string::npos) << d;
+  EXPECT_NE(r.err.find("trimmed mean"), std::string::npos) << r.err;
+}
+
+TEST(StatCliTest, JsonOnStderr) {
+  Result r = Opscope("stat --json -e task-clock -- true");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = profile::FromJsonString(r.err, "stderr");
+  ASSERT_TRUE(p.ok()) << p.status().message() << "\n" << r.err;
+  EXPECT_EQ(p->stat->command, std::vector<std::string>{"true"});
+}
+
+// The real kernel's paranoid=2 refusal and the user-only rung, as an unprivileged user.
+TEST(StatCliTest, UnprivilegedUnderParanoid2CountsUserSpaceOnly) {
+  const std::string paranoid = Slurp("/proc/sys/kernel/perf_event_paranoid");
+  if (geteuid() != 0 || std::system("command -v setpriv >/dev/null 2>&1") != 0 || Trim(paranoid) != "2")
+    GTEST_SKIP() << "needs root (to drop to nobody), setpriv, and kernel.perf_event_paranoid=2";
+  // nobody may not be able to read the build tree: run a copy from the temp dir.
+  const std::string bin = TempDir() + "/opscope";
+  ASSERT_EQ(std::system(("cp " + std::string(OPSCOPE_BINARY_DIR) + "/opscope " + bin + " && chmod 755 " +
+                         TempDir() + " " + bin).c_str()), 0);
+  const std::string out = TempDir() + "/nobody.err";
+  int status = std::system(("setpriv --reuid=65534 --regid=65534 --clear-groups " + bin +
+                            " stat -e task-clock,page-faults -- true 2>" + out).c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  const std::string err = Slurp(out);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << err;
+  EXPECT_NE(err.find("counting user space only"), std::string::npos) << err;
+  EXPECT_NE(err.find("page-faults"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace opscope
