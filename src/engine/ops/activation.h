@@ -38,6 +38,22 @@ inline float ApplyActivation(PostOpKind kind, float x, float alpha, float beta) 
   return x;
 }
 
+// The same functions for other element types (float64, integers), evaluated in double and
+// converted back; for kernels whose output is not float32.
+inline double ApplyActivationDouble(PostOpKind kind, double x, double alpha, double beta) {
+  switch (kind) {
+    case PostOpKind::kRelu: return x > 0 ? x : 0.0;
+    case PostOpKind::kLeakyRelu: return x >= 0 ? x : alpha * x;
+    case PostOpKind::kClip: return std::min(std::max(x, alpha), beta);
+    case PostOpKind::kSigmoid: return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x));
+    case PostOpKind::kTanh: return std::tanh(x);
+    case PostOpKind::kHardSigmoid: return std::max(0.0, std::min(1.0, alpha * x + beta));
+    case PostOpKind::kHardSwish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case PostOpKind::kBiasAdd: return x;
+  }
+  return x;
+}
+
 // Applies the activation to n contiguous floats. The switch is hoisted out of the loop so each
 // case's loop vectorizes.
 inline void ApplyActivationInPlace(PostOpKind kind, float* p, int64_t n, float alpha, float beta) {

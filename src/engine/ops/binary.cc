@@ -64,7 +64,7 @@ bool AnyZero(const Tensor& t) {
   return false;
 }
 
-// One step of arithmetic: o = op(a, b) under plan p. `post` runs fused activations (float32).
+// One step of arithmetic: o = op(a, b) under plan p. `post` runs fused activations.
 template <typename T, typename Post>
 void ArithStep(BinOp op, const BroadcastPlan& p, const T* a, const T* b, T* o, Post post) {
   switch (op) {
@@ -86,7 +86,7 @@ void ArithStep(BinOp op, const BroadcastPlan& p, const T* a, const T* b, T* o, P
             if (y == -1) return WrapSub(T{0}, x);  // avoids INT_MIN / -1
           }
           return static_cast<T>(x / y);
-        });
+        }, post);
       } else {
         BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return x / y; }, post);
       }
@@ -102,7 +102,7 @@ void ArithStep(BinOp op, const BroadcastPlan& p, const T* a, const T* b, T* o, P
           } else {
             return static_cast<T>(x % y);
           }
-        });
+        }, post);
       }
       break;
     case BinOp::kFMod:  // C fmod: the result takes the dividend's sign
@@ -112,16 +112,16 @@ void ArithStep(BinOp op, const BroadcastPlan& p, const T* a, const T* b, T* o, P
             if (y == -1) return 0;
           }
           return static_cast<T>(x % y);
-        });
+        }, post);
       } else {
-        BinaryBroadcastLoop(p, a, b, o, 4, [](T x, T y) { return std::fmod(x, y); });
+        BinaryBroadcastLoop(p, a, b, o, 4, [](T x, T y) { return std::fmod(x, y); }, post);
       }
       break;
     case BinOp::kMax:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return (x > y || x != x) ? x : y; }, post);
+      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return MaxPropagateNan(x, y); }, post);
       break;
     case BinOp::kMin:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return (x < y || x != x) ? x : y; }, post);
+      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return MinPropagateNan(x, y); }, post);
       break;
     case BinOp::kPRelu:
       BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T s) { return x < 0 ? WrapMul(x, s) : x; }, post);
@@ -207,7 +207,7 @@ class BinaryKernel : public Kernel {
   bool AddPostOp(const PostOp& op) override {
     bool arith = op_ == BinOp::kAdd || op_ == BinOp::kSub || op_ == BinOp::kMul ||
                  op_ == BinOp::kDiv || op_ == BinOp::kSum || op_ == BinOp::kMax ||
-                 op_ == BinOp::kMin || op_ == BinOp::kPRelu;
+                 op_ == BinOp::kMin || op_ == BinOp::kPRelu || op_ == BinOp::kMean;
     if (!arith || op.kind == PostOpKind::kBiasAdd) return false;
     post_ops_.push_back(op);
     return true;
@@ -272,8 +272,15 @@ class BinaryKernel : public Kernel {
         return NodeError(node_, "floating-point Mod requires fmod=1");
       T* o = out->data<T>();
       auto post = [this](auto* po, int64_t cnt) {
-        if constexpr (std::is_same_v<std::remove_pointer_t<decltype(po)>, float>) {
-          for (const PostOp& pop : post_ops_) ApplyActivationInPlace(pop.kind, po, cnt, pop.alpha, pop.beta);
+        using TO = std::remove_pointer_t<decltype(po)>;
+        for (const PostOp& pop : post_ops_) {
+          if constexpr (std::is_same_v<TO, float>) {
+            ApplyActivationInPlace(pop.kind, po, cnt, pop.alpha, pop.beta);
+          } else {
+            for (int64_t i = 0; i < cnt; ++i)
+              po[i] = SafeCast<TO>(ApplyActivationDouble(pop.kind, static_cast<double>(po[i]),
+                                                         pop.alpha, pop.beta));
+          }
         }
       };
       const size_t n = ins.size();

@@ -70,10 +70,10 @@ bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, B
   if (unidirectional && p->out_shape != *shapes[0]) return false;
   p->out_numel = Numel(p->out_shape);
 
-  std::array<std::vector<int64_t>, 3> full;
+  std::vector<std::vector<int64_t>> full(k_in);
   for (int k = 0; k < k_in; ++k) full[k] = BroadcastStrides(*shapes[k], p->out_shape);
   p->dims.clear();
-  for (auto& s : p->strides) s.clear();
+  p->strides.assign(k_in, {});
   for (size_t d = 0; d < p->out_shape.size(); ++d) {
     const int64_t n = p->out_shape[d];
     if (n == 1) continue;

@@ -6,10 +6,12 @@
 // undefined). Anything to bool is "!= 0"; float16 rounds to nearest even directly from the source
 // (so double -> float16 rounds once, as numpy does).
 //
-// Dropout is the inference form: the output is the input, the optional mask is all true. A
-// training-mode Dropout with a non-zero ratio is random by definition and is refused with an error.
+// Dropout: in inference (the default, and training_mode=false) the output is the input and the
+// optional mask is all true. training_mode=true with a non-zero ratio draws a real random mask
+// (see RunTraining), so exported training graphs run too.
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <type_traits>
 
@@ -56,7 +58,9 @@ StatusOr<DataType> OnnxTypeToDataType(int64_t onnx_type) {
     case 9: return DataType::kBool;
     case 10: return DataType::kFloat16;
     case 11: return DataType::kFloat64;
-    default: return Unsupported("unsupported element type " + std::to_string(onnx_type));
+    case 8: return Unsupported("the STRING");
+    case 16: return Unsupported("the BFLOAT16");
+    default: return Unsupported("ONNX element type " + std::to_string(onnx_type) + " as a");
   }
 }
 
@@ -111,10 +115,7 @@ class IdentityKernel : public Kernel {
       const Tensor* t = ctx.input(2);
       bool training = t && t->numel() > 0 && ReadScalar(*t) != 0;
       if (training && (ratio < 0 || ratio >= 1)) return NodeError(node_, "ratio must be in [0, 1)");
-      if (training && ratio > 0)
-        return Unsupported("node '" + node_.name +
-                           "' (Dropout): training_mode=true with a non-zero ratio is random; "
-                           "opscope runs inference only (export the model in eval mode)");
+      if (training && ratio > 0) return RunTraining(ctx, *x, ratio);
     }
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, x->dtype(), x->shape()));
     CopyTensorData(*x, out);
@@ -129,6 +130,38 @@ class IdentityKernel : public Kernel {
         for (int64_t i = 0; i < mask->numel(); ++i) m[i] = one;
       });
     }
+    return Status::Ok();
+  }
+
+  // Training mode: keep an element when a uniform double in [0, 1) is >= ratio, scale the kept
+  // ones by 1/(1-ratio). The uniforms come from MT19937 seeded with the `seed` attribute and
+  // drawn 53 bits at a time (two 32-bit outputs), the same stream as numpy's legacy
+  // np.random.seed(seed); np.random.uniform(), so a seeded model reproduces its reference output.
+  Status RunTraining(KernelContext& ctx, const Tensor& x, float ratio) {
+    if (!IsFloatType(x.dtype()))
+      return NodeError(node_, std::string("training-mode Dropout supports float32/float64, got ") +
+                                  DataTypeName(x.dtype()));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, x.dtype(), x.shape()));
+    Tensor* mask = nullptr;
+    if (ctx.num_outputs() > 1 && ctx.output_wanted(1)) {
+      OPSCOPE_ASSIGN_OR_RETURN(mask, ctx.Output(1, DataType::kBool, x.shape()));
+    }
+    std::mt19937 rng(node_.attrs.Has("seed") ? static_cast<uint32_t>(node_.attrs.Int("seed", 0))
+                                            : std::random_device{}());
+    const double scale = 1.0 / (1.0 - static_cast<double>(ratio));
+    VisitFloat(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = x.data<T>();
+      T* dst = out->data<T>();
+      const T s = static_cast<T>(scale);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        uint32_t a = rng() >> 5, b = rng() >> 6;
+        double u = (a * 67108864.0 + b) / 9007199254740992.0;
+        bool keep = u >= static_cast<double>(ratio);
+        dst[i] = keep ? src[i] * s : T(0);
+        if (mask) mask->data<uint8_t>()[i] = keep;
+      }
+    });
     return Status::Ok();
   }
 
@@ -204,7 +237,10 @@ class WhereKernel : public Kernel {
 StatusOr<std::unique_ptr<Kernel>> Create_Cast(const Node& n) {
   if (!n.attrs.Has("to")) return NodeError(n, "attribute 'to' is required");
   auto to = OnnxTypeToDataType(n.attrs.Int("to", 0));
-  if (!to.ok()) return NodeError(n, "cannot cast to " + to.status().message());
+  if (!to.ok())  // Unsupported, so callers can tell "type we lack" from a malformed node
+    return Unsupported("node '" + n.name + "' (Cast): cannot cast to " + to.status().message() +
+                       " data type (supported: float32, float64, float16, int64, int32, uint8, "
+                       "int8, bool)");
   return std::unique_ptr<Kernel>(std::make_unique<CastKernel>(n, *to));
 }
 

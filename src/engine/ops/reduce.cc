@@ -58,8 +58,8 @@ struct Policy {
     else return x;
   }
   static T Combine(T a, T b) {
-    if constexpr (Op == RedOp::kMax) return (b > a || b != b) ? b : a;
-    else if constexpr (Op == RedOp::kMin) return (b < a || b != b) ? b : a;
+    if constexpr (Op == RedOp::kMax) return MaxPropagateNan(a, b);
+    else if constexpr (Op == RedOp::kMin) return MinPropagateNan(a, b);
     else if constexpr (Op == RedOp::kProd) return WrapMul(a, b);
     else return WrapAdd(a, b);
   }

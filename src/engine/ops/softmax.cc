@@ -6,10 +6,10 @@
 // exp(x - max) with its sum, then a scale. With inner > 1 the same three passes run over whole
 // rows of `inner` elements (vectorized across the inner dimension) into per-column max and sum.
 //
-// float32 uses ExpNonPositive, a vectorizable exp for x <= 0 (softmax only ever exponentiates
-// x - max <= 0): Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, then a degree-7 Taylor
-// polynomial (truncation error < 6e-9 relative, below float's half ulp) and 2^n built in the
-// exponent bits. Measured against std::exp in softmax_test.cc.
+// Rows are reduced with 16 independent lanes and float32 exponentials use FastExp
+// (elementwise_common.h), so every pass vectorizes without -ffast-math. Rows whose maximum is not
+// finite (all -inf, +inf or NaN present) take the textbook path with std::exp and give what the
+// definition gives (NaN where it is undefined).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -25,40 +25,53 @@
 
 namespace opscope::engine {
 
-// Exposed for the test (declared there); accurate to ~2 ulp for x in [-87, 0], 0 below -87.
-float ExpNonPositive(float x);
-
-inline float ExpNonPositiveInline(float x_in) {
-  const float x = std::max(x_in, -87.0f);
-  const float kLog2e = 1.44269504088896341f;
-  const float kLn2Hi = 0.693145751953125f;
-  const float kLn2Lo = 1.428606765330187045e-06f;
-  const float kShifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  float t = x * kLog2e + kShifter;
-  float n = t - kShifter;
-  float r = x - n * kLn2Hi;  // exact: n has few significant bits, kLn2Hi has 16
-  r = r - n * kLn2Lo;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  int32_t ni = static_cast<int32_t>(n);
-  float scale = std::bit_cast<float>(static_cast<int32_t>((ni + 127) << 23));
-  return x_in < -87.0f ? 0.0f : p * scale;
-}
-
-float ExpNonPositive(float x) { return ExpNonPositiveInline(x); }
-
 namespace {
 
 template <typename T>
 inline T ExpShifted(T v) {
-  if constexpr (std::is_same_v<T, float>) return ExpNonPositiveInline(v);
+  if constexpr (std::is_same_v<T, float>) return FastExp(v);
   else return std::exp(v);
+}
+
+constexpr int kLanes = 16;
+
+// Max and sum of a row with independent lanes, so the loops vectorize without -ffast-math.
+// NaN propagates through LaneMax (then the caller takes the slow path).
+template <typename T>
+T LaneMax(const T* x, int64_t n) {
+  T lanes[kLanes];
+  for (int j = 0; j < kLanes; ++j) lanes[j] = -std::numeric_limits<T>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] = MaxPropagateNan(lanes[j], x[i + j]);
+  for (int j = 0; i < n; ++i, ++j) lanes[j] = MaxPropagateNan(lanes[j], x[i]);
+  T m = lanes[0];
+  for (int j = 1; j < kLanes; ++j) m = MaxPropagateNan(m, lanes[j]);
+  return m;
+}
+
+template <typename T>
+T LaneSum(const T* x, int64_t n) {
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] += x[i + j];
+  for (int j = 0; i < n; ++i, ++j) lanes[j] += x[i];
+  T s = 0;
+  for (int j = 0; j < kLanes; ++j) s += lanes[j];
+  return s;
+}
+
+template <typename T>
+T LaneSumExp(const T* x, int64_t n, T m) {
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] += ExpShifted<T>(x[i + j] - m);
+  for (int j = 0; i < n; ++i, ++j) lanes[j] += ExpShifted<T>(x[i] - m);
+  T s = 0;
+  for (int j = 0; j < kLanes; ++j) s += lanes[j];
+  return s;
 }
 
 template <typename T, bool kLog>
@@ -68,8 +81,7 @@ void SoftmaxRows(const AxisView& v, const T* x, T* y) {
     for (int64_t o = b; o < e; ++o) {
       const T* xr = x + o * R;
       T* yr = y + o * R;
-      T m = -std::numeric_limits<T>::infinity();
-      for (int64_t r = 0; r < R; ++r) m = std::max(m, xr[r]);
+      const T m = LaneMax(xr, R);
       if (!std::isfinite(m)) {
         // All -inf (or a +inf/NaN present): fall back to the definition with std::exp.
         T s = 0;
@@ -78,18 +90,16 @@ void SoftmaxRows(const AxisView& v, const T* x, T* y) {
           yr[r] = kLog ? xr[r] - m - std::log(s) : std::exp(xr[r] - m) / s;
         continue;
       }
-      T s = 0;
       if constexpr (kLog) {
-        for (int64_t r = 0; r < R; ++r) s += ExpShifted<T>(xr[r] - m);
-        const T shift = m + std::log(s);
-        for (int64_t r = 0; r < R; ++r) yr[r] = xr[r] - shift;
+        // Nothing is written before the last pass, so x and y may alias. (x - m) - log(s), not
+        // x - (m + log(s)): near the maximum the result is tiny and folding m into the shift
+        // would cancel away its low bits.
+        const T ls = std::log(LaneSumExp(xr, R, m));
+        for (int64_t r = 0; r < R; ++r) yr[r] = (xr[r] - m) - ls;
       } else {
-        for (int64_t r = 0; r < R; ++r) {
-          T ev = ExpShifted<T>(xr[r] - m);
-          yr[r] = ev;
-          s += ev;
-        }
-        const T inv = T(1) / s;
+        // exp into the output (vectorized), the sum with independent lanes, then the scale.
+        for (int64_t r = 0; r < R; ++r) yr[r] = ExpShifted<T>(xr[r] - m);
+        const T inv = T(1) / LaneSum(yr, R);
         for (int64_t r = 0; r < R; ++r) yr[r] *= inv;
       }
     }
@@ -110,7 +120,7 @@ void SoftmaxStrided(const AxisView& v, const T* x, T* y) {
       std::fill(m.begin(), m.end(), -std::numeric_limits<T>::infinity());
       std::fill(s.begin(), s.end(), T(0));
       for (int64_t r = 0; r < R; ++r)
-        for (int64_t i = 0; i < n; ++i) m[i] = std::max(m[i], xb[r * I + i]);
+        for (int64_t i = 0; i < n; ++i) m[i] = MaxPropagateNan(m[i], xb[r * I + i]);
       bool finite = true;
       for (int64_t i = 0; i < n; ++i) finite &= std::isfinite(m[i]);
       for (int64_t r = 0; r < R; ++r) {
@@ -131,13 +141,13 @@ void SoftmaxStrided(const AxisView& v, const T* x, T* y) {
         }
       }
       for (int64_t i = 0; i < n; ++i) {
-        if (kLog) s[i] = m[i] + std::log(s[i]);
+        if (kLog) s[i] = std::log(s[i]);
         else s[i] = T(1) / s[i];
       }
       for (int64_t r = 0; r < R; ++r) {
         const T* xr = xb + r * I;
         T* yr = yb + r * I;
-        for (int64_t i = 0; i < n; ++i) yr[i] = kLog ? xr[i] - s[i] : yr[i] * s[i];
+        for (int64_t i = 0; i < n; ++i) yr[i] = kLog ? (xr[i] - m[i]) - s[i] : yr[i] * s[i];
       }
     }
   });

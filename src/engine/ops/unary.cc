@@ -1,7 +1,8 @@
 // Elementwise unary operators: activations (Relu LeakyRelu Sigmoid Tanh HardSigmoid HardSwish),
 // math (Erf Exp Log Sqrt Reciprocal Neg Abs Sign Floor Ceil), Clip and Not.
 //
-// Float-only functions run on float32/float64 (float16 is upcast to float32 and rounded back);
+// float32 Exp, Sigmoid, Tanh and Erf use the vectorizable FastExp family (elementwise_common.h, ~2 ulp);
+// float64 uses libm. Float-only functions run on float32/float64 (float16 is upcast to float32 and rounded back);
 // Relu, Neg, Abs, Sign and Clip also run on the integer types, Not on bool. Each op is one
 // ParallelFor over the flat tensor with the function inlined into the loop.
 #include <cmath>
@@ -132,13 +133,20 @@ class UnaryKernel : public Kernel {
       switch (op_) {
         case UnOp::kLeakyRelu: MapLoop(x, y, n, 1, [a](T v) { return v >= 0 ? v : a * v; }); return;
         case UnOp::kSigmoid:
-          MapLoop(x, y, n, 16, [](T v) {
-            if (v >= 0) return T(1) / (T(1) + std::exp(-v));
-            T e = std::exp(v);
-            return e / (T(1) + e);
-          });
+          if constexpr (std::is_same_v<T, float>) {
+            MapLoop(x, y, n, 4, [](float v) { return FastSigmoid(v); });
+          } else {
+            MapLoop(x, y, n, 16, [](T v) {
+              if (v >= 0) return T(1) / (T(1) + std::exp(-v));
+              T e = std::exp(v);
+              return e / (T(1) + e);
+            });
+          }
           return;
-        case UnOp::kTanh: MapLoop(x, y, n, 16, [](T v) { return std::tanh(v); }); return;
+        case UnOp::kTanh:
+          if constexpr (std::is_same_v<T, float>) MapLoop(x, y, n, 4, [](float v) { return FastTanh(v); });
+          else MapLoop(x, y, n, 16, [](T v) { return std::tanh(v); });
+          return;
         case UnOp::kHardSigmoid:
           MapLoop(x, y, n, 1, [a, b](T v) { return std::max(T(0), std::min(T(1), a * v + b)); });
           return;
@@ -147,8 +155,14 @@ class UnaryKernel : public Kernel {
             return v * std::max(T(0), std::min(T(1), v * T(1.0 / 6.0) + T(0.5)));
           });
           return;
-        case UnOp::kErf: MapLoop(x, y, n, 16, [](T v) { return std::erf(v); }); return;
-        case UnOp::kExp: MapLoop(x, y, n, 16, [](T v) { return std::exp(v); }); return;
+        case UnOp::kErf:
+          if constexpr (std::is_same_v<T, float>) MapLoop(x, y, n, 4, [](float v) { return FastErf(v); });
+          else MapLoop(x, y, n, 16, [](T v) { return std::erf(v); });
+          return;
+        case UnOp::kExp:
+          if constexpr (std::is_same_v<T, float>) MapLoop(x, y, n, 4, [](float v) { return FastExp(v); });
+          else MapLoop(x, y, n, 16, [](T v) { return std::exp(v); });
+          return;
         case UnOp::kLog: MapLoop(x, y, n, 16, [](T v) { return std::log(v); }); return;
         case UnOp::kSqrt: MapLoop(x, y, n, 2, [](T v) { return std::sqrt(v); }); return;
         case UnOp::kReciprocal: MapLoop(x, y, n, 1, [](T v) { return T(1) / v; }); return;
