@@ -268,9 +268,15 @@ TEST(ReportCli, OutputFormatsByExtension) {
     EXPECT_EQ(r.code, 0) << ext << ": " << r.out;
     std::string bytes = ReadAll(out);
     EXPECT_FALSE(bytes.empty()) << ext;
-    if (std::string(ext) == ".svg") EXPECT_NE(bytes.find("<svg"), std::string::npos);
-    if (std::string(ext) == ".folded") EXPECT_NE(bytes.find(";work;heavy "), std::string::npos) << bytes;
-    if (std::string(ext) == ".pb.gz") EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+    if (std::string(ext) == ".svg") {
+      EXPECT_NE(bytes.find("<svg"), std::string::npos);
+    }
+    if (std::string(ext) == ".folded") {
+      EXPECT_NE(bytes.find(";work;heavy "), std::string::npos) << bytes;
+    }
+    if (std::string(ext) == ".pb.gz") {
+      EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+    }
     std::remove(out.c_str());
   }
   // The whole profile written as JSON is itself reportable (report works on every profile).
