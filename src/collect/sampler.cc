@@ -71,6 +71,7 @@ const char* CStr(const char* p, const char* end) {
 struct Event {
   int fd = -1;
   pid_t tid = 0;  // per-thread events only
+  bool hung_up = false;
   PerfRing ring;
 };
 
@@ -105,15 +106,24 @@ class EventSet {
     for (auto& e : events)
       e->ring.Drain([&](const perf_event_header* h) { DecodePerfRecord(h, attr, batch, &samples, &lost); });
   }
-  // Waits until some ring passed its watermark or `timeout_ms` passed.
+  // Waits until some ring passed its watermark or `timeout_ms` passed. An event whose task has
+  // exited reports POLLHUP forever: it is still drained but no longer polled, or the drain
+  // thread would spin.
   void Wait(int timeout_ms) {
     std::vector<pollfd> fds;
-    for (auto& e : events) fds.push_back({e->fd, POLLIN, 0});
+    std::vector<Event*> polled;
+    for (auto& e : events)
+      if (!e->hung_up) {
+        fds.push_back({e->fd, POLLIN, 0});
+        polled.push_back(e.get());
+      }
     if (fds.empty()) {
       usleep(static_cast<useconds_t>(timeout_ms) * 1000);
       return;
     }
-    poll(fds.data(), fds.size(), timeout_ms);
+    if (poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents & (POLLHUP | POLLERR)) polled[i]->hung_up = true;
   }
   void CloseAll() {
     for (auto& e : events)

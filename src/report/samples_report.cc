@@ -25,9 +25,12 @@ std::string Basename(const std::string& path) {
 }
 
 std::string Thousands(uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return s;
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 // Function keys: frames mapped to (name, module) ids once.
@@ -256,7 +259,12 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
     if (r.group != current_group) {
       current_group = r.group;
       out += "\n";
-      if (!r.group.empty()) out += (color ? "\033[1m" : "") + r.group + (color ? "\033[0m" : "") + "\n";
+      if (!r.group.empty()) {
+        if (color) out += "\033[1m";
+        out += r.group;
+        if (color) out += "\033[0m";
+        out += "\n";
+      }
       if (opt.group == SampleGroup::kModule)
         out += fmt::format("{:>7} {:>7} {:>9}  {}\n", "self%", "incl%", "samples", label);
       else
@@ -264,7 +272,14 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
                            label, fw, "module", mw, "source");
     }
     std::string fn = r.function.size() > 60 ? r.function.substr(0, 57) + "..." : r.function;
-    std::string src = r.file.empty() ? "" : Basename(r.file) + (r.line ? ":" + std::to_string(r.line) : "");
+    std::string src;
+    if (!r.file.empty()) {
+      src = Basename(r.file);
+      if (r.line) {
+        src += ':';
+        src += std::to_string(r.line);
+      }
+    }
     bool hot = color && r.self_pct >= 10;
     if (hot) out += "\033[31m";
     if (opt.group == SampleGroup::kModule)
