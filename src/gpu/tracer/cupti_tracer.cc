@@ -13,6 +13,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <errno.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -190,6 +192,8 @@ void ConvertLocked(const CUpti_Activity* record) {
 
 // ---- content fingerprints of host-to-device copies (CUPTI callback API) ----
 
+std::atomic<bool> g_fingerprints_off{false};
+
 uint64_t Mix(uint64_t h, const unsigned char* p, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -211,7 +215,16 @@ uint64_t HashHostBytes(const void* src, uint64_t bytes, bool* sampled) {
   auto read = [&](uint64_t offset, size_t n) -> bool {
     iovec local{block, n};
     iovec remote{const_cast<char*>(static_cast<const char*>(src)) + offset, n};
-    if (process_vm_readv(self, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(n)) return false;
+    if (process_vm_readv(self, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(n)) {
+      if (errno != EFAULT && !g_fingerprints_off.exchange(true)) {
+        // A seccomp profile (containers) may forbid the call: say so once and stop trying.
+        char text[200];
+        snprintf(text, sizeof text, "cannot read copy sources (process_vm_readv: %s): repeated copies are "
+                 "matched by size only", strerror(errno));
+        Message(trace::kWarning, text);
+      }
+      return false;
+    }
     h = Mix(h, block, n);
     return true;
   };
@@ -232,7 +245,9 @@ void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || info == nullptr || info->callbackSite != CUPTI_API_ENTER) return;
   // cudaMemcpy and cudaMemcpyAsync (and their per-thread-stream forms) share this prefix.
   auto* params = static_cast<const cudaMemcpy_v3020_params*>(info->functionParams);
-  if (params == nullptr || params->kind != cudaMemcpyHostToDevice || params->count < trace::kMinHashedCopyBytes) return;
+  if (params == nullptr || params->kind != cudaMemcpyHostToDevice || params->count < trace::kMinHashedCopyBytes ||
+      g_fingerprints_off.load(std::memory_order_relaxed))
+    return;
   bool sampled = false;
   trace::CopyContentRecord r{info->correlationId, 0, params->count, HashHostBytes(params->src, params->count, &sampled)};
   r.sampled = sampled ? 1 : 0;
