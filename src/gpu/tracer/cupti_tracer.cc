@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "gpu/trace_format.h"
+#include "gpu/tracer/copy_fingerprint.h"
 #include "gpu/tracer/session.h"
 #include "gpu/tracer/trace_writer.h"
 
@@ -194,52 +195,6 @@ void ConvertLocked(const CUpti_Activity* record) {
 
 std::atomic<bool> g_fingerprints_off{false};
 
-uint64_t Mix(uint64_t h, const unsigned char* p, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-  }
-  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
-  return h;
-}
-
-// Reads the program's memory through process_vm_readv, so that a bad pointer (a device pointer
-// passed with cudaMemcpyHostToDevice) costs an EFAULT instead of a crash of the program.
-uint64_t HashHostBytes(const void* src, uint64_t bytes, bool* sampled) {
-  static thread_local unsigned char block[64 * 1024];
-  const pid_t self = getpid();
-  uint64_t h = 0xCBF29CE484222325ull ^ bytes;
-  auto read = [&](uint64_t offset, size_t n) -> bool {
-    iovec local{block, n};
-    iovec remote{const_cast<char*>(static_cast<const char*>(src)) + offset, n};
-    if (process_vm_readv(self, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(n)) {
-      if (errno != EFAULT && !g_fingerprints_off.exchange(true)) {
-        // A seccomp profile (containers) may forbid the call: say so once and stop trying.
-        char text[200];
-        snprintf(text, sizeof text, "cannot read copy sources (process_vm_readv: %s): repeated copies are "
-                 "matched by size only", strerror(errno));
-        Message(trace::kWarning, text);
-      }
-      return false;
-    }
-    h = Mix(h, block, n);
-    return true;
-  };
-  *sampled = bytes > trace::kFullHashBytes;
-  if (!*sampled) {
-    for (uint64_t off = 0; off < bytes; off += sizeof block)
-      if (!read(off, static_cast<size_t>(bytes - off < sizeof block ? bytes - off : sizeof block))) return 0;
-  } else {
-    uint64_t stride = bytes / trace::kSampleBlocks;
-    for (uint32_t i = 0; i < trace::kSampleBlocks; ++i)
-      if (!read(i * stride, trace::kSampleBlockBytes)) return 0;
-  }
-  return h ? h : 1;
-}
-
 void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || info == nullptr || info->callbackSite != CUPTI_API_ENTER) return;
@@ -249,8 +204,17 @@ void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
       g_fingerprints_off.load(std::memory_order_relaxed))
     return;
   bool sampled = false;
-  trace::CopyContentRecord r{info->correlationId, 0, params->count, HashHostBytes(params->src, params->count, &sampled)};
+  int error = 0;
+  trace::CopyContentRecord r{info->correlationId, 0, params->count,
+                             FingerprintHostBytes(params->src, params->count, &sampled, &error)};
   r.sampled = sampled ? 1 : 0;
+  if (error != 0 && error != EFAULT && !g_fingerprints_off.exchange(true)) {
+    // A seccomp profile (containers) may forbid process_vm_readv: say so once and stop trying.
+    char text[200];
+    snprintf(text, sizeof text, "cannot read copy sources (process_vm_readv: %s): repeated copies are "
+             "matched by size only", strerror(error));
+    Message(trace::kWarning, text);
+  }
   Writer().Lock();
   Writer().AppendLocked(trace::kCopyContent, &r, sizeof r);
   Writer().Unlock();
