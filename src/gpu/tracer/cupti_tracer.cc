@@ -225,7 +225,7 @@ void StartCopyFingerprints() {
   const char* env = getenv("OPSCOPE_GPU_HASH_COPIES");
   if (env != nullptr && strcmp(env, "0") == 0) return;
   CUpti_SubscriberHandle subscriber;
-  CUptiResult r = cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(OnRuntimeApi), nullptr);
+  CUptiResult r = cuptiSubscribe(&subscriber, OnRuntimeApi, nullptr);
   if (r != CUPTI_SUCCESS) {
     char text[256];
     snprintf(text, sizeof text, "cannot fingerprint copies (cuptiSubscribe: %s): repeated copies are matched "
