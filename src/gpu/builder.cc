@@ -23,6 +23,16 @@ struct Launch {
   bool runtime = false;
 };
 
+// Timestamps from a damaged trace can be anything; real ones are positive and far below 2^62 ns
+// (146 years). Clamping keeps every later difference free of overflow.
+constexpr int64_t kMaxTs = int64_t{1} << 62;
+constexpr uint64_t kMaxBytes = uint64_t{1} << 48;  // no single copy moves 256 TiB
+int64_t Ts(int64_t v, int64_t shift = 0) {
+  int64_t out;
+  if (__builtin_add_overflow(v, shift, &out)) out = v > 0 ? kMaxTs : 0;
+  return std::clamp<int64_t>(out, 0, kMaxTs);
+}
+
 const char* SyncTypeName(uint32_t type) {
   switch (type) {
     case trace::kEventSynchronize: return "event";
@@ -123,7 +133,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   int64_t shift = 0;
   const bool has_cupti_records = !t.kernels.empty() || !t.memcpys.empty() || !t.memsets.empty() || !t.api_calls.empty();
   if (!t.clocks.empty() && !t.clocks.front().cupti_is_monotonic && t.clocks.front().cupti_ns != 0) {
-    shift = t.clocks.front().monotonic_ns - t.clocks.front().cupti_ns;
+    shift = std::clamp<int64_t>(Ts(t.clocks.front().monotonic_ns) - Ts(t.clocks.front().cupti_ns), -kMaxTs, kMaxTs);
     if (has_cupti_records)
       degrade(who + ": CUPTI kept its own clock; GPU times were aligned by a measured offset (" +
             std::to_string(shift) + " ns), so CPU/GPU alignment is approximate");
@@ -173,7 +183,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   auto domain_name = [](const std::string& d) { return d.empty() ? std::string("nvtx") : d; };
   for (size_t i : order) {
     const NvtxEvent& e = t.nvtx[i];
-    last_ts = std::max(last_ts, e.ts_ns);
+    last_ts = std::max(last_ts, Ts(e.ts_ns));
     switch (e.kind) {
       case NvtxEvent::kPush: {
         auto& stack = stacks[{e.tid, e.domain}];
@@ -181,7 +191,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
         r.name = e.name;
         r.domain = domain_name(e.domain);
         r.tid = static_cast<int32_t>(e.tid);
-        r.start_ns = r.end_ns = e.ts_ns;
+        r.start_ns = r.end_ns = Ts(e.ts_ns);
         r.depth = static_cast<int32_t>(stack.size());
         r.parent = stack.empty() ? -1 : stack.back();
         stack.push_back(static_cast<int32_t>(p->ranges.size()));
@@ -194,7 +204,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
           ++unmatched_pops;
           break;
         }
-        p->ranges[stack.back()].end_ns = e.ts_ns;
+        p->ranges[stack.back()].end_ns = Ts(e.ts_ns);
         stack.pop_back();
         break;
       }
@@ -203,7 +213,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
         r.name = e.name;
         r.domain = domain_name(e.domain);
         r.tid = static_cast<int32_t>(e.tid);
-        r.start_ns = r.end_ns = e.ts_ns;
+        r.start_ns = r.end_ns = Ts(e.ts_ns);
         started[e.id] = static_cast<int32_t>(p->ranges.size());
         p->ranges.push_back(std::move(r));
         break;
@@ -214,7 +224,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
           ++unmatched_pops;
           break;
         }
-        p->ranges[it->second].end_ns = e.ts_ns;
+        p->ranges[it->second].end_ns = Ts(e.ts_ns);
         started.erase(it);
         break;
       }
@@ -231,8 +241,8 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     out.name = ApiDisplayName(t.api_names[i], a.domain == trace::kRuntimeApi);
     out.api = a.domain == trace::kRuntimeApi ? "runtime" : "driver";
     out.tid = static_cast<int32_t>(a.tid);
-    out.start_ns = a.start_ns + shift;
-    out.end_ns = std::max(a.end_ns, a.start_ns) + shift;
+    out.start_ns = Ts(a.start_ns, shift);
+    out.end_ns = Ts(std::max(a.end_ns, a.start_ns), shift);
     out.correlation_id = a.correlation;
     last_ts = std::max(last_ts, out.end_ns);
     g.api_calls.push_back(out);
@@ -240,8 +250,8 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     bool runtime = a.domain == trace::kRuntimeApi;
     if (l.ts == 0 || (runtime && !l.runtime)) l = Launch{a.tid, out.start_ns, runtime};
   }
-  for (const auto& k : t.kernels) last_ts = std::max(last_ts, k.end_ns + shift);
-  for (const auto& m : t.memcpys) last_ts = std::max(last_ts, m.end_ns + shift);
+  for (const auto& k : t.kernels) last_ts = std::max(last_ts, Ts(k.end_ns, shift));
+  for (const auto& m : t.memcpys) last_ts = std::max(last_ts, Ts(m.end_ns, shift));
 
   // Close what is still open.
   size_t still_open = 0;
@@ -276,8 +286,8 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     out.name = DemangleKernelName(t.kernel_names[i]);
     out.device = static_cast<int32_t>(k.device);
     out.stream = static_cast<int32_t>(k.stream);
-    out.start_ns = k.start_ns + shift;
-    out.end_ns = k.end_ns + shift;
+    out.start_ns = Ts(k.start_ns, shift);
+    out.end_ns = Ts(k.end_ns, shift);
     if (out.end_ns < out.start_ns) {
       out.end_ns = out.start_ns;
       ++bad_times;
@@ -317,7 +327,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
       out.content_sampled = content->second->sampled != 0;
     }
     out.kind = MemcpyKindName(m.copy_kind);
-    out.bytes = static_cast<int64_t>(m.bytes);
+    out.bytes = static_cast<int64_t>(std::min<uint64_t>(m.bytes, kMaxBytes));
     uint8_t host_side = m.copy_kind == trace::kHtoD || m.copy_kind == trace::kHtoA ? m.src_kind
                         : m.copy_kind == trace::kDtoH || m.copy_kind == trace::kAtoH ? m.dst_kind
                         : m.copy_kind == trace::kHtoH ? (m.src_kind == trace::kMemPageable ? m.src_kind : m.dst_kind)
@@ -325,8 +335,8 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     out.pageable = host_side == trace::kMemPageable;
     out.device = static_cast<int32_t>(m.device);
     out.stream = static_cast<int32_t>(m.stream);
-    out.start_ns = m.start_ns + shift;
-    out.end_ns = std::max(m.end_ns, m.start_ns) + shift;
+    out.start_ns = Ts(m.start_ns, shift);
+    out.end_ns = Ts(std::max(m.end_ns, m.start_ns), shift);
     out.correlation_id = m.correlation;
     out.async = m.async != 0;
     out.range = attribute(m.correlation, m.runtime_correlation, &out.tid);
@@ -334,11 +344,11 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   }
   for (const trace::MemsetRecord& m : t.memsets) {
     profile::GpuMemset out;
-    out.bytes = static_cast<int64_t>(m.bytes);
+    out.bytes = static_cast<int64_t>(std::min<uint64_t>(m.bytes, kMaxBytes));
     out.device = static_cast<int32_t>(m.device);
     out.stream = static_cast<int32_t>(m.stream);
-    out.start_ns = m.start_ns + shift;
-    out.end_ns = std::max(m.end_ns, m.start_ns) + shift;
+    out.start_ns = Ts(m.start_ns, shift);
+    out.end_ns = Ts(std::max(m.end_ns, m.start_ns), shift);
     out.correlation_id = m.correlation;
     g.memsets.push_back(out);
   }
@@ -346,8 +356,8 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     profile::GpuSync out;
     out.type = SyncTypeName(s.type);
     out.stream = static_cast<int32_t>(s.stream);
-    out.start_ns = s.start_ns + shift;
-    out.end_ns = std::max(s.end_ns, s.start_ns) + shift;
+    out.start_ns = Ts(s.start_ns, shift);
+    out.end_ns = Ts(std::max(s.end_ns, s.start_ns), shift);
     out.correlation_id = s.correlation;
     auto it = launches.find(s.correlation);
     if (it != launches.end()) out.tid = static_cast<int32_t>(it->second.tid);

@@ -9,6 +9,8 @@
 #include "gpu/trace_forge_test_util.h"
 #include "profile/profile_io.h"
 
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
 namespace opscope::gpu {
 namespace {
 
@@ -268,14 +270,21 @@ TEST(GpuDecoderTest, ShortPayloadStopsDecodingWithAReason) {
   EXPECT_EQ(t->nvtx.size(), 1u);
 }
 
-// Random damage must never crash the decoder or produce an invalid profile.
-TEST(GpuDecoderTest, SurvivesBitFlips) {
+// Random damage must never crash the decoder or produce an invalid profile: the fuzz entry point
+// (decoder_fuzz.cc, which also summarizes and formats) on the seed, its truncations and
+// bit-flipped copies.
+TEST(GpuDecoderTest, FuzzEntryPointSurvivesTruncationsAndBitFlips) {
+  auto feed = [](const std::string& b) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  };
   const std::string full = TwoIterations().bytes();
+  for (size_t n = 0; n <= full.size(); n += 7) feed(full.substr(0, n));
   std::mt19937 rng(7);
   for (int i = 0; i < 2000; ++i) {
     std::string b = full;
     int flips = 1 + static_cast<int>(rng() % 8);
     for (int j = 0; j < flips; ++j) b[rng() % b.size()] ^= static_cast<char>(1u << (rng() % 8));
+    feed(b);
     auto t = DecodeTrace(b, "flip");
     if (!t.ok()) continue;
     profile::Profile p;

@@ -133,6 +133,39 @@ std::string Pct(double part, double whole) { return whole > 0 ? fmt::format("{:.
 
 }  // namespace
 
+std::string LayerKey(const std::string& name) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < name.size()) {
+    size_t comma = name.find(", ", pos);
+    std::string_view part(name.data() + pos, (comma == std::string::npos ? name.size() : comma) - pos);
+    bool drop = false;
+    if (pos > 0) {
+      for (std::string_view key : {"seq = ", "op_id = ", "input_op_ids = "}) {
+        if (part.substr(0, key.size()) != key) continue;
+        std::string_view value = part.substr(key.size());
+        if (key == "input_op_ids = ") {
+          // A bracketed list that may itself contain ", ": skip to its closing bracket.
+          size_t close = name.find(']', pos);
+          if (!value.empty() && value[0] == '[' && close != std::string::npos) {
+            comma = name.find(", ", close);
+            drop = true;
+          }
+        } else {
+          drop = !value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos;
+        }
+      }
+    }
+    if (!drop) {
+      if (!out.empty()) out += ", ";
+      out += part;
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 2;
+  }
+  return out;
+}
+
 GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   GpuSummary s;
   if (!p.gpu) return s;
@@ -154,7 +187,7 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   std::map<std::string, LayerRow> layers;
   std::map<std::string, std::set<int32_t>> instances;
   for (const auto& k : g.kernels) {
-    std::string name = k.range >= 0 ? p.ranges[k.range].name : "(no range)";
+    std::string name = k.range >= 0 ? LayerKey(p.ranges[k.range].name) : "(no range)";
     LayerRow& row = layers[name];
     row.name = name;
     ++row.kernels;
@@ -162,7 +195,7 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
     if (k.range >= 0) instances[name].insert(k.range);
   }
   for (const auto& m : g.memcpys) {
-    std::string name = m.range >= 0 ? p.ranges[m.range].name : "(no range)";
+    std::string name = m.range >= 0 ? LayerKey(p.ranges[m.range].name) : "(no range)";
     LayerRow& row = layers[name];
     row.name = name;
     row.copy_ns += static_cast<double>(m.end_ns - m.start_ns);

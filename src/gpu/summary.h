@@ -115,6 +115,11 @@ struct GpuSummary {
 
 GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& options = {});
 
+// The per-layer row a range name belongs to: the name, minus the per-call counters PyTorch's
+// emit_nvtx appends (", seq = 12", ", op_id = 345", ", input_op_ids = [...]"), so that one
+// operator's instances across iterations share a row. Other names are returned unchanged.
+std::string LayerKey(const std::string& range_name);
+
 // Findings for the copies, idle/waiting time and low occupancy, with their evidence.
 std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSummary& s);
 

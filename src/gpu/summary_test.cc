@@ -233,6 +233,22 @@ TEST(GpuSummaryTest, ReportMentionsEverySection) {
     EXPECT_NE(r.find(want), std::string::npos) << want << "\n" << r;
 }
 
+TEST(GpuSummaryTest, LayerKeyDropsPyTorchCounters) {
+  EXPECT_EQ(LayerKey("aten::addmm, seq = 12, op_id = 345, sizes = [[8, 16], [16, 4]], input_op_ids = [3, 4]"),
+            "aten::addmm, sizes = [[8, 16], [16, 4]]");
+  EXPECT_EQ(LayerKey("aten::relu, seq = 7"), "aten::relu");
+  EXPECT_EQ(LayerKey("conv1 + relu1"), "conv1 + relu1");
+  EXPECT_EQ(LayerKey("a, seq = x"), "a, seq = x");  // not a counter
+  EXPECT_EQ(LayerKey(""), "");
+  // Instances with different counters share one row.
+  profile::Profile p = FiveIterations();
+  for (size_t i = 0; i < p.ranges.size(); ++i)
+    if (p.ranges[i].name == "conv") p.ranges[i].name = "aten::conv2d, seq = " + std::to_string(i);
+  GpuSummary s = Summarize(p);
+  EXPECT_EQ(s.layers[0].name, "aten::conv2d");
+  EXPECT_EQ(s.layers[0].instances, 5);
+}
+
 TEST(GpuSummaryTest, FormatNs) {
   EXPECT_EQ(FormatNs(850), "850ns");
   EXPECT_EQ(FormatNs(12'345), "12.35us");

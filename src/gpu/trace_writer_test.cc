@@ -61,3 +61,67 @@ TEST(TraceWriterTest, InternsStringsAndWritesDecodableRecords) {
 
 }  // namespace
 }  // namespace opscope::gpu
+
+// The copy fingerprints the tracer takes inside the program (tracer/copy_fingerprint.h).
+#include <sys/mman.h>
+
+#include <vector>
+
+#include "gpu/tracer/copy_fingerprint.h"
+
+namespace opscope::gpu {
+namespace {
+
+uint64_t Fingerprint(const void* p, uint64_t n, bool* sampled = nullptr, int* error = nullptr) {
+  bool s = false;
+  int e = 0;
+  uint64_t h = tracer::FingerprintHostBytes(p, n, &s, &e);
+  if (sampled) *sampled = s;
+  if (error) *error = e;
+  return h;
+}
+
+TEST(CopyFingerprintTest, SameBytesSameHashAnyChangeDiffers) {
+  std::vector<unsigned char> a(1 << 20), b;
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<unsigned char>(i * 7 + 3);
+  b = a;
+  bool sampled = true;
+  uint64_t ha = Fingerprint(a.data(), a.size(), &sampled);
+  EXPECT_NE(ha, 0u);
+  EXPECT_FALSE(sampled);  // 1 MiB: hashed whole
+  EXPECT_EQ(Fingerprint(b.data(), b.size()), ha);  // same bytes elsewhere in memory
+  b[a.size() - 1] ^= 1;
+  EXPECT_NE(Fingerprint(b.data(), b.size()), ha);  // the very last byte counts
+  EXPECT_NE(Fingerprint(a.data(), a.size() - 1), ha);  // the size counts
+  // Odd sizes (not a multiple of the 64 KiB reads or of 8).
+  EXPECT_NE(Fingerprint(a.data(), 65537), 0u);
+  EXPECT_EQ(Fingerprint(a.data(), 65537), Fingerprint(b.data(), 65537));
+}
+
+TEST(CopyFingerprintTest, LargeCopiesAreSampled) {
+  std::vector<unsigned char> a(8 << 20, 1), b;
+  b = a;
+  bool sampled = false;
+  uint64_t ha = Fingerprint(a.data(), a.size(), &sampled);
+  EXPECT_TRUE(sampled);
+  EXPECT_EQ(Fingerprint(b.data(), b.size()), ha);
+  b[0] = 2;  // the first sampled block starts at 0
+  EXPECT_NE(Fingerprint(b.data(), b.size()), ha);
+  // An input image changes everywhere: any sample sees it.
+  for (size_t i = 0; i < b.size(); i += 4096) b[i] = static_cast<unsigned char>(i);
+  EXPECT_NE(Fingerprint(b.data(), b.size()), ha);
+}
+
+TEST(CopyFingerprintTest, UnreadableMemoryIsAnErrorNotACrash) {
+  void* page = mmap(nullptr, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  int error = 0;
+  EXPECT_EQ(Fingerprint(page, 1 << 20, nullptr, &error), 0u);
+  EXPECT_EQ(error, EFAULT);
+  EXPECT_EQ(Fingerprint(page, 4 << 20, nullptr, &error), 0u);
+  EXPECT_EQ(error, EFAULT);
+  munmap(page, 1 << 20);
+}
+
+}  // namespace
+}  // namespace opscope::gpu

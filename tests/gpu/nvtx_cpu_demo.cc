@@ -6,6 +6,7 @@
 //   nvtx_cpu_demo --exit N       exit with status N inside a range
 //   nvtx_cpu_demo --crash        die of SIGSEGV inside a range
 //   nvtx_cpu_demo --cuda-init    also call the tracer's CUDA entry point as libcuda would
+//   nvtx_cpu_demo --bench N      time N nvtxRangePushA/nvtxRangePop pairs (cost per pair)
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <sys/syscall.h>
@@ -28,6 +29,20 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--exit") == 0) {
     nvtxRangePushA("exiting");
     return argc > 2 ? std::atoi(argv[2]) : 1;
+  }
+  if (argc > 2 && std::strcmp(argv[1], "--bench") == 0) {
+    long n = std::atol(argv[2]);
+    const char* names[] = {"conv1", "relu1", "pool1", "fc1"};
+    nvtxRangePushA("warm-up");  // the first call loads the injection library
+    nvtxRangePop();
+    auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < n; ++i) {
+      nvtxRangePushA(names[i & 3]);
+      nvtxRangePop();
+    }
+    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("nvtx push+pop: %.1f ns per pair over %ld pairs\n", ns / static_cast<double>(n), n);
+    return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--crash") == 0) {
     nvtxRangePushA("doomed");

@@ -13,12 +13,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <errno.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 
 #include "gpu/trace_format.h"
+#include "gpu/tracer/copy_fingerprint.h"
 #include "gpu/tracer/session.h"
 #include "gpu/tracer/trace_writer.h"
 
@@ -190,52 +193,28 @@ void ConvertLocked(const CUpti_Activity* record) {
 
 // ---- content fingerprints of host-to-device copies (CUPTI callback API) ----
 
-uint64_t Mix(uint64_t h, const unsigned char* p, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-  }
-  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
-  return h;
-}
-
-// Reads the program's memory through process_vm_readv, so that a bad pointer (a device pointer
-// passed with cudaMemcpyHostToDevice) costs an EFAULT instead of a crash of the program.
-uint64_t HashHostBytes(const void* src, uint64_t bytes, bool* sampled) {
-  static thread_local unsigned char block[64 * 1024];
-  const pid_t self = getpid();
-  uint64_t h = 0xCBF29CE484222325ull ^ bytes;
-  auto read = [&](uint64_t offset, size_t n) -> bool {
-    iovec local{block, n};
-    iovec remote{const_cast<char*>(static_cast<const char*>(src)) + offset, n};
-    if (process_vm_readv(self, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(n)) return false;
-    h = Mix(h, block, n);
-    return true;
-  };
-  *sampled = bytes > trace::kFullHashBytes;
-  if (!*sampled) {
-    for (uint64_t off = 0; off < bytes; off += sizeof block)
-      if (!read(off, static_cast<size_t>(bytes - off < sizeof block ? bytes - off : sizeof block))) return 0;
-  } else {
-    uint64_t stride = bytes / trace::kSampleBlocks;
-    for (uint32_t i = 0; i < trace::kSampleBlocks; ++i)
-      if (!read(i * stride, trace::kSampleBlockBytes)) return 0;
-  }
-  return h ? h : 1;
-}
+std::atomic<bool> g_fingerprints_off{false};
 
 void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || info == nullptr || info->callbackSite != CUPTI_API_ENTER) return;
   // cudaMemcpy and cudaMemcpyAsync (and their per-thread-stream forms) share this prefix.
   auto* params = static_cast<const cudaMemcpy_v3020_params*>(info->functionParams);
-  if (params == nullptr || params->kind != cudaMemcpyHostToDevice || params->count < trace::kMinHashedCopyBytes) return;
+  if (params == nullptr || params->kind != cudaMemcpyHostToDevice || params->count < trace::kMinHashedCopyBytes ||
+      g_fingerprints_off.load(std::memory_order_relaxed))
+    return;
   bool sampled = false;
-  trace::CopyContentRecord r{info->correlationId, 0, params->count, HashHostBytes(params->src, params->count, &sampled)};
+  int error = 0;
+  trace::CopyContentRecord r{info->correlationId, 0, params->count,
+                             FingerprintHostBytes(params->src, params->count, &sampled, &error)};
   r.sampled = sampled ? 1 : 0;
+  if (error != 0 && error != EFAULT && !g_fingerprints_off.exchange(true)) {
+    // A seccomp profile (containers) may forbid process_vm_readv: say so once and stop trying.
+    char text[200];
+    snprintf(text, sizeof text, "cannot read copy sources (process_vm_readv: %s): repeated copies are "
+             "matched by size only", strerror(error));
+    Message(trace::kWarning, text);
+  }
   Writer().Lock();
   Writer().AppendLocked(trace::kCopyContent, &r, sizeof r);
   Writer().Unlock();
@@ -246,7 +225,7 @@ void StartCopyFingerprints() {
   const char* env = getenv("OPSCOPE_GPU_HASH_COPIES");
   if (env != nullptr && strcmp(env, "0") == 0) return;
   CUpti_SubscriberHandle subscriber;
-  CUptiResult r = cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(OnRuntimeApi), nullptr);
+  CUptiResult r = cuptiSubscribe(&subscriber, OnRuntimeApi, nullptr);
   if (r != CUPTI_SUCCESS) {
     char text[256];
     snprintf(text, sizeof text, "cannot fingerprint copies (cuptiSubscribe: %s): repeated copies are matched "

@@ -71,7 +71,13 @@ int64_t MonotonicNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
-uint32_t CurrentTid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+// gettid is a system call: cache it per thread (a forked child's only thread re-reads it, see
+// ReopenAfterFork).
+thread_local uint32_t t_tid = 0;
+uint32_t CurrentTid() {
+  if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return t_tid;
+}
 
 TraceWriter& Writer() {
   static TraceWriter writer;
@@ -215,6 +221,7 @@ void TraceWriter::FlushLocked() {
 }
 
 void TraceWriter::ReopenAfterFork() {
+  t_tid = 0;
   // Only this thread exists in the child; the mutex may have been held by a parent thread.
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   memcpy(&g_mutex, &fresh, sizeof fresh);

@@ -1,0 +1,24 @@
+// Fuzz entry point for the GPU trace decoder and everything downstream of it: any bytes must
+// decode to an error or to a trace whose Profile validates and summarizes without crashing.
+// Built as a libFuzzer target with OPSCOPE_FUZZ; the same entry point runs in gpu_test on
+// forged traces with truncations and bit flips.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "gpu/builder.h"
+#include "gpu/decoder.h"
+#include "gpu/summary.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace opscope;
+  auto t = gpu::DecodeTrace(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+  if (!t.ok()) return 0;
+  profile::Profile p;
+  gpu::AddTraceToProfile(*t, &p);
+  if (!profile::Validate(p).ok()) __builtin_trap();
+  gpu::GpuSummary s = gpu::Summarize(p);
+  p.findings = gpu::GpuFindings(p, s);
+  (void)gpu::FormatGpuReport(p, s, true);
+  return 0;
+}
