@@ -602,6 +602,12 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
     if (b.dtype() != DataType::kFloat32) return false;
     for (int i = 0; i + 1 < b.rank(); ++i)
       if (b.dim(i) != 1) return false;
+    // Only a bias over the whole last dimension: MatMul's B must be constant and its last
+    // dimension must equal the bias length (an Add that broadcasts further is not a bias).
+    const Node& mm = nodes_[steps_[producer_step].nodes[0]];
+    if (mm.inputs.size() < 2 || mm.inputs[1] < 0 || !values_[mm.inputs[1]].is_const) return false;
+    const Tensor& w = values_[mm.inputs[1]].tensor;
+    if (w.rank() < 2 || b.numel() != w.dim(-1)) return false;
     op.kind = PostOpKind::kBiasAdd;
     op.bias = &values_[other].tensor;
   } else {

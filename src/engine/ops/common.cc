@@ -32,6 +32,7 @@ std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& in,
 
 std::vector<int64_t> ReadInts(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (v.empty()) return v;
   if (t.dtype() == DataType::kInt64) {
     std::memcpy(v.data(), t.raw(), v.size() * sizeof(int64_t));
   } else if (t.dtype() == DataType::kInt32) {

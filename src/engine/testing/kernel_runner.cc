@@ -81,13 +81,13 @@ Tensor RandomTensor(std::vector<int64_t> shape, uint32_t seed, float lo, float h
 
 Tensor IntTensor(std::vector<int64_t> shape, std::vector<int64_t> values) {
   Tensor t(DataType::kInt64, std::move(shape));
-  std::memcpy(t.raw(), values.data(), std::min(values.size() * 8, t.nbytes()));
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), std::min(values.size() * 8, t.nbytes()));
   return t;
 }
 
 Tensor FloatTensor(std::vector<int64_t> shape, std::vector<float> values) {
   Tensor t(DataType::kFloat32, std::move(shape));
-  std::memcpy(t.raw(), values.data(), std::min(values.size() * 4, t.nbytes()));
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), std::min(values.size() * 4, t.nbytes()));
   return t;
 }
 
