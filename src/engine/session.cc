@@ -58,6 +58,7 @@ struct Value {
   int64_t arena_offset = -1;
   size_t arena_bytes = 0;
   int last_step = -1;       // last step that reads it (for releasing when not planned)
+  int alias_root = -1;      // a view (Reshape, ...): the value whose memory it shares
 };
 
 struct Step {
@@ -66,6 +67,7 @@ struct Step {
   std::vector<int> outputs; // value ids (outputs of the last node of a fused chain)
   Kernel* kernel = nullptr;
   bool active = true;
+  bool view = false;        // output 0 shares input 0's memory (after the planning run)
 };
 
 // Ops whose output shapes follow from input shapes alone (values of non-data inputs do not
@@ -80,6 +82,10 @@ const std::set<std::string> kShapeFromShapes = {
     "Mul", "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "ScatterElements",
     "ScatterND", "Shape", "Sigmoid", "Size", "Softmax", "SpaceToDepth", "Sqrt", "Sub", "Tanh",
     "Transpose", "Where"};
+
+// Ops whose output 0 is input 0's bytes under a new shape: after the planning run they become
+// views (no copy); their kernels' copy is a no-op when output and input share memory.
+const std::set<std::string> kViewOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
 
 class StepContext;
 
@@ -169,6 +175,13 @@ class StepContext final : public KernelContext {
     } else {
       Value& v = s_->values_[step_.outputs[i]];
       slot = &v.tensor;
+      if (use_arena_ && step_.view && i == 0) {
+        const Tensor* in = input(0);
+        if (in && in->nbytes() == bytes && in->dtype() == dtype) {
+          *slot = Tensor::Borrow(dtype, shape, const_cast<void*>(in->raw()));
+          return slot;
+        }
+      }
       if (use_arena_ && v.arena_offset >= 0 && bytes <= v.arena_bytes) {
         *slot = Tensor::Borrow(dtype, shape, static_cast<char*>(s_->arena_.get()) + v.arena_offset);
         return slot;
@@ -842,7 +855,19 @@ void SessionImpl::FinishPlanning() {
     node_infos_[i].status = "folded";
     node_infos_[i].step = -1;
   }
-  // 3. Lifetimes over active steps; plan the arena for runtime, static-shaped, non-output values.
+  // 3. Views: single-node Reshape-like steps whose output is not a graph output share their
+  //    input's memory from now on; the shared buffer lives as long as its last view is read.
+  for (Step& st : steps_) {
+    if (!st.active || st.nodes.size() != 1 || !kViewOps.count(nodes_[st.nodes[0]].op_type)) continue;
+    if (st.inputs.empty() || st.outputs.empty() || st.inputs[0] < 0 || st.outputs[0] < 0) continue;
+    Value& in = values_[st.inputs[0]];
+    Value& out = values_[st.outputs[0]];
+    if (out.is_output || !out.shape_static || out.tensor.nbytes() != in.tensor.nbytes()) continue;
+    st.view = true;
+    out.alias_root = in.alias_root >= 0 ? in.alias_root : st.inputs[0];
+    node_infos_[st.nodes[0]].bytes = 0;  // a view moves no data
+  }
+  // 4. Lifetimes over active steps; plan the arena for runtime, static-shaped, non-output values.
   std::vector<PlannedBuffer> bufs;
   std::vector<int> buf_value;
   std::vector<int> first(values_.size(), -1), last(values_.size(), -1);
@@ -853,10 +878,14 @@ void SessionImpl::FinishPlanning() {
     for (int out : steps_[s].outputs)
       if (out >= 0 && first[out] < 0) first[out] = static_cast<int>(s), last[out] = std::max(last[out], static_cast<int>(s));
   }
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].alias_root >= 0) last[values_[v].alias_root] = std::max(last[values_[v].alias_root], last[v]);
   for (size_t v = 0; v < values_.size(); ++v) {
     Value& val = values_[v];
     val.last_step = last[v];
-    if (val.is_const || val.is_input || val.is_output || first[v] < 0 || !val.shape_static) continue;
+    if (val.is_const || val.is_input || val.is_output || first[v] < 0 || !val.shape_static ||
+        val.alias_root >= 0)
+      continue;
     size_t bytes = val.tensor.nbytes();
     if (bytes == 0) continue;
     bufs.push_back({bytes, first[v], last[v], 0});
