@@ -182,6 +182,14 @@ struct ConvPrimitive {
   bool src_reorder = false, dst_reorder = false;
   dnnl::reorder src_to_prim, dst_from_prim;
   DnnlWeightCache weights;
+  // Pointwise path: a stride-1, ungrouped 1x1 convolution on NCHW is, per image, the GEMM
+  // Y[OC,S] = W[OC,IC] * X[IC,S] (+ bias per row). oneDNN's matmul runs it 3-5x faster than its
+  // im2col convolution for plain activations (measured on MobileNet-style expand/project convs),
+  // with no reorders at all.
+  bool gemm = false;
+  dnnl::matmul gemm_prim;
+  dnnl::memory gemm_w, gemm_x, gemm_y;
+  int64_t gemm_x_stride = 0, gemm_y_stride = 0;  // floats per image
 };
 
 // Shape checks common to both ops; returns N, C, spatial input dims, kernel dims.
@@ -237,6 +245,21 @@ class ConvKernel : public Kernel {
     if (key != p_.key) OPSCOPE_RETURN_IF_ERROR(Build(x->shape(), w->shape(), out_shape, geo, b));
     p_.key = key;
 
+    if (p_.gemm) {
+      return DnnlCall(node_, "run the pointwise convolution", [&] {
+        dnnl::stream& s = DnnlStream();
+        p_.gemm_w.set_data_handle(const_cast<float*>(w->data<float>()));
+        std::unordered_map<int, dnnl::memory> args = {
+            {DNNL_ARG_SRC, p_.gemm_w}, {DNNL_ARG_WEIGHTS, p_.gemm_x}, {DNNL_ARG_DST, p_.gemm_y}};
+        for (int64_t n = 0; n < N; ++n) {
+          p_.gemm_x.set_data_handle(const_cast<float*>(x->data<float>()) + n * p_.gemm_x_stride);
+          p_.gemm_y.set_data_handle(y->data<float>() + n * p_.gemm_y_stride);
+          p_.gemm_prim.execute(s, args);
+        }
+        s.wait();
+        if (b) BiasAndPostOpsRows(y->data<float>(), N * OC, p_.gemm_y_stride / OC, b->data<float>(), OC);
+      });
+    }
     OPSCOPE_ASSIGN_OR_RETURN(dnnl::memory wmem,
                              p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim));
     return DnnlCall(node_, "run the convolution", [&] {
@@ -281,6 +304,31 @@ class ConvKernel : public Kernel {
   }
 
  private:
+  // y[r, :] = post_ops(y[r, :] + bias[r % OC]) over `rows` rows of `cols` floats, threaded by
+  // rows; the common activations run as tight loops, the rest through ApplyPostOpScalar.
+  void BiasAndPostOpsRows(float* y, int64_t rows, int64_t cols, const float* bias, int64_t OC) const {
+    ParallelFor(rows, cols * static_cast<int64_t>(1 + post_ops_.size()), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* row = y + r * cols;
+        const float bb = bias[r % OC];
+        for (int64_t i = 0; i < cols; ++i) row[i] += bb;
+        for (const PostOp& op : post_ops_) {
+          if (op.kind == PostOpKind::kRelu) {
+            for (int64_t i = 0; i < cols; ++i) row[i] = row[i] > 0.f ? row[i] : 0.f;
+          } else if (op.kind == PostOpKind::kClip) {
+            const float lo = op.alpha, hi = op.beta;
+            for (int64_t i = 0; i < cols; ++i) row[i] = std::min(std::max(row[i], lo), hi);
+          } else if (op.kind == PostOpKind::kLeakyRelu) {
+            const float a = op.alpha;
+            for (int64_t i = 0; i < cols; ++i) row[i] = row[i] >= 0.f ? row[i] : row[i] * a;
+          } else {
+            for (int64_t i = 0; i < cols; ++i) row[i] = ApplyPostOpScalar(op, row[i]);
+          }
+        }
+      }
+    });
+  }
+
   Status FillBiasOnly(const Tensor* b, Tensor* y) {
     int64_t OC = y->dim(1), plane = y->numel() / (y->dim(0) * OC);
     float* py = y->data<float>();
@@ -349,6 +397,36 @@ class ConvKernel : public Kernel {
         }
       });
     };
+    p_.gemm = false;
+    bool unit_stride = true;
+    for (int64_t st : geo.s) unit_stride &= st == 1;
+    if (pointwise && unit_stride && g == 1) {
+      const int64_t IC = ws[1];
+      int64_t S = 1;
+      for (size_t i = 2; i < ys.size(); ++i) S *= ys[i];
+      Status gs = DnnlCall(node_, "create the pointwise GEMM", [&] {
+        memory::desc wd({OC, IC}, memory::data_type::f32, memory::format_tag::ab);
+        memory::desc xd({IC, S}, memory::data_type::f32, memory::format_tag::ab);
+        memory::desc yd({OC, S}, memory::data_type::f32, memory::format_tag::ab);
+        // oneDNN 2.6's fast matmul kernels take a bias over columns only, not rows (a [OC,1]
+        // bias falls back to its reference kernel, ~100x slower): with a bias, the bias and the
+        // activations are applied in one pass over Y after the GEMM instead.
+        dnnl::matmul::desc d(wd, xd, yd);
+        dnnl::primitive_attr attr;
+        if (!b) AppendPostOps(post_ops_, &attr);
+        dnnl::matmul::primitive_desc pd(d, attr, DnnlEngine());
+        p_.gemm_prim = dnnl::matmul(pd);
+        p_.gemm_w = memory(wd, DnnlEngine(), nullptr);
+        p_.gemm_x = memory(xd, DnnlEngine(), nullptr);
+        p_.gemm_y = memory(yd, DnnlEngine(), nullptr);
+        p_.gemm_x_stride = IC * S;
+        p_.gemm_y_stride = OC * S;
+      });
+      if (gs.ok()) {
+        p_.gemm = true;
+        return gs;
+      }
+    }
     // Plain activations are the fallback for any configuration the blocked kernels refuse.
     Status st = create(!pointwise);
     if (!st.ok() && !pointwise) st = create(false);
