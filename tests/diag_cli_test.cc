@@ -12,15 +12,7 @@ namespace {
 using testing::Opscope;
 using testing::Shell;
 
-// One folder per test: CTest runs the tests of this file as parallel processes.
-std::string Tmp() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string d = ::testing::TempDir() + "/opscope_diag_cli";
-  mkdir(d.c_str(), 0755);
-  d += std::string("/") + (info ? info->name() : "none");
-  mkdir(d.c_str(), 0755);
-  return d;
-}
+std::string Tmp() { return testing::PerTestTempDir("opscope_diag_cli"); }
 std::string Data(const std::string& n) { return std::string(OPSCOPE_SOURCE_DIR) + "/src/analysis/testdata/" + n; }
 
 TEST(DiagCli, DiffTableHeadline) {

@@ -2,6 +2,8 @@
 // the exit status, for the end-to-end tests of `run`, `diff` and `machine`.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -21,6 +23,17 @@ inline std::string Slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A folder of its own for the running test (CTest runs the tests of a file as parallel
+// processes, so tests must not share output paths).
+inline std::string PerTestTempDir(const std::string& prefix) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string d = ::testing::TempDir() + "/" + prefix;
+  mkdir(d.c_str(), 0755);
+  d += std::string("/") + (info ? info->name() : "none");
+  mkdir(d.c_str(), 0755);
+  return d;
 }
 
 inline std::string Opscope() { return std::string(OPSCOPE_BINARY_DIR) + "/opscope"; }

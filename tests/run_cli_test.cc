@@ -16,15 +16,7 @@ namespace {
 using testing::Opscope;
 using testing::Shell;
 
-// One folder per test: CTest runs the tests of this file as parallel processes.
-std::string Tmp() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string d = ::testing::TempDir() + "/opscope_run_cli";
-  mkdir(d.c_str(), 0755);
-  d += std::string("/") + (info ? info->name() : "none");
-  mkdir(d.c_str(), 0755);
-  return d;
-}
+std::string Tmp() { return testing::PerTestTempDir("opscope_run_cli"); }
 std::string Bin(const std::string& name) { return std::string(OPSCOPE_BINARY_DIR) + "/tests/bin/" + name; }
 
 profile::Profile RunJson(const std::string& args, std::string* err = nullptr) {
