@@ -159,3 +159,21 @@ TEST(StatCliTest, UnprivilegedUnderParanoid2CountsUserSpaceOnly) {
 
 }  // namespace
 }  // namespace opscope
+
+namespace opscope {
+namespace {
+
+// Measurement hygiene: a target built with -O0 is called out (debug-build rule), one built with
+// -O2 is not.
+TEST(StatCliTest, DebugBuiltTargetIsCalledOut) {
+  Result debug = Opscope("stat -- " OPSCOPE_BINARY_DIR "/tests/bin/run_target_O0");
+  EXPECT_EQ(debug.exit_code, 0) << debug.err;
+  EXPECT_NE(debug.err.find("debug-build"), std::string::npos) << debug.err;
+  EXPECT_NE(debug.err.find("-O0"), std::string::npos) << debug.err;
+  Result release = Opscope("stat -- " OPSCOPE_BINARY_DIR "/tests/bin/run_target_O2");
+  EXPECT_EQ(release.exit_code, 0) << release.err;
+  EXPECT_EQ(release.err.find("[critical] debug-build"), std::string::npos) << release.err;
+}
+
+}  // namespace
+}  // namespace opscope

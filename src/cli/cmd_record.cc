@@ -4,6 +4,7 @@
 #include "base/clock.h"
 #include "base/strings.h"
 #include "cli/command.h"
+#include "cli/target_build.h"
 #include "collect/record_file.h"
 #include "collect/sampler.h"
 #include "collect/symbolize.h"
@@ -63,6 +64,13 @@ class RecordCommandCli : public Command {
     collect::RecordEnd end{result->exit, result->exit_code, result->samples, result->lost};
     Status st = (*writer)->WriteEnd(end);
     if (!st.ok()) return ReportError(st);
+    if (!quiet_) {
+      profile::Meta target;
+      analysis::BuildVerdict v = RecordTargetBuild(command_[0], &target);
+      if (target.extra[analysis::kTargetBuildKey] != "release")
+        std::fprintf(stderr, "opscope: note: target build: %s\n", target.extra[analysis::kTargetEvidenceKey].c_str());
+      (void)v;
+    }
     // Symbolize now, while the binaries the command ran are certainly on disk.
     int64_t t0 = NowNs();
     auto reader = collect::RecordReader::Open(output_);

@@ -26,6 +26,7 @@
 #include "base/strings.h"
 #include "base/version.h"
 #include "cli/command.h"
+#include "cli/target_build.h"
 #include "collect/ranges_reader.h"
 #include "collect/target_build.h"
 #include "profile/profile_io.h"
@@ -131,9 +132,7 @@ class RunCommand : public Command {
     p.meta.runs = runs_;
 
     // How the target was built.
-    analysis::BuildVerdict verdict = analysis::ClassifyProducers(collect::ReadDwarfProducers(*exe));
-    analysis::BuildVerdictToMeta(verdict, &p.meta);
-    p.meta.extra["target.path"] = *exe;
+    analysis::BuildVerdict verdict = RecordTargetBuild(*exe, &p.meta);
 
     // Runtime libraries.
     std::string lib_dir = RuntimeLibDir();

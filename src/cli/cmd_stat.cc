@@ -10,7 +10,10 @@
 #include "base/host.h"
 #include "base/strings.h"
 #include "base/version.h"
+#include "analysis/format.h"
+#include "analysis/rules.h"
 #include "cli/command.h"
+#include "cli/target_build.h"
 #include "collect/counter_metrics.h"
 #include "collect/counter_run.h"
 #include "collect/counter_table.h"
@@ -93,6 +96,10 @@ class StatCommand : public Command {
     p.meta.degradations = s.degradations;
     p.meta.runs = static_cast<int>(s.runs.size());
     p.stat = std::move(s);
+    for (const auto& run : p.stat->runs) p.e2e.runs_ms.push_back(run.wall_ms);
+    profile::FinalizeStats(p);
+    RecordTargetBuild(command_[0], &p.meta);
+    analysis::Diagnose(&p, nullptr);
     Status valid = profile::Validate(p);
     if (!valid.ok()) return ReportError(Internal("stat produced an invalid profile: " + valid.message()));
 
@@ -132,12 +139,15 @@ class StatCommand : public Command {
     std::string text = format == Format::kJson        ? profile::ToJsonString(p) + "\n"
                        : format == Format::kSeparated ? collect::FormatStatSeparated(p, sep)
                                                       : collect::FormatStatTable(p);
+    std::string findings = p.findings.empty() ? "" : "\n" + analysis::FormatFindings(p.findings, UseColor(2));
     if (output_.empty()) {
       std::fputs(text.c_str(), stderr);
+      if (format == Format::kTable) std::fputs(findings.c_str(), stderr);
       return Status::Ok();
     }
     // The file gets the chosen format; the terminal still gets the table.
     if (format != Format::kTable) std::fputs(collect::FormatStatTable(p).c_str(), stderr);
+    std::fputs(findings.c_str(), stderr);
     return WriteFileAtomic(output_, text);
   }
 
