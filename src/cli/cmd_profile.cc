@@ -1,5 +1,8 @@
 // opscope profile MODEL.onnx: per-operator hotspots of a model on the built-in engine.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "analysis/hygiene.h"
 #include "analysis/machine_measure.h"
@@ -138,10 +141,20 @@ class ProfileCommand : public Command {
       }
       return Status::Ok();
     };
+    // oneDNN publishes its JIT kernels in /tmp/perf-PID.map when asked before it first runs,
+    // so samples inside convolutions get names instead of [unknown].
+    std::string perf_map = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+    bool remove_perf_map = false;
+    if (sample_) {
+      remove_perf_map = access(perf_map.c_str(), F_OK) != 0;
+      setenv("ONEDNN_JIT_PROFILE", "2", /*overwrite=*/0);  // 2: perf map (oneDNN >= 2.5 name)
+      setenv("DNNL_JIT_PROFILE", "2", /*overwrite=*/0);    // the older name
+    }
     ProgressBar bar("profiling");
     opt.progress = [&](int done, int total) { bar.Update(done, total); };
     auto p = collect::ProfileModel(opt);
     bar.Finish();
+    if (remove_perf_map) unlink(perf_map.c_str());
     if (!p.ok()) return ReportError(p.status());
     if (ceilings->has_value()) {
       analysis::Diagnose(&*p, &**ceilings);
