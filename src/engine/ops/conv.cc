@@ -9,6 +9,13 @@
 // consecutive convolutions would remove those reorders; that is a graph-level optimisation the
 // engine does not do yet.
 //
+// Depthwise 2-D convolutions (group == C == OC, kernel up to 7x7, stride 1 or 2, no dilation)
+// bypass oneDNN: its depthwise kernels need nhwc/blocked activations, and the two reorders
+// around every call cost more than the convolution itself. A direct NCHW stencil per (n, c)
+// plane runs instead: out-of-range input rows point at a shared zero row so the interior
+// columns are one branch-free loop the compiler vectorizes; only the few border columns check
+// bounds.
+//
 // Primitives are rebuilt when the input/weight shapes change and reused otherwise.
 //
 // ConvTranspose output rows past the end of the "full" transposed output (output_padding, or an
@@ -190,7 +197,107 @@ struct ConvPrimitive {
   dnnl::matmul gemm_prim;
   dnnl::memory gemm_w, gemm_x, gemm_y;
   int64_t gemm_x_stride = 0, gemm_y_stride = 0;  // floats per image
+  // Depthwise path (see the top of the file): geometry of one plane plus a zero row of width W.
+  bool depthwise = false;
+  int64_t dw_kh = 0, dw_kw = 0, dw_sh = 1, dw_sw = 1, dw_pt = 0, dw_pl = 0;
+  std::vector<float> dw_zeros;
 };
+
+constexpr int64_t kMaxDepthwiseKernel = 7;
+
+// Geometry of one depthwise plane: input H x W, output OH x OW, kernel KH x KW, strides, top and
+// left pads (the bottom/right pads only show in OH/OW).
+struct DwPlaneGeo {
+  int64_t H, W, OH, OW, KH, KW, SH, SW, pt, pl;
+};
+
+// One output plane y = bias + stencil(x, w). K and S fix a square kernel and equal strides at
+// compile time (0 = take them from `g` at run time, for the less common shapes).
+template <int K, int S>
+[[gnu::always_inline]] inline void DepthwisePlane(const float* x, const float* w, float bias, const float* zeros,
+                    const DwPlaneGeo& g, float* y) {
+  const int64_t KH = K ? K : g.KH, KW = K ? K : g.KW;
+  const int64_t SH = S ? S : g.SH, SW = S ? S : g.SW;
+  const int64_t W = g.W, OW = g.OW, pl = g.pl;
+  // Interior columns: every tap column ow*SW - pl + kw lies in [0, W).
+  int64_t lo = std::min<int64_t>((pl + SW - 1) / SW, OW);
+  int64_t hi = W - KW + pl >= 0 ? (W - KW + pl) / SW + 1 : 0;
+  hi = std::max(lo, std::min(hi, OW));
+  // Local copy of the taps: stores to y cannot alias it, so the interior loop needs no
+  // run-time alias checks against w.
+  float wl[kMaxDepthwiseKernel * kMaxDepthwiseKernel];
+  for (int64_t i = 0; i < KH * KW; ++i) wl[i] = w[i];
+  const float* rows[kMaxDepthwiseKernel];
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const int64_t ih0 = oh * SH - g.pt;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const int64_t ih = ih0 + kh;
+      rows[kh] = ih >= 0 && ih < g.H ? x + ih * W : zeros;
+    }
+    float* yr = y + oh * OW;
+    auto border = [&](int64_t ow) {
+      float acc = bias;
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t iw = ow * SW - pl + kw;
+          if (iw >= 0 && iw < W) acc += wl[kh * KW + kw] * rows[kh][iw];
+        }
+      yr[ow] = acc;
+    };
+    for (int64_t ow = 0; ow < lo; ++ow) border(ow);
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      const int64_t base = ow * SW - pl;
+      float acc = bias;
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) acc += wl[kh * KW + kw] * rows[kh][base + kw];
+      yr[ow] = acc;
+    }
+    for (int64_t ow = hi; ow < OW; ++ow) border(ow);
+  }
+}
+
+// Picks the compile-time specialisation for the common 3x3 and 5x5 shapes.
+[[gnu::always_inline]] inline void DepthwisePlaneAny(const float* x, const float* w, float bias,
+                                                     const float* zeros, const DwPlaneGeo& g,
+                                                     float* y) {
+  const int64_t s = g.SH == g.SW ? g.SH : 0;
+  if (g.KH == 3 && g.KW == 3 && s == 1) {
+    DepthwisePlane<3, 1>(x, w, bias, zeros, g, y);
+  } else if (g.KH == 3 && g.KW == 3 && s == 2) {
+    DepthwisePlane<3, 2>(x, w, bias, zeros, g, y);
+  } else if (g.KH == 5 && g.KW == 5 && s == 1) {
+    DepthwisePlane<5, 1>(x, w, bias, zeros, g, y);
+  } else if (g.KH == 5 && g.KW == 5 && s == 2) {
+    DepthwisePlane<5, 2>(x, w, bias, zeros, g, y);
+  } else {
+    DepthwisePlane<0, 0>(x, w, bias, zeros, g, y);
+  }
+}
+
+// The engine is built for baseline x86-64 (SSE2); the stencil is compiled a second time for
+// AVX2+FMA and picked at run time, which doubles the vector width of the interior loop.
+#if defined(__x86_64__) && defined(__GNUC__)
+[[gnu::target("avx2,fma")]] void DepthwisePlaneAvx2(const float* x, const float* w, float bias,
+                                                    const float* zeros, const DwPlaneGeo& g,
+                                                    float* y) {
+  DepthwisePlaneAny(x, w, bias, zeros, g, y);
+}
+#endif
+
+void DepthwisePlaneBaseline(const float* x, const float* w, float bias, const float* zeros,
+                            const DwPlaneGeo& g, float* y) {
+  DepthwisePlaneAny(x, w, bias, zeros, g, y);
+}
+
+using DepthwisePlaneFn = void (*)(const float*, const float*, float, const float*,
+                                  const DwPlaneGeo&, float*);
+
+DepthwisePlaneFn SelectDepthwisePlane() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DepthwisePlaneAvx2;
+#endif
+  return DepthwisePlaneBaseline;
+}
 
 // Shape checks common to both ops; returns N, C, spatial input dims, kernel dims.
 Status CheckInputs(const Node& n, const Tensor* x, const Tensor* w, const Tensor* b) {
@@ -245,6 +352,11 @@ class ConvKernel : public Kernel {
     if (key != p_.key) OPSCOPE_RETURN_IF_ERROR(Build(x->shape(), w->shape(), out_shape, geo, b));
     p_.key = key;
 
+    if (p_.depthwise) {
+      RunDepthwise(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, N, C,
+                   in, geo.out, y->data<float>());
+      return Status();
+    }
     if (p_.gemm) {
       return DnnlCall(node_, "run the pointwise convolution", [&] {
         dnnl::stream& s = DnnlStream();
@@ -312,19 +424,47 @@ class ConvKernel : public Kernel {
         float* row = y + r * cols;
         const float bb = bias[r % OC];
         for (int64_t i = 0; i < cols; ++i) row[i] += bb;
-        for (const PostOp& op : post_ops_) {
-          if (op.kind == PostOpKind::kRelu) {
-            for (int64_t i = 0; i < cols; ++i) row[i] = row[i] > 0.f ? row[i] : 0.f;
-          } else if (op.kind == PostOpKind::kClip) {
-            const float lo = op.alpha, hi = op.beta;
-            for (int64_t i = 0; i < cols; ++i) row[i] = std::min(std::max(row[i], lo), hi);
-          } else if (op.kind == PostOpKind::kLeakyRelu) {
-            const float a = op.alpha;
-            for (int64_t i = 0; i < cols; ++i) row[i] = row[i] >= 0.f ? row[i] : row[i] * a;
-          } else {
-            for (int64_t i = 0; i < cols; ++i) row[i] = ApplyPostOpScalar(op, row[i]);
-          }
-        }
+        PostOpsRow(row, cols);
+      }
+    });
+  }
+
+  // row[:] = post_ops(row[:]); the common activations run as tight loops.
+  void PostOpsRow(float* row, int64_t cols) const {
+    for (const PostOp& op : post_ops_) {
+      if (op.kind == PostOpKind::kRelu) {
+        for (int64_t i = 0; i < cols; ++i) row[i] = row[i] > 0.f ? row[i] : 0.f;
+      } else if (op.kind == PostOpKind::kClip) {
+        const float lo = op.alpha, hi = op.beta;
+        for (int64_t i = 0; i < cols; ++i) row[i] = std::min(std::max(row[i], lo), hi);
+      } else if (op.kind == PostOpKind::kLeakyRelu) {
+        const float a = op.alpha;
+        for (int64_t i = 0; i < cols; ++i) row[i] = row[i] >= 0.f ? row[i] : row[i] * a;
+      } else {
+        for (int64_t i = 0; i < cols; ++i) row[i] = ApplyPostOpScalar(op, row[i]);
+      }
+    }
+  }
+
+  // Depthwise path: one plane per (n, c), bias folded into the accumulator, post-ops applied to
+  // the plane while it is still in cache.
+  void RunDepthwise(const float* x, const float* w, const float* b, int64_t N, int64_t C,
+                    const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                    float* y) const {
+    const DwPlaneGeo g{in[0], in[1], out[0], out[1], p_.dw_kh, p_.dw_kw,
+                       p_.dw_sh, p_.dw_sw, p_.dw_pt, p_.dw_pl};
+    const int64_t in_plane = g.H * g.W, out_plane = g.OH * g.OW, taps = g.KH * g.KW;
+    static const DepthwisePlaneFn plane_fn = SelectDepthwisePlane();
+    const float* zeros = p_.dw_zeros.data();
+    const int64_t cost = out_plane * (2 * taps + static_cast<int64_t>(post_ops_.size()));
+    ParallelFor(N * C, cost, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t c = p % C;
+        const float* xp = x + p * in_plane;
+        const float* wc = w + c * taps;
+        float* yp = y + p * out_plane;
+        plane_fn(xp, wc, b ? b[c] : 0.f, zeros, g, yp);
+        if (!post_ops_.empty()) PostOpsRow(yp, out_plane);
       }
     });
   }
@@ -398,6 +538,20 @@ class ConvKernel : public Kernel {
       });
     };
     p_.gemm = false;
+    const bool depthwise = xs.size() == 4 && g == xs[1] && g == OC && ws[1] == 1 &&
+                           geo.k[0] <= kMaxDepthwiseKernel && geo.k[1] <= kMaxDepthwiseKernel &&
+                           geo.s[0] <= 2 && geo.s[1] <= 2 && geo.d[0] == 1 && geo.d[1] == 1;
+    if (depthwise) {
+      p_.depthwise = true;
+      p_.dw_kh = geo.k[0];
+      p_.dw_kw = geo.k[1];
+      p_.dw_sh = geo.s[0];
+      p_.dw_sw = geo.s[1];
+      p_.dw_pt = geo.pb[0];
+      p_.dw_pl = geo.pb[1];
+      p_.dw_zeros.assign(static_cast<size_t>(xs[3]), 0.f);
+      return Status();
+    }
     bool unit_stride = true;
     for (int64_t st : geo.s) unit_stride &= st == 1;
     if (pointwise && unit_stride && g == 1) {

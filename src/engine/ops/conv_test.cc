@@ -148,6 +148,65 @@ TEST(Conv, MatchesNaiveTwinOnOddShapes) {
   }
 }
 
+// The direct NCHW depthwise path (2-D, group == C == OC, kernel <= 7x7, stride 1/2, no
+// dilation) and its neighbours that fall back to oneDNN (dilation 2, stride 3, 9x9 kernel):
+// odd sizes, asymmetric and oversized pads, with and without bias, fused Clip and a fused
+// chain that goes through the scalar post-op path.
+TEST(Conv, DepthwiseDirectPathMatchesNaiveTwin) {
+  struct DwCase {
+    std::vector<int64_t> x;
+    int64_t kh, kw;
+    Geo g;
+    bool bias;
+  };
+  std::vector<DwCase> cases = {
+      {{1, 7, 13, 13}, 3, 3, {{2, 2}, {1, 1}, {0, 1}, {2, 0}}, true},
+      {{2, 13, 7, 13}, 3, 3, {{1, 1}, {1, 1}, {1, 0}, {0, 2}}, true},
+      {{1, 1, 1, 1}, 3, 3, {{2, 2}, {1, 1}, {1, 1}, {1, 1}}, true},
+      {{1, 7, 1, 7}, 3, 3, {{2, 1}, {1, 1}, {1, 0}, {1, 2}}, false},
+      {{1, 13, 13, 7}, 5, 5, {{2, 2}, {1, 1}, {2, 1}, {0, 2}}, true},
+      {{1, 7, 13, 13}, 5, 5, {{1, 1}, {1, 1}, {2, 2}, {2, 2}}, true},
+      {{1, 7, 13, 7}, 3, 5, {{1, 2}, {1, 1}, {1, 2}, {0, 2}}, true},     // run-time K/S
+      {{1, 7, 7, 13}, 7, 1, {{2, 1}, {1, 1}, {3, 0}, {3, 0}}, true},
+      {{1, 7, 7, 7}, 3, 3, {{1, 1}, {1, 1}, {4, 5}, {3, 4}}, true},      // pads > kernel
+      {{1, 7, 7, 8}, 3, 3, {{2, 2}, {1, 1}, {4, 5}, {3, 4}}, true},
+      {{1, 7, 12, 12}, 3, 3, {{2, 2}, {1, 1}, {0, 0}, {1, 1}}, true},    // even width, pl 0
+      {{2, 7, 13, 14}, 5, 5, {{2, 2}, {1, 1}, {2, 2}, {2, 2}}, true},
+      {{1, 13, 13, 1}, 3, 3, {{2, 2}, {1, 1}, {1, 1}, {1, 1}}, true},
+      {{1, 7, 13, 13}, 3, 3, {{1, 1}, {2, 2}, {2, 2}, {2, 2}}, true},    // dilated: oneDNN
+      {{1, 7, 13, 13}, 3, 3, {{3, 3}, {1, 1}, {1, 1}, {1, 1}}, true},    // stride 3: oneDNN
+      {{1, 7, 13, 13}, 9, 9, {{1, 1}, {1, 1}, {4, 4}, {4, 4}}, true},    // 9x9: oneDNN
+  };
+  uint32_t seed = 300;
+  for (DwCase& c : cases) {
+    const int64_t C = c.x[1];
+    c.g.group = C;
+    Tensor x = RandomTensor(c.x, seed++, -2, 2), w = RandomTensor({C, 1, c.kh, c.kw}, seed++);
+    Tensor b = RandomTensor({C}, seed++);
+    Node n = ConvNode("Conv", c.g, c.bias);
+    std::vector<const Tensor*> in = {&x, &w};
+    if (c.bias) in.push_back(&b);
+    Tensor plain = NaiveConv(x, w, c.bias ? &b : nullptr, c.g);
+    std::string where = "x " + std::to_string(c.x[1]) + "x" + std::to_string(c.x[2]) + "x" +
+                        std::to_string(c.x[3]) + " k " + std::to_string(c.kh) + "x" +
+                        std::to_string(c.kw) + " s " + std::to_string(c.g.s[0]) + "," +
+                        std::to_string(c.g.s[1]);
+    auto out = RunPoisoned(n, in, 2);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(CompareFloat((*out)[0], plain, 1e-4f, 1e-4f), "") << where;
+    PostOp clip{PostOpKind::kClip, 0.f, 0.6f};
+    out = RunWithPostOps(n, in, {clip});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(plain, clip), 1e-4f, 1e-4f), "") << where << " clip";
+    std::vector<PostOp> chain = {{PostOpKind::kHardSwish}, {PostOpKind::kRelu}};
+    out = RunWithPostOps(n, in, chain);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(ApplyRef(plain, chain[0]), chain[1]), 1e-4f, 1e-4f),
+              "")
+        << where << " chain";
+  }
+}
+
 TEST(Conv, AutoPadSameUpperLowerValid) {
   Tensor x = RandomTensor({1, 2, 7, 8}, 11), w = RandomTensor({3, 2, 4, 3}, 12);
   struct {
