@@ -630,7 +630,11 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
 }
 
 void SessionImpl::Fuse() {
-  static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm"};
+  // Producers that accept post-ops: the oneDNN ops, and the elementwise arithmetic kernels
+  // (a residual Add followed by Relu becomes one pass).
+  static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm",
+                                                 "Add", "Sub", "Mul", "Div", "Sum", "Mean",
+                                                 "Max", "Min", "PRelu"};
   for (size_t s = 0; s < steps_.size(); ++s) {
     int anchor = steps_[s].nodes[0];
     if (!kAnchors.count(nodes_[anchor].op_type) || steps_[s].outputs.empty() || steps_[s].outputs[0] < 0)

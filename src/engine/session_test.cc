@@ -293,6 +293,29 @@ TEST(SessionTest, KernelErrorsNameFileAndNode) {
   EXPECT_NE(st.message().find("bcast.onnx: node 'bad_add' (Add)"), std::string::npos) << st.message();
 }
 
+TEST(SessionTest, ResidualAddReluFusesAndMatchesUnfused) {
+  ModelBuilder b;
+  b.Input("x", {2, 3, 5});
+  b.Input("r", {2, 3, 5});
+  b.Node("Add", {"x", "r"}, {"s"}, "add");
+  b.Node("Relu", {"s"}, {"y"}, "relu");
+  b.Output("y", {2, 3, 5});
+  std::string path = b.Save("add_relu.onnx");
+  SessionOptions plain;
+  plain.fuse = false;
+  auto s1 = Session::Load(path, {});
+  auto s2 = Session::Load(path, plain);
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  ASSERT_EQ((*s1)->Steps().size(), 1u);
+  EXPECT_EQ((*s1)->Steps()[0].op_type, "Add+Relu");
+  for (auto* s : {&*s1, &*s2}) {
+    ASSERT_TRUE((*s)->SetInput("x", testing::RandomTensor({2, 3, 5}, 1)).ok());
+    ASSERT_TRUE((*s)->SetInput("r", testing::RandomTensor({2, 3, 5}, 2)).ok());
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE((*s)->Run().ok());
+  }
+  EXPECT_EQ(testing::CompareFloat(*(*s1)->Output("y"), *(*s2)->Output("y"), 0, 0), "");
+}
+
 TEST(SessionTest, ThreadsOptionIsHonoured) {
   ModelBuilder b;
   std::string path = ConvBnRelu(b);
