@@ -173,3 +173,32 @@ TEST(ProfileCliTest, DemoModelEveryNodeOnceInEveryFormat) {
 
 }  // namespace
 }  // namespace opscope::testing
+
+namespace opscope::testing {
+namespace {
+
+// `profile --counters --sample`: counters per node (software stand-ins on machines without a
+// PMU), samples attributed to nodes, and `report --group op` opens them.
+TEST(ProfileCliTest, CountersAndSamplesPerNode) {
+  std::string json = TempDir() + "/sampled.json";
+  auto r = Profile({kSrc + "/tests/models/twin_matmul.onnx", "--threads", "1", "--warmup", "2", "--runs", "30",
+                    "--counters", "--sample", "-F", "2003", "-o", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = profile::LoadProfile(json);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  for (const auto& op : p->ops) {
+    ASSERT_TRUE(op.counters.count("task-clock")) << op.name;
+    EXPECT_GT(op.counters.at("task-clock"), 0) << op.name;
+  }
+  ASSERT_TRUE(p->samples.has_value());
+  ASSERT_FALSE(p->samples->samples.empty());
+  int attributed = 0;
+  for (const auto& s : p->samples->samples) attributed += s.op >= 0;
+  EXPECT_GT(attributed, 0);
+  auto rep = RunCommand({OpscopeBinary(), "report", json, "--group", "op"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("heavy (MatMul)"), std::string::npos) << rep.out;
+}
+
+}  // namespace
+}  // namespace opscope::testing
