@@ -423,8 +423,16 @@ class ConvKernel : public Kernel {
       for (int64_t r = r0; r < r1; ++r) {
         float* row = y + r * cols;
         const float bb = bias[r % OC];
-        for (int64_t i = 0; i < cols; ++i) row[i] += bb;
-        PostOpsRow(row, cols);
+        // The usual cases in one pass: bias alone, bias + Relu, bias + Clip (Relu6).
+        if (post_ops_.size() == 1 && post_ops_[0].kind == PostOpKind::kRelu) {
+          for (int64_t i = 0; i < cols; ++i) row[i] = std::max(row[i] + bb, 0.f);
+        } else if (post_ops_.size() == 1 && post_ops_[0].kind == PostOpKind::kClip) {
+          const float lo = post_ops_[0].alpha, hi = post_ops_[0].beta;
+          for (int64_t i = 0; i < cols; ++i) row[i] = std::min(std::max(row[i] + bb, lo), hi);
+        } else {
+          for (int64_t i = 0; i < cols; ++i) row[i] += bb;
+          PostOpsRow(row, cols);
+        }
       }
     });
   }
