@@ -23,6 +23,7 @@
 #include "gpu/launch.h"
 #include "gpu/summary.h"
 #include "profile/profile_io.h"
+#include "report/format.h"
 #endif
 
 namespace opscope::cli {
@@ -37,7 +38,8 @@ class GpuCommand : public Command {
 
   void Setup(CLI::App* app) override {
     app->add_flag("--gpu-trace", gpu_trace_, "also list every kernel and copy with start, duration, size, throughput");
-    app->add_option("-o,--output", output_, "write the profile (JSON) to FILE.json");
+    app->add_option("-o,--output", output_,
+                    "write the profile to FILE: .json (the profile) or .trace.json (Chrome trace, CPU and GPU tracks)");
     app->add_option("--iteration-range", iteration_range_,
                     "NVTX range that marks one iteration (default: the most frequent top-level range)");
     app->add_option("--keep-trace", keep_dir_, "write the raw tracer files into DIR and keep them");
@@ -60,7 +62,7 @@ class GpuCommand : public Command {
     namespace fs = std::filesystem;
     if (!output_.empty()) {
       if (!EndsWith(output_, ".json"))
-        return ReportError(InvalidArgument(output_ + ": opscope gpu writes JSON profiles; name the file *.json"));
+        return ReportError(InvalidArgument(output_ + ": opscope gpu writes *.json (the profile) or *.trace.json (Chrome trace)"));
       if (Status s = CheckWritable(output_); !s.ok()) return ReportError(s);
     }
     std::error_code ec;
@@ -155,7 +157,15 @@ class GpuCommand : public Command {
     std::fputs(gpu::FormatGpuReport(p, summary, gpu_trace_).c_str(), stdout);
     std::fflush(stdout);
     if (!output_.empty()) {
-      if (Status s = profile::SaveProfile(p, output_); !s.ok()) return ReportError(s);
+      Status s;
+      if (EndsWith(output_, ".trace.json")) {
+        std::string text;
+        s = report::FindFormat("chrome")->write(p, {}, &text);
+        if (s.ok()) s = WriteFileAtomic(output_, text);
+      } else {
+        s = profile::SaveProfile(p, output_);
+      }
+      if (!s.ok()) return ReportError(s);
       std::fprintf(stderr, "opscope: profile written to %s\n", output_.c_str());
     }
     return run->exit_code;

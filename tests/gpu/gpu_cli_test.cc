@@ -251,6 +251,16 @@ TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors)
   EXPECT_NE(r.out.find("conv_like(float const*, float const*, float*, int, int)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("layer1_conv"), std::string::npos);
   EXPECT_NE(r.out.find("is repeated every iteration"), std::string::npos) << r.out;
+  // The Chrome trace of the same run: GPU kernels and copies on the GPU process, API calls on
+  // the CPU threads, side by side.
+  std::string trace_json = Path("demo.trace.json");
+  Result t = Run("--from-trace " + dir_.string() + " -o " + trace_json);
+  ASSERT_EQ(t.code, 0) << t.err;
+  std::string trace = ReadFile(trace_json).value();
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(trace.find("\"cat\":\"kernel\""), std::string::npos);
+  EXPECT_NE(trace.find("\"cat\":\"memcpy\""), std::string::npos);
+  EXPECT_NE(trace.find("\"cat\":\"cuda_api\""), std::string::npos);
   if (const char* keep = std::getenv("OPSCOPE_KEEP_FORGED_TRACE")) {
     std::filesystem::copy_file(trace_path, std::string(keep) + "/gpu-1.trace",
                                std::filesystem::copy_options::overwrite_existing);
