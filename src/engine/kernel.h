@@ -48,6 +48,10 @@ class KernelContext {
   // with ResourceExhausted for a tensor too large to allocate.
   virtual StatusOr<Tensor*> Output(int i, DataType dtype, const std::vector<int64_t>& shape) = 0;
   virtual int threads() const = 0;
+  // True when input i is a constant of the model (an initializer or a folded value): its data
+  // never changes between runs and its address is stable, so kernels may cache what they derive
+  // from it (reordered weights) without re-checking the bytes.
+  virtual bool input_is_constant(int i) const { return false; }
 };
 
 // Activation or bias folded into the producing op (oneDNN post-ops). The fusion pass offers

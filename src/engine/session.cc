@@ -196,6 +196,9 @@ class StepContext final : public KernelContext {
     return slot;
   }
   int threads() const override { return s_->threads_; }
+  bool input_is_constant(int i) const override {
+    return i >= 0 && i < num_inputs() && step_.inputs[i] >= 0 && s_->values_[step_.inputs[i]].is_const;
+  }
 
  private:
   SessionImpl* s_;

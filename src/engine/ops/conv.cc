@@ -373,7 +373,7 @@ class ConvKernel : public Kernel {
       });
     }
     OPSCOPE_ASSIGN_OR_RETURN(dnnl::memory wmem,
-                             p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim));
+                             p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim, ctx.input_is_constant(1)));
     return DnnlCall(node_, "run the convolution", [&] {
       dnnl::stream& s = DnnlStream();
       p_.src_user.set_data_handle(const_cast<float*>(x->data<float>()));
@@ -654,7 +654,7 @@ class ConvTransposeKernel : public Kernel {
     float* dst = has_tail ? tmp_.data() : y->data<float>();
 
     OPSCOPE_ASSIGN_OR_RETURN(dnnl::memory wmem,
-                             p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim));
+                             p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim, ctx.input_is_constant(1)));
     OPSCOPE_RETURN_IF_ERROR(DnnlCall(node_, "run the transposed convolution", [&] {
       dnnl::stream& s = DnnlStream();
       p_.src_user.set_data_handle(const_cast<float*>(x->data<float>()));

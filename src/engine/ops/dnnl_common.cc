@@ -96,7 +96,7 @@ float ApplyPostOpsScalar(const std::vector<PostOp>& ops, float x) {
 
 StatusOr<dnnl::memory> DnnlWeightCache::Get(const Node& node, const float* src,
                                             const dnnl::memory::desc& plain,
-                                            const dnnl::memory::desc& target) {
+                                            const dnnl::memory::desc& target, bool constant) {
   dnnl::memory out;
   if (plain == target) {
     OPSCOPE_RETURN_IF_ERROR(DnnlCall(node, "wrap weights", [&] {
@@ -105,18 +105,27 @@ StatusOr<dnnl::memory> DnnlWeightCache::Get(const Node& node, const float* src,
     return out;
   }
   size_t n = plain.get_size() / sizeof(float);
-  if (valid_ && target_ == target && plain_copy_.size() == n &&
+  if (valid_ && target_ == target && constant && constant_src_ == src) return reordered_;
+  if (valid_ && target_ == target && !constant && plain_copy_.size() == n &&
       std::memcmp(plain_copy_.data(), src, n * sizeof(float)) == 0) {
     return reordered_;
   }
   valid_ = false;
+  constant_src_ = nullptr;
   OPSCOPE_RETURN_IF_ERROR(DnnlCall(node, "reorder weights", [&] {
     dnnl::memory user(plain, DnnlEngine(), const_cast<float*>(src));
     reordered_ = dnnl::memory(target, DnnlEngine());
     dnnl::reorder(user, reordered_).execute(DnnlStream(), user, reordered_);
     DnnlStream().wait();
   }));
-  plain_copy_.assign(src, src + n);
+  // A constant needs no copy to compare against; anything else keeps one.
+  if (constant) {
+    plain_copy_.clear();
+    plain_copy_.shrink_to_fit();
+    constant_src_ = src;
+  } else {
+    plain_copy_.assign(src, src + n);
+  }
   target_ = target;
   valid_ = true;
   return reordered_;

@@ -53,8 +53,10 @@ class DnnlWeightCache {
  public:
   // Returns memory in `target` layout holding `src` (plain layout `plain`). When the layouts
   // are equal, wraps the source pointer without copying.
+  // `constant`: src is a model constant (KernelContext::input_is_constant), so a cache made from
+  // the same address is reused without comparing bytes; otherwise the bytes are compared.
   StatusOr<dnnl::memory> Get(const Node& node, const float* src, const dnnl::memory::desc& plain,
-                             const dnnl::memory::desc& target);
+                             const dnnl::memory::desc& target, bool constant = false);
   void Clear();
 
  private:
@@ -62,6 +64,7 @@ class DnnlWeightCache {
   dnnl::memory::desc target_;
   dnnl::memory reordered_;
   bool valid_ = false;
+  const float* constant_src_ = nullptr;  // address the cache was made from, when constant
 };
 
 }  // namespace opscope::engine
