@@ -115,4 +115,10 @@ std::string ShellQuote(std::string_view s) {
   return out + "'";
 }
 
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::vector<std::string> quoted;
+  for (const std::string& a : argv) quoted.push_back(ShellQuote(a));
+  return Join(quoted, " ");
+}
+
 }  // namespace opscope

@@ -30,5 +30,7 @@ bool ParseDouble(std::string_view s, double* out);
 
 // Quotes a value for a shell command line when needed (for messages that echo commands).
 std::string ShellQuote(std::string_view s);
+// A command line as a shell would take it back: each argument ShellQuote'd, joined by spaces.
+std::string ShellJoin(const std::vector<std::string>& argv);
 
 }  // namespace opscope

@@ -13,11 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "base/clock.h"
 #include "base/files.h"
-#include "base/host.h"
 #include "base/strings.h"
-#include "base/version.h"
 #include "cli/command.h"
 #ifdef OPSCOPE_HAVE_GPU_LAYER
 #include "gpu/launch.h"
@@ -127,20 +124,8 @@ class GpuCommand : public Command {
     auto built = gpu::ProfileFromTraces(run->trace_files);
     if (!built.ok()) return ReportError(built.status());
     profile::Profile& p = *built;
-    std::vector<std::string> quoted;
-    for (const auto& a : command_) quoted.push_back(ShellQuote(a));
-    p.meta.source = from_dir_.empty() ? Join(quoted, " ") : "traces in " + from_dir_;
-    p.meta.tool_version = OPSCOPE_VERSION;
-    p.meta.build_type = OPSCOPE_BUILD_TYPE;
-    p.meta.created = IsoTimeNow();
-    HostInfo host = ReadHostInfo();
-    p.meta.host = host.hostname;
-    p.meta.kernel = host.kernel;
-    p.meta.arch = host.arch;
-    p.meta.cpu_model = host.cpu_model;
-    p.meta.logical_cpus = host.logical_cpus;
-    p.meta.governor = host.governor;
-    p.meta.cpu_mhz = host.cpu_mhz;
+    profile::FillHostMeta(p.meta);
+    p.meta.source = from_dir_.empty() ? ShellJoin(command_) : "traces in " + from_dir_;
     if (from_dir_.empty()) {
       p.meta.extra["exit_code"] = std::to_string(run->exit_code);
       p.meta.extra["wall_ms"] = std::to_string(run->wall_ms);

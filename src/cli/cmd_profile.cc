@@ -95,7 +95,6 @@ class ProfileCommand : public Command {
     std::unique_ptr<collect::OpCounters> counters;
     std::unique_ptr<collect::Sampler> sampler;
     std::optional<profile::SampleSection> samples;
-    double counter_read_ms = 0;
     opt.on_ready = [&](engine::Session& session, std::vector<OpObserver*>* extra) -> Status {
       if (counters_) {
         collect::OpCounters::Options co;
@@ -130,7 +129,6 @@ class ProfileCommand : public Command {
         double measured_ms = 0;
         for (double v : p.e2e.runs_ms) measured_ms += v;
         if (p.overhead) p.overhead->counters_pct = collect::CounterOverheadPct(*counters, measured_ms);
-        counter_read_ms = counters->TotalReadNs() / 1e6;
       }
       if (samples) {
         for (const auto& d : sampler->degradations()) p.meta.degradations.push_back(d);
@@ -164,7 +162,6 @@ class ProfileCommand : public Command {
           "--peak-gflops and --peak-gbps)");
       analysis::Diagnose(&*p, nullptr);
     }
-    (void)counter_read_ms;
     report::ReportOptions ro;
     ro.top = top_;
     ro.color = UseColor(1) && out_.format.empty();

@@ -67,9 +67,7 @@ class RecordCommandCli : public Command {
     if (!quiet_) {
       profile::Meta target;
       analysis::BuildVerdict v = RecordTargetBuild(command_[0], &target);
-      if (target.extra[analysis::kTargetBuildKey] != "release")
-        std::fprintf(stderr, "opscope: note: target build: %s\n", target.extra[analysis::kTargetEvidenceKey].c_str());
-      (void)v;
+      if (v.kind != "release") std::fprintf(stderr, "opscope: note: target build: %s\n", v.evidence.c_str());
     }
     // Symbolize now, while the binaries the command ran are certainly on disk.
     int64_t t0 = NowNs();

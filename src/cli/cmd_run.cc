@@ -24,7 +24,6 @@
 #include "base/files.h"
 #include "base/host.h"
 #include "base/strings.h"
-#include "base/version.h"
 #include "cli/command.h"
 #include "cli/target_build.h"
 #include "collect/ranges_reader.h"
@@ -113,21 +112,9 @@ class RunCommand : public Command {
     if (!exe.ok()) return ReportError(exe.status());
 
     profile::Profile p;
-    HostInfo host = ReadHostInfo();
+    profile::FillHostMeta(p.meta);
     p.meta.kind = "run";
-    p.meta.tool_version = OPSCOPE_VERSION;
-    p.meta.build_type = OPSCOPE_BUILD_TYPE;
-    std::vector<std::string> quoted;
-    for (const auto& a : command_) quoted.push_back(ShellQuote(a));
-    p.meta.source = Join(quoted, " ");
-    p.meta.created = IsoTimeNow();
-    p.meta.host = host.hostname;
-    p.meta.kernel = host.kernel;
-    p.meta.arch = host.arch;
-    p.meta.cpu_model = host.cpu_model;
-    p.meta.logical_cpus = host.logical_cpus;
-    p.meta.governor = host.governor;
-    p.meta.cpu_mhz = host.cpu_mhz;
+    p.meta.source = ShellJoin(command_);
     p.meta.warmup = warmup_;
     p.meta.runs = runs_;
 

@@ -5,11 +5,8 @@
 
 #include <cstdio>
 
-#include "base/clock.h"
 #include "base/files.h"
-#include "base/host.h"
 #include "base/strings.h"
-#include "base/version.h"
 #include "analysis/format.h"
 #include "analysis/rules.h"
 #include "cli/command.h"
@@ -110,21 +107,9 @@ class StatCommand : public Command {
 
  private:
   void FillMeta(profile::Meta& m) {
-    HostInfo host = ReadHostInfo();
+    profile::FillHostMeta(m);
     m.kind = "stat";
-    m.tool_version = OPSCOPE_VERSION;
-    m.build_type = OPSCOPE_BUILD_TYPE;
-    std::vector<std::string> quoted;
-    for (const std::string& a : command_) quoted.push_back(ShellQuote(a));
-    m.source = Join(quoted, " ");
-    m.created = IsoTimeNow();
-    m.host = host.hostname;
-    m.kernel = host.kernel;
-    m.arch = host.arch;
-    m.cpu_model = host.cpu_model;
-    m.logical_cpus = host.logical_cpus;
-    m.governor = host.governor;
-    m.cpu_mhz = host.cpu_mhz;
+    m.source = ShellJoin(command_);
     m.extra["perf_event_paranoid"] = std::to_string(collect::SystemOpener().Paranoid());
     if (!events_.empty()) m.extra["events"] = Join(events_, ",");
   }

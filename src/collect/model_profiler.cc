@@ -7,7 +7,6 @@
 #include "base/clock.h"
 #include "base/host.h"
 #include "base/strings.h"
-#include "base/version.h"
 #include "collect/op_timer.h"
 #include "engine/onnx_io.h"
 
@@ -43,20 +42,6 @@ class FanOut final : public OpObserver {
 double CostWeight(const engine::NodeInfo& n) { return n.flops / 20e9 + n.bytes / 5e9; }
 
 }  // namespace
-
-void FillHostMeta(profile::Meta& meta) {
-  HostInfo h = ReadHostInfo();
-  meta.tool_version = OPSCOPE_VERSION;
-  meta.build_type = OPSCOPE_BUILD_TYPE;
-  meta.created = IsoTimeNow();
-  meta.host = h.hostname;
-  meta.kernel = h.kernel;
-  meta.arch = h.arch;
-  meta.cpu_model = h.cpu_model;
-  meta.logical_cpus = h.logical_cpus;
-  meta.governor = h.governor;
-  meta.cpu_mhz = h.cpu_mhz;
-}
 
 StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   if (opt.runs < 1) return InvalidArgument("--runs must be at least 1 (got " + std::to_string(opt.runs) + ")");
@@ -130,7 +115,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
 
   profile::Profile p;
   p.meta.kind = "profile";
-  FillHostMeta(p.meta);
+  profile::FillHostMeta(p.meta);
   p.meta.source = opt.model_path;
   p.meta.threads = session->Threads();
   p.meta.warmup = opt.warmup;

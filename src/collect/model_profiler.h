@@ -47,7 +47,4 @@ struct ModelProfileOptions {
 
 StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& options);
 
-// Fills the Meta fields every command shares (host, CPU, governor, build, time).
-void FillHostMeta(profile::Meta& meta);
-
 }  // namespace opscope::collect

@@ -13,7 +13,8 @@
 namespace opscope::engine {
 
 struct AttrValue {
-  enum class Kind { kInt, kFloat, kString, kInts, kFloats, kStrings, kTensor, kGraph } kind;
+  enum class Kind { kInt, kFloat, kString, kInts, kFloats, kStrings, kTensor, kGraph };
+  Kind kind = Kind::kInt;
   int64_t i = 0;
   float f = 0;
   std::string s;

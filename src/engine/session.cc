@@ -209,7 +209,7 @@ class StepContext final : public KernelContext {
 
 StatusOr<AttrValue> ConvertAttribute(const onnx::AttributeProto& a, const std::string& model_dir,
                                      const std::string& where) {
-  AttrValue v{AttrValue::Kind::kInt};
+  AttrValue v;
   switch (a.type()) {
     case onnx::AttributeProto::INT: v.kind = AttrValue::Kind::kInt; v.i = a.i(); break;
     case onnx::AttributeProto::FLOAT: v.kind = AttrValue::Kind::kFloat; v.f = a.f(); break;
@@ -503,8 +503,6 @@ Status SessionImpl::FoldConstantsAtLoad() {
     for (int in : n.inputs)
       if (in >= 0 && !values_[in].is_const) all_const = false;
     if (!all_const) continue;
-    bool feeds_output_only = false;
-    (void)feeds_output_only;
     Step tmp;
     tmp.nodes = {static_cast<int>(i)};
     tmp.inputs = n.inputs;

@@ -4,6 +4,10 @@
 #include <set>
 #include <string>
 
+#include "base/clock.h"
+#include "base/host.h"
+#include "base/version.h"
+
 namespace opscope::profile {
 
 static bool Finite(double v) { return std::isfinite(v); }
@@ -89,6 +93,20 @@ Status Validate(const Profile& p) {
     if (!Finite(c.cpu_mhz) || c.cpu_mhz < 0 || !Finite(c.temp_c))
       return bad("clock sample of run " + std::to_string(c.run) + " has an invalid frequency or temperature");
   return Status::Ok();
+}
+
+void FillHostMeta(Meta& meta) {
+  HostInfo h = ReadHostInfo();
+  meta.tool_version = OPSCOPE_VERSION;
+  meta.build_type = OPSCOPE_BUILD_TYPE;
+  meta.created = IsoTimeNow();
+  meta.host = h.hostname;
+  meta.kernel = h.kernel;
+  meta.arch = h.arch;
+  meta.cpu_model = h.cpu_model;
+  meta.logical_cpus = h.logical_cpus;
+  meta.governor = h.governor;
+  meta.cpu_mhz = h.cpu_mhz;
 }
 
 void FinalizeStats(Profile& p) {

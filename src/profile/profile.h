@@ -122,6 +122,10 @@ struct Profile {
 // what they read. The message names the first broken invariant.
 Status Validate(const Profile& p);
 
+// Fills the Meta fields every source shares: opscope's version and build type, creation time,
+// host, kernel, architecture, CPU model and count, governor and frequency.
+void FillHostMeta(Meta& meta);
+
 // Recomputes derived fields: per-op Stats and share from runs_ms, e2e stats and throughput.
 void FinalizeStats(Profile& p);
 
