@@ -6,6 +6,7 @@
 # ratio opscope / ORT (< 1: opscope faster).
 #
 #   bench/engine_vs_ort.sh [REPS=3] [RUNS=20] [WARMUP=5]
+#   MODELS="mobilenet_style" bench/engine_vs_ort.sh ...   (a subset of the four models)
 # Needs a release build (scripts/build.sh) and installs onnxruntime-node from npm into bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +29,7 @@ cp models/bev_demo.onnx "$OUT/models/"
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 table="| model | threads | opscope median (ms) | ONNX Runtime median (ms) | ratio opscope/ORT |\n|---|---|---|---|---|\n"
-for model in resnet_style mobilenet_style transformer_encoder bev_demo; do
+for model in ${MODELS:-resnet_style mobilenet_style transformer_encoder bev_demo}; do
   for threads in 1 2; do
     ours=(); theirs=()
     for ((r = 0; r < REPS; r++)); do

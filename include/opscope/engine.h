@@ -28,6 +28,10 @@ struct SessionOptions {
   int threads = 0;                  // 0: all online CPUs
   bool fold_constants = true;
   bool fuse = true;
+  // Keep the activations between consecutive 2-D convolutions (and the elementwise ops between
+  // them) channels-last (NHWC) from the second run on, so oneDNN's NHWC kernels run them with no
+  // reorders; logical shapes stay NCHW. See docs/engine.md.
+  bool channels_last = true;
   // Values for symbolic or unknown input dimensions: input name -> full shape.
   std::map<std::string, std::vector<int64_t>> shapes;
 };
@@ -54,6 +58,8 @@ struct StepInfo {
   std::string name;                 // anchor node's name
   std::string op_type;              // anchor's op type, "+Relu" etc. appended when fused
   std::vector<int> nodes;           // indices into nodes()
+  // Channels-last (NHWC in memory) input 0 / output 0, from the second run on.
+  bool channels_last_in = false, channels_last_out = false;
 };
 
 class Session {

@@ -73,6 +73,10 @@ class Kernel {
   }
   // Returns true if the kernel applies `op` to its output from now on.
   virtual bool AddPostOp(const PostOp& op) { return false; }
+  // Channels-last activations: from now on input 0 (`input`) and output 0 (`output`) of a 4-D
+  // NCHW tensor are stored as NHWC in memory (the logical shape stays NCHW). Returns false if
+  // the kernel cannot; only convolutions can (SessionImpl::AssignChannelsLast).
+  virtual bool SetChannelsLast(bool input, bool output) { return !input && !output; }
 };
 
 using KernelFactory = StatusOr<std::unique_ptr<Kernel>> (*)(const Node& node);

@@ -122,6 +122,7 @@ class SessionImpl final : public Session {
   bool TryPostOp(int producer_step, int consumer_node);
   Status RunStep(int s, bool planning);
   void FinishPlanning();
+  void AssignChannelsLast();
   int SoleConsumer(int value) const;
 
   std::string path_, model_dir_;
@@ -140,6 +141,7 @@ class SessionImpl final : public Session {
   std::vector<std::string> warnings_;
   OpObserver* observer_ = nullptr;
   bool planned_ = false;
+  bool channels_last_ = true;
   int run_count_ = 0;
   std::shared_ptr<void> arena_;
   size_t arena_size_ = 0;
@@ -249,6 +251,7 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   path_ = path;
   model_dir_ = std::filesystem::path(path).parent_path().string();
   threads_ = options.threads > 0 ? options.threads : std::max(1, omp_get_num_procs());
+  channels_last_ = options.channels_last;
   omp_set_num_threads(threads_);
 
   OPSCOPE_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
@@ -896,6 +899,7 @@ void SessionImpl::FinishPlanning() {
     bufs.push_back({bytes, first[v], last[v], 0});
     buf_value.push_back(static_cast<int>(v));
   }
+  if (channels_last_) AssignChannelsLast();
   memory_ = PlanArena(bufs);
   arena_size_ = memory_.arena_bytes;
   if (arena_size_ > 0) {
@@ -910,6 +914,95 @@ void SessionImpl::FinishPlanning() {
     }
   }
   planned_ = true;
+}
+
+// Channels-last regions. oneDNN's fast convolution kernels want NHWC (or blocked) activations;
+// at NCHW op boundaries every convolution pays a reorder in and out (or takes a slower path).
+// After the planning run, an activation is stored NHWC (under its logical NCHW shape) when it
+// is produced by a 2-D Conv, or by an elementwise step whose data inputs are all NHWC, and every
+// step that reads it is a Conv reading it as X, or an elementwise step whose output is NHWC
+// too. Elementwise steps qualify when their non-constant inputs all have the output's shape and
+// their constants are scalars, so memory order does not matter to them (a residual Add, a Clip).
+// Graph inputs and outputs, views and constants stay NCHW. The assignment is the largest
+// consistent one: start from every candidate and drop values that break a rule until none does.
+void SessionImpl::AssignChannelsLast() {
+  static const std::set<std::string> kElementwise = {
+      "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Pow", "Relu", "LeakyRelu",
+      "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Erf", "Exp", "Log", "Sqrt",
+      "Reciprocal", "Neg", "Abs", "Floor", "Ceil"};
+  const int nv = static_cast<int>(values_.size()), ns = static_cast<int>(steps_.size());
+  std::vector<int> producer(nv, -1);
+  std::vector<std::vector<int>> consumers(nv);
+  std::vector<char> is_conv(ns, 0), is_elementwise(ns, 0);
+  for (int s = 0; s < ns; ++s) {
+    const Step& st = steps_[s];
+    if (!st.active || st.view) continue;
+    for (int o : st.outputs)
+      if (o >= 0) producer[o] = s;
+    for (int i : st.inputs)
+      if (i >= 0) consumers[i].push_back(s);
+    if (st.outputs.size() != 1 || st.outputs[0] < 0) continue;
+    const Value& out = values_[st.outputs[0]];
+    const std::string& anchor = nodes_[st.nodes[0]].op_type;
+    if (anchor == "Conv") {
+      is_conv[s] = !st.inputs.empty() && st.inputs[0] >= 0 && values_[st.inputs[0]].shape.size() == 4 &&
+                   out.shape.size() == 4;
+      continue;
+    }
+    bool ew = true;
+    for (int n : st.nodes) ew &= kElementwise.count(nodes_[n].op_type) > 0;
+    for (int n : st.nodes)
+      for (int i : nodes_[n].inputs) {
+        if (i < 0) continue;
+        const Value& v = values_[i];
+        if (v.is_const) ew &= v.tensor.numel() == 1;
+        else ew &= v.shape == out.shape;
+      }
+    is_elementwise[s] = ew;
+  }
+  std::vector<char> cl(nv, 0);
+  for (int v = 0; v < nv; ++v) {
+    const Value& val = values_[v];
+    if (val.is_const || val.is_input || val.is_output || !val.shape_static || val.alias_root >= 0 ||
+        val.shape.size() != 4 || val.dtype != DataType::kFloat32 || producer[v] < 0)
+      continue;
+    cl[v] = is_conv[producer[v]] || is_elementwise[producer[v]];
+  }
+  for (int v = 0; v < nv; ++v)  // a value with views keeps NCHW: the views read its bytes
+    if (values_[v].alias_root >= 0) cl[values_[v].alias_root] = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int v = 0; v < nv; ++v) {
+      if (!cl[v]) continue;
+      bool ok = true;
+      const Step& p = steps_[producer[v]];
+      if (is_elementwise[producer[v]])
+        for (int i : p.inputs)
+          ok &= i < 0 || values_[i].is_const || cl[i];
+      for (int c : consumers[v]) {
+        const Step& cs = steps_[c];
+        if (is_conv[c]) {
+          for (size_t k = 1; k < cs.inputs.size(); ++k) ok &= cs.inputs[k] != v;
+        } else {
+          ok &= is_elementwise[c] && cl[cs.outputs[0]];
+        }
+      }
+      if (!ok) cl[v] = 0, changed = true;
+    }
+  }
+  for (int s = 0; s < ns; ++s) {
+    if (!is_conv[s]) continue;
+    const Step& st = steps_[s];
+    bool in = cl[st.inputs[0]], out = cl[st.outputs[0]];
+    if (!in && !out) continue;
+    if (!st.kernel->SetChannelsLast(in, out)) {
+      // Not expected (every Conv kernel can); the values are already promised, so say so.
+      warnings_.push_back(Where(st.nodes[0]) + ": kernel refused channels-last activations");
+      continue;
+    }
+    step_infos_[s].channels_last_in = in;
+    step_infos_[s].channels_last_out = out;
+  }
 }
 
 const Tensor* SessionImpl::Output(const std::string& name) const {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "engine/testing/kernel_runner.h"
@@ -314,6 +315,86 @@ TEST(SessionTest, ResidualAddReluFusesAndMatchesUnfused) {
     for (int r = 0; r < 2; ++r) ASSERT_TRUE((*s)->Run().ok());
   }
   EXPECT_EQ(testing::CompareFloat(*(*s1)->Output("y"), *(*s2)->Output("y"), 0, 0), "");
+}
+
+// Channels-last regions: a conv chain with a depthwise stride-2 conv, a 1x1 conv, a residual
+// Add and a scalar Mul stays NHWC inside; a per-channel broadcast Add, a GlobalAveragePool and
+// graph outputs force NCHW at the region's edges. Results must equal the all-NCHW session's,
+// fused and unfused (unfused, the Clip is an elementwise step inside the region), and the
+// planning run (always NCHW) must agree with the later runs.
+TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
+  ModelBuilder b;
+  b.Input("x", {2, 5, 9, 9});
+  b.Init("w1", {8, 5, 3, 3}, Rand(8 * 5 * 9, 11));
+  b.Init("b1", {8}, Rand(8, 12));
+  b.Init("lo", {}, {0.f});
+  b.Init("hi", {}, {0.7f});
+  b.Init("wdw", {8, 1, 3, 3}, Rand(8 * 9, 13));
+  b.Init("w3", {8, 8, 1, 1}, Rand(64, 14));
+  b.Init("b3", {8}, Rand(8, 15));
+  b.Init("half", {}, {0.5f});
+  b.Init("wg", {12, 4, 3, 3}, Rand(12 * 4 * 9, 16));
+  b.Init("wh", {6, 8, 1, 1}, Rand(48, 17));
+  b.Init("ch", {6, 1, 1}, Rand(6, 18));
+  auto* c1 = b.Node("Conv", {"x", "w1", "b1"}, {"c1pre"}, "conv1");
+  ModelBuilder::IntsAttr(c1, "pads", {1, 1, 1, 1});
+  b.Node("Clip", {"c1pre", "lo", "hi"}, {"c1"}, "clip1");
+  auto* dw = b.Node("Conv", {"c1", "wdw"}, {"c2"}, "dw");
+  ModelBuilder::IntsAttr(dw, "pads", {1, 1, 1, 1});
+  ModelBuilder::IntsAttr(dw, "strides", {2, 2});
+  auto* g = dw->add_attribute();
+  g->set_name("group");
+  g->set_type(onnx::AttributeProto::INT);
+  g->set_i(8);
+  b.Node("Conv", {"c2", "w3", "b3"}, {"c3"}, "pw");
+  b.Node("Add", {"c2", "c3"}, {"a"}, "residual");
+  b.Node("Mul", {"a", "half"}, {"m"}, "scale");
+  auto* cg = b.Node("Conv", {"m", "wg"}, {"y"}, "grouped");
+  ModelBuilder::IntsAttr(cg, "pads", {1, 1, 1, 1});
+  auto* gg = cg->add_attribute();
+  gg->set_name("group");
+  gg->set_type(onnx::AttributeProto::INT);
+  gg->set_i(2);
+  auto* ch = b.Node("Conv", {"c1", "wh"}, {"h"}, "branch");
+  ModelBuilder::IntsAttr(ch, "strides", {2, 2});
+  b.Node("Add", {"h", "ch"}, {"hb"}, "per_channel_add");
+  b.Node("Relu", {"hb"}, {"y2"}, "relu2");
+  b.Node("GlobalAveragePool", {"h"}, {"y3"}, "pool");
+  b.Output("y", {2, 12, 5, 5});
+  b.Output("y2", {2, 6, 5, 5});
+  b.Output("y3", {2, 6, 1, 1});
+  std::string path = b.Save("channels_last.onnx");
+  Tensor x = testing::RandomTensor({2, 5, 9, 9}, 19);
+
+  SessionOptions nchw;
+  nchw.channels_last = false;
+  auto ref = Session::Load(path, nchw);
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+  ASSERT_TRUE((*ref)->SetInput("x", x).ok());
+  ASSERT_TRUE((*ref)->Run().ok());
+  for (const StepInfo& st : (*ref)->Steps()) EXPECT_FALSE(st.channels_last_in || st.channels_last_out);
+
+  for (bool fuse : {true, false}) {
+    SessionOptions o;
+    o.fuse = fuse;
+    auto s = Session::Load(path, o);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_TRUE((*s)->SetInput("x", x).ok());
+    for (int r = 0; r < 3; ++r) {
+      ASSERT_TRUE((*s)->Run().ok());
+      for (const char* out : {"y", "y2", "y3"})
+        EXPECT_EQ(testing::CompareFloat(*(*s)->Output(out), *(*ref)->Output(out), 1e-4f, 1e-4f), "")
+            << out << " run " << r << (fuse ? " fused" : " unfused");
+    }
+    std::map<std::string, std::pair<bool, bool>> layout;
+    for (const StepInfo& st : (*s)->Steps()) layout[st.name] = {st.channels_last_in, st.channels_last_out};
+    using P = std::pair<bool, bool>;
+    EXPECT_EQ(layout["conv1"], P(false, true));   // graph input in, NHWC out
+    EXPECT_EQ(layout["dw"], P(true, true));
+    EXPECT_EQ(layout["pw"], P(true, true));
+    EXPECT_EQ(layout["grouped"], P(true, false)); // graph output
+    EXPECT_EQ(layout["branch"], P(true, false));  // read by a broadcast Add and a pool
+  }
 }
 
 TEST(SessionTest, ThreadsOptionIsHonoured) {
