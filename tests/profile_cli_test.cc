@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -130,6 +133,48 @@ TEST(ProfileCliTest, FourTimesTheWorkMeasuresThreeToFiveTimesSlower) {
   EXPECT_LE(ratio, 5.0);
   double sum = light->stats.median + heavy->stats.median;
   EXPECT_NEAR(sum / p->e2e.stats.median, 1.0, 0.10) << "per-op sum " << sum << " vs e2e " << p->e2e.stats.median;
+}
+
+// The float values of a TensorProto file as --save-outputs writes them.
+std::vector<float> ReadFloats(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  onnx::TensorProto t;
+  EXPECT_TRUE(t.ParseFromString(bytes)) << path;
+  std::vector<float> v(t.float_data().begin(), t.float_data().end());
+  if (v.empty() && !t.raw_data().empty()) {
+    v.resize(t.raw_data().size() / sizeof(float));
+    std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(float));
+  }
+  return v;
+}
+
+// The demo model with and without channels-last regions: the flag is honoured and recorded,
+// and the outputs agree (the convolutions accumulate in a different order, hence a tolerance).
+TEST(ProfileCliTest, DemoModelOutputsAgreeWithAndWithoutChannelsLast) {
+  std::string model = kSrc + "/models/bev_demo.onnx";
+  std::string on = TempDir() + "/cl_on", off = TempDir() + "/cl_off";
+  auto a = Profile({model, "--runs", "2", "--warmup", "2", "--no-overhead", "--save-outputs", on,
+                    "--format", "json"});
+  auto b = Profile({model, "--runs", "2", "--warmup", "2", "--no-overhead", "--save-outputs", off,
+                    "--no-channels-last", "--format", "json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  auto pa = profile::FromJsonString(a.out, "stdout"), pb = profile::FromJsonString(b.out, "stdout");
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  EXPECT_EQ(pa->meta.extra["channels_last"], "on");
+  EXPECT_EQ(pb->meta.extra["channels_last"], "off");
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(on)) {
+    std::vector<float> x = ReadFloats(e.path().string());
+    std::vector<float> y = ReadFloats(off + "/" + e.path().filename().string());
+    ASSERT_EQ(x.size(), y.size()) << e.path();
+    ASSERT_FALSE(x.empty()) << e.path();
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_NEAR(x[i], y[i], 1e-3f + 1e-3f * std::fabs(y[i])) << e.path() << " element " << i;
+    ++files;
+  }
+  EXPECT_GT(files, 0);
 }
 
 TEST(ProfileCliTest, DemoModelEveryNodeOnceInEveryFormat) {

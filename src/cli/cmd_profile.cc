@@ -40,6 +40,8 @@ class ProfileCommand : public Command {
     app->add_option("--save-outputs", save_dir_, "Write each output as a TensorProto .pb into DIR");
     app->add_option("--seed", seed_, "Seed for random inputs")->capture_default_str();
     app->add_flag("--no-fuse", no_fuse_, "Disable operator fusion (Conv+BN, Conv+activation, MatMul+Add)");
+    app->add_flag("--no-channels-last", no_channels_last_,
+                  "Keep every activation NCHW (no NHWC regions between consecutive convolutions)");
     app->add_flag("--no-overhead", no_overhead_, "Skip the interleaved runs that measure opscope's own overhead");
     app->add_flag("--counters", counters_, "Per-operator counters (hardware where the CPU has a PMU, software stand-ins otherwise)");
     app->add_option("-e,--events", events_, "Counter events for --counters (comma-separated; default: cycles, instructions, cache and branch misses, task-clock, page-faults)");
@@ -74,6 +76,7 @@ class ProfileCommand : public Command {
     opt.model_path = model_;
     opt.session.threads = threads_;
     opt.session.fuse = !no_fuse_;
+    opt.session.channels_last = !no_channels_last_;
     opt.warmup = warmup_;
     opt.runs = runs_;
     opt.seed = seed_;
@@ -177,7 +180,7 @@ class ProfileCommand : public Command {
   OutputChoice out_;
   std::vector<std::string> inputs_, shapes_;
   std::string save_dir_;
-  bool no_fuse_ = false, no_overhead_ = false, counters_ = false, sample_ = false;
+  bool no_fuse_ = false, no_channels_last_ = false, no_overhead_ = false, counters_ = false, sample_ = false;
   std::string events_, call_graph_ = "fp", machine_file_;
   double freq_ = 997, peak_gflops_ = 0, peak_gbps_ = 0;
 };

@@ -124,6 +124,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   p.meta.extra["naive_activation_bytes"] = std::to_string(session->NaiveActivationBytes());
   p.meta.extra["seed"] = std::to_string(opt.seed);
   p.meta.extra["fusion"] = so.fuse ? "on" : "off";
+  p.meta.extra["channels_last"] = so.channels_last ? "on" : "off";
   p.meta.extra["steps"] = std::to_string(steps.size());
   std::vector<std::string> inputs;
   for (const auto& in : session->Inputs())
