@@ -936,12 +936,12 @@ void SessionImpl::AssignChannelsLast() {
   std::vector<char> is_conv(ns, 0), is_elementwise(ns, 0);
   for (int s = 0; s < ns; ++s) {
     const Step& st = steps_[s];
-    if (!st.active || st.view) continue;
+    if (!st.active) continue;
     for (int o : st.outputs)
       if (o >= 0) producer[o] = s;
     for (int i : st.inputs)
       if (i >= 0) consumers[i].push_back(s);
-    if (st.outputs.size() != 1 || st.outputs[0] < 0) continue;
+    if (st.view || st.outputs.size() != 1 || st.outputs[0] < 0) continue;
     const Value& out = values_[st.outputs[0]];
     const std::string& anchor = nodes_[st.nodes[0]].op_type;
     if (anchor == "Conv") {

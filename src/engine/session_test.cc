@@ -360,9 +360,14 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
   b.Node("Add", {"h", "ch"}, {"hb"}, "per_channel_add");
   b.Node("Relu", {"hb"}, {"y2"}, "relu2");
   b.Node("GlobalAveragePool", {"h"}, {"y3"}, "pool");
+  b.Init("wk", {4, 8, 1, 1}, Rand(32, 20));
+  b.Node("Conv", {"c1", "wk"}, {"k"}, "viewed");
+  b.Node("Flatten", {"k"}, {"kf"}, "flatten");  // becomes a view of k after the planning run
+  b.Node("Relu", {"kf"}, {"y4"}, "relu4");
   b.Output("y", {2, 12, 5, 5});
   b.Output("y2", {2, 6, 5, 5});
   b.Output("y3", {2, 6, 1, 1});
+  b.Output("y4", {2, 324});
   std::string path = b.Save("channels_last.onnx");
   Tensor x = testing::RandomTensor({2, 5, 9, 9}, 19);
 
@@ -382,7 +387,7 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
     ASSERT_TRUE((*s)->SetInput("x", x).ok());
     for (int r = 0; r < 3; ++r) {
       ASSERT_TRUE((*s)->Run().ok());
-      for (const char* out : {"y", "y2", "y3"})
+      for (const char* out : {"y", "y2", "y3", "y4"})
         EXPECT_EQ(testing::CompareFloat(*(*s)->Output(out), *(*ref)->Output(out), 1e-4f, 1e-4f), "")
             << out << " run " << r << (fuse ? " fused" : " unfused");
     }
@@ -394,6 +399,7 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
     EXPECT_EQ(layout["pw"], P(true, true));
     EXPECT_EQ(layout["grouped"], P(true, false)); // graph output
     EXPECT_EQ(layout["branch"], P(true, false));  // read by a broadcast Add and a pool
+    EXPECT_EQ(layout["viewed"], P(true, false));  // read through a view
   }
 }
 
