@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
@@ -164,6 +165,13 @@ TEST(ProfileCliTest, DemoModelOutputsAgreeWithAndWithoutChannelsLast) {
   ASSERT_TRUE(pa.ok() && pb.ok());
   EXPECT_EQ(pa->meta.extra["channels_last"], "on");
   EXPECT_EQ(pb->meta.extra["channels_last"], "off");
+  // The demo backbone is a conv chain: its first conv reads the NCHW input and writes NHWC.
+  std::map<std::string, std::string> layout_a;
+  for (const auto& op : pa->ops)
+    if (!op.layout.empty()) layout_a[op.name] = op.layout;
+  for (const auto& op : pb->ops) EXPECT_EQ(op.layout, "") << op.name;
+  EXPECT_EQ(layout_a["backbone.conv1"], "NCHW in, NHWC out");
+  EXPECT_GE(layout_a.size(), 3u);
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(on)) {
     std::vector<float> x = ReadFloats(e.path().string());

@@ -170,6 +170,9 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
       std::fill(w.begin(), w.end(), 1.0);
       wsum = static_cast<double>(w.size());
     }
+    if (st.channels_last_in || st.channels_last_out)
+      p.ops[st.nodes[0]].layout = std::string(st.channels_last_in ? "NHWC" : "NCHW") + " in, " +
+                                  (st.channels_last_out ? "NHWC" : "NCHW") + " out";
     for (size_t k = 0; k < st.nodes.size(); ++k) {
       profile::OpRecord& op = p.ops[st.nodes[k]];
       if (op.status == "folded") continue;

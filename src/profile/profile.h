@@ -74,6 +74,9 @@ struct OpRecord {
   std::string step;                     // name of the execution step that ran it
   std::vector<std::string> fused_with;  // other source nodes of the same step
   std::string attribution = "measured"; // how runs_ms was obtained
+  // Memory order the engine kept this Conv's input/output in when it differs from ONNX's NCHW
+  // (channels-last regions), e.g. "NHWC in, NCHW out"; empty otherwise (and omitted in JSON).
+  std::string layout;
   std::map<std::string, double> counters;  // event -> value per run (mean), scaled
 };
 

@@ -37,8 +37,14 @@ void from_json(const nlohmann::json& j, E2E& v) {
 #define OP_FIELDS(X) X(name); X(op_type); X(domain); X(index); X(input_shapes); \
   X(output_shapes); X(flops); X(bytes); X(runs_ms); X(stats); X(share); X(status); X(step); \
   X(fused_with); X(attribution); X(counters)
-void to_json(nlohmann::json& j, const OpRecord& v) { OP_FIELDS(OPSCOPE_JSON_PUT); }
-void from_json(const nlohmann::json& j, OpRecord& v) { OP_FIELDS(OPSCOPE_JSON_GET); }
+void to_json(nlohmann::json& j, const OpRecord& v) {
+  OP_FIELDS(OPSCOPE_JSON_PUT);
+  if (!v.layout.empty()) OPSCOPE_JSON_PUT(layout);
+}
+void from_json(const nlohmann::json& j, OpRecord& v) {
+  OP_FIELDS(OPSCOPE_JSON_GET);
+  OPSCOPE_JSON_GET(layout);
+}
 
 // Op events are many: stored as compact arrays [op, run, tid, start_ns, dur_ns].
 void to_json(nlohmann::json& j, const OpEvent& v) {

@@ -78,6 +78,7 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
               sec > 0 && op->bytes > 0 ? F("%.2f", op->bytes / sec / 1e9) : "-"});
     if (op->status == "fused")
       t.AddNote("   fused in step '" + op->step + "' with " + Join(op->fused_with, ", ") + "; " + op->attribution);
+    if (!op->layout.empty()) t.AddNote("   memory layout: " + op->layout + " (channels-last region)");
     if (!op->counters.empty()) {
       std::vector<std::string> cs;
       for (const auto& [k, v] : op->counters) cs.push_back(k + "=" + HumanCount(v));
