@@ -403,6 +403,54 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
   }
 }
 
+// MatMul and Gemm with constant B hand it to oneDNN prepacked (reordered once, reused); the
+// same graph with B as a graph input takes the plain path. Both must agree, on every run.
+TEST(SessionTest, ConstantMatMulAndGemmWeightsMatchRuntimeWeights) {
+  std::vector<float> wm = Rand(24 * 40, 31), wg = Rand(40 * 24, 32), c = Rand(40, 33);
+  auto build = [&](bool constant, const std::string& file) {
+    ModelBuilder b;
+    b.Input("x", {3, 7, 24});
+    b.Input("x2", {5, 24});
+    if (constant) {
+      b.Init("wm", {24, 40}, wm);
+      b.Init("wg", {40, 24}, wg);
+    } else {
+      b.Input("wm", {24, 40});
+      b.Input("wg", {40, 24});
+    }
+    b.Init("c", {40}, c);
+    b.Node("MatMul", {"x", "wm"}, {"y"}, "matmul");
+    auto* g = b.Node("Gemm", {"x2", "wg", "c"}, {"y2"}, "gemm");
+    auto* t = g->add_attribute();
+    t->set_name("transB");
+    t->set_type(onnx::AttributeProto::INT);
+    t->set_i(1);
+    b.Output("y", {3, 7, 40});
+    b.Output("y2", {5, 40});
+    return b.Save(file);
+  };
+  auto sc = Session::Load(build(true, "const_weights.onnx"), {});
+  auto sr = Session::Load(build(false, "runtime_weights.onnx"), {});
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  ASSERT_TRUE(sr.ok()) << sr.status().message();
+  Tensor wmt(DataType::kFloat32, {24, 40}), wgt(DataType::kFloat32, {40, 24});
+  std::copy(wm.begin(), wm.end(), wmt.data<float>());
+  std::copy(wg.begin(), wg.end(), wgt.data<float>());
+  ASSERT_TRUE((*sr)->SetInput("wm", wmt).ok());
+  ASSERT_TRUE((*sr)->SetInput("wg", wgt).ok());
+  for (int r = 0; r < 3; ++r) {
+    Tensor x = testing::RandomTensor({3, 7, 24}, 40 + r), x2 = testing::RandomTensor({5, 24}, 50 + r);
+    for (auto* s : {&*sc, &*sr}) {
+      ASSERT_TRUE((*s)->SetInput("x", x).ok());
+      ASSERT_TRUE((*s)->SetInput("x2", x2).ok());
+      ASSERT_TRUE((*s)->Run().ok());
+    }
+    for (const char* out : {"y", "y2"})
+      EXPECT_EQ(testing::CompareFloat(*(*sc)->Output(out), *(*sr)->Output(out), 1e-5f, 1e-5f), "")
+          << out << " run " << r;
+  }
+}
+
 TEST(SessionTest, ThreadsOptionIsHonoured) {
   ModelBuilder b;
   std::string path = ConvBnRelu(b);

@@ -31,6 +31,45 @@ namespace {
 
 constexpr int kMaxDnnlRank = 12;  // DNNL_MAX_NDIMS in oneDNN 2.6
 
+// The A, B and Y memories of a matmul primitive (MatMul and Gemm), with a constant B kept
+// prepacked in the primitive's preferred layout.
+struct MatmulOperands {
+  dnnl::memory a, b, y;
+  dnnl::memory::desc b_plain, b_prim;  // B as given, and as the primitive wants a constant B
+  DnnlWeightCache b_cache;
+
+  // B's descriptor for creating the primitive: `any` for a constant B, else B as given.
+  dnnl::memory::desc BDesc(bool b_const) const {
+    return b_const ? dnnl::memory::desc(b_plain.dims(), dnnl::memory::data_type::f32,
+                                        dnnl::memory::format_tag::any)
+                   : b_plain;
+  }
+  // After creating the primitive (inside DnnlCall).
+  void Create(const dnnl::memory::desc& a_md, const dnnl::memory::desc& y_md,
+              const dnnl::matmul::primitive_desc& pd) {
+    a = dnnl::memory(a_md, DnnlEngine(), nullptr);
+    b = dnnl::memory(b_plain, DnnlEngine(), nullptr);
+    y = dnnl::memory(y_md, DnnlEngine(), nullptr);
+    b_prim = pd.weights_desc();
+    b_cache.Clear();
+  }
+  // SRC/WEIGHTS/DST arguments for one execution.
+  StatusOr<std::unordered_map<int, dnnl::memory>> Args(const Node& node, const Tensor* ta,
+                                                       const Tensor* tb, bool b_const, Tensor* ty) {
+    dnnl::memory w = b;
+    if (b_const) {
+      OPSCOPE_ASSIGN_OR_RETURN(w, b_cache.Get(node, tb->data<float>(), b_plain, b_prim, true));
+    }
+    OPSCOPE_RETURN_IF_ERROR(DnnlCall(node, "bind the operands", [&] {
+      a.set_data_handle(const_cast<float*>(ta->data<float>()));
+      if (!b_const) b.set_data_handle(const_cast<float*>(tb->data<float>()));
+      y.set_data_handle(ty->data<float>());
+    }));
+    return std::unordered_map<int, dnnl::memory>{
+        {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
+  }
+};
+
 class MatMulKernel : public Kernel {
  public:
   explicit MatMulKernel(const Node& node) : node_(node) {}
@@ -86,16 +125,8 @@ class MatMulKernel : public Kernel {
       OPSCOPE_RETURN_IF_ERROR(Build(as, bs, ys, b_const));
       key_ = key;
     }
-    dnnl::memory wmem = b_mem_;
-    if (b_const) {
-      OPSCOPE_ASSIGN_OR_RETURN(wmem, b_cache_.Get(node_, b->data<float>(), b_plain_, b_prim_, true));
-    }
+    OPSCOPE_ASSIGN_OR_RETURN(auto args, io_.Args(node_, a, b, b_const, y));
     return DnnlCall(node_, "run the matmul", [&] {
-      a_mem_.set_data_handle(const_cast<float*>(a->data<float>()));
-      if (!b_const) b_mem_.set_data_handle(const_cast<float*>(b->data<float>()));
-      y_mem_.set_data_handle(y->data<float>());
-      std::unordered_map<int, dnnl::memory> args = {
-          {DNNL_ARG_SRC, a_mem_}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, y_mem_}};
       if (bias_.numel()) args[DNNL_ARG_BIAS] = bias_mem_;
       prim_.execute(DnnlStream(), args);
       DnnlStream().wait();
@@ -141,9 +172,8 @@ class MatMulKernel : public Kernel {
     using dnnl::memory;
     return DnnlCall(node_, "create the matmul primitive", [&] {
       memory::desc a_md = DnnlPlainDesc(as), y_md = DnnlPlainDesc(ys);
-      b_plain_ = DnnlPlainDesc(bs);
-      memory::desc b_md = b_const ? memory::desc(bs, memory::data_type::f32, memory::format_tag::any)
-                                  : b_plain_;
+      io_.b_plain = DnnlPlainDesc(bs);
+      memory::desc b_md = io_.BDesc(b_const);
       memory::desc bias_md;
       if (bias_.numel()) {
         std::vector<int64_t> bsh(ys.size(), 1);
@@ -160,11 +190,7 @@ class MatMulKernel : public Kernel {
       }
       dnnl::matmul::primitive_desc pd(d, attr, DnnlEngine());
       prim_ = dnnl::matmul(pd);
-      a_mem_ = memory(a_md, DnnlEngine(), nullptr);
-      b_prim_ = pd.weights_desc();
-      b_mem_ = memory(b_plain_, DnnlEngine(), nullptr);
-      b_cache_.Clear();
-      y_mem_ = memory(y_md, DnnlEngine(), nullptr);
+      io_.Create(a_md, y_md, pd);
       if (bias_.numel()) bias_mem_ = memory(bias_md, DnnlEngine(), bias_.data<float>());
     });
   }
@@ -174,9 +200,8 @@ class MatMulKernel : public Kernel {
   Tensor bias_;
   std::vector<int64_t> key_;
   dnnl::primitive prim_;
-  dnnl::memory a_mem_, b_mem_, y_mem_, bias_mem_;
-  dnnl::memory::desc b_plain_, b_prim_;  // B as given, and as the primitive wants a constant B
-  DnnlWeightCache b_cache_;
+  MatmulOperands io_;
+  dnnl::memory bias_mem_;
 };
 
 class GemmKernel : public Kernel {
@@ -253,16 +278,8 @@ class GemmKernel : public Kernel {
       OPSCOPE_RETURN_IF_ERROR(st);
       key_ = key;
     }
-    dnnl::memory wmem = b_mem_;
-    if (b_const) {
-      OPSCOPE_ASSIGN_OR_RETURN(wmem, b_cache_.Get(node_, b->data<float>(), b_plain_, b_prim_, true));
-    }
+    OPSCOPE_ASSIGN_OR_RETURN(auto args, io_.Args(node_, a, b, b_const, y));
     return DnnlCall(node_, "run the gemm", [&] {
-      a_mem_.set_data_handle(const_cast<float*>(a->data<float>()));
-      if (!b_const) b_mem_.set_data_handle(const_cast<float*>(b->data<float>()));
-      y_mem_.set_data_handle(y->data<float>());
-      std::unordered_map<int, dnnl::memory> args = {
-          {DNNL_ARG_SRC, a_mem_}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, y_mem_}};
       if (use_c) {
         c_mem_.set_data_handle(const_cast<float*>(c_data));
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = c_mem_;
@@ -301,10 +318,9 @@ class GemmKernel : public Kernel {
     return DnnlCall(node_, "create the gemm primitive", [&] {
       memory::desc a_md({M, K}, memory::data_type::f32,
                         trans_a_ ? memory::dims{1, M} : memory::dims{K, 1});
-      b_plain_ = memory::desc({K, N}, memory::data_type::f32,
-                              trans_b_ ? memory::dims{1, K} : memory::dims{N, 1});
-      memory::desc b_md =
-          b_const ? memory::desc({K, N}, memory::data_type::f32, memory::format_tag::any) : b_plain_;
+      io_.b_plain = memory::desc({K, N}, memory::data_type::f32,
+                                 trans_b_ ? memory::dims{1, K} : memory::dims{N, 1});
+      memory::desc b_md = io_.BDesc(b_const);
       memory::desc y_md = DnnlPlainDesc({M, N});
       dnnl::matmul::desc d(a_md, b_md, y_md);
       dnnl::primitive_attr attr;
@@ -319,11 +335,7 @@ class GemmKernel : public Kernel {
       attr.set_post_ops(ops);
       dnnl::matmul::primitive_desc pd(d, attr, DnnlEngine());
       prim_ = dnnl::matmul(pd);
-      a_mem_ = memory(a_md, DnnlEngine(), nullptr);
-      b_prim_ = pd.weights_desc();
-      b_mem_ = memory(b_plain_, DnnlEngine(), nullptr);
-      b_cache_.Clear();
-      y_mem_ = memory(y_md, DnnlEngine(), nullptr);
+      io_.Create(a_md, y_md, pd);
       if (use_c) c_mem_ = memory(c_md, DnnlEngine(), nullptr);
     });
   }
@@ -336,9 +348,8 @@ class GemmKernel : public Kernel {
   std::vector<float> c_buf_;
   std::vector<int64_t> key_;
   dnnl::primitive prim_;
-  dnnl::memory a_mem_, b_mem_, y_mem_, c_mem_;
-  dnnl::memory::desc b_plain_, b_prim_;  // B as given, and as the primitive wants a constant B
-  DnnlWeightCache b_cache_;
+  MatmulOperands io_;
+  dnnl::memory c_mem_;
 };
 
 }  // namespace
