@@ -1,5 +1,6 @@
 #include "engine/ops/common.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace opscope::engine {
@@ -57,6 +58,23 @@ double ReadScalar(const Tensor& t) {
     case DataType::kBool: return t.data<uint8_t>()[0];
     default: return 0;
   }
+}
+
+Isa BestIsa() {
+  static const Isa isa = [] {
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char* cap = std::getenv("OPSCOPE_MAX_ISA");
+    const std::string max_isa = cap ? cap : "";
+    if (max_isa == "baseline") return Isa::kBaseline;
+    if (max_isa != "avx2" && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq"))
+      return Isa::kAvx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+#endif
+    return Isa::kBaseline;
+  }();
+  return isa;
 }
 
 void CopyTensorData(const Tensor& src, Tensor* dst) {

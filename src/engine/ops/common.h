@@ -73,6 +73,13 @@ void ParallelFor(int64_t n, int64_t cost_per_item, F&& fn) {
   }
 }
 
+// Instruction sets that the engine's hottest loops are compiled for a second and third time
+// ([[gnu::target]]; the engine itself is built for baseline x86-64). BestIsa() is the best one
+// this CPU has, capped by the environment variable OPSCOPE_MAX_ISA=avx2 or =baseline (read once;
+// the tests use it to run every variant on one machine). kBaseline on other architectures.
+enum class Isa { kBaseline, kAvx2, kAvx512 };
+Isa BestIsa();
+
 // Copies a tensor's data into an output of the same dtype (Identity-like ops).
 void CopyTensorData(const Tensor& src, Tensor* dst);
 

@@ -24,7 +24,6 @@
 // writes a temporary of the covered size and the kernel copies it into place and fills the tail
 // with post_ops(bias).
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "base/strings.h"
@@ -380,18 +379,11 @@ void DepthwisePlaneBaseline(const float* x, const float* w, float bias, const fl
 using DepthwisePlaneFn = void (*)(const float*, const float*, float, const float*,
                                   const DwPlaneGeo&, float*, float*, float*);
 
-// OPSCOPE_MAX_ISA=avx2 or =baseline caps the choice, so that the tests can run every variant
-// on one machine.
 DepthwisePlaneFn SelectDepthwisePlane(bool flat) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  const char* cap = std::getenv("OPSCOPE_MAX_ISA");
-  const std::string max_isa = cap ? cap : "";
-  if (max_isa == "baseline") return DepthwisePlaneBaseline;
-  if (!flat && max_isa != "avx2" && __builtin_cpu_supports("avx512f") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq"))
-    return DepthwisePlaneAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DepthwisePlaneAvx2;
+  const Isa isa = BestIsa();
+  if (isa == Isa::kAvx512 && !flat) return DepthwisePlaneAvx512;
+  if (isa != Isa::kBaseline) return DepthwisePlaneAvx2;
 #endif
   return DepthwisePlaneBaseline;
 }

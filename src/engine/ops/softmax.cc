@@ -7,7 +7,8 @@
 // rows of `inner` elements (vectorized across the inner dimension) into per-column max and sum.
 //
 // Rows are reduced with 16 independent lanes and float32 exponentials use FastExp
-// (elementwise_common.h), so every pass vectorizes without -ffast-math. Rows whose maximum is not
+// (elementwise_common.h), so every pass vectorizes without -ffast-math; contiguous float32 rows
+// also run as AVX2 or AVX-512 code where the CPU has it (BestIsa). Rows whose maximum is not
 // finite (all -inf, +inf or NaN present) take the textbook path with std::exp and give what the
 // definition gives (NaN where it is undefined).
 #include <algorithm>
@@ -28,7 +29,7 @@ namespace opscope::engine {
 namespace {
 
 template <typename T>
-inline T ExpShifted(T v) {
+[[gnu::always_inline]] inline T ExpShifted(T v) {
   if constexpr (std::is_same_v<T, float>) return FastExp(v);
   else return std::exp(v);
 }
@@ -38,7 +39,7 @@ constexpr int kLanes = 16;
 // Max and sum of a row with independent lanes, so the loops vectorize without -ffast-math.
 // NaN propagates through LaneMax (then the caller takes the slow path).
 template <typename T>
-T LaneMax(const T* x, int64_t n) {
+[[gnu::always_inline]] inline T LaneMax(const T* x, int64_t n) {
   T lanes[kLanes];
   for (int j = 0; j < kLanes; ++j) lanes[j] = -std::numeric_limits<T>::infinity();
   int64_t i = 0;
@@ -51,7 +52,7 @@ T LaneMax(const T* x, int64_t n) {
 }
 
 template <typename T>
-T LaneSum(const T* x, int64_t n) {
+[[gnu::always_inline]] inline T LaneSum(const T* x, int64_t n) {
   T lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -63,7 +64,7 @@ T LaneSum(const T* x, int64_t n) {
 }
 
 template <typename T>
-T LaneSumExp(const T* x, int64_t n, T m) {
+[[gnu::always_inline]] inline T LaneSumExp(const T* x, int64_t n, T m) {
   T lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -74,10 +75,10 @@ T LaneSumExp(const T* x, int64_t n, T m) {
   return s;
 }
 
+// Rows [b, e) of R contiguous elements.
 template <typename T, bool kLog>
-void SoftmaxRows(const AxisView& v, const T* x, T* y) {
-  const int64_t R = v.axis;
-  ParallelFor(v.outer, R * 8, [&](int64_t b, int64_t e) {
+[[gnu::always_inline]] inline void SoftmaxRowRange(const T* x, T* y, int64_t R, int64_t b,
+                                                   int64_t e) {
     for (int64_t o = b; o < e; ++o) {
       const T* xr = x + o * R;
       T* yr = y + o * R;
@@ -103,7 +104,41 @@ void SoftmaxRows(const AxisView& v, const T* x, T* y) {
         for (int64_t r = 0; r < R; ++r) yr[r] *= inv;
       }
     }
-  });
+}
+
+template <typename T, bool kLog>
+void RowRangeBaseline(const T* x, T* y, int64_t R, int64_t b, int64_t e) {
+  SoftmaxRowRange<T, kLog>(x, y, R, b, e);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+// float32 rows are compiled again for AVX2+FMA and AVX-512 (BestIsa): FastExp's polynomial is
+// 4 SSE lanes in the baseline build.
+template <bool kLog>
+[[gnu::target("avx2,fma")]] void RowRangeAvx2(const float* x, float* y, int64_t R, int64_t b,
+                                              int64_t e) {
+  SoftmaxRowRange<float, kLog>(x, y, R, b, e);
+}
+template <bool kLog>
+[[gnu::target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]] void RowRangeAvx512(
+    const float* x, float* y, int64_t R, int64_t b, int64_t e) {
+  SoftmaxRowRange<float, kLog>(x, y, R, b, e);
+}
+#endif
+
+template <typename T, bool kLog>
+void SoftmaxRows(const AxisView& v, const T* x, T* y) {
+  using Fn = void (*)(const T*, T*, int64_t, int64_t, int64_t);
+  static const Fn fn = [] {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (BestIsa() == Isa::kAvx512) return Fn(RowRangeAvx512<kLog>);
+      if (BestIsa() == Isa::kAvx2) return Fn(RowRangeAvx2<kLog>);
+    }
+#endif
+    return Fn(RowRangeBaseline<T, kLog>);
+  }();
+  const int64_t R = v.axis;
+  ParallelFor(v.outer, R * 8, [&](int64_t b, int64_t e) { fn(x, y, R, b, e); });
 }
 
 template <typename T, bool kLog>
