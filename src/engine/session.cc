@@ -945,8 +945,11 @@ void SessionImpl::AssignChannelsLast() {
     const Value& out = values_[st.outputs[0]];
     const std::string& anchor = nodes_[st.nodes[0]].op_type;
     if (anchor == "Conv") {
+      // A 2-D Conv whose kernel takes channels-last activations (asked, then reset to NCHW
+      // until the assignment below is final).
       is_conv[s] = !st.inputs.empty() && st.inputs[0] >= 0 && values_[st.inputs[0]].shape.size() == 4 &&
-                   out.shape.size() == 4;
+                   out.shape.size() == 4 && st.kernel->SetChannelsLast(true, true) &&
+                   st.kernel->SetChannelsLast(false, false);
       continue;
     }
     bool ew = true;
@@ -995,11 +998,7 @@ void SessionImpl::AssignChannelsLast() {
     const Step& st = steps_[s];
     bool in = cl[st.inputs[0]], out = cl[st.outputs[0]];
     if (!in && !out) continue;
-    if (!st.kernel->SetChannelsLast(in, out)) {
-      // Not expected (every Conv kernel can); the values are already promised, so say so.
-      warnings_.push_back(Where(st.nodes[0]) + ": kernel refused channels-last activations");
-      continue;
-    }
+    st.kernel->SetChannelsLast(in, out);  // accepted (true, true) above, so it accepts any pair
     step_infos_[s].channels_last_in = in;
     step_infos_[s].channels_last_out = out;
   }
