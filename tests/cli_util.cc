@@ -16,15 +16,18 @@ namespace opscope::testing {
 std::string OpscopeBinary() { return std::string(OPSCOPE_BINARY_DIR) + "/opscope"; }
 
 std::string TempDir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/opscope_test_XXXXXX";
-    std::string d = mkdtemp(tmpl);
+  // A plain char array, not a std::string: the atexit handler runs after function-local statics
+  // registered later are destroyed (a std::string here was read after its destructor; ASan).
+  static char dir[] = "/tmp/opscope_test_XXXXXX";
+  static const bool made = [] {
+    if (!mkdtemp(dir)) return false;
     std::atexit([] {
       std::error_code ec;
-      std::filesystem::remove_all(TempDir(), ec);
+      std::filesystem::remove_all(dir, ec);
     });
-    return d;
+    return true;
   }();
+  (void)made;
   return dir;
 }
 

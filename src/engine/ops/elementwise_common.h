@@ -152,8 +152,10 @@ inline float FastExp(float x) {
   // scale bits but no undefined conversion, and NaN still propagates through p.
   const int32_t ni = std::bit_cast<int32_t>(xc * kLog2e + kShifter) - std::bit_cast<int32_t>(kShifter);
   const int32_t n1 = ni >> 1, n2 = ni - n1;
-  const float s1 = std::bit_cast<float>(static_cast<int32_t>((n1 + 127) * (1 << 23)));
-  const float s2 = std::bit_cast<float>(static_cast<int32_t>((n2 + 127) * (1 << 23)));
+  // The exponent field is filled with an unsigned shift: for NaN's garbage n a signed multiply
+  // would overflow (undefined; UBSan flagged it); for every real n the bits are the same.
+  const float s1 = std::bit_cast<float>(static_cast<uint32_t>(n1 + 127) << 23);
+  const float s2 = std::bit_cast<float>(static_cast<uint32_t>(n2 + 127) << 23);
   return p * s1 * s2;
 }
 
