@@ -560,7 +560,7 @@ class ConvKernel : public Kernel {
     const int64_t cost = out_plane * (2 * taps + static_cast<int64_t>(post_ops_.size())) + scratch;
     ParallelFor(N * C, cost, [&](int64_t p0, int64_t p1) {
       // Per-thread staging buffers, reused across calls; the input stage is zeroed once per call
-      // and its padding stays zero across planes (StageDepthwisePlane writes only input).
+      // and its padding stays zero across planes (DepthwisePlaneFlat writes only input there).
       thread_local std::vector<float> buf;
       if (static_cast<int64_t>(buf.size()) < scratch) buf.resize(static_cast<size_t>(scratch));
       std::fill(buf.begin(), buf.begin() + stage_floats, 0.f);
@@ -668,7 +668,7 @@ class ConvKernel : public Kernel {
       // as it is, bias and post-ops included. When they refuse the exact layouts (oneDNN then
       // offers its reference or im2col kernel), let oneDNN pick and reorder around it.
       Status st = create(false);
-      if (st.ok() && (StartsWith(p_.impl, "ref") || p_.impl.find("gemm") != std::string::npos))
+      if (!st.ok() || StartsWith(p_.impl, "ref") || p_.impl.find("gemm") != std::string::npos)
         st = create(true);
       return st;
     }
