@@ -3,9 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include "base/testing/golden.h"
+
 #include <string>
 #include <vector>
 
@@ -43,18 +42,8 @@ inline profile::Profile MakeProfile(std::vector<profile::OpRecord> ops, std::vec
 
 // Compares `actual` with testdata/<name>; OPSCOPE_UPDATE_GOLDEN=1 rewrites the file instead.
 inline void ExpectGolden(const std::string& name, const std::string& actual) {
-  std::string path = std::string(OPSCOPE_SOURCE_DIR) + "/src/analysis/testdata/" + name;
-  const char* update = std::getenv("OPSCOPE_UPDATE_GOLDEN");
-  if (update && std::string(update) == "1") {
-    std::ofstream(path) << actual;
-    return;
-  }
-  std::ifstream in(path);
-  ASSERT_TRUE(in.good()) << path << " missing: run the test with OPSCOPE_UPDATE_GOLDEN=1";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(ss.str(), actual) << "golden " << path
-                              << " differs (OPSCOPE_UPDATE_GOLDEN=1 regenerates it after review)";
+  ::opscope::testing::ExpectMatchesGolden(
+      std::string(OPSCOPE_SOURCE_DIR) + "/src/analysis/testdata/" + name, actual);
 }
 
 }  // namespace opscope::analysis::testing

@@ -5,10 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "base/testing/golden.h"
 #include "collect/counter_metrics.h"
 #include "profile/profile_io.h"
 
@@ -16,17 +14,8 @@ namespace opscope::collect {
 namespace {
 
 void CompareGolden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(OPSCOPE_SOURCE_DIR) + "/src/collect/testdata/table/" + name;
-  const char* update = std::getenv("OPSCOPE_UPDATE_GOLDEN");
-  if (update && update[0] == '1') {
-    std::ofstream(path) << actual;
-    return;
-  }
-  std::ifstream in(path);
-  ASSERT_TRUE(in.good()) << "missing golden file " << path << " (run with OPSCOPE_UPDATE_GOLDEN=1)";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(expected.str(), actual) << "differs from " << path;
+  ::opscope::testing::ExpectMatchesGolden(
+      std::string(OPSCOPE_SOURCE_DIR) + "/src/collect/testdata/table/" + name, actual);
 }
 
 profile::CounterReading Reading(const std::string& event, double value, double fraction = 1,

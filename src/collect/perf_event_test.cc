@@ -9,10 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "base/testing/golden.h"
 #include "collect/op_counters.h"
 
 namespace opscope::collect {
@@ -23,17 +21,7 @@ std::string GoldenPath(const std::string& name) {
 }
 
 void CompareGolden(const std::string& name, const std::string& actual) {
-  const std::string path = GoldenPath(name);
-  const char* update = std::getenv("OPSCOPE_UPDATE_GOLDEN");
-  if (update && update[0] == '1') {
-    std::ofstream(path) << actual;
-    return;
-  }
-  std::ifstream in(path);
-  ASSERT_TRUE(in.good()) << "missing golden file " << path << " (run with OPSCOPE_UPDATE_GOLDEN=1)";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(expected.str(), actual) << "attr dump differs from " << path;
+  ::opscope::testing::ExpectMatchesGolden(GoldenPath(name), actual);
 }
 
 // Runs one `opscope stat -e LIST` open against the fake and returns the dump with the

@@ -3,13 +3,10 @@
 //   OPSCOPE_UPDATE_GOLDEN=1 build/release/src/report/report_test
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "base/files.h"
 #include "base/strings.h"
+#include "base/testing/golden.h"
 #include "profile/profile.h"
 #include "profile/profile_io.h"
 #include "report/format.h"
@@ -84,14 +81,7 @@ profile::Profile SmallProfile() {
 std::string Golden(const std::string& name) { return std::string(OPSCOPE_SOURCE_DIR) + "/src/report/testdata/" + name; }
 
 void CheckGolden(const std::string& name, const std::string& actual) {
-  std::string path = Golden(name);
-  if (std::getenv("OPSCOPE_UPDATE_GOLDEN")) {
-    ASSERT_TRUE(WriteFileAtomic(path, actual).ok());
-    return;
-  }
-  auto expected = ReadFile(path);
-  ASSERT_TRUE(expected.ok()) << path << " missing; run with OPSCOPE_UPDATE_GOLDEN=1";
-  EXPECT_EQ(actual, *expected) << "output differs from " << path;
+  ::opscope::testing::ExpectMatchesGolden(Golden(name), actual);
 }
 
 std::string Render(const std::string& format) {

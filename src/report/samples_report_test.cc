@@ -3,11 +3,9 @@
 // OPSCOPE_UPDATE_GOLDEN=1 after an intended change and review the diff.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "base/testing/golden.h"
 #include "profile/profile_io.h"
 #include "report/flame_svg.h"
 #include "report/folded_stacks.h"
@@ -65,16 +63,7 @@ profile::Profile Synthetic() {
 }
 
 void CheckGolden(const std::string& name, const std::string& actual) {
-  std::string path = kData + name;
-  if (std::getenv("OPSCOPE_UPDATE_GOLDEN")) {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in) << path << " missing: run with OPSCOPE_UPDATE_GOLDEN=1";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(ss.str(), actual) << "golden " << path << " differs (OPSCOPE_UPDATE_GOLDEN=1 regenerates)";
+  ::opscope::testing::ExpectMatchesGolden(kData + name, actual);
 }
 
 const HotRow* Find(const HotFunctions& h, const std::string& fn, const std::string& group = "") {
