@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "diag_cli_util.h"
@@ -10,14 +11,14 @@ namespace opscope {
 namespace {
 
 using testing::Opscope;
-using testing::Shell;
+using testing::RunShell;
 
 std::string Tmp() { return testing::PerTestTempDir("opscope_diag_cli"); }
 std::string Data(const std::string& n) { return std::string(OPSCOPE_SOURCE_DIR) + "/src/analysis/testdata/" + n; }
 
 TEST(DiagCli, DiffTableHeadline) {
-  auto r = Shell(Opscope() + " diff " + Data("model_before.json") + " " + Data("model_after.json"), Tmp());
-  ASSERT_EQ(r.code, 0) << r.err;
+  auto r = RunShell(Opscope() + " diff " + Data("model_before.json") + " " + Data("model_after.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string first = r.out.substr(0, r.out.find('\n'));
   EXPECT_NE(first.find("end-to-end 40.230 ms → 20.115 ms (-50.0%"), std::string::npos) << first;
   EXPECT_NE(first.find("2.00× faster"), std::string::npos) << first;
@@ -26,9 +27,9 @@ TEST(DiagCli, DiffTableHeadline) {
 
 TEST(DiagCli, DiffJsonToFile) {
   std::string out = Tmp() + "/d.json";
-  auto r = Shell(Opscope() + " diff -o " + out + " " + Data("model_before.json") + " " + Data("model_after.json"), Tmp());
-  ASSERT_EQ(r.code, 0) << r.err;
-  auto j = nlohmann::json::parse(testing::Slurp(out));
+  auto r = RunShell(Opscope() + " diff -o " + out + " " + Data("model_before.json") + " " + Data("model_after.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(testing::ReadAll(out));
   EXPECT_EQ(j["schema"], "opscope.diff/1");
   EXPECT_TRUE(j["e2e"]["significant"].get<bool>());
   EXPECT_EQ(j["nodes"][0]["name"], "to_nhwc");
@@ -37,34 +38,34 @@ TEST(DiagCli, DiffJsonToFile) {
 TEST(DiagCli, DiffBadInputs) {
   std::string bad = Tmp() + "/bad.json";
   { std::ofstream(bad) << "{\"schema\": \"opscope.profile/1\", \"ops\": [{\"name\": \"\"}"; }
-  auto r = Shell(Opscope() + " diff " + bad + " " + Data("model_after.json"), Tmp());
-  EXPECT_EQ(r.code, 2);
+  auto r = RunShell(Opscope() + " diff " + bad + " " + Data("model_after.json"));
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
-  auto m = Shell(Opscope() + " diff /nonexistent.json " + Data("model_after.json"), Tmp());
-  EXPECT_EQ(m.code, 2);
+  auto m = RunShell(Opscope() + " diff /nonexistent.json " + Data("model_after.json"));
+  EXPECT_EQ(m.exit_code, 2);
   EXPECT_EQ(std::count(m.err.begin(), m.err.end(), '\n'), 1) << m.err;
 }
 
 TEST(DiagCli, MachineByHandAndShow) {
   std::string f = Tmp() + "/cfg/opscope/machine.json";
-  auto r = Shell(Opscope() + " machine --peak-gflops 200 --peak-gbps 50 --cpu-model 'Jetson Orin' --machine " + f, Tmp());
-  ASSERT_EQ(r.code, 0) << r.err;
-  auto j = nlohmann::json::parse(testing::Slurp(f));
+  auto r = RunShell(Opscope() + " machine --peak-gflops 200 --peak-gbps 50 --cpu-model 'Jetson Orin' --machine " + f);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(testing::ReadAll(f));
   EXPECT_EQ(j["method"], "manual");
   EXPECT_EQ(j["peak_gflops_all"], 200.0);
   EXPECT_EQ(j["cpu_model"], "Jetson Orin");
-  auto s = Shell(Opscope() + " machine --show --format json --machine " + f, Tmp());
-  ASSERT_EQ(s.code, 0) << s.err;
+  auto s = RunShell(Opscope() + " machine --show --format json --machine " + f);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_EQ(nlohmann::json::parse(s.out)["triad_gbps"], 50.0);
-  auto missing = Shell(Opscope() + " machine --show --machine " + Tmp() + "/none.json", Tmp());
-  EXPECT_EQ(missing.code, 2);
+  auto missing = RunShell(Opscope() + " machine --show --machine " + Tmp() + "/none.json");
+  EXPECT_EQ(missing.exit_code, 2);
 }
 
 TEST(DiagCli, MachineMeasuresToXdgConfig) {
   std::string cfg = Tmp() + "/xdg";
-  auto r = Shell("XDG_CONFIG_HOME=" + cfg + " " + Opscope() + " machine --quick --threads 1", Tmp());
-  ASSERT_EQ(r.code, 0) << r.err;
-  auto j = nlohmann::json::parse(testing::Slurp(cfg + "/opscope/machine.json"));
+  auto r = RunShell("XDG_CONFIG_HOME=" + cfg + " " + Opscope() + " machine --quick --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(testing::ReadAll(cfg + "/opscope/machine.json"));
   EXPECT_EQ(j["method"], "measured");
   EXPECT_GT(j["peak_gflops_one"].get<double>(), 0);
   EXPECT_GT(j["triad_gbps"].get<double>(), 0);

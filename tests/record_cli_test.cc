@@ -6,34 +6,22 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
+
+#include "tests/cli_util.h"
 
 namespace {
 
 const std::string kOpscope = OPSCOPE_BINARY_DIR "/opscope";
 const std::string kTests = OPSCOPE_BINARY_DIR "/tests";
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout + stderr
-};
+using Result = opscope::testing::CommandResult;
 
-Result Shell(const std::string& cmd) {
-  Result r;
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (!f) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(f);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
+// stdout and stderr interleaved in `out`, as a user sees them.
+Result Shell(const std::string& cmd) { return opscope::testing::RunShell(cmd + " 2>&1"); }
 
 std::string TempPath(const std::string& name) {
   return testing::TempDir() + "/opscope_rec_" + std::to_string(getpid()) + "_" + name;
@@ -42,13 +30,6 @@ std::string TempPath(const std::string& name) {
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 struct Shares {
   double heavy_self = 0, light_self = 0, heavy_incl = 0, light_incl = 0, work_incl = 0;
   uint64_t samples = 0;
@@ -56,7 +37,7 @@ struct Shares {
 
 Shares ReadShares(const std::string& rec) {
   Result r = Shell(kOpscope + " report " + rec + " --format json --threshold 0 --top 0");
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   Shares s;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   if (j.is_discarded()) {
@@ -88,7 +69,7 @@ void CheckAccuracy(const std::string& mode, const std::string& binary) {
   // about 1 point on a 75 % share.
   Result r = Shell(kOpscope + " record -q -F 1999 --call-graph " + mode + " -o " + rec + " -- " +
                    kTests + "/" + binary + " n1200");
-  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   Shares s = ReadShares(rec);
   ASSERT_GT(s.samples, 1000u) << "too few samples to judge accuracy";
   std::printf("%s: %llu samples; heavy self %.1f%% incl %.1f%%, light self %.1f%% incl %.1f%%, work incl %.1f%%\n",
@@ -116,7 +97,7 @@ TEST(RecordAccuracy, DwarfCallGraphsWithoutFramePointers) { CheckAccuracy("dwarf
 TEST(RecordCli, PassesArgumentsAfterDashDash) {
   std::string rec = TempPath("ls.rec");
   Result r = Shell(kOpscope + " record -q -o " + rec + " -- ls -l -d /");
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("dr"), std::string::npos) << "ls did not get -l: " << r.out;
   std::remove(rec.c_str());
 }
@@ -126,7 +107,7 @@ TEST(RecordCli, LibraryLoadedLaterIsSymbolized) {
     std::string rec = TempPath(std::string("dlopen-") + mode + ".rec");
     Result r = Shell(kOpscope + " record -q --call-graph " + mode + " -o " + rec + " -- " + kTests +
                      "/record_dlopen " + kTests + "/librecord_late.so 400");
-    ASSERT_EQ(r.code, 0) << r.out;
+    ASSERT_EQ(r.exit_code, 0) << r.out;
     Result rep = Shell(kOpscope + " report " + rec + " --format json --threshold 0");
     auto j = nlohmann::json::parse(rep.out, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << rep.out;
@@ -148,7 +129,7 @@ TEST(RecordCli, LibraryLoadedLaterIsSymbolized) {
 TEST(RecordCli, CommandNotFound) {
   std::string rec = TempPath("nf.rec");
   Result r = Shell(kOpscope + " record -o " + rec + " -- no-such-command-opscope-xyz");
-  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("command not found: 'no-such-command-opscope-xyz'"), std::string::npos) << r.out;
   EXPECT_EQ(access(rec.c_str(), F_OK), -1) << "no file should be left behind";
 }
@@ -156,10 +137,10 @@ TEST(RecordCli, CommandNotFound) {
 TEST(RecordCli, CrashingCommandStillGivesAProfile) {
   std::string rec = TempPath("crash.rec");
   Result r = Shell(kOpscope + " record -o " + rec + " -- sh -c 'kill -SEGV $$'");
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("killed by signal 11"), std::string::npos) << r.out;
   Result rep = Shell(kOpscope + " report " + rec);
-  EXPECT_EQ(rep.code, 0) << rep.out;
+  EXPECT_EQ(rep.exit_code, 0) << rep.out;
   std::remove(rec.c_str());
 }
 
@@ -180,7 +161,7 @@ TEST(RecordCli, KilledRecorderLeavesAReadableFile) {
   kill(-pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   Result rep = Shell(kOpscope + " report " + rec + " --format json --threshold 0");
-  ASSERT_EQ(rep.code, 0) << rep.out;
+  ASSERT_EQ(rep.exit_code, 0) << rep.out;
   auto j = nlohmann::json::parse(rep.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << rep.out;
   EXPECT_GT(j["samples"].get<int>(), 0);
@@ -192,21 +173,21 @@ TEST(RecordCli, KilledRecorderLeavesAReadableFile) {
 
 TEST(ReportCli, BadFiles) {
   std::string good = TempPath("good.rec");
-  ASSERT_EQ(Shell(kOpscope + " record -q -o " + good + " -- " + kTests + "/record_split_fp 300").code, 0);
-  std::string bytes = ReadAll(good);
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + good + " -- " + kTests + "/record_split_fp 300").exit_code, 0);
+  std::string bytes = opscope::testing::ReadAll(good);
   ASSERT_GT(bytes.size(), 100u);
 
   // Truncated in the middle of the last chunk: still readable, says what was dropped.
   std::string cut = TempPath("cut.rec");
   WriteFile(cut, bytes.substr(0, bytes.size() - 7));
   Result r = Shell(kOpscope + " report " + cut);
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("truncated"), std::string::npos) << r.out;
 
   // Truncated inside the header.
   WriteFile(cut, bytes.substr(0, 5));
   r = Shell(kOpscope + " report " + cut);
-  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("truncated"), std::string::npos) << r.out;
 
   // Corrupt bytes in the last chunk (the symbols, written last): the checksum catches them, and
@@ -215,18 +196,18 @@ TEST(ReportCli, BadFiles) {
   bad[bad.size() - 20] ^= 0x5a;
   WriteFile(cut, bad);
   r = Shell(kOpscope + " report " + cut);
-  EXPECT_TRUE(r.code == 0 || r.code == 2) << r.out;
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out;
   EXPECT_TRUE(r.out.find("corrupt") != std::string::npos || r.out.find("checksum") != std::string::npos) << r.out;
 
   // A foreign file.
   WriteFile(cut, "\x7f" "ELF not a profile at all");
   r = Shell(kOpscope + " report " + cut);
-  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("error:"), std::string::npos) << r.out;
 
   // A missing file.
   r = Shell(kOpscope + " report " + TempPath("missing.rec"));
-  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
   std::remove(cut.c_str());
   std::remove(good.c_str());
 }
@@ -237,22 +218,22 @@ TEST(ReportCli, ProfileWithOpsButNoSamples) {
     "ops": [{"name": "relu_1", "op_type": "Relu", "stats": {"median": 0.5}, "share": 0.2},
             {"name": "conv_0", "op_type": "Conv", "stats": {"median": 2.5}, "share": 0.8}]})");
   Result r = Shell(kOpscope + " report " + path);
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("no call-stack samples"), std::string::npos) << r.out;
   EXPECT_LT(r.out.find("conv_0"), r.out.find("relu_1")) << r.out;
   Result svg = Shell(kOpscope + " report " + path + " --format svg");
-  EXPECT_EQ(svg.code, 2) << svg.out;
+  EXPECT_EQ(svg.exit_code, 2) << svg.out;
   EXPECT_NE(svg.out.find("no call-stack samples"), std::string::npos) << svg.out;
   std::remove(path.c_str());
 }
 
 TEST(ReportCli, MissingDebugInfoStillNamesFunctions) {
   std::string stripped = TempPath("split_nodebug");
-  ASSERT_EQ(Shell("objcopy --strip-debug " + kTests + "/record_split_fp " + stripped).code, 0);
+  ASSERT_EQ(Shell("objcopy --strip-debug " + kTests + "/record_split_fp " + stripped).exit_code, 0);
   std::string rec = TempPath("nodebug.rec");
-  ASSERT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- " + stripped + " 300").code, 0);
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- " + stripped + " 300").exit_code, 0);
   Result r = Shell(kOpscope + " report " + rec + " --threshold 0");
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("heavy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no debug info"), std::string::npos) << r.out;
   std::remove(rec.c_str());
@@ -261,12 +242,12 @@ TEST(ReportCli, MissingDebugInfoStillNamesFunctions) {
 
 TEST(ReportCli, OutputFormatsByExtension) {
   std::string rec = TempPath("fmt.rec");
-  ASSERT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- " + kTests + "/record_split_fp 300").code, 0);
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- " + kTests + "/record_split_fp 300").exit_code, 0);
   for (const char* ext : {".svg", ".folded", ".pb.gz", ".json", ".txt", ".profile.json"}) {
     std::string out = TempPath(std::string("out") + ext);
     Result r = Shell(kOpscope + " report " + rec + " -o " + out);
-    EXPECT_EQ(r.code, 0) << ext << ": " << r.out;
-    std::string bytes = ReadAll(out);
+    EXPECT_EQ(r.exit_code, 0) << ext << ": " << r.out;
+    std::string bytes = opscope::testing::ReadAll(out);
     EXPECT_FALSE(bytes.empty()) << ext;
     if (std::string(ext) == ".svg") {
       EXPECT_NE(bytes.find("<svg"), std::string::npos);
@@ -281,14 +262,14 @@ TEST(ReportCli, OutputFormatsByExtension) {
   }
   // The whole profile written as JSON is itself reportable (report works on every profile).
   std::string pj = TempPath("again.profile.json");
-  ASSERT_EQ(Shell(kOpscope + " report " + rec + " -o " + pj).code, 0);
+  ASSERT_EQ(Shell(kOpscope + " report " + rec + " -o " + pj).exit_code, 0);
   Result again = Shell(kOpscope + " report " + pj + " --threshold 0");
-  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.exit_code, 0) << again.out;
   EXPECT_NE(again.out.find("heavy"), std::string::npos) << again.out;
   Result callers = Shell(kOpscope + " report " + rec + " -f heavy");
   EXPECT_NE(callers.out.find("work"), std::string::npos) << callers.out;
   Result bad = Shell(kOpscope + " report " + rec + " -o out.unknownext");
-  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
   std::remove(pj.c_str());
   std::remove(rec.c_str());
 }

@@ -14,7 +14,7 @@ namespace opscope {
 namespace {
 
 using testing::Opscope;
-using testing::Shell;
+using testing::RunShell;
 
 std::string Tmp() { return testing::PerTestTempDir("opscope_run_cli"); }
 std::string Bin(const std::string& name) { return std::string(OPSCOPE_BINARY_DIR) + "/tests/bin/" + name; }
@@ -23,8 +23,8 @@ profile::Profile RunJson(const std::string& args, std::string* err = nullptr) {
   std::string tmp = Tmp();
   std::string out = tmp + "/run.json";
   unlink(out.c_str());
-  auto r = Shell(Opscope() + " run -o " + out + " " + args, tmp);
-  EXPECT_EQ(r.code, 0) << r.err;
+  auto r = RunShell(Opscope() + " run -o " + out + " " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   if (err) *err = r.err;
   auto p = profile::LoadProfile(out);
   EXPECT_TRUE(p.ok()) << p.status().message();
@@ -40,8 +40,8 @@ const profile::Finding* FindRule(const profile::Profile& p, const std::string& i
 TEST(RunCli, PipelineExampleShowsThreeStagesPreprocessingFirst) {
   std::string tmp = Tmp();
   std::string json = tmp + "/pipeline.json";
-  auto r = Shell(Opscope() + " run -r 2 -o " + json + " -- " + OPSCOPE_BINARY_DIR "/examples/pipeline_example 1", tmp);
-  ASSERT_EQ(r.code, 0) << r.err;
+  auto r = RunShell(Opscope() + " run -r 2 -o " + json + " -- " + OPSCOPE_BINARY_DIR "/examples/pipeline_example 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   // The first thing shown is the stage headline, pre-processing first (the order the stages ran).
   EXPECT_TRUE(r.out.find("pipeline") != std::string::npos);
   size_t headline = r.out.find("pipeline (per run, mean of 2 runs): pre-processing ");
@@ -73,16 +73,16 @@ TEST(RunCli, PipelineExampleShowsThreeStagesPreprocessingFirst) {
 TEST(RunCli, CsvAndChromeTrace) {
   std::string tmp = Tmp();
   std::string app = Bin("run_annotate_c_app");
-  auto csv = Shell(Opscope() + " run --format csv -- " + app, tmp);
-  ASSERT_EQ(csv.code, 0) << csv.err;
+  auto csv = RunShell(Opscope() + " run --format csv -- " + app);
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_TRUE(csv.out.starts_with("path,name,domain,depth,calls,total_ms")) << csv.out;
   EXPECT_NE(csv.out.find("\nouter/inner,inner,opscope,1,3,"), std::string::npos) << csv.out;
   EXPECT_EQ(csv.out.find("annotate_c_app done"), std::string::npos) << "program output must go to stderr";
 
   std::string trace = tmp + "/t.trace.json";
-  auto tr = Shell(Opscope() + " run -o " + trace + " -- " + app, tmp);
-  ASSERT_EQ(tr.code, 0) << tr.err;
-  auto j = nlohmann::json::parse(testing::Slurp(trace), nullptr, false);
+  auto tr = RunShell(Opscope() + " run -o " + trace + " -- " + app);
+  ASSERT_EQ(tr.exit_code, 0) << tr.err;
+  auto j = nlohmann::json::parse(testing::ReadAll(trace), nullptr, false);
   ASSERT_FALSE(j.is_discarded());
   int complete = 0;
   for (const auto& e : j["traceEvents"])
@@ -119,8 +119,8 @@ TEST(RunCli, CHeaderNestingAndUnclosedRange) {
 }
 
 TEST(RunCli, ProgramRunsWithoutOpscope) {
-  auto r = Shell(Bin("run_annotate_c_app"), Tmp());
-  EXPECT_EQ(r.code, 0);
+  auto r = RunShell(Bin("run_annotate_c_app"));
+  EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "annotate_c_app done\n");
 }
 
@@ -134,8 +134,8 @@ TEST(RunCli, ArgumentsAfterDoubleDashReachTheProgram) {
 }
 
 TEST(RunCli, MissingCommandIsAOneLineError) {
-  auto r = Shell(Opscope() + " run -- /nonexistent/prog", Tmp());
-  EXPECT_EQ(r.code, 2);
+  auto r = RunShell(Opscope() + " run -- /nonexistent/prog");
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("opscope: error: /nonexistent/prog"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
@@ -187,10 +187,10 @@ namespace {
 TEST(RunCli, DiffOfPipelineBeforeAfterFastPreprocess) {
   std::string tmp = Tmp();
   std::string app = std::string(OPSCOPE_BINARY_DIR) + "/examples/pipeline_example 1";
-  ASSERT_EQ(Shell(Opscope() + " run -o " + tmp + "/b.json -- " + app, tmp).code, 0);
-  ASSERT_EQ(Shell(Opscope() + " run -o " + tmp + "/a.json -- " + app + " --fast-preprocess", tmp).code, 0);
-  auto r = Shell(Opscope() + " diff --format json " + tmp + "/b.json " + tmp + "/a.json", tmp);
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(RunShell(Opscope() + " run -o " + tmp + "/b.json -- " + app).exit_code, 0);
+  ASSERT_EQ(RunShell(Opscope() + " run -o " + tmp + "/a.json -- " + app + " --fast-preprocess").exit_code, 0);
+  auto r = RunShell(Opscope() + " diff --format json " + tmp + "/b.json " + tmp + "/a.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_GE(j["ranges"].size(), 3u);
   std::string first = j["ranges"][0]["name"];

@@ -7,45 +7,20 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "base/strings.h"
 #include "profile/profile_io.h"
+#include "tests/cli_util.h"
 
 namespace opscope {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string TempDir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/opscope_stat_cli_XXXXXX";
-    return std::string(mkdtemp(tmpl));
-  }();
-  return dir;
-}
+using Result = testing::CommandResult;
 
 // Runs `opscope ARGS` through sh, capturing stdout and stderr.
 Result Opscope(const std::string& args) {
-  const std::string out = TempDir() + "/out", err = TempDir() + "/err";
-  std::string cmd = std::string(OPSCOPE_BINARY_DIR) + "/opscope " + args + " >" + out + " 2>" + err;
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  return r;
+  return testing::RunShell(testing::OpscopeBinary() + " " + args);
 }
 
 // event -> mean, from `-x,` output.
@@ -60,11 +35,11 @@ std::map<std::string, double> ParseSeparated(const std::string& text) {
 }
 
 TEST(StatCliTest, CountsThreadsOfTheCommand) {
-  const std::string csv = TempDir() + "/faults.csv";
+  const std::string csv = testing::TempDir() + "/faults.csv";
   Result r = Opscope("stat -e page-faults,task-clock -o " + csv + " -- " STAT_WORKLOAD " faults 3000 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto m = ParseSeparated(Slurp(csv));
-  EXPECT_GE(m["page-faults"], 6000) << Slurp(csv);
+  auto m = ParseSeparated(testing::ReadAll(csv));
+  EXPECT_GE(m["page-faults"], 6000) << testing::ReadAll(csv);
   EXPECT_GT(m["task-clock"], 0);
   EXPECT_NE(r.err.find("Performance counter stats for"), std::string::npos) << "table on stderr";
 }
@@ -93,7 +68,7 @@ TEST(StatCliTest, CommandNotFoundAndNotExecutable) {
   Result r = Opscope("stat -- opscope-no-such-command-xyz");
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_NE(r.err.find("command not found"), std::string::npos) << r.err;
-  const std::string noexec = TempDir() + "/noexec.sh";
+  const std::string noexec = testing::TempDir() + "/noexec.sh";
   std::ofstream(noexec) << "#!/bin/sh\necho should not run\n";
   chmod(noexec.c_str(), 0644);
   r = Opscope("stat -- " + noexec);
@@ -111,7 +86,7 @@ TEST(StatCliTest, BadEventIsAOneLineError) {
 }
 
 TEST(StatCliTest, RepeatedRunsToAProfileFile) {
-  const std::string path = TempDir() + "/stat.json";
+  const std::string path = testing::TempDir() + "/stat.json";
   Result r = Opscope("stat -r 4 -o " + path + " -- " STAT_WORKLOAD " faults 500 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto p = profile::LoadProfile(path);
@@ -140,18 +115,18 @@ TEST(StatCliTest, JsonOnStderr) {
 
 // The real kernel's paranoid=2 refusal and the user-only rung, as an unprivileged user.
 TEST(StatCliTest, UnprivilegedUnderParanoid2CountsUserSpaceOnly) {
-  const std::string paranoid = Slurp("/proc/sys/kernel/perf_event_paranoid");
+  const std::string paranoid = testing::ReadAll("/proc/sys/kernel/perf_event_paranoid");
   if (geteuid() != 0 || std::system("command -v setpriv >/dev/null 2>&1") != 0 || Trim(paranoid) != "2")
     GTEST_SKIP() << "needs root (to drop to nobody), setpriv, and kernel.perf_event_paranoid=2";
   // nobody may not be able to read the build tree: run a copy from the temp dir.
-  const std::string bin = TempDir() + "/opscope";
+  const std::string bin = testing::TempDir() + "/opscope";
   ASSERT_EQ(std::system(("cp " + std::string(OPSCOPE_BINARY_DIR) + "/opscope " + bin + " && chmod 755 " +
-                         TempDir() + " " + bin).c_str()), 0);
-  const std::string out = TempDir() + "/nobody.err";
+                         testing::TempDir() + " " + bin).c_str()), 0);
+  const std::string out = testing::TempDir() + "/nobody.err";
   int status = std::system(("setpriv --reuid=65534 --regid=65534 --clear-groups " + bin +
                             " stat -e task-clock,page-faults -- true 2>" + out).c_str());
   ASSERT_TRUE(WIFEXITED(status));
-  const std::string err = Slurp(out);
+  const std::string err = testing::ReadAll(out);
   EXPECT_EQ(WEXITSTATUS(status), 0) << err;
   EXPECT_NE(err.find("counting user space only"), std::string::npos) << err;
   EXPECT_NE(err.find("page-faults"), std::string::npos) << err;
