@@ -6,6 +6,7 @@
 #include "collect/perf_event.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -246,22 +247,37 @@ TEST(EventParseTest, CpuSpecificLibpfmName) {
 }
 
 // On this machine, the real kernel: software events count, and the ladder handles the rest.
+// page-faults is counted in a set of its own: on the build VM's kernel (6.18) a page-faults
+// counter in one group with task-clock undercounts, sometimes to 0 (a plain C program with the
+// same two-event group shows it too; alone it counts every fault). See the issue notes.
 TEST(RealKernelTest, SelfCountingSoftwareEvents) {
-  auto events = ParseEventList("task-clock,page-faults,cycles");
-  ASSERT_TRUE(events.ok());
+  auto clocks = ParseEventList("task-clock,cycles");
+  auto faults = ParseEventList("page-faults");
+  ASSERT_TRUE(clocks.ok() && faults.ok());
   CounterTarget self;
   self.pid = 0;
   std::vector<std::string> degradations;
-  auto set = CounterSet::Open(SystemOpener(), *events, self, &degradations);
+  auto set = CounterSet::Open(SystemOpener(), *clocks, self, &degradations);
+  auto fset = CounterSet::Open(SystemOpener(), *faults, self, &degradations);
   ASSERT_TRUE(set.ok()) << set.status().message();
-  std::vector<RawCount> before(3), after(3);
+  ASSERT_TRUE(fset.ok()) << fset.status().message();
+  std::vector<RawCount> before(2), after(2), fbefore(1), fafter(1);
   ASSERT_TRUE(set->Read(before).ok());
-  std::vector<char> mem(64 << 20);
-  for (size_t i = 0; i < mem.size(); i += 4096) mem[i] = 1;
+  ASSERT_TRUE(fset->Read(fbefore).ok());
+  // Fresh anonymous memory without transparent huge pages, so that every 4 KiB page faults
+  // once (with THP "always", a 2 MiB page can take the faults of 512 pages at once).
+  const size_t bytes = size_t{64} << 20;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  madvise(p, bytes, MADV_NOHUGEPAGE);
+  char* mem = static_cast<char*>(p);
+  for (size_t i = 0; i < bytes; i += 4096) mem[i] = 1;
+  ASSERT_TRUE(fset->Read(fafter).ok());
   ASSERT_TRUE(set->Read(after).ok());
+  munmap(p, bytes);
   EXPECT_GT(after[0].value, before[0].value);
-  EXPECT_GE(after[1].value - before[1].value, (64u << 20) / 4096 / 2);  // THP may halve it
-  EXPECT_TRUE(set->slots()[2].supported);  // cycles, or cpu-clock standing in for it
+  EXPECT_GE(fafter[0].value - fbefore[0].value, (64u << 20) / 4096 / 2);  // THP may halve it
+  EXPECT_TRUE(set->slots()[1].supported);  // cycles, or cpu-clock standing in for it
 }
 
 }  // namespace
