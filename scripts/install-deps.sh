@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx python3-numpy
-  libdnnl-dev libdw-dev libelf-dev zlib1g-dev
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libdw-dev libelf-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libsqlite3-dev libzstd-dev libpfm4-dev
   linux-perf nodejs npm
