@@ -2,6 +2,8 @@
 # Installs every Debian 12 package that opscope's build, tests and benchmarks need.
 # Idempotent: packages already installed are skipped, and apt is not touched at all when
 # nothing is missing. Needs root (or sudo) only when something must be installed.
+# `install-deps.sh --list` prints the list and exits (tests/deps_closure.py checks that every
+# package the build touches is in it, or pulled in by it through Depends).
 set -euo pipefail
 
 PACKAGES=(
@@ -12,6 +14,11 @@ PACKAGES=(
   libsimdjson-dev libsqlite3-dev libzstd-dev libpfm4-dev
   linux-perf nodejs npm
 )
+
+if [[ "${1:-}" == --list ]]; then
+  printf '%s\n' "${PACKAGES[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
