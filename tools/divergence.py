@@ -5,12 +5,12 @@
         [--id CORPUS_ID] [--opscope build/release/opscope] [--batch N] [--seed S]
 
 The model is rewritten so that the outputs of its top-level nodes become graph outputs as well
-(typed by ONNX shape inference; values it cannot type are skipped and counted), both engines run
-it on the same seeded inputs (tools/ort_compare.py), and the values are compared in topological
-order with the corpus test's tolerance. The first node with a differing output is printed with
-its op type, attributes, input and output shapes and the error metric; its inputs agreed, so the
-node itself (or opscope's kernel for it) is the suspect. With --batch N the values are exposed N
-at a time (several runs per engine) to bound memory on large models.
+(typed by ONNX shape inference; values without a type or rank are skipped and counted), both
+engines run it on the same seeded inputs (tools/ort_compare.py), and the values are compared in
+topological order with the corpus test's tolerance. The first node with a differing output is
+printed with its op type, attributes, input and output shapes and the error metric; its inputs
+agreed, so the node itself (or opscope's kernel for it) is the suspect. With --batch N the values
+are exposed N at a time (several runs per engine) to bound memory on large models.
 
 opscope runs with --no-fuse: fusion would merge nodes, and their intermediate values would no
 longer exist to compare. A divergence that only appears with fusion on therefore shows here as
@@ -56,8 +56,10 @@ def typed_values(model):
               "only the graph's own outputs can be compared", file=sys.stderr)
         inferred = model
     g = inferred.graph
+    # A value needs an element type and a known rank: the ONNX checker (which opscope runs on
+    # load) rejects a graph output whose type has no shape.
     return {vi.name: vi for vi in list(g.value_info) + list(g.output)
-            if vi.type.tensor_type.elem_type != 0}
+            if vi.type.tensor_type.elem_type != 0 and vi.type.tensor_type.HasField("shape")}
 
 
 def expose(model, names, typed):
@@ -127,7 +129,7 @@ def main():
                 untyped += 1
     batch = a.batch if a.batch > 0 else max(1, len(order))
     print(f"divergence: {len(model.graph.node)} nodes, {len(order)} values to compare"
-          + (f", {untyped} skipped (shape inference could not type them)" if untyped else "")
+          + (f", {untyped} skipped (shape inference found no type or rank)" if untyped else "")
           + "; opscope runs with --no-fuse", file=sys.stderr)
 
     with tempfile.TemporaryDirectory(prefix="divergence_") as work:

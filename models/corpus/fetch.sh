@@ -16,7 +16,10 @@ cache=${CORPUS_CACHE:-$here/cache}
 dest=${CORPUS_DIR:-$here/models}
 py=/usr/bin/python3
 
-command -v npm >/dev/null || { echo "fetch.sh: npm not found; install Node.js and npm" >&2; exit 1; }
+if ! command -v npm >/dev/null; then
+  echo "fetch.sh: npm not found; install Node.js and npm (scripts/install-deps.sh)" >&2
+  exit 1
+fi
 mkdir -p "$cache" "$dest"
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""End-to-end test of tools/divergence.py on a small chain model, with the real opscope and
-ONNX Runtime. To make opscope "wrong" on purpose, the finder is pointed at a wrapper that runs
-opscope and then adds 1 to one saved value (PERTURB): the finder must name the node that
-produced it, not an earlier or later one, and report no divergence without the perturbation.
+"""End-to-end tests of the divergence finder (tools/divergence.py) and of the corpus test's
+verdicts (tests/corpus_vs_ort.py) on a small chain model, with the real opscope and ONNX Runtime.
+To make opscope "wrong" on purpose, both are pointed at a wrapper that runs opscope and then adds
+1 to the saved values named in PERTURB: the finder must name the node that produced the first of
+them in topological order, and the corpus test must fail; without a perturbation both agree.
 
-    /usr/bin/python3 tests/divergence_test.py OPSCOPE_BINARY
+    /usr/bin/python3 tests/corpus_e2e_test.py OPSCOPE_BINARY
 Exit 77 (skip) when onnxruntime-node is missing and cannot be installed."""
+import hashlib
 import os
 import stat
 import subprocess
@@ -26,17 +28,27 @@ WRAPPER = """#!/usr/bin/python3
 import os, subprocess, sys
 sys.path.insert(0, {tools!r})
 from onnx import TensorProto, numpy_helper
+if os.environ.get("CRASH"):
+    os.kill(os.getpid(), 11)
 rc = subprocess.run([{opscope!r}] + sys.argv[1:]).returncode
-out = sys.argv[sys.argv.index("--save-outputs") + 1]
-for f in os.listdir(out) if rc == 0 else []:
+out = sys.argv[sys.argv.index("--save-outputs") + 1] if rc == 0 and "profile" in sys.argv else ""
+for f in os.listdir(out) if out else []:
     t = TensorProto()
     t.ParseFromString(open(os.path.join(out, f), "rb").read())
-    if t.name == os.environ.get("PERTURB"):
+    if t.name in os.environ.get("PERTURB", "").split(","):
         a = numpy_helper.to_array(t) + 1
         open(os.path.join(out, f), "wb").write(numpy_helper.from_array(a, t.name)
                                                 .SerializeToString())
 sys.exit(rc)
 """
+
+
+def perturbing_opscope(directory):
+    path = os.path.join(directory, "opscope_perturbed")
+    with open(path, "w") as f:
+        f.write(WRAPPER.format(tools=os.path.join(ROOT, "tools"), opscope=OPSCOPE))
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+    return path
 
 
 def chain_model(path):
@@ -60,10 +72,7 @@ class DivergenceTest(unittest.TestCase):
         cls.dir = tempfile.TemporaryDirectory()
         cls.model = os.path.join(cls.dir.name, "chain.onnx")
         chain_model(cls.model)
-        cls.wrapper = os.path.join(cls.dir.name, "opscope_perturbed")
-        with open(cls.wrapper, "w") as f:
-            f.write(WRAPPER.format(tools=os.path.join(ROOT, "tools"), opscope=OPSCOPE))
-        os.chmod(cls.wrapper, os.stat(cls.wrapper).st_mode | stat.S_IXUSR)
+        cls.wrapper = perturbing_opscope(cls.dir.name)
 
     @classmethod
     def tearDownClass(cls):
@@ -81,7 +90,7 @@ class DivergenceTest(unittest.TestCase):
         self.assertIn("no divergence among 4 compared values", p.stdout)
 
     def test_names_the_node_that_produced_the_first_bad_value(self):
-        p = self.find("m")
+        p = self.find("s,m")  # two wrong values: the earlier one in topological order counts
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("first divergence: node #1 'scale' (Mul), output 'm'", p.stdout)
         self.assertIn("input  'r': shape [2, 8]", p.stdout)
@@ -89,7 +98,7 @@ class DivergenceTest(unittest.TestCase):
         self.assertIn("output 'm': ORT shape [2, 8], opscope shape [2, 8]", p.stdout)
 
     def test_batches_find_the_same_node(self):
-        p = self.find("s", "--batch", "1")
+        p = self.find("y,s", "--batch", "1")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("first divergence: node #2 'shift' (Add), output 's'", p.stdout)
 
@@ -104,6 +113,65 @@ class DivergenceTest(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
         self.assertIn("input 'x' has dynamic dims", p.stderr)
+
+
+class CorpusVerdictTest(unittest.TestCase):
+    """tests/corpus_vs_ort.py on a one-model manifest: PASS, FAIL on a wrong value, FAIL on a
+    crash, UNSUPPORTED on a refusal."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        models = os.path.join(cls.dir.name, "models")
+        os.mkdir(models)
+        chain_model(os.path.join(models, "chain.onnx"))
+        with open(os.path.join(models, "chain.onnx"), "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        cls.manifest = os.path.join(cls.dir.name, "MANIFEST.tsv")
+        with open(cls.manifest, "w") as f:
+            f.write("id\tpackage\tversion\tlicence\tpath\tsha256\texporter\topset\twhat\tinputs\n")
+            f.write(f"chain\tnone\t0\tnone\tchain.onnx\t{digest}\ttest\t13\tchain\tx=3x8\n")
+        cls.models = models
+        cls.wrapper = perturbing_opscope(cls.dir.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def corpus(self, opscope, **env):
+        md = os.path.join(self.dir.name, "results.md")
+        p = subprocess.run([sys.executable, os.path.join(HERE, "corpus_vs_ort.py"),
+                            "--manifest", self.manifest, "--models", self.models,
+                            "--opscope", opscope, "--markdown", md],
+                           capture_output=True, text=True, env=dict(os.environ, **env))
+        text = ""
+        if os.path.exists(md):
+            with open(md) as f:
+                text = f.read()
+        return p.returncode, p.stdout, text
+
+    def test_agreement_passes(self):
+        rc, out, md = self.corpus(self.wrapper, PERTURB="")
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"chain +PASS +1 output\(s\) agree")
+        self.assertIn("| chain | test | 13 | PASS |", md)
+
+    def test_a_wrong_output_fails_naming_it(self):
+        rc, out, _ = self.corpus(self.wrapper, PERTURB="y")
+        self.assertEqual(rc, 1, out)
+        self.assertRegex(out, r"chain +FAIL +output 'y': rel_l2=")
+        self.assertIn("corpus: 1 fail", out)
+
+    def test_a_crash_fails(self):
+        rc, out, _ = self.corpus(self.wrapper, CRASH="1")
+        self.assertEqual(rc, 1, out)
+        self.assertRegex(out, r"chain +FAIL +opscope crashed \(signal 11\)")
+
+    def test_a_refusal_is_listed_not_failed(self):
+        rc, out, _ = self.corpus("/bin/false")
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"chain +UNSUPPORTED")
+        self.assertIn("corpus: 1 unsupported", out)
 
 
 if __name__ == "__main__":
