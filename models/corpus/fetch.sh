@@ -6,12 +6,12 @@
 # writes is committed (the licences vary; see MANIFEST.tsv).
 #
 #   models/corpus/fetch.sh [ID...]        (default: every model in the manifest)
-#   CORPUS_CACHE=DIR CORPUS_DIR=DIR models/corpus/fetch.sh
+#   CORPUS_CACHE=DIR CORPUS_DIR=DIR CORPUS_MANIFEST=FILE models/corpus/fetch.sh
 #
 # Exit 0 when every requested model is present and verified, 1 otherwise (one line per problem).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-manifest=$here/MANIFEST.tsv
+manifest=${CORPUS_MANIFEST:-$here/MANIFEST.tsv}
 cache=${CORPUS_CACHE:-$here/cache}
 dest=${CORPUS_DIR:-$here/models}
 py=/usr/bin/python3
@@ -31,9 +31,11 @@ tarball() {
   name=$(echo "$pkg" | sed 's/^@//; s#/#-#')-$ver.tgz
   if [[ ! -s $cache/$name ]]; then
     echo "fetch.sh: npm pack $pkg@$ver" >&2
-    if ! (cd "$cache" && npm pack "$pkg@$ver" --silent >/dev/null 2>"$cache/npm-pack.log"); then
-      echo "fetch.sh: npm pack $pkg@$ver failed ($(tail -1 "$cache/npm-pack.log")); is the npm" \
-           "registry reachable (npm config get registry)?" >&2
+    if ! (cd "$cache" && npm pack "$pkg@$ver" --loglevel=error >/dev/null 2>"$cache/npm-pack.log")
+    then
+      echo "fetch.sh: npm pack $pkg@$ver failed ($(grep -m1 -i 'error' "$cache/npm-pack.log" ||
+           tail -1 "$cache/npm-pack.log")); is the npm registry reachable (npm config get" \
+           "registry)?" >&2
       return 1
     fi
   fi
