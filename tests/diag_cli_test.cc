@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,88 @@ TEST(DiagCli, DiffBadInputs) {
   auto m = RunShell(Opscope() + " diff /nonexistent.json " + Data("model_after.json"));
   EXPECT_EQ(m.exit_code, 2);
   EXPECT_EQ(std::count(m.err.begin(), m.err.end(), '\n'), 1) << m.err;
+}
+
+// diff names a record file for what it is, refuses profiles of different kinds unless forced, and
+// refuses implausible times at load with the field named.
+TEST(DiagCli, DiffRefusesWhatItCannotCompareHonestly) {
+  const std::string before = Data("model_before.json"), after = Data("model_after.json");
+  std::string rec = Tmp() + "/x.rec";
+  { std::ofstream(rec, std::ios::binary) << std::string("OPSREC\0\1", 8) << std::string(40, '\0'); }
+  auto r = RunShell(Opscope() + " diff " + rec + " " + after);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.find("not valid JSON"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("record file"), std::string::npos) << r.err;
+
+  auto j = nlohmann::json::parse(testing::ReadAll(after));
+  j["meta"]["kind"] = "run";
+  std::string run = Tmp() + "/run.json";
+  { std::ofstream(run) << j.dump(); }
+  r = RunShell(Opscope() + " diff " + before + " " + run);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("different things"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  r = RunShell(Opscope() + " diff --force " + before + " " + run);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: before is a model profile"), std::string::npos) << r.out;
+
+  j = nlohmann::json::parse(testing::ReadAll(after));
+  j["e2e"]["runs_ms"][2] = 1e300;
+  std::string absurd = Tmp() + "/absurd.json";
+  { std::ofstream(absurd) << j.dump(); }
+  r = RunShell(Opscope() + " diff " + before + " " + absurd);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("e2e.runs_ms[2] = 1e+300 ms is not a plausible time"), std::string::npos) << r.err;
+}
+
+// Every numeric option of every subcommand refuses negative, zero (where it makes no sense),
+// NaN, infinite and out-of-range values, and -x refuses an empty separator: one line naming the
+// option, exit status 2, before any work starts.
+TEST(DiagCli, BadNumericOptionsAreOneLineUsageErrors) {
+  const std::string prof = Data("model_before.json");
+  struct Case {
+    std::string args, option;
+  };
+  const Case cases[] = {
+      {"machine --peak-gflops -5 --peak-gbps 10 --machine /nonexistent/m.json", "--peak-gflops"},
+      {"machine --peak-gflops 100 --peak-gbps 0 --machine /nonexistent/m.json", "--peak-gbps"},
+      {"machine --peak-gflops nan --peak-gbps 10 --machine /nonexistent/m.json", "--peak-gflops"},
+      {"machine --peak-gflops 100 --peak-gbps inf --machine /nonexistent/m.json", "--peak-gbps"},
+      {"profile /nonexistent.onnx --peak-gflops -5", "--peak-gflops"},
+      {"profile /nonexistent.onnx --peak-gbps 0", "--peak-gbps"},
+      {"profile /nonexistent.onnx --peak-gflops nan", "--peak-gflops"},
+      {"profile /nonexistent.onnx --peak-gbps inf", "--peak-gbps"},
+      {"profile /nonexistent.onnx --runs 0", "--runs"},
+      {"profile /nonexistent.onnx --warmup -1", "--warmup"},
+      {"profile /nonexistent.onnx --top -1", "--top"},
+      {"profile /nonexistent.onnx -F 0", "--freq"},
+      {"profile /nonexistent.onnx -F nan", "--freq"},
+      {"profile /nonexistent.onnx --seed -1", "--seed"},
+      {"report " + prof + " --threshold nan", "--threshold"},
+      {"report " + prof + " --threshold -1", "--threshold"},
+      {"report " + prof + " --top -1", "--top"},
+      {"report " + prof + " --top 1.5", "--top"},
+      {"record -F 0 -o /nonexistent/x.rec -- true", "--freq"},
+      {"record -F inf -o /nonexistent/x.rec -- true", "--freq"},
+      {"record -m -1 -o /nonexistent/x.rec -- true", "--mmap-pages"},
+      {"record --call-graph dwarf,-8 -o /nonexistent/x.rec -- true", "dwarf,-8"},
+      {"stat -r 0 -- true", "--repeat"},
+      {"stat -x '' -- true", "--field-separator"},
+      {"run -r 0 -- true", "--runs"},
+      {"run -w -1 -- true", "--warmup"},
+      {"diff --rows -1 " + prof + " " + prof, "--rows"},
+      {"diff --rows nan " + prof + " " + prof, "--rows"},
+      {"machine --threads 0 --machine /nonexistent/m.json", "--threads"},
+  };
+  for (const Case& c : cases) {
+    auto r = RunShell(Opscope() + " " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.out << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("opscope: error: ", 0), 0u) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.option), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r.out;
+  }
 }
 
 TEST(DiagCli, MachineByHandAndShow) {

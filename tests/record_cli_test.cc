@@ -212,6 +212,48 @@ TEST(ReportCli, BadFiles) {
   std::remove(good.c_str());
 }
 
+// A recording whose first events chunk was damaged on disk and whose symbol chunk is gone (so
+// report must read the raw events): every format says the file is corrupt, the table does not
+// blame the command, and the events chunks after the damaged one are still used.
+TEST(ReportCli, CorruptEventsChunkIsReportedInEveryFormat) {
+  std::string good = TempPath("ev_good.rec");
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + good + " -- " + kTests + "/record_split_fp 300").exit_code, 0);
+  std::string bytes = opscope::testing::ReadAll(good);
+  ASSERT_GT(bytes.size(), 100u);
+  auto u32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + k])) << (8 * k);
+    return v;
+  };
+  std::string damaged = bytes.substr(0, 8);
+  bool flipped = false;
+  for (size_t pos = 8; pos + 12 <= bytes.size();) {
+    uint32_t type = u32(pos), len = u32(pos + 4);
+    ASSERT_LE(pos + 12 + len, bytes.size());
+    std::string chunk = bytes.substr(pos, 12 + len);
+    if (type == 2 && !flipped && len > 4) {
+      chunk[12 + len / 2] ^= 0x55;
+      flipped = true;
+    }
+    if (type != 3) damaged += chunk;  // drop the symbol chunk
+    pos += 12 + len;
+  }
+  ASSERT_TRUE(flipped);
+  std::string path = TempPath("ev_bad.rec");
+  WriteFile(path, damaged);
+
+  Result table = Shell(kOpscope + " report " + path);
+  EXPECT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("fails its checksum"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("the command ended before the first sample"), std::string::npos) << table.out;
+  for (const char* format : {"folded", "json", "svg"}) {
+    Result r = opscope::testing::RunShell(kOpscope + " report " + path + " --format " + format + " >/dev/null");
+    EXPECT_NE(r.err.find("opscope: warning: corrupt record file"), std::string::npos) << format << ": " << r.err;
+  }
+  std::remove(path.c_str());
+  std::remove(good.c_str());
+}
+
 TEST(ReportCli, ProfileWithOpsButNoSamples) {
   std::string path = TempPath("ops.json");
   WriteFile(path, R"({"schema": "opscope.profile/1", "meta": {"kind": "profile", "source": "m.onnx"},

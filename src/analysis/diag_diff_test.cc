@@ -2,6 +2,7 @@
 // Transpose): testdata/make_diff_profiles.py builds them.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "analysis/diag_test_util.h"
@@ -75,6 +76,77 @@ TEST(DiagDiff, NoPerRunTimesFallsBackToSumOfOps) {
   EXPECT_EQ(d.e2e.basis, "sum of ops");
   EXPECT_FALSE(d.e2e.has_ci);
   EXPECT_TRUE(d.headline.starts_with("sum of ops")) << d.headline;
+}
+
+TEST(DiagDiff, OpTypesOnOneSideAreNewOrGone) {
+  ProfileDiff d = DiffProfiles(Load("model_before.json"), Load("model_after.json"));
+  std::map<std::string, std::string> change;
+  for (const auto& t : d.op_types) change[t.op_type] = t.change;
+  EXPECT_EQ(change["Transpose"], "gone");
+  EXPECT_EQ(change["Cast"], "new");
+  EXPECT_EQ(change["Conv"], "changed");
+  std::string table = FormatDiff(d, false);
+  std::string transpose = table.substr(table.find("\nTranspose"), 90);
+  EXPECT_NE(transpose.find("gone"), std::string::npos) << transpose;
+  EXPECT_EQ(transpose.find("new"), std::string::npos) << transpose;
+}
+
+TEST(DiagDiff, StatesRunCountsAndCallsAFewRunsWeak) {
+  auto a = Load("model_before.json"), b = Load("model_after.json");
+  a.e2e.runs_ms.resize(3);
+  b.e2e.runs_ms.resize(3);
+  ProfileDiff d = DiffProfiles(a, b);
+  EXPECT_EQ(d.e2e.runs_before, 3u);
+  EXPECT_TRUE(d.e2e.weak_ci);
+  EXPECT_NE(d.headline.find("3 vs 3 runs, weak CI"), std::string::npos) << d.headline;
+  bool noted = false;
+  for (const auto& n : d.notes) noted = noted || n.find("from 3 runs before and 3 after") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_TRUE(nlohmann::json::parse(DiffToJson(d))["e2e"]["weak_ci"].get<bool>());
+
+  // Enough runs: the counts are stated, the interval is not called weak.
+  for (auto* p : {&a, &b}) {
+    auto runs = p->e2e.runs_ms;
+    p->e2e.runs_ms.clear();
+    for (int i = 0; i < 4; ++i) p->e2e.runs_ms.insert(p->e2e.runs_ms.end(), runs.begin(), runs.end());
+  }
+  d = DiffProfiles(a, b);
+  EXPECT_FALSE(d.e2e.weak_ci);
+  EXPECT_NE(d.headline.find("12 vs 12 runs)"), std::string::npos) << d.headline;
+}
+
+TEST(DiagDiff, DifferentKindsAndModelsAreSaid) {
+  auto a = Load("model_before.json"), b = Load("model_after.json");
+  EXPECT_EQ(KindMismatch(a, b), "");
+  b.meta.kind = "run";
+  std::string why = KindMismatch(a, b);
+  EXPECT_NE(why.find("different things"), std::string::npos) << why;
+  ProfileDiff d = DiffProfiles(a, b);
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes[0].find("different things"), std::string::npos) << d.notes[0];
+
+  b = Load("model_after.json");
+  for (auto& op : b.ops) op.name = "other_" + op.name;
+  d = DiffProfiles(a, b);
+  bool noted = false;
+  for (const auto& n : d.notes) noted = noted || n.find("no node name in common") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(DiagDiff, AbsurdValuesKeepTheTableNarrow) {
+  auto a = Load("model_before.json"), b = Load("model_after.json");
+  for (double& v : b.e2e.runs_ms) v *= 1e298;
+  b.ops[0].stats.trimmed_mean = 1e300;
+  ProfileDiff d = DiffProfiles(a, b);
+  std::string table = FormatDiff(d, false);
+  size_t start = 0;
+  while (start < table.size()) {
+    size_t end = table.find('\n', start);
+    if (end == std::string::npos) end = table.size();
+    EXPECT_LT(end - start, 220u) << table.substr(start, end - start);
+    start = end + 1;
+  }
+  EXPECT_NE(table.find("e+"), std::string::npos) << table;
 }
 
 TEST(DiagDiff, GoldenTableAndJson) {

@@ -7,7 +7,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
+#include "analysis/format.h"
 #include "analysis/range_stats.h"
 #include "base/strings.h"
 
@@ -54,10 +56,42 @@ static void SortByAbs(std::vector<NodeDelta>& v) {
   });
 }
 
+static std::string KindInWords(const std::string& kind) {
+  if (kind == "profile") return "a model profile (`opscope profile`: per-op times on the built-in engine)";
+  if (kind == "run") return "a `run` profile (a whole program's annotated ranges)";
+  if (kind == "stat") return "a `stat` profile (a whole program's counters)";
+  if (kind == "gpu") return "a `gpu` profile (a CUDA program's kernels)";
+  if (kind == "record") return "a `record` profile (call-stack samples)";
+  return "a '" + kind + "' profile";
+}
+
+std::string KindMismatch(const profile::Profile& before, const profile::Profile& after) {
+  const std::string& a = before.meta.kind;
+  const std::string& b = after.meta.kind;
+  if (a.empty() || b.empty() || a == b) return "";
+  return "before is " + KindInWords(a) + " but after is " + KindInWords(b) +
+         ": their times measure different things";
+}
+
 ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile& after) {
   ProfileDiff d;
   d.before_source = before.meta.source;
   d.after_source = after.meta.source;
+  if (std::string kinds = KindMismatch(before, after); !kinds.empty())
+    d.notes.push_back(kinds + " (compared anyway)");
+  if (!before.ops.empty() && !after.ops.empty()) {
+    std::set<std::string> names;
+    for (const auto& op : before.ops) names.insert(op.name);
+    bool common = false;
+    for (const auto& op : after.ops) common = common || names.count(op.name);
+    if (!common)
+      d.notes.push_back("no node name in common: these look like profiles of different models, so "
+                        "the per-node rows only list what each side has");
+  }
+  if (!before.meta.source.empty() && !after.meta.source.empty() &&
+      before.meta.source != after.meta.source && before.meta.kind != "profile")
+    d.notes.push_back(fmt::format("different programs ('{}' vs '{}'): the change includes whatever "
+                                  "differs between them", before.meta.source, after.meta.source));
   if (!before.meta.cpu_model.empty() && !after.meta.cpu_model.empty() &&
       before.meta.cpu_model != after.meta.cpu_model)
     d.notes.push_back(fmt::format("profiles come from different CPUs ('{}' vs '{}'): the change "
@@ -76,10 +110,18 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
     e.basis = "end-to-end runs";
     e.before_ms = Trimmed(before.e2e.runs_ms);
     e.after_ms = Trimmed(after.e2e.runs_ms);
+    e.runs_before = before.e2e.runs_ms.size();
+    e.runs_after = after.e2e.runs_ms.size();
     if (before.e2e.runs_ms.size() >= 2 && after.e2e.runs_ms.size() >= 2) {
       e.has_ci = true;
       BootstrapChangeCi(before.e2e.runs_ms, after.e2e.runs_ms, &e.ci_low_pct, &e.ci_high_pct);
       e.significant = e.ci_low_pct > 0 || e.ci_high_pct < 0;
+      e.weak_ci = std::min(e.runs_before, e.runs_after) < kMinRunsForSolidCi;
+      if (e.weak_ci)
+        d.notes.push_back(fmt::format(
+            "the 95% CI comes from {} runs before and {} after: with fewer than {} runs per side "
+            "it is weak (too narrow); measure more runs", e.runs_before, e.runs_after,
+            kMinRunsForSolidCi));
     } else {
       d.notes.push_back("fewer than 2 runs on one side: no confidence interval");
     }
@@ -147,6 +189,7 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
   SortByAbs(d.nodes);
   for (auto& [name, t] : types) {
     t.op_type = name;
+    t.change = t.count_before == 0 ? "new" : t.count_after == 0 ? "gone" : "changed";
     t.delta_ms = t.after_ms - t.before_ms;
     t.delta_pct = t.before_ms > 0 ? t.delta_ms / t.before_ms * 100 : 0;
     d.op_types.push_back(t);
@@ -192,16 +235,19 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
 
   // Headline.
   if (e.available) {
-    std::string ci = e.has_ci ? fmt::format(", 95% CI {:+.1f}…{:+.1f}%", e.ci_low_pct, e.ci_high_pct) : "";
+    std::string ci = e.has_ci ? ", 95% CI " + BoundedSigned(e.ci_low_pct, 1) + "…" + BoundedPct(e.ci_high_pct) : "";
+    if (e.basis == "end-to-end runs")
+      ci += fmt::format(", {} vs {} runs{}", e.runs_before, e.runs_after, e.weak_ci ? ", weak CI" : "");
     std::string verdict;
     if (e.has_ci && !e.significant)
       verdict = "no significant change";
     else if (e.speedup >= 1)
-      verdict = fmt::format("{:.2f}× faster", e.speedup);
+      verdict = BoundedSigned(e.speedup, 2).substr(1) + "× faster";
     else
-      verdict = fmt::format("{:.2f}× slower", e.speedup > 0 ? 1 / e.speedup : 0);
-    d.headline = fmt::format("{} {} → {} ({:+.1f}%{}): {}", e.basis == "sum of ops" ? "sum of ops" : "end-to-end",
-                             HumanMs(e.before_ms), HumanMs(e.after_ms), e.delta_pct, ci, verdict);
+      verdict = BoundedSigned(e.speedup > 0 ? 1 / e.speedup : 0, 2).substr(1) + "× slower";
+    d.headline = fmt::format("{} {} → {} ({}{}): {}", e.basis == "sum of ops" ? "sum of ops" : "end-to-end",
+                             BoundedMs(e.before_ms), BoundedMs(e.after_ms), BoundedPct(e.delta_pct), ci,
+                             verdict);
   } else {
     d.headline = "no end-to-end or op times to compare";
   }
@@ -212,15 +258,15 @@ static std::string Row(const NodeDelta& n, bool color) {
   std::string col = "", reset = color ? "\x1b[0m" : "";
   if (color) col = n.delta_ms < 0 ? "\x1b[32m" : n.delta_ms > 0 ? "\x1b[31m" : "";
   if (!color || col.empty()) reset = "";
-  std::string pct = n.change == "changed" && n.before_ms > 0 ? fmt::format("{:+.1f}%", n.delta_pct) : n.change;
+  std::string pct = n.change == "changed" && n.before_ms > 0 ? BoundedPct(n.delta_pct) : n.change;
   std::string name = n.name.size() > 34 ? n.name.substr(0, 31) + "..." : n.name;
   std::string type = n.op_type.size() > 16 ? n.op_type.substr(0, 16) : n.op_type;
   std::string shape;
   if (n.shape_changed) shape = "  shape " + n.shape_before + " → " + n.shape_after;
-  return fmt::format("{:<34} {:<16} {:>11} {:>11} {}{:>+11.3f} {:>12}{}{}\n", name, type,
-                     n.change == "appeared" ? "-" : HumanMs(n.before_ms),
-                     n.change == "disappeared" ? "-" : HumanMs(n.after_ms), col, n.delta_ms, pct, reset,
-                     shape);
+  return fmt::format("{:<34} {:<16} {:>11} {:>11} {}{:>11} {:>12}{}{}\n", name, type,
+                     n.change == "appeared" ? "-" : BoundedMs(n.before_ms),
+                     n.change == "disappeared" ? "-" : BoundedMs(n.after_ms), col,
+                     BoundedSigned(n.delta_ms, 3), pct, reset, shape);
 }
 
 std::string FormatDiff(const ProfileDiff& d, bool color, size_t max_rows) {
@@ -234,10 +280,13 @@ std::string FormatDiff(const ProfileDiff& d, bool color, size_t max_rows) {
                        "after", "Δ ms", "Δ%");
     for (size_t i = 0; i < d.op_types.size() && i < max_rows; ++i) {
       const auto& t = d.op_types[i];
-      out += fmt::format("{:<24} {:>9} {:>11} {:>11} {:>+11.3f} {:>9}\n", t.op_type,
-                         fmt::format("{}→{}", t.count_before, t.count_after), HumanMs(t.before_ms),
-                         HumanMs(t.after_ms), t.delta_ms,
-                         t.before_ms > 0 ? fmt::format("{:+.1f}%", t.delta_pct) : "new");
+      out += fmt::format("{:<24} {:>9} {:>11} {:>11} {:>11} {:>9}\n", t.op_type,
+                         fmt::format("{}→{}", t.count_before, t.count_after),
+                         t.count_before ? BoundedMs(t.before_ms) : "-",
+                         t.count_after ? BoundedMs(t.after_ms) : "-", BoundedSigned(t.delta_ms, 3),
+                         t.change != "changed" ? t.change
+                         : t.before_ms > 0     ? BoundedPct(t.delta_pct)
+                                               : "-");
     }
   }
   auto table = [&](const char* title, const std::vector<NodeDelta>& rows) {
@@ -281,13 +330,14 @@ std::string DiffToJson(const ProfileDiff& d) {
   j["e2e"] = {{"available", d.e2e.available}, {"basis", d.e2e.basis},
               {"before_ms", d.e2e.before_ms}, {"after_ms", d.e2e.after_ms},
               {"delta_pct", d.e2e.delta_pct}, {"speedup", d.e2e.speedup},
-              {"has_ci", d.e2e.has_ci}, {"ci95_low_pct", d.e2e.ci_low_pct},
+              {"runs_before", d.e2e.runs_before}, {"runs_after", d.e2e.runs_after},
+              {"has_ci", d.e2e.has_ci}, {"weak_ci", d.e2e.weak_ci}, {"ci95_low_pct", d.e2e.ci_low_pct},
               {"ci95_high_pct", d.e2e.ci_high_pct}, {"significant", d.e2e.significant},
               {"ci_method", fmt::format("bootstrap of the trimmed mean, {} resamples, fixed seed",
                                         kBootstrapResamples)}};
   j["op_types"] = nlohmann::json::array();
   for (const auto& t : d.op_types)
-    j["op_types"].push_back({{"op_type", t.op_type}, {"count_before", t.count_before},
+    j["op_types"].push_back({{"op_type", t.op_type}, {"change", t.change}, {"count_before", t.count_before},
                              {"count_after", t.count_after}, {"before_ms", t.before_ms},
                              {"after_ms", t.after_ms}, {"delta_ms", t.delta_ms},
                              {"delta_pct", t.delta_pct}});

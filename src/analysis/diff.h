@@ -7,6 +7,13 @@
 // and per-op-type deltas use trimmed means; nodes present on one side only are "appeared" or
 // "disappeared"; a node whose input or output shapes differ is flagged. Rows are sorted by the
 // absolute change, largest first. Ranges (from `opscope run`) are compared by path the same way.
+// Op types present on one side only are "new" or "gone".
+//
+// Honesty: profiles of different kinds (a model profile and a `run` profile) measure different
+// things; KindMismatch says so and `diff` refuses them unless forced. Different sources and
+// profiles without a node in common get a note. The run counts of each side are stated, and an
+// interval from fewer than kMinRunsForSolidCi runs per side is called weak (a percentile
+// bootstrap of a handful of runs is narrower than the truth).
 #pragma once
 
 #include <string>
@@ -18,6 +25,7 @@ namespace opscope::analysis {
 
 inline constexpr int kBootstrapResamples = 2000;
 inline constexpr uint64_t kBootstrapSeed = 0x6f7073636f7065ULL;
+inline constexpr size_t kMinRunsForSolidCi = 10;
 
 struct NodeDelta {
   std::string name, op_type;
@@ -30,6 +38,7 @@ struct NodeDelta {
 
 struct OpTypeDelta {
   std::string op_type;
+  std::string change;        // "changed", "new" (after only), "gone" (before only)
   int count_before = 0, count_after = 0;
   double before_ms = 0, after_ms = 0, delta_ms = 0, delta_pct = 0;
 };
@@ -38,7 +47,9 @@ struct E2EDelta {
   bool available = false;    // both sides have per-run times
   double before_ms = 0, after_ms = 0;  // trimmed means
   double delta_pct = 0;
+  size_t runs_before = 0, runs_after = 0;  // per-run samples behind the trimmed means
   bool has_ci = false;       // both sides have >= 2 runs
+  bool weak_ci = false;      // fewer than kMinRunsForSolidCi runs on a side
   double ci_low_pct = 0, ci_high_pct = 0;
   bool significant = false;  // the CI excludes 0
   double speedup = 0;        // before / after
@@ -56,6 +67,9 @@ struct ProfileDiff {
 };
 
 ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile& after);
+
+// Why two profiles should not be compared (different kinds: "profile" vs "run", ...), or "".
+std::string KindMismatch(const profile::Profile& before, const profile::Profile& after);
 
 // Bootstrap CI of the percent change of the trimmed mean, exposed for tests.
 void BootstrapChangeCi(const std::vector<double>& before, const std::vector<double>& after,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/strings.h"
 
@@ -64,6 +65,27 @@ std::string FormatRoofline(const std::vector<RooflinePoint>& points, const Machi
   }
   if (v.size() > max_rows) out += fmt::format("... {} more ops\n", v.size() - max_rows);
   return out;
+}
+
+namespace {
+constexpr double kFixedLimit = 1e7;
+}  // namespace
+
+std::string BoundedSigned(double v, int decimals) {
+  if (!std::isfinite(v)) return "n/a";
+  if (std::fabs(v) >= kFixedLimit) return fmt::format("{:+.3g}", v);
+  return fmt::format("{:+.{}f}", v, decimals);
+}
+
+std::string BoundedPct(double pct) {
+  std::string s = BoundedSigned(pct, 1);
+  return s == "n/a" ? s : s + "%";
+}
+
+std::string BoundedMs(double ms) {
+  if (!std::isfinite(ms)) return "n/a";
+  if (std::fabs(ms) >= kFixedLimit) return fmt::format("{:.3g} s", ms / 1000);
+  return HumanMs(ms);
 }
 
 }  // namespace opscope::analysis

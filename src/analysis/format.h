@@ -21,4 +21,10 @@ std::string FormatRoofline(const std::vector<RooflinePoint>& points, const Machi
 // "peak 94.1 GFLOP/s (all 2 threads), 48.0 (one core); triad 11.2 GB/s, LLC 61.0 GB/s".
 std::string FormatCeilings(const MachineCeilings& c);
 
+// Cells whose values come from files (diff): short whatever the value. Fixed notation below
+// 1e7 in magnitude, else three significant digits ("+1.23e+300"); "n/a" when not finite.
+std::string BoundedSigned(double v, int decimals);  // "+0.200", "-18.014"
+std::string BoundedPct(double pct);                 // "+12.3%"
+std::string BoundedMs(double ms);                   // HumanMs below 1e7 ms, "1.23e+10 s" above
+
 }  // namespace opscope::analysis

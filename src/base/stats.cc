@@ -58,4 +58,22 @@ std::string VarianceVerdict(double cv) {
   return "unstable";
 }
 
+Interval MedianConfidenceInterval(std::vector<double> values, double confidence) {
+  if (values.empty()) return {};
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  // P(X <= j) for X ~ Binomial(n, 1/2), accumulated in log space so large n does not underflow.
+  const double alpha = 1 - confidence;
+  size_t k = 1;  // 1-based order statistic; k = 1 is the full range
+  double cdf = 0;
+  for (size_t j = 0; j < n / 2; ++j) {
+    double log_p = std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0) - n * std::log(2.0);
+    cdf += std::exp(log_p);
+    // [v(j+1), v(n-j)] misses the median with probability 2 P(X <= j).
+    if (2 * cdf > alpha) break;
+    k = j + 1;
+  }
+  return {values[k - 1], values[n - k]};
+}
+
 }  // namespace opscope

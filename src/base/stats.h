@@ -30,4 +30,13 @@ std::vector<size_t> FindOutliers(std::span<const double> values, double k = 3.0)
 // A plain-words verdict on a coefficient of variation: "stable", "noisy", "unstable".
 std::string VarianceVerdict(double cv);
 
+// A distribution-free confidence interval for the median of `values` (e.g. paired differences),
+// from order statistics and the sign test: [v(k), v(n+1-k)] with the largest k whose two-sided
+// binomial(n, 1/2) tail stays within 1 - confidence. Below 6 values no k reaches 95%, and the
+// interval is the whole range [min, max]. Empty input gives [0, 0].
+struct Interval {
+  double low = 0, high = 0;
+};
+Interval MedianConfidenceInterval(std::vector<double> values, double confidence = 0.95);
+
 }  // namespace opscope

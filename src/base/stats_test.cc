@@ -32,4 +32,24 @@ TEST(StatsTest, Outliers) {
   EXPECT_EQ(o[0], 6u);
 }
 
+// The sign-test interval against binomial tables: n = 9 gives [v(2), v(8)] (coverage 96.1%),
+// n = 20 gives [v(6), v(15)] (95.9%), n < 6 the whole range.
+TEST(StatsTest, MedianConfidenceInterval) {
+  std::vector<double> nine = {9, 1, 8, 2, 7, 3, 6, 4, 5};
+  Interval i9 = MedianConfidenceInterval(nine);
+  EXPECT_EQ(i9.low, 2);
+  EXPECT_EQ(i9.high, 8);
+  std::vector<double> twenty;
+  for (int i = 20; i >= 1; --i) twenty.push_back(i);
+  Interval i20 = MedianConfidenceInterval(twenty);
+  EXPECT_EQ(i20.low, 6);
+  EXPECT_EQ(i20.high, 15);
+  Interval i3 = MedianConfidenceInterval({-1, 4, 2});
+  EXPECT_EQ(i3.low, -1);
+  EXPECT_EQ(i3.high, 4);
+  Interval none = MedianConfidenceInterval({});
+  EXPECT_EQ(none.low, 0);
+  EXPECT_EQ(none.high, 0);
+}
+
 }  // namespace opscope

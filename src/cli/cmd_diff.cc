@@ -5,6 +5,7 @@
 #include "analysis/diff.h"
 #include "base/files.h"
 #include "base/strings.h"
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "profile/profile_io.h"
 
@@ -20,7 +21,8 @@ class DiffCommand : public Command {
     app->add_option("--format", format_, "table or json (default: from -o, else table)")
         ->check(CLI::IsMember({"table", "json"}));
     app->add_option("-o,--output", output_, "write to FILE instead of stdout");
-    app->add_option("--rows", rows_, "rows per table (default 25)")->check(CLI::PositiveNumber);
+    app->add_option("--rows", rows_, "rows per table (default 25)")->check(WholeNumberIn(1, 1000000));
+    app->add_flag("--force", force_, "compare profiles of different kinds (e.g. `profile` and `run`) anyway");
   }
 
   int Run() override {
@@ -32,6 +34,9 @@ class DiffCommand : public Command {
     if (!a.ok()) return ReportError(a.status());
     auto b = profile::LoadProfile(after_);
     if (!b.ok()) return ReportError(b.status());
+    if (std::string why = analysis::KindMismatch(*a, *b); !why.empty() && !force_)
+      return ReportError(InvalidArgument(before_ + " vs " + after_ + ": " + why +
+                                         "; compare like with like, or pass --force"));
     analysis::ProfileDiff d = analysis::DiffProfiles(*a, *b);
     std::string text = format == "json" ? analysis::DiffToJson(d)
                                         : analysis::FormatDiff(d, output_.empty() && UseColor(1), rows_);
@@ -47,6 +52,7 @@ class DiffCommand : public Command {
  private:
   std::string before_, after_, format_, output_;
   size_t rows_ = 25;
+  bool force_ = false;
 };
 
 OPSCOPE_REGISTER_COMMAND(DiffCommand);

@@ -9,6 +9,7 @@
 #include "base/host.h"
 #include "base/files.h"
 #include "base/strings.h"
+#include "cli/checks.h"
 #include "cli/command.h"
 
 namespace opscope::cli {
@@ -22,10 +23,10 @@ class MachineCommand : public Command {
   void Setup(CLI::App* app) override {
     app->add_option("--machine", file_, "machine file to write/read (default $XDG_CONFIG_HOME/opscope/machine.json)");
     app->add_option("--threads", threads_, "threads for the all-core figures (default: all online CPUs)")
-        ->check(CLI::Range(1, 4096));
+        ->check(WholeNumberIn(1, 4096));
     app->add_option("--peak-gflops", peak_gflops_, "peak float32 GFLOP/s given by hand (e.g. a target board's)")
-        ->check(CLI::PositiveNumber);
-    app->add_option("--peak-gbps", peak_gbps_, "memory bandwidth in GB/s given by hand")->check(CLI::PositiveNumber);
+        ->check(PositiveFinite());
+    app->add_option("--peak-gbps", peak_gbps_, "memory bandwidth in GB/s given by hand")->check(PositiveFinite());
     app->add_option("--cpu-model", cpu_model_, "CPU model to record with hand-given ceilings");
     app->add_flag("--quick", quick_, "shorter measurement (less stable)");
     app->add_flag("--show", show_, "print the stored ceilings without measuring");

@@ -8,6 +8,7 @@
 #include "analysis/machine_measure.h"
 #include "analysis/rules.h"
 #include "base/strings.h"
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "collect/op_counters.h"
 #include "collect/perf_event.h"
@@ -30,15 +31,15 @@ class ProfileCommand : public Command {
   void Setup(CLI::App* app) override {
     app->add_option("model", model_, "ONNX model file")->required();
     app->add_option("--threads", threads_, "Threads for the engine (default: all online CPUs)");
-    app->add_option("--warmup", warmup_, "Warm-up runs, not measured")->capture_default_str();
-    app->add_option("--runs", runs_, "Measured runs")->capture_default_str();
+    app->add_option("--warmup", warmup_, "Warm-up runs, not measured")->capture_default_str()->check(WholeNumberIn(0, 1000000));
+    app->add_option("--runs", runs_, "Measured runs")->capture_default_str()->check(WholeNumberIn(1, 1000000));
     app->add_option("-o,--output", out_.path, "Write the profile to FILE (format from the extension: .json, .csv, .trace.json, .txt)");
     app->add_option("--format", out_.format, "Write this format to standard output: table, json, csv, chrome");
-    app->add_option("--top", top_, "Rows in the hotspot table")->capture_default_str();
+    app->add_option("--top", top_, "Rows in the hotspot table")->capture_default_str()->check(WholeNumberIn(1, 1000000));
     app->add_option("--input", inputs_, "Input from a TensorProto file: NAME=FILE.pb (repeatable)")->allow_extra_args(false);
     app->add_option("--shape", shapes_, "Shape for an input with symbolic dims: NAME=1x3x224x224 (repeatable)")->allow_extra_args(false);
     app->add_option("--save-outputs", save_dir_, "Write each output as a TensorProto .pb into DIR");
-    app->add_option("--seed", seed_, "Seed for random inputs")->capture_default_str();
+    app->add_option("--seed", seed_, "Seed for random inputs")->capture_default_str()->check(WholeNumberIn(0));
     app->add_flag("--no-fuse", no_fuse_, "Disable operator fusion (Conv+BN, Conv+activation, MatMul+Add)");
     app->add_flag("--no-channels-last", no_channels_last_,
                   "Keep every activation NCHW (no NHWC regions between consecutive convolutions)");
@@ -46,11 +47,12 @@ class ProfileCommand : public Command {
     app->add_flag("--counters", counters_, "Per-operator counters (hardware where the CPU has a PMU, software stand-ins otherwise)");
     app->add_option("-e,--events", events_, "Counter events for --counters (comma-separated; default: cycles, instructions, cache and branch misses, task-clock, page-faults)");
     app->add_flag("--sample", sample_, "Sample call stacks during the measured runs and attribute them to the executing node");
-    app->add_option("-F,--freq", freq_, "Sampling frequency for --sample, Hz")->capture_default_str();
+    app->add_option("-F,--freq", freq_, "Sampling frequency for --sample, Hz")->capture_default_str()->check(NumberIn(1, 100000, false));
     app->add_option("--call-graph", call_graph_, "Call graphs for --sample: fp or dwarf")->capture_default_str();
     app->add_option("--machine", machine_file_, "Machine ceilings file for the roofline (default: the one `opscope machine` stored)");
-    app->add_option("--peak-gflops", peak_gflops_, "Compute ceiling by hand, GFLOP/s (e.g. for a target board)");
-    app->add_option("--peak-gbps", peak_gbps_, "Memory-bandwidth ceiling by hand, GB/s");
+    app->add_option("--peak-gflops", peak_gflops_, "Compute ceiling by hand, GFLOP/s (e.g. for a target board)")
+        ->check(PositiveFinite());
+    app->add_option("--peak-gbps", peak_gbps_, "Memory-bandwidth ceiling by hand, GB/s")->check(PositiveFinite());
   }
 
   int Run() override {

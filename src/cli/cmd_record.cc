@@ -3,6 +3,7 @@
 
 #include "base/clock.h"
 #include "base/strings.h"
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/target_build.h"
 #include "collect/record_file.h"
@@ -19,13 +20,14 @@ class RecordCommandCli : public Command {
     return "Sample the call stacks of a command and all its threads into a record file";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-F,--freq", freq_, "Sampling frequency in Hz (default 997)");
+    app->add_option("-F,--freq", freq_, "Sampling frequency in Hz (default 997)")->check(NumberIn(1, 100000, false));
     app->add_option("--call-graph", call_graph_,
                     "fp (frame pointers) or dwarf[,STACK_BYTES] (libdw unwinding; works without "
                     "frame pointers; default 16384 bytes of stack per sample)");
     app->add_option("-o,--output", output_, "Record file to write (default opscope.rec)");
     app->add_option("-e,--event", event_, "auto (cycles if there is a PMU, else cpu-clock) or cpu-clock");
-    app->add_option("-m,--mmap-pages", ring_pages_, "Ring buffer data pages per CPU (power of two, default 256)");
+    app->add_option("-m,--mmap-pages", ring_pages_, "Ring buffer data pages per CPU (power of two, default 256)")
+        ->check(WholeNumberIn(1, 1 << 20));
     app->add_flag("-q,--quiet", quiet_, "Print nothing but errors");
     app->add_option("command", command_, "The command to run (after --)")->required();
   }
@@ -43,8 +45,10 @@ class RecordCommandCli : public Command {
       opt.sampler.call_graph = collect::CallGraph::kDwarf;
       int64_t bytes = 0;
       if (parts.size() > 1) {
-        if (!ParseInt64(parts[1], &bytes))
-          return ReportError(InvalidArgument("--call-graph dwarf," + parts[1] + ": stack size is not a number"));
+        if (!ParseInt64(parts[1], &bytes) || bytes < 512 || bytes > 65000)
+          return ReportError(InvalidArgument("--call-graph dwarf," + parts[1] +
+                                             ": the stack size must be a whole number of bytes "
+                                             "from 512 to 65000"));
         opt.sampler.stack_bytes = static_cast<uint32_t>((bytes + 7) / 8 * 8);
       }
     } else if (parts[0] != "fp" || parts.size() > 1) {

@@ -7,6 +7,7 @@
 
 #include "base/files.h"
 #include "base/strings.h"
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "collect/symbolize.h"
 #include "profile/profile_io.h"
@@ -56,8 +57,10 @@ class ReportCommandCli : public Command {
   void Setup(CLI::App* app) override {
     app->add_option("file", file_, "Record file or JSON profile (default opscope.rec)");
     app->add_option("--sort", sort_, "self (default), inclusive or name");
-    app->add_option("--threshold", threshold_, "Hide rows below this share in percent (default 0.5)");
-    app->add_option("--top", top_, "Rows to show (per group), 0 = all (default 40)");
+    app->add_option("--threshold", threshold_, "Hide rows below this share in percent (default 0.5)")
+        ->check(NumberIn(0, 100, false));
+    app->add_option("--top", top_, "Rows to show (per group), 0 = all (default 40)")
+        ->check(WholeNumberIn(0, 1000000000));
     app->add_option("--group", group_, "function (default), thread, module or op");
     app->add_option("-f,--function", function_, "Caller/callee view of the functions matching NAME");
     app->add_option("-o,--output", output_,
@@ -90,6 +93,10 @@ class ReportCommandCli : public Command {
     auto loaded = collect::LoadAnyProfile(file_);
     if (!loaded.ok()) return ReportError(loaded.status());
     profile::Profile& p = *loaded;
+    // The table shows the warnings (a damaged or unfinished recording) under its rows; every other
+    // output, and a table written to a file, gets them on stderr so they are never silent.
+    if (p.samples && !(format == "table" && output_.empty()))
+      for (const auto& w : p.samples->warnings) std::fprintf(stderr, "opscope: warning: %s\n", w.c_str());
 
     report::SampleReportOptions opt;
     opt.sort = *sort;

@@ -24,6 +24,7 @@
 #include "base/files.h"
 #include "base/host.h"
 #include "base/strings.h"
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/target_build.h"
 #include "collect/ranges_reader.h"
@@ -93,8 +94,8 @@ class RunCommand : public Command {
     return "per-range profile of a program annotated with NVTX or opscope/annotate.h";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")->check(CLI::Range(1, 100000));
-    app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")->check(CLI::Range(0, 100000));
+    app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")->check(WholeNumberIn(1, 100000));
+    app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")->check(WholeNumberIn(0, 100000));
     app->add_option("-o,--output", output_, "output file; format from the extension (.json, .csv, .trace.json)");
     app->add_option("--format", format_, "table, json, csv or chrome")
         ->check(CLI::IsMember({"table", "json", "csv", "chrome"}));

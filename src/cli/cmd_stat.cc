@@ -9,6 +9,7 @@
 #include "base/strings.h"
 #include "analysis/format.h"
 #include "analysis/rules.h"
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/target_build.h"
 #include "collect/counter_metrics.h"
@@ -29,14 +30,15 @@ class StatCommand : public Command {
   void Setup(CLI::App* app) override {
     app->add_option("-r,--repeat", repeat_, "run the command N times; report mean, median, "
                     "trimmed mean, min, max, cv per event")
-        ->check(CLI::Range(1, 100000));
+        ->check(WholeNumberIn(1, 100000));
     app->add_option("-e,--event", events_, "events, comma-separated: generic names (cycles, "
                     "instructions, task-clock, page-faults, ...), hw-cache names "
                     "(L1-dcache-load-misses), raw rNNNN, libpfm4 names; :u/:k modifiers")
         ->allow_extra_args(false);
     app->add_flag("--json", json_, "machine output: the whole profile as JSON (stderr, or -o FILE)");
     app->add_option("-x,--field-separator", sep_, "machine output: separated values with SEP "
-                    "(stderr, or -o FILE)");
+                    "(stderr, or -o FILE)")
+        ->check(NonEmpty());
     app->add_option("-o,--output", output_, "write the result to FILE (FILE.json: the profile; "
                     "FILE.csv: separated values; else the table)");
     app->add_option("command", command_, "the command and its arguments, after --");

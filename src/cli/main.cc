@@ -57,7 +57,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and exit 0; every other parse error is a usage error: one
+    // line and exit status 2, like the errors the commands report themselves.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::fprintf(stderr, "opscope: error: %s (see --help)\n", e.what());
+    return 2;
   }
   for (auto& [sub, c] : subs)
     if (sub->parsed()) return c->Run();

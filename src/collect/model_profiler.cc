@@ -6,6 +6,7 @@
 
 #include "base/clock.h"
 #include "base/host.h"
+#include "base/stats.h"
 #include "base/strings.h"
 #include "collect/op_timer.h"
 #include "engine/onnx_io.h"
@@ -42,6 +43,14 @@ class FanOut final : public OpObserver {
 double CostWeight(const engine::NodeInfo& n) { return n.flops / 20e9 + n.bytes / 5e9; }
 
 }  // namespace
+
+void JudgeOverheadNoise(const std::vector<double>& paired_diffs_ms, profile::Overhead* o) {
+  Interval ci = MedianConfidenceInterval(paired_diffs_ms);
+  const double base = o->baseline_median_ms;
+  o->noise_low_pct = base > 0 ? ci.low / base * 100 : 0;
+  o->noise_high_pct = base > 0 ? ci.high / base * 100 : 0;
+  o->measurable = !paired_diffs_ms.empty() && base > 0 && ci.low > 0 && o->pct > 0;
+}
 
 StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   if (opt.runs < 1) return InvalidArgument("--runs must be at least 1 (got " + std::to_string(opt.runs) + ")");
@@ -218,6 +227,13 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     o.pct = o.baseline_median_ms > 0 ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100 : 0;
     o.method = "median latency of " + std::to_string(opt.runs) + " runs with the per-op observer against " +
                std::to_string(opt.runs) + " runs without it, interleaved in the same session";
+    // Each observed run is paired with the baseline run right after it; the overhead counts as
+    // measured only when the 95% interval of the median paired difference lies above 0
+    // (docs/benchmarks.md, "opscope's own overhead").
+    std::vector<double> diffs;
+    for (size_t i = 0; i < observed_ms.size() && i < baseline_ms.size(); ++i)
+      diffs.push_back(observed_ms[i] - baseline_ms[i]);
+    JudgeOverheadNoise(diffs, &o);
     p.overhead = o;
   }
   if (opt.finish) OPSCOPE_RETURN_IF_ERROR(opt.finish(*session, p));

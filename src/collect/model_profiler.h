@@ -47,4 +47,10 @@ struct ModelProfileOptions {
 
 StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& options);
 
+// Sets o->measurable and o->noise_*_pct from the paired differences (observed run i minus the
+// baseline run interleaved with it, ms): measurable only when the 95% distribution-free interval
+// of their median (base/stats.h MedianConfidenceInterval) lies above 0 and o->pct is positive.
+// Needs o->baseline_median_ms; with no pairs the overhead is not measurable.
+void JudgeOverheadNoise(const std::vector<double>& paired_diffs_ms, profile::Overhead* o);
+
 }  // namespace opscope::collect

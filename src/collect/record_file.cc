@@ -11,7 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "base/files.h"
+#include "base/strings.h"
 
 namespace opscope::collect {
 namespace {
@@ -272,6 +275,44 @@ StatusOr<RecordReader> RecordReader::FromBytes(std::string bytes, const std::str
   return r;
 }
 
+namespace {
+
+const char* ChunkName(uint32_t type) {
+  switch (static_cast<ChunkType>(type)) {
+    case ChunkType::kMeta: return "meta";
+    case ChunkType::kEvents: return "events";
+    case ChunkType::kSymbolized: return "symbol";
+    case ChunkType::kEnd: return "end";
+  }
+  return "unknown";
+}
+
+bool CrcMatches(std::string_view payload, uint32_t crc) {
+  return crc32(0, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size())) == crc;
+}
+
+// How many payload bytes a resynchronisation may checksum before it gives up, so a damaged
+// multi-gigabyte recording cannot make the scan quadratic.
+constexpr uint64_t kResyncBudgetBytes = uint64_t{1} << 30;
+
+}  // namespace
+
+// The first offset at or after `from` where a whole chunk of a known type starts and passes its
+// checksum, or npos. Used after a damaged chunk: the chunks after the damage are still good.
+size_t RecordReader::NextValidChunk(size_t from) const {
+  uint64_t budget = kResyncBudgetBytes;
+  for (size_t p = from; p + 12 <= bytes_.size(); ++p) {
+    uint32_t type = ReadU32(&bytes_[p]);
+    if (type < static_cast<uint32_t>(ChunkType::kMeta) || type > static_cast<uint32_t>(ChunkType::kEnd))
+      continue;
+    uint32_t len = ReadU32(&bytes_[p + 4]);
+    if (len > bytes_.size() - p - 12 || len > budget) continue;
+    budget -= len;
+    if (CrcMatches(bytes_.substr(p + 12, len), ReadU32(&bytes_[p + 8]))) return p;
+  }
+  return std::string_view::npos;
+}
+
 Status RecordReader::Parse(const std::string& origin) {
   if (!Sniff(bytes_)) {
     if (bytes_.size() < sizeof kRecordMagic && std::string_view(kRecordMagic, bytes_.size()) == bytes_ &&
@@ -281,6 +322,7 @@ Status RecordReader::Parse(const std::string& origin) {
   }
   size_t pos = sizeof kRecordMagic;
   bool have_meta = false;
+  std::string meta_damage;  // why the meta chunk could not be read, if it was there but damaged
   while (pos < bytes_.size()) {
     if (bytes_.size() - pos < 12) {
       drop_reason_ = "truncated chunk header";
@@ -289,17 +331,27 @@ Status RecordReader::Parse(const std::string& origin) {
     uint32_t type = ReadU32(&bytes_[pos]);
     uint32_t len = ReadU32(&bytes_[pos + 4]);
     uint32_t crc = ReadU32(&bytes_[pos + 8]);
-    if (len > bytes_.size() - pos - 12) {
-      drop_reason_ = "truncated chunk (the recording was cut short)";
-      break;
-    }
-    std::string_view payload(&bytes_[pos + 12], len);
+    const bool fits = len <= bytes_.size() - pos - 12;
+    std::string_view payload = fits ? bytes_.substr(pos + 12, len) : std::string_view();
     // Event chunks (nearly all the bytes) are checked when visited, so reporting a finished
     // recording does not read them at all.
-    if (static_cast<ChunkType>(type) != ChunkType::kEvents &&
-        crc32(0, reinterpret_cast<const Bytef*>(payload.data()), len) != crc) {
-      drop_reason_ = "chunk checksum mismatch (corrupt file)";
-      break;
+    const bool crc_ok = fits && (static_cast<ChunkType>(type) == ChunkType::kEvents || CrcMatches(payload, crc));
+    if (!fits || !crc_ok) {
+      // Either the recording was cut short here (nothing valid follows) or these bytes were
+      // damaged after they were written (a valid chunk follows): read on from that chunk.
+      size_t next = NextValidChunk(pos + 1);
+      std::string what = fits ? fmt::format("a {} chunk fails its checksum", ChunkName(type))
+                              : fmt::format("a chunk header gives a length ({} bytes) past the end of the file", len);
+      if (pos == sizeof kRecordMagic) meta_damage = what;
+      if (next == std::string_view::npos) {
+        drop_reason_ = fits ? "chunk checksum mismatch (corrupt file)"
+                            : "truncated chunk (the recording was cut short)";
+        break;
+      }
+      problems_.push_back(fmt::format("corrupt record file: at byte {}, {}; skipped {} bytes and read on "
+                                      "from the next valid chunk", pos, what, next - pos));
+      pos = next;
+      continue;
     }
     switch (static_cast<ChunkType>(type)) {
       case ChunkType::kMeta: {
@@ -335,8 +387,14 @@ Status RecordReader::Parse(const std::string& origin) {
         break;
       case ChunkType::kSymbolized: {
         auto s = DecodeSampleSection(payload);
-        if (!s.ok()) return s.status().WithPrefix(origin);
-        symbolized_ = std::move(*s);
+        if (s.ok()) {
+          symbolized_ = std::move(*s);
+        } else {
+          symbolized_.reset();
+          problems_.push_back(fmt::format("corrupt record file: the symbol chunk at byte {} cannot be "
+                                          "decoded ({}); the raw events are symbolized instead",
+                                          pos, s.status().message()));
+        }
         break;
       }
       case ChunkType::kEnd: {
@@ -360,19 +418,40 @@ Status RecordReader::Parse(const std::string& origin) {
     pos += 12 + len;
   }
   bytes_dropped_ = bytes_.size() - pos;
-  if (!have_meta)
-    return DataLoss(origin + ": record file has no header chunk (truncated right after the magic)");
+  if (!have_meta) {
+    const size_t after_magic = bytes_.size() - sizeof kRecordMagic;
+    if (after_magic == 0)
+      return DataLoss(origin + ": record file truncated right after the magic (nothing was recorded)");
+    if (after_magic < 12)
+      return DataLoss(origin + ": record file truncated inside its first chunk header (nothing was "
+                      "recorded)");
+    if (!symbolized_ && !meta_damage.empty())
+      return DataLoss(origin + ": record file's meta chunk at byte 8 is unreadable (" + meta_damage +
+                      (problems_.empty() ? "): the file is corrupt, or was cut short inside it"
+                                         : "): the file is corrupt") +
+                      "; the events cannot be read without it");
+    if (!symbolized_)
+      return DataLoss(origin + ": record file has no meta chunk (corrupt file: the first chunk after "
+                      "the magic is a " + ChunkName(ReadU32(&bytes_[sizeof kRecordMagic])) + " chunk)");
+    problems_.push_back("corrupt record file: its meta chunk is unreadable, so the command, host and "
+                        "sampling settings are unknown; the samples come from the symbol chunk");
+  }
   return Status::Ok();
 }
 
 Status RecordReader::VisitEvents(const EventVisitor& v) const {
   RawSample s;
+  std::vector<std::string> bad;  // one line per chunk that could not be read (whole or in part)
   for (const ChunkRef& ref : event_chunks_) {
     std::string_view payload = bytes_.substr(ref.offset, ref.length);
-    if (crc32(0, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size())) != ref.crc)
-      return DataLoss(origin_ + ": an events chunk fails its checksum (corrupt file); events after it are not read");
+    const size_t at = ref.offset - 12;
+    if (!CrcMatches(payload, ref.crc)) {
+      bad.push_back(fmt::format("the events chunk at byte {} fails its checksum", at));
+      continue;
+    }
     Cursor c(payload);
-    while (!c.done() && c.ok()) {
+    std::string chunk_error;
+    while (!c.done() && c.ok() && chunk_error.empty()) {
       uint8_t tag = c.Byte();
       switch (tag) {
         case kTagSample: {
@@ -428,12 +507,17 @@ Status RecordReader::VisitEvents(const EventVisitor& v) const {
           break;
         }
         default:
-          return DataLoss(origin_ + ": unknown event tag " + std::to_string(tag) +
-                          " in an events chunk (corrupt file)");
+          chunk_error = fmt::format("unknown event tag {}", tag);
       }
     }
-    if (!c.ok()) return DataLoss(origin_ + ": malformed event in an events chunk (corrupt file)");
+    if (!c.ok()) chunk_error = "a malformed event";
+    if (!chunk_error.empty())
+      bad.push_back(fmt::format("the events chunk at byte {} has {}; the rest of that chunk is skipped",
+                                at, chunk_error));
   }
+  if (!bad.empty())
+    return DataLoss(fmt::format("corrupt record file {}: {}; the other {} events chunk(s) were read",
+                                origin_, Join(bad, "; "), event_chunks_.size() - bad.size()));
   return Status::Ok();
 }
 

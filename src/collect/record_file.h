@@ -7,8 +7,10 @@
 //   header := "OPSREC\0\1" (8 bytes)
 //   chunk  := type:u32  length:u32  crc32(payload):u32  payload[length]      (little endian)
 //
-// A reader stops at the first chunk that is incomplete or fails its CRC and says how many bytes
-// it could not use; everything before that point is kept. Chunk types:
+// A chunk that fails its CRC, or whose length runs past the end of the file, is either a cut
+// (nothing valid follows: the reader stops there and says how many bytes it could not use) or
+// damage (a valid chunk follows: the reader says so in problems() and reads on from that chunk).
+// Chunk types:
 //   kMeta        JSON object: event, unit, call graph mode, frequency, register mask, command.
 //   kEvents      a batch of raw events (mmaps, comms, forks, samples, lost counts) in the order
 //                the drain thread read them; written at least every poll round (~100 ms).
@@ -160,11 +162,16 @@ class RecordReader {
   uint64_t bytes_dropped() const { return bytes_dropped_; }
   const std::string& drop_reason() const { return drop_reason_; }
   uint64_t event_chunks() const { return event_chunks_.size(); }
-  // Streams every raw event. A malformed event ends the chunk it is in (counted as corrupt).
+  // Damage found in the middle of the file (chunks skipped before a valid one), one line each.
+  const std::vector<std::string>& problems() const { return problems_; }
+  // Streams every raw event. An events chunk that fails its checksum is skipped and a malformed
+  // event ends the chunk it is in; the other chunks are still read, and the returned DataLoss
+  // status names the chunks that were not.
   Status VisitEvents(const EventVisitor& v) const;
 
  private:
   Status Parse(const std::string& origin);
+  size_t NextValidChunk(size_t from) const;
   // The file's bytes: mapped read-only (Open) or owned (FromBytes). Recordings with DWARF stacks
   // run to gigabytes; only the chunks a reader touches are paged in.
   std::shared_ptr<const void> storage_;
@@ -180,6 +187,7 @@ class RecordReader {
   std::vector<ChunkRef> event_chunks_;  // payloads; CRC checked when visited
   uint64_t bytes_dropped_ = 0;
   std::string drop_reason_;
+  std::vector<std::string> problems_;
 };
 
 // The compact binary form of a SampleSection used by kSymbolized (strings, frames and stacks

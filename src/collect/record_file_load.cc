@@ -41,6 +41,10 @@ StatusOr<profile::Profile> LoadRecording(const std::string& path) {
   if (reader.bytes_dropped() && reader.symbolized())
     p.samples->warnings.push_back("record file has " + std::to_string(reader.bytes_dropped()) +
                                   " unusable bytes at its end (" + reader.drop_reason() + ")");
+  // Damage in the middle of the file (chunks skipped, the rest read): first, since it explains
+  // any samples that are missing.
+  p.samples->warnings.insert(p.samples->warnings.begin(), reader.problems().begin(),
+                             reader.problems().end());
   OPSCOPE_RETURN_IF_ERROR(profile::Validate(p).WithPrefix(path));
   return p;
 }

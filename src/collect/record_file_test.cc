@@ -132,6 +132,110 @@ TEST(RecordFile, ForeignAndCorruptFiles) {
   EXPECT_NE(c->drop_reason().find("checksum"), std::string::npos);
 }
 
+// A file of magic, meta, two events chunks (one sample each) and an end chunk; `offsets` gets
+// the byte offset of each chunk.
+std::string TwoBatchFile(std::vector<size_t>* offsets) {
+  RecordMeta meta;
+  meta.command = "two";
+  std::string bytes(kRecordMagic, sizeof kRecordMagic);
+  auto add = [&](ChunkType t, const std::string& payload) {
+    offsets->push_back(bytes.size());
+    bytes += MakeChunk(t, payload);
+  };
+  add(ChunkType::kMeta, MetaChunkPayload(meta));
+  for (int tid : {21, 22}) {
+    EventBatch b;
+    RawSample s;
+    s.pid = 20;
+    s.tid = tid;
+    s.period = 1;
+    s.ips = {0x400010};
+    b.AddSample(s);
+    add(ChunkType::kEvents, b.bytes());
+  }
+  add(ChunkType::kEnd, R"({"exit": "exited with status 0", "samples": 2})");
+  return bytes;
+}
+
+void PutLength(std::string* bytes, size_t chunk, uint32_t len) {
+  for (int k = 0; k < 4; ++k) (*bytes)[chunk + 4 + k] = static_cast<char>(len >> (8 * k));
+}
+
+std::vector<int32_t> SampleTids(const RecordReader& r, Status* st) {
+  std::vector<int32_t> tids;
+  EventVisitor v;
+  v.sample = [&](const RawSample& s) { tids.push_back(s.tid); };
+  *st = r.VisitEvents(v);
+  return tids;
+}
+
+TEST(RecordFile, CorruptMetaChunkIsCalledCorruptNotTruncated) {
+  std::vector<size_t> at;
+  std::string bytes = TwoBatchFile(&at);
+  std::string bad_crc = bytes;
+  bad_crc[at[0] + 14] ^= 0x20;  // inside the meta JSON
+  auto r = RecordReader::FromBytes(bad_crc, "m.rec");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  const std::string& m = r.status().message();
+  EXPECT_EQ(m.find("right after the magic"), std::string::npos) << m;
+  EXPECT_NE(m.find("meta chunk"), std::string::npos) << m;
+  EXPECT_NE(m.find("checksum"), std::string::npos) << m;
+  EXPECT_NE(m.find("corrupt"), std::string::npos) << m;
+
+  std::string too_long = bytes;
+  PutLength(&too_long, at[0], 0xfffff000u);
+  r = RecordReader::FromBytes(too_long, "m.rec");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().find("right after the magic"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("past the end of the file"), std::string::npos) << r.status().message();
+
+  auto magic_only = RecordReader::FromBytes(bytes.substr(0, sizeof kRecordMagic), "m.rec");
+  ASSERT_FALSE(magic_only.ok());
+  EXPECT_NE(magic_only.status().message().find("right after the magic"), std::string::npos);
+}
+
+TEST(RecordFile, CorruptEventsChunkIsSkippedAndTheNextOneRead) {
+  std::vector<size_t> at;
+  std::string bytes = TwoBatchFile(&at);
+  bytes[at[1] + 13] ^= 0x01;  // payload of the first events chunk
+  auto r = RecordReader::FromBytes(bytes, "e.rec");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Status st;
+  EXPECT_EQ(SampleTids(*r, &st), std::vector<int32_t>{22});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("at byte " + std::to_string(at[1])), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("checksum"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("the other 1 events chunk(s) were read"), std::string::npos) << st.message();
+  EXPECT_TRUE(r->end().has_value());
+}
+
+TEST(RecordFile, DamagedChunkHeaderResynchronisesOnTheNextValidChunk) {
+  std::vector<size_t> at;
+  std::string bytes = TwoBatchFile(&at);
+  PutLength(&bytes, at[1], 0x7ffffff0u);  // the first events chunk's length now runs past the end
+  auto r = RecordReader::FromBytes(bytes, "h.rec");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Status st;
+  EXPECT_EQ(SampleTids(*r, &st), std::vector<int32_t>{22});
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(r->end().has_value());  // the chunks after the damage are kept
+  EXPECT_EQ(r->bytes_dropped(), 0u);
+  ASSERT_EQ(r->problems().size(), 1u);
+  EXPECT_NE(r->problems()[0].find("at byte " + std::to_string(at[1])), std::string::npos) << r->problems()[0];
+  EXPECT_NE(r->problems()[0].find("skipped " + std::to_string(at[2] - at[1]) + " bytes"), std::string::npos)
+      << r->problems()[0];
+
+  // The same damage in the last chunk is a cut, not a resynchronisation.
+  std::string cut = TwoBatchFile(&at);
+  PutLength(&cut, at[3], 0x7ffffff0u);
+  auto c = RecordReader::FromBytes(cut, "c.rec");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->problems().empty());
+  EXPECT_GT(c->bytes_dropped(), 0u);
+  EXPECT_NE(c->drop_reason().find("cut short"), std::string::npos);
+}
+
 TEST(RecordFile, FuzzEntryOnSeedsTruncationsAndBitFlips) {
   std::vector<std::string> seeds = {SampleFile(false), SampleFile(true), "", "OPSREC", "{}"};
   for (const auto& seed : seeds) {

@@ -258,7 +258,7 @@ StatusOr<profile::SampleSection> Builder::Run() {
   v1.fork = [&](const RawFork& f) { evs.push_back({f.time_ns, 2, forks.size()}); forks.push_back(f); };
   v1.lost = [&](uint64_t n) { section_.lost += n; };
   Status st = reader_.VisitEvents(v1);
-  if (!st.ok()) section_.warnings.push_back(st.message() + "; samples after it are missing");
+  if (!st.ok()) section_.warnings.push_back(st.message());
   std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) { return a.t < b.t; });
   for (const Ev& e : evs) {
     if (e.kind == 0) {

@@ -96,6 +96,10 @@ struct Overhead {
   double pct = 0;                  // (observed - baseline) / baseline * 100
   double counters_pct = 0;         // extra cost of per-op counters, 0 if not used
   std::string method;              // how it was measured, in words
+  // False when the difference is inside the run-to-run noise: the 95% interval of the median
+  // paired difference (observed run i minus baseline run i, % of the baseline median) contains 0.
+  bool measurable = true;
+  double noise_low_pct = 0, noise_high_pct = 0;  // that interval (0, 0 when not measured)
 };
 
 // One reading of clocks and temperature taken during a measured run (for throttling detection).

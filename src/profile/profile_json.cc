@@ -1,5 +1,8 @@
 #include "profile/profile_json.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "base/files.h"
 #include "profile/json_fields.h"
 #include "profile/profile_io.h"
@@ -57,7 +60,7 @@ void from_json(const nlohmann::json& j, OpEvent& v) {
 }
 
 #define OVERHEAD_FIELDS(X) X(baseline_median_ms); X(observed_median_ms); X(pct); \
-  X(counters_pct); X(method)
+  X(counters_pct); X(method); X(measurable); X(noise_low_pct); X(noise_high_pct)
 void to_json(nlohmann::json& j, const Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_PUT); }
 void from_json(const nlohmann::json& j, Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_GET); }
 
@@ -106,7 +109,62 @@ std::string ToJsonString(const Profile& p, int indent) {
   return j.dump(indent) + "\n";
 }
 
+namespace {
+
+// The longest time a profile may hold, in ms (about 28 hours): a run or an op beyond it is a
+// damaged or hand-edited file, and would otherwise print as hundreds of digits.
+constexpr double kMaxPlausibleMs = 1e8;
+
+std::string Num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "infinite" : "-infinite";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Every time field a profile carries must be finite, >= 0 and plausible; the error names it.
+Status CheckTime(double v, const std::string& field) {
+  if (std::isfinite(v) && v >= 0 && v <= kMaxPlausibleMs) return Status::Ok();
+  return DataLoss("invalid profile: " + field + " = " + Num(v) + " ms is not a plausible time (it "
+                  "must be finite, at least 0 and at most " + Num(kMaxPlausibleMs) +
+                  " ms, about 28 hours)");
+}
+
+Status CheckStats(const Stats& st, const std::string& where) {
+  const std::pair<const char*, double> fields[] = {
+      {"mean", st.mean}, {"median", st.median}, {"trimmed_mean", st.trimmed_mean}, {"min", st.min},
+      {"max", st.max},   {"p90", st.p90},       {"stddev", st.stddev}};
+  for (const auto& [name, v] : fields) OPSCOPE_RETURN_IF_ERROR(CheckTime(v, where + ".stats." + name));
+  return Status::Ok();
+}
+
+Status CheckTimes(const Profile& p) {
+  for (size_t i = 0; i < p.e2e.runs_ms.size(); ++i)
+    OPSCOPE_RETURN_IF_ERROR(CheckTime(p.e2e.runs_ms[i], "e2e.runs_ms[" + std::to_string(i) + "]"));
+  OPSCOPE_RETURN_IF_ERROR(CheckStats(p.e2e.stats, "e2e"));
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    std::string where = "ops[" + std::to_string(i) + "] ('" + p.ops[i].name + "')";
+    for (size_t k = 0; k < p.ops[i].runs_ms.size(); ++k)
+      OPSCOPE_RETURN_IF_ERROR(CheckTime(p.ops[i].runs_ms[k], where + ".runs_ms[" + std::to_string(k) + "]"));
+    OPSCOPE_RETURN_IF_ERROR(CheckStats(p.ops[i].stats, where));
+  }
+  if (p.overhead) {
+    OPSCOPE_RETURN_IF_ERROR(CheckTime(p.overhead->baseline_median_ms, "overhead.baseline_median_ms"));
+    OPSCOPE_RETURN_IF_ERROR(CheckTime(p.overhead->observed_median_ms, "overhead.observed_median_ms"));
+  }
+  if (p.stat)
+    for (size_t i = 0; i < p.stat->runs.size(); ++i)
+      OPSCOPE_RETURN_IF_ERROR(CheckTime(p.stat->runs[i].wall_ms, "stat.runs[" + std::to_string(i) + "].wall_ms"));
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<Profile> FromJsonString(const std::string& text, const std::string& origin) {
+  if (text.rfind("OPSREC", 0) == 0)
+    return Unsupported(origin + ": this is a record file from `opscope record` (call-stack samples), "
+                       "not a JSON profile; read it with `opscope report " + origin + "`");
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded())
     return DataLoss(origin + ": not valid JSON (truncated or corrupt profile?)");
@@ -123,6 +181,7 @@ StatusOr<Profile> FromJsonString(const std::string& text, const std::string& ori
   } catch (const nlohmann::json::exception& e) {
     return DataLoss(origin + ": malformed profile: " + e.what());
   }
+  OPSCOPE_RETURN_IF_ERROR(CheckTimes(p).WithPrefix(origin));
   OPSCOPE_RETURN_IF_ERROR(Validate(p).WithPrefix(origin));
   return p;
 }

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+
 #include "profile/profile_io.h"
 
 namespace opscope::profile {
@@ -55,6 +59,47 @@ TEST(ProfileTest, SharesSumToOne) {
   for (auto& op : p.ops) sum += op.share;
   EXPECT_NEAR(sum, 1.0, 1e-9);
   EXPECT_NEAR(p.ops[0].share, 1.5 / 2.0, 1e-9);
+}
+
+// Times that no run can take (negative, beyond a day) are refused when a profile is loaded, with
+// the field named, instead of flowing into reports as hundreds of digits. (JSON itself cannot
+// hold NaN or infinity: the parser refuses those, and numbers that overflow a double.)
+TEST(ProfileTest, LoadRejectsImplausibleTimesNamingTheField) {
+  auto load_with = [](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = nlohmann::json::parse(ToJsonString(Sample()));
+    edit(j);
+    return FromJsonString(j.dump(), "t.json");
+  };
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string field;
+  };
+  const Case cases[] = {
+      {[](nlohmann::json& j) { j["e2e"]["runs_ms"][1] = -3.0; }, "e2e.runs_ms[1] = -3 ms"},
+      {[](nlohmann::json& j) { j["e2e"]["runs_ms"][0] = 1e300; }, "e2e.runs_ms[0] = 1e+300 ms"},
+      {[](nlohmann::json& j) { j["e2e"]["stats"]["median"] = 1e300; }, "e2e.stats.median"},
+      {[](nlohmann::json& j) { j["ops"][0]["stats"]["trimmed_mean"] = 1e300; },
+       "ops[0] ('conv').stats.trimmed_mean"},
+      {[](nlohmann::json& j) { j["ops"][1]["runs_ms"][2] = -0.5; }, "ops[1] ('relu').runs_ms[2]"},
+      {[](nlohmann::json& j) { j["ops"][0]["stats"]["min"] = -1e-3; }, "ops[0] ('conv').stats.min"},
+      {[](nlohmann::json& j) { j["overhead"] = {{"baseline_median_ms", -1.0}}; },
+       "overhead.baseline_median_ms"},
+  };
+  for (const Case& c : cases) {
+    auto r = load_with(c.edit);
+    ASSERT_FALSE(r.ok()) << c.field;
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find(c.field), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("t.json: "), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(ProfileTest, RecordFileIsNamedAsSuch) {
+  auto r = FromJsonString(std::string("OPSREC\0\1", 8) + "binary", "x.rec");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().find("not valid JSON"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("record file"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("opscope report x.rec"), std::string::npos) << r.status().message();
 }
 
 TEST(ProfileTest, RejectsBadInput) {

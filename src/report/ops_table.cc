@@ -122,8 +122,17 @@ void Coverage(const profile::Profile& p, std::string* out) {
           "; the remaining " + HumanMs(std::max(0.0, e2e - sum)) + " is the engine's own overhead (scheduling, allocation, observer)\n";
   if (p.overhead) {
     const auto& ov = *p.overhead;
-    *out += F("opscope overhead: %+.2f%%", ov.pct) + " (median " + HumanMs(ov.observed_median_ms) +
-            " with the per-op observer, " + HumanMs(ov.baseline_median_ms) + " without; " + ov.method + ")";
+    // A difference inside the run-to-run noise (or a negative one: the observer cannot speed a
+    // run up) is not a measurement of anything.
+    const bool measured = ov.measurable && ov.pct > 0;
+    std::string noise = ov.noise_low_pct != 0 || ov.noise_high_pct != 0
+                            ? F("; 95%% interval of the paired difference %+.2f%%", ov.noise_low_pct) +
+                                  F("…%+.2f%%", ov.noise_high_pct)
+                            : "";
+    *out += (measured ? F("opscope overhead: %+.2f%%", ov.pct)
+                      : std::string("opscope overhead: not measurable (below the noise)")) +
+            " (median " + HumanMs(ov.observed_median_ms) + " with the per-op observer, " +
+            HumanMs(ov.baseline_median_ms) + " without" + noise + "; " + ov.method + ")";
     if (ov.counters_pct != 0) *out += F("; per-op counters add %+.2f%%", ov.counters_pct);
     *out += "\n";
   }

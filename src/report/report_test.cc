@@ -126,6 +126,27 @@ std::vector<std::vector<std::string>> ParseCsv(const std::string& text, bool* ok
 }
 
 TEST(ReportTest, TableGolden) { CheckGolden("small.top10.txt", Render("table")); }
+
+// An overhead inside the run-to-run noise, or a negative one, is not printed as a measurement.
+TEST(ReportTest, OverheadBelowTheNoiseIsNotAMeasurement) {
+  profile::Profile p = SmallProfile();
+  p.overhead->pct = -19.86;
+  p.overhead->measurable = false;
+  p.overhead->noise_low_pct = -25.1;
+  p.overhead->noise_high_pct = 8.4;
+  std::string out;
+  ReportOptions o;
+  ASSERT_TRUE(FindFormat("table")->write(p, o, &out).ok());
+  EXPECT_EQ(out.find("-19.86%"), std::string::npos) << out;
+  EXPECT_NE(out.find("opscope overhead: not measurable (below the noise)"), std::string::npos) << out;
+  EXPECT_NE(out.find("-25.10%…+8.40%"), std::string::npos) << out;
+  // A file written before the noise rule (measurable defaults to true) with a negative value.
+  p.overhead->measurable = true;
+  p.overhead->noise_low_pct = p.overhead->noise_high_pct = 0;
+  out.clear();
+  ASSERT_TRUE(FindFormat("table")->write(p, o, &out).ok());
+  EXPECT_NE(out.find("not measurable (below the noise)"), std::string::npos) << out;
+}
 TEST(ReportTest, CsvGolden) { CheckGolden("small.csv", Render("csv")); }
 TEST(ReportTest, ChromeGolden) { CheckGolden("small.trace.json", Render("chrome")); }
 TEST(ReportTest, JsonGolden) { CheckGolden("small.json", Render("json")); }

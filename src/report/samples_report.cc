@@ -244,8 +244,18 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
   if (!p.meta.source.empty()) out += "source: " + p.meta.source + "\n";
   for (const auto& d : p.meta.degradations) out += "note: " + d + "\n";
   if (h.samples == 0) {
-    out += "\nno samples were recorded (the command ended before the first sample, or sampling "
-           "was refused)\n";
+    const std::vector<std::string> none;
+    const auto& warnings = p.samples ? p.samples->warnings : none;
+    bool damaged = false;
+    for (const auto& w : warnings) damaged = damaged || w.find("corrupt") != std::string::npos;
+    // A damaged file is not the command's fault: say so, and show why.
+    out += damaged ? "\nno samples could be read: the record file is damaged (see the warnings below)\n"
+                   : "\nno samples were recorded (the command ended before the first sample, or "
+                     "sampling was refused)\n";
+    if (!warnings.empty()) {
+      out += "\nwarnings:\n";
+      for (const auto& w : warnings) out += "  " + w + "\n";
+    }
     return out;
   }
   const char* label = opt.group == SampleGroup::kModule ? "module" : "function";

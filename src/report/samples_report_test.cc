@@ -291,5 +291,23 @@ TEST(Reports, EmptySampleSection) {
   EXPECT_TRUE(RenderPprof(p).ok());
 }
 
+// A damaged recording with no readable sample: the table shows the warnings and does not blame
+// the command.
+TEST(Reports, NoSamplesBecauseTheFileIsDamaged) {
+  profile::Profile p;
+  p.samples.emplace().warnings = {"corrupt record file x.rec: the events chunk at byte 100 fails "
+                                  "its checksum; the other 0 events chunk(s) were read"};
+  SampleReportOptions o;
+  std::string t = RenderHotTable(p, ComputeHotFunctions(p, o), o, false);
+  EXPECT_EQ(t.find("the command ended before the first sample"), std::string::npos) << t;
+  EXPECT_NE(t.find("the record file is damaged"), std::string::npos) << t;
+  EXPECT_NE(t.find("fails its checksum"), std::string::npos) << t;
+
+  p.samples->warnings = {"symbolized at report time"};
+  t = RenderHotTable(p, ComputeHotFunctions(p, o), o, false);
+  EXPECT_NE(t.find("the command ended before the first sample"), std::string::npos) << t;
+  EXPECT_NE(t.find("symbolized at report time"), std::string::npos) << t;
+}
+
 }  // namespace
 }  // namespace opscope::report

@@ -48,7 +48,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   f.title = fmt::format("{:.0f}% of the end-to-end time is outside the ops", gap / e2e * 100);
   f.evidence = fmt::format("end-to-end {} per run, ops sum to {}: {} ({:.1f}%) is spent between "
                            "ops", HumanMs(e2e), HumanMs(ops), HumanMs(gap), gap / e2e * 100);
-  if (p.overhead && p.overhead->pct > 0)
+  if (p.overhead && p.overhead->measurable && p.overhead->pct > 0)
     f.evidence += fmt::format(" (opscope's own measured overhead: {:.1f}%)", p.overhead->pct);
   f.suggestion = "the runtime or the pipeline costs more than the network's arithmetic: look for "
                  "per-inference allocations, input/output copies and conversions, thread-pool "

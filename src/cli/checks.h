@@ -1,0 +1,64 @@
+// Checks shared by the numeric (and must-not-be-empty) options of every subcommand.
+//
+// CLI11 runs a validator on the option's text before converting it, so these see "-1" before it
+// can wrap into an unsigned field and "nan"/"inf" before they reach a double. A refused value
+// becomes one line, "opscope: error: --top: ...", and exit status 2 (main.cc).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "base/strings.h"
+
+namespace opscope::cli {
+
+// A finite number in [lo, hi]; with `integer`, a whole number. `lo_open` excludes lo itself
+// ("above 0"). The message says what is expected and what was given.
+inline CLI::Validator NumberIn(double lo, double hi, bool integer, bool lo_open = false) {
+  std::string expected;
+  const bool no_hi = hi >= std::numeric_limits<double>::max();
+  const char* kind = integer ? "a whole number" : "a number";
+  if (lo_open && no_hi) expected = fmt::format("{} above {:g}", kind, lo);
+  else if (no_hi) expected = fmt::format("{} of at least {:g}", kind, lo);
+  else if (lo_open) expected = fmt::format("{} above {:g} and at most {:g}", kind, lo, hi);
+  else expected = fmt::format("{} from {:g} to {:g}", kind, lo, hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        bool ok;
+        if (integer) {
+          int64_t i = 0;
+          ok = ParseInt64(text, &i);
+          v = static_cast<double>(i);
+        } else {
+          ok = ParseDouble(text, &v) && std::isfinite(v);
+        }
+        if (!ok || v < lo || v > hi || (lo_open && v == lo))
+          return "must be " + expected + " (got '" + text + "')";
+        return "";
+      },
+      expected);
+}
+
+// Common cases.
+inline CLI::Validator PositiveFinite(double hi = std::numeric_limits<double>::max()) {
+  return NumberIn(0, hi, /*integer=*/false, /*lo_open=*/true);
+}
+inline CLI::Validator WholeNumberIn(int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max()) {
+  return NumberIn(static_cast<double>(lo),
+                  hi == std::numeric_limits<int64_t>::max() ? std::numeric_limits<double>::max()
+                                                            : static_cast<double>(hi),
+                  /*integer=*/true);
+}
+inline CLI::Validator NonEmpty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text.empty() ? "must not be empty" : ""; },
+      "TEXT");
+}
+
+}  // namespace opscope::cli
