@@ -273,10 +273,11 @@ class ResizeKernel : public Kernel {
     if (!CheckedNumel(out_shape, &total)) return NodeError(node_, "output size overflows");
     for (int d = 0; d < r && p_.antialias; ++d)
       if (scales[d] < 1)
-        return NodeError(node_, "antialias=1 downscaling (axis " + std::to_string(d) + ", scale " +
-                                    std::to_string(scales[d]) +
-                                    ") is not supported by the engine; re-export with antialias=0 "
-                                    "(e.g. torch's interpolate(..., antialias=False))");
+        return Unsupported("node '" + node_.name + "' (" + node_.op_type +
+                           "): antialias=1 downscaling (axis " + std::to_string(d) + ", scale " +
+                           std::to_string(scales[d]) +
+                           ") is not supported by the engine; re-export with antialias=0 "
+                           "(e.g. torch's interpolate(..., antialias=False))");
     if (p_.mode != Mode::kNearest && x->dtype() != DataType::kFloat32)
       return NodeError(node_, std::string("linear and cubic modes support float32 only, got ") +
                                   DataTypeName(x->dtype()));

@@ -309,6 +309,7 @@ TEST(ResizeTest, AntialiasRunsWhereItChangesNothingAndOtherwiseNamesTheNode) {
       ASSERT_FALSE(d.ok());
       EXPECT_NE(d.status().message().find("'" + aa.name + "'"), std::string::npos);
       EXPECT_NE(d.status().message().find("antialias"), std::string::npos);
+      EXPECT_EQ(d.status().code(), StatusCode::kUnsupported);
     }
   }
 }
