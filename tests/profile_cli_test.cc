@@ -113,7 +113,8 @@ TEST(ProfileCliTest, Opset20ModelRunsAndTheProfileSaysWhichOnnxChecksRan) {
   // skipped and the profile says so.
   onnx::ModelProto m = TinyModel({{"", "Gelu"}, {"", "Mish"}});
   m.mutable_opset_import(0)->set_version(20);
-  auto r = Profile({WriteModel("gelu20.onnx", m), "--runs", "2", "--warmup", "1", "--format", "json"});
+  auto r = Profile(
+      {WriteModel("gelu20.onnx", m), "--runs", "2", "--warmup", "1", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto p = profile::FromJsonString(r.out, "stdout");
   ASSERT_TRUE(p.ok()) << p.status().message();

@@ -23,18 +23,20 @@ class Col2ImKernel : public Kernel {
     const Tensor* x = ctx.input(0);
     const Tensor* img = ctx.input(1);
     const Tensor* blk = ctx.input(2);
-    if (!x || !img || !blk) return NodeError(node_, "expects 3 inputs (input, image_shape, block_shape)");
+    if (!x || !img || !blk)
+      return NodeError(node_, "expects 3 inputs (input, image_shape, block_shape)");
     if (!IsFloatType(x->dtype()))
-      return NodeError(node_, std::string("input must be float32 or float64, got ") +
-                                  DataTypeName(x->dtype()));
+      return NodeError(
+          node_, std::string("input must be float32 or float64, got ") + DataTypeName(x->dtype()));
     if (x->rank() != 3)
       return NodeError(node_, "input must be [N, C * prod(block_shape), L], got shape " +
                                   ShapeString(x->shape()));
     const std::vector<int64_t> image = ReadInts(*img), block = ReadInts(*blk);
     const size_t nd = image.size();
     if (nd == 0 || block.size() != nd)
-      return NodeError(node_, "image_shape and block_shape must have the same non-zero length, got " +
-                                  ShapeString(image) + " and " + ShapeString(block));
+      return NodeError(node_,
+                       "image_shape and block_shape must have the same non-zero length, got " +
+                           ShapeString(image) + " and " + ShapeString(block));
     auto attr = [&](const char* name, int64_t def, size_t n) {
       std::vector<int64_t> v = node_.attrs.Ints(name);
       if (v.empty()) v.assign(n, def);
@@ -50,20 +52,23 @@ class Col2ImKernel : public Kernel {
     for (size_t d = 0; d < nd; ++d) {
       if (image[d] <= 0 || block[d] <= 0 || dil[d] <= 0 || str[d] <= 0 || pads[d] < 0 ||
           pads[d + nd] < 0)
-        return NodeError(node_, "image_shape, block_shape, dilations and strides must be positive "
-                                "and pads non-negative");
+        return NodeError(node_,
+                         "image_shape, block_shape, dilations and strides must be positive "
+                         "and pads non-negative");
       const int64_t span = dil[d] * (block[d] - 1) + 1;
       const int64_t padded = image[d] + pads[d] + pads[d + nd];
       if (padded < span)
-        return NodeError(node_, "block (span " + std::to_string(span) + ") does not fit the padded image (" +
-                                    std::to_string(padded) + ") in spatial dim " + std::to_string(d));
+        return NodeError(node_, "block (span " + std::to_string(span) +
+                                    ") does not fit the padded image (" + std::to_string(padded) +
+                                    ") in spatial dim " + std::to_string(d));
       grid[d] = (padded - span) / str[d] + 1;
       kprod *= block[d];
       L *= grid[d];
     }
     if (x->dim(1) % kprod != 0)
-      return NodeError(node_, "input dim 1 (" + std::to_string(x->dim(1)) +
-                                  ") is not a multiple of prod(block_shape) = " + std::to_string(kprod));
+      return NodeError(node_,
+                       "input dim 1 (" + std::to_string(x->dim(1)) +
+                           ") is not a multiple of prod(block_shape) = " + std::to_string(kprod));
     if (x->dim(2) != L)
       return NodeError(node_, "input dim 2 (" + std::to_string(x->dim(2)) + ") should be the " +
                                   std::to_string(L) + " block positions of the sliding grid");

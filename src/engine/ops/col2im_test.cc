@@ -45,7 +45,10 @@ Tensor NaiveCol2Im(const Tensor& x, const Shape& image, const Shape& block, cons
 }
 
 TEST(Col2ImTest, MatchesNaiveTwin) {
-  struct Case { Shape image, block, dil, pads, str; int64_t n, c; };
+  struct Case {
+    Shape image, block, dil, pads, str;
+    int64_t n, c;
+  };
   uint32_t seed = 1;
   for (const Case& t : {Case{{5, 5}, {1, 5}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, 1},
                         Case{{7, 13}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, 3},
@@ -56,7 +59,9 @@ TEST(Col2ImTest, MatchesNaiveTwin) {
     int64_t kprod = 1, L = 1;
     for (size_t d = 0; d < nd; ++d) {
       kprod *= t.block[d];
-      L *= (t.image[d] + t.pads[d] + t.pads[d + nd] - (t.dil[d] * (t.block[d] - 1) + 1)) / t.str[d] + 1;
+      L *=
+          (t.image[d] + t.pads[d] + t.pads[d + nd] - (t.dil[d] * (t.block[d] - 1) + 1)) / t.str[d] +
+          1;
     }
     Tensor x = RandomTensor({t.n, t.c * kprod, L}, seed++);
     Node node = MakeNode("Col2Im", 3, 1, 18);
@@ -67,9 +72,9 @@ TEST(Col2ImTest, MatchesNaiveTwin) {
     Tensor blk = IntTensor({static_cast<int64_t>(nd)}, t.block);
     auto out = MustRun(node, {&x, &img, &blk});
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(CompareTensors(out[0], NaiveCol2Im(x, t.image, t.block, t.dil, t.pads, t.str), 1e-6,
-                             1e-6),
-              "")
+    EXPECT_EQ(
+        CompareTensors(out[0], NaiveCol2Im(x, t.image, t.block, t.dil, t.pads, t.str), 1e-6, 1e-6),
+        "")
         << ShapeString(t.image) << " block " << ShapeString(t.block);
   }
 }
@@ -87,8 +92,10 @@ TEST(Col2ImTest, OverlapCountsAndBadInput) {
   Tensor big = IntTensor({2}, {4, 4});
   ExpectNodeError(MakeNode("Col2Im", 3, 1, 18), {&ones, &img, &big}, "does not fit");
   auto k = FindKernel("", "Col2Im")(MakeNode("Col2Im", 3, 1, 18));
-  EXPECT_EQ((*k)->EstimateCost({{DataType::kFloat32, {1, 4, 4}}}, {{DataType::kFloat32, {1, 1, 3, 3}}})
-                .flops, 16);
+  EXPECT_EQ(
+      (*k)->EstimateCost({{DataType::kFloat32, {1, 4, 4}}}, {{DataType::kFloat32, {1, 1, 3, 3}}})
+          .flops,
+      16);
 }
 
 }  // namespace

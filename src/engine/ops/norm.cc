@@ -355,9 +355,10 @@ class GroupNormKernel : public Kernel {
       } else if (node_.opset < 21 && t.numel() == G && t.rank() == 1) {
         for (int64_t c = 0; c < C; ++c) v[c] = p[c / cpg];
       } else {
+        const std::string per_group = node_.opset < 21 ? " or [" + std::to_string(G) + "]" : "";
         return NodeError(node_, std::string(i == 1 ? "scale" : "bias") + " has shape " +
                                     ShapeString(t.shape()) + ", expected [" + std::to_string(C) +
-                                    "]" + (node_.opset < 21 ? " or [" + std::to_string(G) + "]" : ""));
+                                    "]" + per_group);
       }
     }
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, x->shape()));
@@ -406,12 +407,13 @@ class GroupNormKernel : public Kernel {
 StatusOr<std::unique_ptr<Kernel>> Create_GroupNormalization(const Node& node) {
   if (!node.attrs.Has("num_groups")) return NodeError(node, "attribute num_groups is required");
   const int64_t groups = node.attrs.Int("num_groups", 0);
-  if (groups <= 0) return NodeError(node, "num_groups must be positive, got " + std::to_string(groups));
+  if (groups <= 0)
+    return NodeError(node, "num_groups must be positive, got " + std::to_string(groups));
   const float eps = node.attrs.Float("epsilon", 1e-5f);
   if (!(eps >= 0)) return NodeError(node, "epsilon must be >= 0");
   if (node.attrs.Int("stash_type", 1) != 1)
     return NodeError(node, "stash_type " + std::to_string(node.attrs.Int("stash_type", 1)) +
-                               " is not supported (the engine keeps statistics in float32 or wider)");
+                               " is not supported (the engine keeps float32 or wider statistics)");
   return std::unique_ptr<Kernel>(new GroupNormKernel(node, groups, eps));
 }
 

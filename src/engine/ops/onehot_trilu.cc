@@ -24,18 +24,26 @@ namespace {
 template <typename F>
 void VisitWidth(size_t width, F&& f) {
   switch (width) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
+    case 1:
+      f(uint8_t{});
+      break;
+    case 2:
+      f(uint16_t{});
+      break;
+    case 4:
+      f(uint32_t{});
+      break;
+    default:
+      f(uint64_t{});
+      break;
   }
 }
 
 // Reads any numeric tensor as int64 (floats truncated; NaN becomes 0 and never matches).
 StatusOr<std::vector<int64_t>> ReadIndices(const Node& node, const Tensor& t) {
   if (t.dtype() == DataType::kBool || t.dtype() == DataType::kFloat16)
-    return NodeError(node, std::string("indices of type ") + DataTypeName(t.dtype()) +
-                               " are not supported");
+    return NodeError(
+        node, std::string("indices of type ") + DataTypeName(t.dtype()) + " are not supported");
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   VisitNumeric(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -56,8 +64,8 @@ class OneHotKernel : public Kernel {
     if (!ind || !depth_t || !values)
       return NodeError(node_, "expects 3 inputs (indices, depth, values)");
     if (depth_t->numel() != 1)
-      return NodeError(node_, "depth must hold one value, got shape " +
-                                  ShapeString(depth_t->shape()));
+      return NodeError(node_,
+                       "depth must hold one value, got shape " + ShapeString(depth_t->shape()));
     if (values->numel() != 2)
       return NodeError(node_, "values must hold 2 elements [off, on], got shape " +
                                   ShapeString(values->shape()));
@@ -70,8 +78,8 @@ class OneHotKernel : public Kernel {
     const int64_t rank = ind->rank() + 1;
     int64_t axis = axis_;
     if (!NormalizeAxis(&axis, rank))
-      return NodeError(node_, "axis " + std::to_string(axis_) + " is out of range for output rank " +
-                                  std::to_string(rank));
+      return NodeError(node_, "axis " + std::to_string(axis_) +
+                                  " is out of range for output rank " + std::to_string(rank));
     OPSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(node_, *ind));
     std::vector<int64_t> shape = ind->shape();
     shape.insert(shape.begin() + axis, depth);

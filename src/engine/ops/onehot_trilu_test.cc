@@ -59,8 +59,8 @@ TEST(TriluTest, MatchesNaiveForEveryDiagonal) {
 }
 
 // One-hot by definition: out[..., d, ...] = on if d == (idx < 0 ? idx + depth : idx).
-Tensor NaiveOneHot(const std::vector<double>& ind, const Shape& ishape, int64_t depth,
-                   int64_t axis, float off, float on) {
+Tensor NaiveOneHot(const std::vector<double>& ind, const Shape& ishape, int64_t depth, int64_t axis,
+                   float off, float on) {
   Shape oshape = ishape;
   const int64_t rank = static_cast<int64_t>(ishape.size()) + 1;
   if (axis < 0) axis += rank;

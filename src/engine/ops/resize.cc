@@ -346,7 +346,8 @@ class ResizeKernel : public Kernel {
         return NodeError(node_, "axis " + std::to_string(a) + " is out of range for rank " +
                                     std::to_string(rank));
       for (int b : axes)
-        if (b == ax) return NodeError(node_, "axis " + std::to_string(a) + " is repeated in 'axes'");
+        if (b == ax)
+          return NodeError(node_, "axis " + std::to_string(a) + " is repeated in 'axes'");
       axes.push_back(static_cast<int>(ax));
     }
     if (axes.empty())

@@ -254,7 +254,8 @@ class UnaryKernel : public Kernel {
         case UnOp::kGeluTanh:
           if constexpr (std::is_same_v<T, float>) {
             MapLoop(x, y, n, 8, [](float v) {
-              return 0.5f * v * (1.0f + FastTanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+              const float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+              return 0.5f * v * (1.0f + FastTanh(u));
             });
           } else {
             MapLoop(x, y, n, 16, [](T v) {

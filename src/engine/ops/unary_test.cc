@@ -62,7 +62,9 @@ TEST(UnaryTest, FloatFunctionsMatchDefinitions) {
   CheckFloatUnary(MakeNode("Ceil", 1, 1), -3, 3, [](double x) { return std::ceil(x); });
 }
 
-double SoftplusRef(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+double SoftplusRef(double x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
 
 TEST(UnaryTest, NewerActivationsAndMathMatchDefinitions) {
   CheckFloatUnary(MakeNode("Sin", 1, 1), -10, 10, [](double x) { return std::sin(x); });
