@@ -108,6 +108,30 @@ TEST(ProfileCliTest, BadModelFiles) {
   ExpectError(Profile({WriteModel("checker.onnx", bad)}), "checker");
 }
 
+TEST(ProfileCliTest, Opset20ModelRunsAndTheProfileSaysWhichOnnxChecksRan) {
+  // Gelu exists from opset 20, beyond libonnx 1.12 (17): its checker and shape inference are
+  // skipped and the profile says so.
+  onnx::ModelProto m = TinyModel({{"", "Gelu"}, {"", "Mish"}});
+  m.mutable_opset_import(0)->set_version(20);
+  auto r = Profile(
+      {WriteModel("gelu20.onnx", m), "--runs", "2", "--warmup", "1", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = profile::FromJsonString(r.out, "stdout");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.extra["onnx_checker"], "skipped: opset 20 > 17 known to libonnx 1.12.0");
+  EXPECT_EQ(p->meta.extra["onnx_shape_inference"], p->meta.extra["onnx_checker"]);
+  ASSERT_EQ(p->ops.size(), 2u);
+  EXPECT_EQ(p->ops[0].op_type, "Gelu");
+  EXPECT_DOUBLE_EQ(p->ops[0].flops, 5 * 4);  // 5 per element
+  EXPECT_EQ(p->ops[1].output_shapes, (std::vector<std::vector<int64_t>>{{4}}));
+  auto old = Profile({WriteModel("relu13.onnx", TinyModel({{"", "Relu"}})), "--runs", "1",
+                      "--warmup", "1", "--format", "json"});
+  ASSERT_EQ(old.exit_code, 0) << old.err;
+  auto q = profile::FromJsonString(old.out, "stdout");
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->meta.extra["onnx_checker"], "libonnx 1.12.0 (opset<=17)");
+}
+
 TEST(ProfileCliTest, WrongInputFile) {
   std::string model = kSrc + "/tests/models/twin_matmul.onnx";
   std::string dir = TempDir() + "/outs";

@@ -83,6 +83,11 @@ class Session {
 
   // Notes from loading (symbolic dimensions defaulted, ...), for the user.
   virtual const std::vector<std::string>& Warnings() const = 0;
+  // Which of libonnx's model checks ran at load, for the profile's metadata: "onnx_checker" and
+  // "onnx_shape_inference" map to e.g. "libonnx 1.12.0 (opset<=17)", or to "skipped: opset 18 >
+  // 17 known to libonnx 1.12.0" for a model newer than libonnx (loaded on the engine's own
+  // graph, attribute and shape checks).
+  virtual const std::map<std::string, std::string>& LoadChecks() const = 0;
   // Activation arena after the planning run (the first Run): planned size and the size without
   // reuse. Both 0 before the first Run.
   virtual size_t ArenaBytes() const = 0;

@@ -140,6 +140,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     inputs.push_back(in.name + ":" + engine::DataTypeName(in.dtype) + "[" + ShapeToString(in.shape) + "]");
   p.meta.extra["inputs"] = Join(inputs, " ");
   for (const auto& w : session->Warnings()) p.meta.degradations.push_back(w);
+  for (const auto& [k, v] : session->LoadChecks()) p.meta.extra[k] = v;
   p.e2e.runs_ms = observed_ms;
   p.clocks = std::move(clocks);
 

@@ -277,6 +277,79 @@ TEST(SessionTest, ExternalDataAndMissingExternalData) {
   EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), testing::FloatTensor({4}, {2, 3, 4, 5})), "");
 }
 
+// ReduceMean with axes as an input and Split with num_outputs (both opset 18), then Add.
+std::string Opset18Model(ModelBuilder& b, const std::string& file) {
+  b.Input("x", {2, 3, 4});
+  b.InitI64("axes", {1}, {1});
+  auto* r = b.Node("ReduceMean", {"x", "axes"}, {"r"}, "mean");
+  auto* kd = r->add_attribute();
+  kd->set_name("keepdims");
+  kd->set_type(onnx::AttributeProto::INT);
+  kd->set_i(0);
+  auto* sp = b.Node("Split", {"r"}, {"s0", "s1"}, "split");
+  auto* a = sp->add_attribute();
+  a->set_name("num_outputs");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(2);
+  auto* ax = sp->add_attribute();
+  ax->set_name("axis");
+  ax->set_type(onnx::AttributeProto::INT);
+  ax->set_i(1);
+  b.Node("Add", {"s0", "s1"}, {"y"}, "add");
+  b.Output("y", {2, 2});
+  return b.Save(file);
+}
+
+TEST(SessionTest, Opset18To21ModelsLoadOnTheEnginesOwnChecks) {
+  std::vector<float> xv(24);
+  for (int i = 0; i < 24; ++i) xv[i] = static_cast<float>(i);
+  // mean over axis 1 of x[n][c][w] = 12n + 4c + w is 12n + 4 + w; y = r[:, :2] + r[:, 2:].
+  Tensor want = testing::FloatTensor({2, 2}, {10, 12, 34, 36});
+  for (int opset : {18, 19, 20, 21}) {
+    ModelBuilder b(opset);
+    auto s = Session::Load(Opset18Model(b, "opset" + std::to_string(opset) + ".onnx"), {});
+    ASSERT_TRUE(s.ok()) << opset << ": " << s.status().message();
+    ASSERT_TRUE((*s)->SetInput("x", testing::FloatTensor({2, 3, 4}, xv)).ok());
+    ASSERT_TRUE((*s)->Run().ok());
+    EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), want), "") << opset;
+    const auto& checks = (*s)->LoadChecks();
+    ASSERT_EQ(checks.count("onnx_checker"), 1u);
+    const std::string want_note = "skipped: opset " + std::to_string(opset) + " > 17";
+    EXPECT_EQ(checks.at("onnx_checker").rfind(want_note, 0), 0u) << checks.at("onnx_checker");
+    EXPECT_EQ(checks.at("onnx_shape_inference"), checks.at("onnx_checker"));
+  }
+  // Up to 17 libonnx's checks run (and would reject this opset-18 ReduceMean signature).
+  ModelBuilder old(17);
+  auto s17 = Session::Load(Opset18Model(old, "opset17.onnx"), {});
+  ASSERT_FALSE(s17.ok());
+  EXPECT_NE(s17.status().message().find("ONNX checker"), std::string::npos)
+      << s17.status().message();
+  ModelBuilder ok17(17);
+  ok17.Input("x", {2});
+  ok17.Node("Relu", {"x"}, {"y"}, "relu");
+  ok17.Output("y", {2});
+  auto s = Session::Load(ok17.Save("relu17.onnx"), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NE((*s)->LoadChecks().at("onnx_checker").find("(opset<=17)"), std::string::npos);
+  // The engine's own graph checks still reject a broken opset-18 graph.
+  ModelBuilder broken(18);
+  broken.Input("x", {2});
+  broken.Node("Relu", {"nowhere"}, {"y"}, "relu");
+  broken.Output("y", {2});
+  auto sb = Session::Load(broken.Save("broken18.onnx"), {});
+  ASSERT_FALSE(sb.ok());
+  EXPECT_NE(sb.status().message().find("'nowhere' is not produced"), std::string::npos)
+      << sb.status().message();
+  // Past the newest opset the engine knows: a clear refusal.
+  ModelBuilder future(22);
+  future.Input("x", {2});
+  future.Node("Relu", {"x"}, {"y"}, "relu");
+  future.Output("y", {2});
+  auto sf = Session::Load(future.Save("opset22.onnx"), {});
+  ASSERT_FALSE(sf.ok());
+  EXPECT_NE(sf.status().message().find("opset 22"), std::string::npos) << sf.status().message();
+}
+
 TEST(SessionTest, KernelErrorsNameFileAndNode) {
   ModelBuilder b;
   b.Input("x", {2, 3});

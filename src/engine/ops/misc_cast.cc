@@ -1,4 +1,7 @@
-// Type and identity operators: Cast, Identity, Dropout (inference), Where.
+// Type and identity operators: Cast, CastLike, Identity, Dropout (inference), Where.
+//
+// CastLike is Cast with the target type taken from its second input's element type (read at run
+// time; only the type of target_type matters, not its values).
 //
 // Cast converts between float32, float64, float16, int64, int32, uint8, int8 and bool. Float to
 // integer truncates toward zero; NaN becomes 0 and out-of-range values saturate to int64 and then
@@ -9,6 +12,7 @@
 // Dropout: in inference (the default, and training_mode=false) the output is the input and the
 // optional mask is all true. training_mode=true with a non-zero ratio draws a real random mask
 // (see RunTraining), so exported training graphs run too.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -66,11 +70,18 @@ StatusOr<DataType> OnnxTypeToDataType(int64_t onnx_type) {
 
 class CastKernel : public Kernel {
  public:
-  CastKernel(const Node& node, DataType to) : node_(node), to_(to) {}
+  // like: the target type is input 1's type (CastLike), `to` is ignored.
+  CastKernel(const Node& node, DataType to, bool like = false)
+      : node_(node), to_(to), like_(like) {}
 
   Status Run(KernelContext& ctx) override {
     const Tensor* x = ctx.input(0);
     if (!x) return NodeError(node_, "input 0 is missing");
+    if (like_) {
+      const Tensor* target = ctx.input(1);
+      if (!target) return NodeError(node_, "input 1 (target_type) is missing");
+      to_ = target->dtype();
+    }
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, to_, x->shape()));
     if (x->dtype() == to_) {
       CopyTensorData(*x, out);
@@ -91,9 +102,17 @@ class CastKernel : public Kernel {
     return Status::Ok();
   }
 
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
+    // CastLike's target_type is only looked at for its type: its data is not traffic.
+    std::vector<TensorDesc> data(in.begin(), in.begin() + std::min<size_t>(in.size(), 1));
+    return {0, CompulsoryBytes(data, out)};
+  }
+
  private:
   Node node_;
   DataType to_;
+  bool like_;
 };
 
 class IdentityKernel : public Kernel {
@@ -242,6 +261,11 @@ StatusOr<std::unique_ptr<Kernel>> Create_Cast(const Node& n) {
                        " data type (supported: float32, float64, float16, int64, int32, uint8, "
                        "int8, bool)");
   return std::unique_ptr<Kernel>(std::make_unique<CastKernel>(n, *to));
+}
+
+StatusOr<std::unique_ptr<Kernel>> Create_CastLike(const Node& n) {
+  if (n.inputs.size() < 2) return NodeError(n, "expects 2 inputs (input, target_type)");
+  return std::unique_ptr<Kernel>(std::make_unique<CastKernel>(n, DataType::kFloat32, true));
 }
 
 StatusOr<std::unique_ptr<Kernel>> Create_Identity(const Node& n) {

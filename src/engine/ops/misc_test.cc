@@ -1,8 +1,9 @@
-// Tests of Cast, Identity, Dropout, Where, CumSum and TopK against naive twins.
+// Tests of Cast, CastLike, Identity, Dropout, Where, CumSum and TopK against naive twins.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -65,6 +66,32 @@ TEST(CastTest, BadTarget) {
   EXPECT_NE(k.status().message().find("data type"), std::string::npos);
   auto missing = FindKernel("", "Cast")(MakeNode("Cast", 1, 1, 13));
   EXPECT_FALSE(missing.ok());
+}
+
+TEST(CastTest, CastLikeTakesTheTargetInputsType) {
+  // Every pair of engine types: CastLike(x, like) equals Cast(x, to=type of like).
+  Tensor f = FloatTensor({6}, {1.7f, -1.7f, 0.0f, 300.0f, -300.0f, NAN});
+  const std::vector<std::pair<DataType, int64_t>> types = {
+      {DataType::kFloat32, 1}, {DataType::kUint8, 2}, {DataType::kInt8, 3},
+      {DataType::kInt32, 6},   {DataType::kInt64, 7}, {DataType::kBool, 9},
+      {DataType::kFloat16, 10}, {DataType::kFloat64, 11}};
+  for (const auto& [from, from_onnx] : types) {
+    Tensor x = MustRun(CastNode(from_onnx), {&f})[0];
+    for (const auto& [to, to_onnx] : types) {
+      Tensor like(to, {0});  // only its type matters; empty data
+      auto got = MustRun(MakeNode("CastLike", 2, 1, 15), {&x, &like});
+      auto want = MustRun(CastNode(to_onnx), {&x});
+      ASSERT_EQ(got.size(), 1u);
+      ASSERT_EQ(got[0].dtype(), to);
+      EXPECT_EQ(std::memcmp(got[0].raw(), want[0].raw(), want[0].nbytes()), 0)
+          << DataTypeName(from) << " -> " << DataTypeName(to);
+    }
+  }
+  ExpectNodeError(MakeNode("CastLike", 2, 1, 15), {&f, nullptr}, "target_type");
+  auto k = FindKernel("", "CastLike")(MakeNode("CastLike", 2, 1, 15));
+  Cost c = (*k)->EstimateCost({{DataType::kFloat32, {10}}, {DataType::kFloat64, {1000}}},
+                              {{DataType::kFloat64, {10}}});
+  EXPECT_EQ(c.bytes, 120);  // x read + y written; target_type's data is not read
 }
 
 TEST(IdentityTest, IdentityAndInferenceDropout) {

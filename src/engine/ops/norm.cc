@@ -1,4 +1,5 @@
-// BatchNormalization, InstanceNormalization, LayerNormalization (float32), hand-written.
+// BatchNormalization, InstanceNormalization, LayerNormalization, GroupNormalization (float32),
+// hand-written.
 //
 // BatchNormalization (opsets 7-15): inference folds the four per-channel vectors into
 // y = a[c] * x + b[c] with a = scale / sqrt(var + eps), b = B - mean * a. Opset < 9 `spatial = 0`
@@ -14,6 +15,14 @@
 // the optional Mean and InvStdDev outputs (shape d[:axis] + [1] * (rank - axis)). Statistics
 // are accumulated in double, two passes (mean, then centred squares), so large planes with a
 // large mean do not lose the variance to cancellation.
+//
+// GroupNormalization (opsets 18 and 21) normalises each (n, group) block: the C / num_groups
+// consecutive channels of the group with all their spatial elements, then applies scale and
+// bias per channel. Opset 21 gives scale and bias one value per channel; opset 18's schema says
+// one per group (channel c takes entry c / (C / num_groups)), but exporters also wrote
+// per-channel tensors under opset 18, so there a [C] tensor is read per channel and a
+// [num_groups] one per group. stash_type (21) only allows float32 statistics, which is what the
+// engine computes with anyway (double accumulation).
 //
 // Work splits over channels/planes/rows with ParallelFor; the normalisation loop itself is a
 // contiguous multiply-add the compiler vectorises.
@@ -318,7 +327,95 @@ class LayerNormKernel : public Kernel {
   float eps_;
 };
 
+class GroupNormKernel : public Kernel {
+ public:
+  GroupNormKernel(const Node& node, int64_t groups, float eps)
+      : node_(node), groups_(groups), eps_(eps) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor* x = ctx.input(0);
+    OPSCOPE_RETURN_IF_ERROR(CheckFloat(node_, x, "X"));
+    OPSCOPE_RETURN_IF_ERROR(CheckFloat(node_, ctx.input(1), "scale"));
+    OPSCOPE_RETURN_IF_ERROR(CheckFloat(node_, ctx.input(2), "bias"));
+    if (x->rank() < 2)
+      return NodeError(node_, "X must have rank >= 2 (N, C, ...), got shape " +
+                                  ShapeString(x->shape()));
+    const int64_t N = x->dim(0), C = x->dim(1), G = groups_;
+    if (C % G != 0)
+      return NodeError(node_, "num_groups " + std::to_string(G) + " does not divide the " +
+                                  std::to_string(C) + " channels");
+    const int64_t cpg = C / G;  // channels per group
+    std::vector<float> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+    for (int i = 1; i <= 2; ++i) {
+      const Tensor& t = *ctx.input(i);
+      std::vector<float>& v = i == 1 ? scale : shift;
+      const float* p = t.data<float>();
+      if (t.numel() == C && t.rank() == 1) {
+        std::copy(p, p + C, v.begin());
+      } else if (node_.opset < 21 && t.numel() == G && t.rank() == 1) {
+        for (int64_t c = 0; c < C; ++c) v[c] = p[c / cpg];
+      } else {
+        const std::string per_group = node_.opset < 21 ? " or [" + std::to_string(G) + "]" : "";
+        return NodeError(node_, std::string(i == 1 ? "scale" : "bias") + " has shape " +
+                                    ShapeString(t.shape()) + ", expected [" + std::to_string(C) +
+                                    "]" + per_group);
+      }
+    }
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, x->shape()));
+    int64_t S = 1;  // spatial elements per channel
+    for (int d = 2; d < x->rank(); ++d) S *= x->dim(d);
+    const int64_t block = cpg * S;
+    if (x->numel() == 0) return Status();
+    const float* px = x->data<float>();
+    float* py = y->data<float>();
+    const float eps = eps_;
+    ParallelFor(N * G, block * 7, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        double m, v;
+        MeanVar(px + b * block, block, &m, &v);
+        const double inv = 1.0 / std::sqrt(v + eps);
+        for (int64_t k = 0; k < cpg; ++k) {
+          const int64_t c = (b % G) * cpg + k;
+          // Folded: y = a * x + s with a = scale * inv, s = bias - mean * a.
+          const float a = static_cast<float>(scale[c] * inv);
+          const float sh = static_cast<float>(shift[c] - m * scale[c] * inv);
+          const float* in = px + b * block + k * S;
+          float* o = py + b * block + k * S;
+          for (int64_t i = 0; i < S; ++i) o[i] = a * in[i] + sh;
+        }
+      }
+    });
+    return Status();
+  }
+
+  // FLOPs: 7 per element, as InstanceNormalization.
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
+    Cost c{0, CompulsoryBytes(in, out)};
+    if (!in.empty()) c.flops = 7.0 * static_cast<double>(in[0].numel());
+    return c;
+  }
+
+ private:
+  Node node_;
+  int64_t groups_;
+  float eps_;
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<Kernel>> Create_GroupNormalization(const Node& node) {
+  if (!node.attrs.Has("num_groups")) return NodeError(node, "attribute num_groups is required");
+  const int64_t groups = node.attrs.Int("num_groups", 0);
+  if (groups <= 0)
+    return NodeError(node, "num_groups must be positive, got " + std::to_string(groups));
+  const float eps = node.attrs.Float("epsilon", 1e-5f);
+  if (!(eps >= 0)) return NodeError(node, "epsilon must be >= 0");
+  if (node.attrs.Int("stash_type", 1) != 1)
+    return NodeError(node, "stash_type " + std::to_string(node.attrs.Int("stash_type", 1)) +
+                               " is not supported (the engine keeps float32 or wider statistics)");
+  return std::unique_ptr<Kernel>(new GroupNormKernel(node, groups, eps));
+}
 
 StatusOr<std::unique_ptr<Kernel>> Create_BatchNormalization(const Node& node) {
   bool spatial = node.opset >= 9 || node.attrs.Int("spatial", 1) != 0;

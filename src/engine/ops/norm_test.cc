@@ -1,4 +1,5 @@
-// BatchNormalization / InstanceNormalization / LayerNormalization against naive twins.
+// BatchNormalization / InstanceNormalization / LayerNormalization / GroupNormalization against
+// naive twins.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -214,6 +215,70 @@ TEST(LayerNormalization, BroadcastScaleNoBiasAndBadInput) {
 
 // ONNX's InstanceNormalization node tests are opset-6 models, which the session loader refuses;
 // run their data through the kernel directly.
+// numpy's definition: statistics over [C / G channels, spatial] per (n, g), then per-channel
+// (or, opset 18, per-group) scale and bias.
+Tensor NaiveGroupNorm(const Tensor& x, const Tensor& s, const Tensor& b, int64_t G, double eps) {
+  const int64_t N = x.dim(0), C = x.dim(1), S = x.numel() / std::max<int64_t>(1, N * C);
+  const int64_t cpg = C / G;
+  Tensor y(DataType::kFloat32, x.shape());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < G; ++g) {
+      double mean = 0, var = 0;
+      const int64_t base = (n * C + g * cpg) * S;
+      for (int64_t i = 0; i < cpg * S; ++i) mean += x.data<float>()[base + i];
+      mean /= static_cast<double>(cpg * S);
+      for (int64_t i = 0; i < cpg * S; ++i) var += std::pow(x.data<float>()[base + i] - mean, 2);
+      var /= static_cast<double>(cpg * S);
+      for (int64_t i = 0; i < cpg * S; ++i) {
+        const int64_t c = g * cpg + i / S;
+        const int64_t p = s.numel() == C ? c : g;
+        y.data<float>()[base + i] = static_cast<float>(
+            s.data<float>()[p] * (x.data<float>()[base + i] - mean) / std::sqrt(var + eps) +
+            b.data<float>()[p]);
+      }
+    }
+  return y;
+}
+
+TEST(GroupNormalization, MatchesNaiveForOpsets18And21) {
+  struct Case { std::vector<int64_t> shape; int64_t groups; };
+  for (const Case& c : {Case{{2, 6, 7, 13}, 3}, Case{{1, 4, 127}, 2}, Case{{3, 5, 1}, 5},
+                        Case{{2, 8, 4, 4, 3}, 1}, Case{{1, 16, 33, 32}, 4}}) {
+    const int64_t C = c.shape[1];
+    Tensor x = RandomTensor(c.shape, 31, 3, 5);
+    for (int opset : {18, 21}) {
+      for (int64_t params : {C, c.groups}) {
+        if (opset == 21 && params != C) continue;
+        Tensor s = RandomTensor({params}, 32), b = RandomTensor({params}, 33);
+        Node n = MakeNode("GroupNormalization", 3, 1, opset);
+        n.attrs.Set("num_groups", IntAttr(c.groups));
+        n.attrs.Set("epsilon", FloatAttr(1e-3f));
+        auto out = RunPoisoned(n, {&x, &s, &b});
+        ASSERT_TRUE(out.ok()) << out.status().message();
+        EXPECT_EQ(CompareFloat((*out)[0], NaiveGroupNorm(x, s, b, c.groups, 1e-3f), 1e-4f, 1e-4f),
+                  "")
+            << ShapeString(c.shape) << " G=" << c.groups << " opset " << opset << " params "
+            << params;
+      }
+    }
+  }
+  // Opset 21 wants per-channel parameters; channels must split into groups.
+  Tensor x = RandomTensor({1, 4, 3}, 1), g2 = RandomTensor({2}, 2), c4 = RandomTensor({4}, 3);
+  Node n21 = MakeNode("GroupNormalization", 3, 1, 21);
+  n21.attrs.Set("num_groups", IntAttr(2));
+  EXPECT_FALSE(RunPoisoned(n21, {&x, &g2, &g2}).ok());
+  Node n3 = MakeNode("GroupNormalization", 3, 1, 21);
+  n3.attrs.Set("num_groups", IntAttr(3));
+  auto r = RunPoisoned(n3, {&x, &c4, &c4});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not divide"), std::string::npos);
+  EXPECT_FALSE(FindKernel("", "GroupNormalization")(MakeNode("GroupNormalization", 3, 1, 18)).ok());
+  auto k = FindKernel("", "GroupNormalization")(n3);
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ((*k)->EstimateCost({{DataType::kFloat32, {1, 4, 3}}}, {{DataType::kFloat32, {1, 4, 3}}})
+                .flops, 84);
+}
+
 TEST(InstanceNormalization, OnnxConformanceData) {
   Node ex = MakeNode("InstanceNormalization", 3, 1, 6);
   Node eps = ex;

@@ -1,4 +1,12 @@
-// Resize (opset 10, 11-17) and Upsample (opset 7-9).
+// Resize (opset 10, 11-21) and Upsample (opset 7-9).
+//
+// Opset 18 added `axes` (scales, sizes and roi then cover only the listed axes; the others keep
+// their size), `keep_aspect_ratio_policy` (with sizes: not_larger / not_smaller use one scale,
+// the smallest / largest of sizes[i] / input[i] over those axes, and round each output size to
+// the nearest integer, halves up) and `antialias`, which the engine does not implement: it only
+// changes linear and cubic downscaling, so a node with antialias=1 runs in nearest mode and when
+// upscaling, and fails naming the node when it would downscale. Opset 19 added the
+// half_pixel_symmetric coordinate mode.
 //
 // Every resized axis gets a plan: for each output coordinate, the input taps (1 for nearest, 2
 // for linear, 4 for cubic), their weights, and whether the coordinate falls outside the crop
@@ -26,7 +34,8 @@ namespace {
 
 enum class Mode { kNearest, kLinear, kCubic };
 enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize,
-                   kTfHalfPixelForNearest };
+                   kTfHalfPixelForNearest, kHalfPixelSymmetric };
+enum class Policy { kStretch, kNotLarger, kNotSmaller };
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kLegacy };
 
 struct Params {
@@ -36,6 +45,9 @@ struct Params {
   double cubic_a = -0.75;
   bool exclude_outside = false;
   float extrapolation = 0.f;
+  std::vector<int64_t> axes;  // opset 18: the axes scales/sizes/roi refer to; empty = all
+  Policy policy = Policy::kStretch;
+  bool antialias = false;  // linear/cubic only
 };
 
 struct AxisPlan {
@@ -65,6 +77,14 @@ AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double
     double xo = 0;
     switch (p.coord) {
       case Coord::kHalfPixel: xo = (xr + 0.5) / scale - 0.5; break;
+      case Coord::kHalfPixelSymmetric: {
+        // Half-pixel about the centre of the input: the rounding of out_width to an integer
+        // is spread over both ends instead of landing at the far end.
+        const double adjustment = static_cast<double>(out) / out_width;
+        const double offset = static_cast<double>(in) / 2 * (1 - adjustment);
+        xo = offset + (xr + 0.5) / scale - 0.5;
+        break;
+      }
       case Coord::kPytorchHalfPixel: xo = out_width == 1 ? -0.5 : (xr + 0.5) / scale - 0.5; break;
       case Coord::kAlignCorners:
         xo = out_width == 1 ? 0 : xr * static_cast<double>(in - 1) / (out_width - 1);
@@ -238,12 +258,11 @@ class ResizeKernel : public Kernel {
     std::vector<double> scales;
     std::vector<int64_t> sizes;
     std::vector<double> roi;
-    OPSCOPE_RETURN_IF_ERROR(ReadScalesSizes(ctx, r, &scales, &sizes, &roi));
+    OPSCOPE_RETURN_IF_ERROR(ReadScalesSizes(ctx, x->shape(), &scales, &sizes, &roi));
     std::vector<int64_t> out_shape(r);
     for (int d = 0; d < r; ++d) {
       if (!sizes.empty()) {
-        out_shape[d] = sizes[d];
-        scales[d] = x->dim(d) > 0 ? static_cast<double>(sizes[d]) / static_cast<double>(x->dim(d)) : 1;
+        out_shape[d] = sizes[d];  // scales[d] set by ReadScalesSizes
       } else {
         const double o = std::floor(scales[d] * static_cast<double>(x->dim(d)));
         if (o > 1e12) return NodeError(node_, "output size overflows");
@@ -252,6 +271,13 @@ class ResizeKernel : public Kernel {
     }
     int64_t total;
     if (!CheckedNumel(out_shape, &total)) return NodeError(node_, "output size overflows");
+    for (int d = 0; d < r && p_.antialias; ++d)
+      if (scales[d] < 1)
+        return Unsupported("node '" + node_.name + "' (" + node_.op_type +
+                           "): antialias=1 downscaling (axis " + std::to_string(d) + ", scale " +
+                           std::to_string(scales[d]) +
+                           ") is not supported by the engine; re-export with antialias=0 "
+                           "(e.g. torch's interpolate(..., antialias=False))");
     if (p_.mode != Mode::kNearest && x->dtype() != DataType::kFloat32)
       return NodeError(node_, std::string("linear and cubic modes support float32 only, got ") +
                                   DataTypeName(x->dtype()));
@@ -306,8 +332,27 @@ class ResizeKernel : public Kernel {
   }
 
  private:
-  Status ReadScalesSizes(const KernelContext& ctx, int r, std::vector<double>* scales,
-                         std::vector<int64_t>* sizes, std::vector<double>* roi) const {
+  // Reads scales or sizes (and roi) as full-rank vectors. With sizes, scales are the factors the
+  // coordinate mapping uses: sizes[d] / input[d], or the aspect-keeping policy's one scale.
+  Status ReadScalesSizes(const KernelContext& ctx, const std::vector<int64_t>& in_shape,
+                         std::vector<double>* scales, std::vector<int64_t>* sizes,
+                         std::vector<double>* roi) const {
+    const int rank = static_cast<int>(in_shape.size());
+    // Opset 18 axes: the inputs hold one value per listed axis (roi: starts then ends).
+    std::vector<int> axes;
+    for (int64_t a : p_.axes) {
+      int64_t ax = a;
+      if (!NormalizeAxis(&ax, rank))
+        return NodeError(node_, "axis " + std::to_string(a) + " is out of range for rank " +
+                                    std::to_string(rank));
+      for (int b : axes)
+        if (b == ax)
+          return NodeError(node_, "axis " + std::to_string(a) + " is repeated in 'axes'");
+      axes.push_back(static_cast<int>(ax));
+    }
+    if (axes.empty())
+      for (int d = 0; d < rank; ++d) axes.push_back(d);
+    const int r = static_cast<int>(axes.size());
     const Tensor* st = nullptr;
     const Tensor* zt = nullptr;
     if (legacy_) {
@@ -347,18 +392,63 @@ class ResizeKernel : public Kernel {
       if (zt->dtype() != DataType::kInt64) return NodeError(node_, "sizes must be int64");
       *sizes = ReadInts(*zt);
       if (static_cast<int>(sizes->size()) != r)
-        return NodeError(node_, "'sizes' has " + std::to_string(sizes->size()) +
-                                    " values for an input of rank " + std::to_string(r));
+        return NodeError(node_, "'sizes' has " + std::to_string(sizes->size()) + " values for " +
+                                    AxesText(r, rank));
       for (int64_t s : *sizes)
         if (s < 0) return NodeError(node_, "negative output size " + std::to_string(s));
-      scales->assign(static_cast<size_t>(r), 1.0);
-      return Status::Ok();
+      std::vector<double> ratio(static_cast<size_t>(r), 1.0);
+      for (int k = 0; k < r; ++k) {
+        const int64_t in = in_shape[axes[k]];
+        ratio[k] = in > 0 ? static_cast<double>((*sizes)[k]) / static_cast<double>(in) : 1.0;
+      }
+      if (p_.policy != Policy::kStretch && r > 0) {
+        const double keep = p_.policy == Policy::kNotLarger
+                                ? *std::min_element(ratio.begin(), ratio.end())
+                                : *std::max_element(ratio.begin(), ratio.end());
+        for (int k = 0; k < r; ++k) {
+          ratio[k] = keep;
+          (*sizes)[k] = static_cast<int64_t>(keep * static_cast<double>(in_shape[axes[k]]) + 0.5);
+        }
+      }
+      std::vector<int64_t> full_sizes = in_shape;
+      scales->assign(static_cast<size_t>(rank), 1.0);
+      for (int k = 0; k < r; ++k) {
+        full_sizes[axes[k]] = (*sizes)[k];
+        (*scales)[axes[k]] = ratio[k];
+      }
+      *sizes = std::move(full_sizes);
+      return ExpandRoi(axes, rank, roi);
     }
     if (static_cast<int>(scales->size()) != r)
-      return NodeError(node_, "'scales' has " + std::to_string(scales->size()) +
-                                  " values for an input of rank " + std::to_string(r));
+      return NodeError(node_, "'scales' has " + std::to_string(scales->size()) + " values for " +
+                                  AxesText(r, rank));
     for (double s : *scales)
       if (!(s > 0)) return NodeError(node_, "scales must be positive, got " + std::to_string(s));
+    std::vector<double> full(static_cast<size_t>(rank), 1.0);
+    for (int k = 0; k < r; ++k) full[axes[k]] = (*scales)[k];
+    *scales = std::move(full);
+    return ExpandRoi(axes, rank, roi);
+  }
+
+  std::string AxesText(int r, int rank) const {
+    return p_.axes.empty() ? "an input of rank " + std::to_string(rank)
+                           : std::to_string(r) + " axes in 'axes'";
+  }
+
+  // roi over the listed axes ([starts, ends]) to the full rank (0 and 1 elsewhere).
+  Status ExpandRoi(const std::vector<int>& axes, int rank, std::vector<double>* roi) const {
+    if (roi->empty() || p_.axes.empty()) return Status::Ok();
+    const size_t r = axes.size();
+    if (roi->size() != 2 * r)
+      return NodeError(node_, "'roi' has " + std::to_string(roi->size()) + " values, expected " +
+                                  std::to_string(2 * r) + " (starts and ends of 'axes')");
+    std::vector<double> full(2 * static_cast<size_t>(rank), 0.0);
+    for (int d = 0; d < rank; ++d) full[rank + d] = 1.0;
+    for (size_t k = 0; k < r; ++k) {
+      full[axes[k]] = (*roi)[k];
+      full[rank + axes[k]] = (*roi)[r + k];
+    }
+    *roi = std::move(full);
     return Status::Ok();
   }
 
@@ -437,14 +527,20 @@ StatusOr<std::unique_ptr<Kernel>> Create_Resize(const Node& node) {
     p.nearest = Nearest::kLegacy;
     return std::unique_ptr<Kernel>(new ResizeKernel(node, p, true));
   }
-  for (const char* a : {"antialias", "axes", "keep_aspect_ratio_policy"})
-    if (node.attrs.Has(a))
-      return NodeError(node, std::string("attribute '") + a + "' (opset 18) is not supported");
+  p.antialias = node.attrs.Int("antialias", 0) != 0 && p.mode != Mode::kNearest;
+  p.axes = node.attrs.Ints("axes");
+  const std::string policy = node.attrs.String("keep_aspect_ratio_policy", "stretch");
+  if (policy == "stretch") p.policy = Policy::kStretch;
+  else if (policy == "not_larger") p.policy = Policy::kNotLarger;
+  else if (policy == "not_smaller") p.policy = Policy::kNotSmaller;
+  else return NodeError(node, "unknown keep_aspect_ratio_policy '" + policy +
+                              "' (stretch, not_larger, not_smaller)");
   const std::string c = node.attrs.String("coordinate_transformation_mode", "half_pixel");
   if (c == "half_pixel") p.coord = Coord::kHalfPixel;
   else if (c == "pytorch_half_pixel") p.coord = Coord::kPytorchHalfPixel;
   else if (c == "align_corners") p.coord = Coord::kAlignCorners;
   else if (c == "asymmetric") p.coord = Coord::kAsymmetric;
+  else if (c == "half_pixel_symmetric") p.coord = Coord::kHalfPixelSymmetric;
   else if (c == "tf_crop_and_resize") p.coord = Coord::kTfCropAndResize;
   else if (c == "tf_half_pixel_for_nearest" || c == "tf_half_pixel_for_nn")  // opset-11 spelling
     p.coord = Coord::kTfHalfPixelForNearest;

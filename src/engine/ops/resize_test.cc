@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "engine/ops/common.h"
 #include "engine/ops/layout_copy.h"
@@ -31,10 +33,13 @@ struct Taps {
 };
 
 Taps ReferenceTaps(const std::string& mode, const std::string& coord, const std::string& nearest,
-                   double A, bool exclude, int64_t in, double scale, int64_t x, double r0, double r1) {
+                   double A, bool exclude, int64_t in, double scale, int64_t x, double r0,
+                   double r1, int64_t out) {
   const double ow = scale * static_cast<double>(in);
   double xo;
-  if (coord == "align_corners") xo = ow == 1 ? 0 : x * (in - 1) / (ow - 1);
+  if (coord == "half_pixel_symmetric")
+    xo = static_cast<double>(in) / 2 * (1 - out / ow) + (x + 0.5) / scale - 0.5;
+  else if (coord == "align_corners") xo = ow == 1 ? 0 : x * (in - 1) / (ow - 1);
   else if (coord == "asymmetric") xo = x / scale;
   else if (coord == "pytorch_half_pixel") xo = ow == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
   else if (coord == "tf_half_pixel_for_nearest") xo = (x + 0.5) / scale;
@@ -99,7 +104,8 @@ Tensor ReferenceResize(const Tensor& x, const std::vector<int64_t>& os, const st
   for (int d = 0; d < r; ++d)
     for (int64_t o = 0; o < os[d]; ++o)
       taps[d].push_back(ReferenceTaps(mode, coord, nearest, A, exclude, x.dim(d), sc[d], o,
-                                      roi.empty() ? 0 : roi[d], roi.empty() ? 1 : roi[d + r]));
+                                      roi.empty() ? 0 : roi[d], roi.empty() ? 1 : roi[d + r],
+                                      os[d]));
   Tensor y(DataType::kFloat32, os);
   const std::vector<int64_t> is = ContiguousStrides(x.shape());
   for (int64_t o = 0; o < y.numel(); ++o) {
@@ -140,13 +146,14 @@ Tensor ReferenceResize(const Tensor& x, const std::vector<int64_t>& os, const st
 TEST(ResizeTest, RandomModesAgainstReferenceAlgorithm) {
   std::mt19937 rng(21);
   const char* coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                          "tf_half_pixel_for_nearest", "tf_crop_and_resize"};
+                          "tf_half_pixel_for_nearest", "tf_crop_and_resize",
+                          "half_pixel_symmetric"};
   const char* nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   const char* modes[] = {"nearest", "linear", "cubic"};
   const float scale_choices[] = {0.5f, 0.6f, 0.8f, 1.0f, 1.5f, 2.0f, 3.0f};
   for (int iter = 0; iter < 150; ++iter) {
     const std::string mode = modes[iter % 3];
-    const std::string coord = coords[rng() % 6];
+    const std::string coord = coords[rng() % 7];
     const std::string nearest = nearests[rng() % 4];
     const bool exclude = rng() % 2;
     const float A = rng() % 2 ? -0.75f : -0.5f;
@@ -273,9 +280,92 @@ TEST(ResizeTest, BadInput) {
   Node bad = MakeNode("Resize", 4, 1, 13);
   bad.attrs.Set("mode", StringAttr("area"));
   EXPECT_FALSE(FindKernel("", "Resize")(bad).ok());
-  Node aa = MakeNode("Resize", 4, 1, 13);
-  aa.attrs.Set("antialias", IntAttr(1));
-  EXPECT_FALSE(FindKernel("", "Resize")(aa).ok());
+  Node policy = MakeNode("Resize", 4, 1, 18);
+  policy.attrs.Set("keep_aspect_ratio_policy", StringAttr("fit"));
+  EXPECT_FALSE(FindKernel("", "Resize")(policy).ok());
+  Node axes = MakeNode("Resize", 4, 1, 18);
+  axes.attrs.Set("axes", testing::IntsAttr({2, -2}));  // repeated axis
+  Tensor two = FloatTensor({2}, {2, 2});
+  EXPECT_FALSE(RunKernel(axes, {&x, &roi, &two}).ok());
+}
+
+TEST(ResizeTest, AntialiasRunsWhereItChangesNothingAndOtherwiseNamesTheNode) {
+  Tensor x = RandomTensor({1, 1, 4, 4}, 2);
+  Tensor roi(DataType::kFloat32, {0});
+  Tensor up = FloatTensor({4}, {1, 1, 2, 2}), down = FloatTensor({4}, {1, 1, 0.5f, 0.5f});
+  for (const char* mode : {"nearest", "linear", "cubic"}) {
+    Node plain = MakeNode("Resize", 3, 1, 18);
+    plain.attrs.Set("mode", StringAttr(mode));
+    Node aa = plain;
+    aa.attrs.Set("antialias", IntAttr(1));
+    auto want = RunKernel(plain, {&x, &roi, &up});
+    auto got = RunKernel(aa, {&x, &roi, &up});
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(testing::CompareFloat((*got)[0], (*want)[0], 0, 0), "") << mode;
+    auto d = RunKernel(aa, {&x, &roi, &down});
+    if (std::string(mode) == "nearest") {
+      EXPECT_TRUE(d.ok()) << d.status().message();
+    } else {
+      ASSERT_FALSE(d.ok());
+      EXPECT_NE(d.status().message().find("'" + aa.name + "'"), std::string::npos);
+      EXPECT_NE(d.status().message().find("antialias"), std::string::npos);
+      EXPECT_EQ(d.status().code(), StatusCode::kUnsupported);
+    }
+  }
+}
+
+TEST(ResizeTest, Opset18AxesAndKeepAspectRatioPolicy) {
+  Tensor x = RandomTensor({2, 3, 4, 8}, 3);
+  Tensor roi(DataType::kFloat32, {0});
+  Tensor empty(DataType::kFloat32, {0});
+  auto run = [&](Node n, const Tensor* scales, const Tensor* sizes) {
+    n.attrs.Set("mode", StringAttr("linear"));
+    auto r = RunKernel(n, {&x, &roi, scales ? scales : &empty, sizes});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? (*r)[0] : Tensor();
+  };
+  // axes [2, 3] (and [-1, -2] in the other order) equal full-rank scales.
+  Tensor full = FloatTensor({4}, {1, 1, 1.5f, 0.5f});
+  Tensor want = run(MakeNode("Resize", 3, 1, 18), &full, nullptr);
+  Node ax = MakeNode("Resize", 3, 1, 18);
+  ax.attrs.Set("axes", testing::IntsAttr({2, 3}));
+  Tensor two = FloatTensor({2}, {1.5f, 0.5f});
+  EXPECT_EQ(testing::CompareFloat(run(ax, &two, nullptr), want, 0, 0), "");
+  Node neg = MakeNode("Resize", 3, 1, 18);
+  neg.attrs.Set("axes", testing::IntsAttr({-1, -2}));
+  Tensor swapped = FloatTensor({2}, {0.5f, 1.5f});
+  EXPECT_EQ(testing::CompareFloat(run(neg, &swapped, nullptr), want, 0, 0), "");
+  // sizes over axes; stretch is the default.
+  Node sz = MakeNode("Resize", 4, 1, 18);
+  sz.attrs.Set("axes", testing::IntsAttr({2, 3}));
+  Tensor sizes = IntTensor({2}, {6, 6});
+  Tensor out = run(sz, nullptr, &sizes);
+  EXPECT_EQ(out.shape(), (std::vector<int64_t>{2, 3, 6, 6}));
+  Tensor full_sizes = IntTensor({4}, {2, 3, 6, 6});
+  Tensor want_sizes = run(MakeNode("Resize", 4, 1, 18), nullptr, &full_sizes);
+  EXPECT_EQ(testing::CompareFloat(out, want_sizes, 0, 0), "");
+  // not_larger: one scale min(6/4, 6/8) = 0.75 -> [3, 6]; not_smaller: 1.5 -> [6, 12]. Each
+  // equals resizing with that scale on both axes.
+  for (auto [policy, scale, h, w] : {std::tuple{"not_larger", 0.75f, 3, 6},
+                                     std::tuple{"not_smaller", 1.5f, 6, 12}}) {
+    Node p = sz;
+    p.attrs.Set("keep_aspect_ratio_policy", StringAttr(policy));
+    Tensor got = run(p, nullptr, &sizes);
+    EXPECT_EQ(got.shape(), (std::vector<int64_t>{2, 3, h, w})) << policy;
+    Tensor s = FloatTensor({4}, {1, 1, scale, scale});
+    EXPECT_EQ(testing::CompareFloat(got, run(MakeNode("Resize", 3, 1, 18), &s, nullptr), 0, 0), "")
+        << policy;
+  }
+  // half_pixel_symmetric, ONNX's opset-19 example: [1 2 3 4] scaled by 0.6 -> [1.667, 3.333].
+  Tensor row = FloatTensor({1, 1, 1, 4}, {1, 2, 3, 4});
+  Tensor s06 = FloatTensor({4}, {1, 1, 1, 0.6f});
+  Node hps = MakeNode("Resize", 3, 1, 19);
+  hps.attrs.Set("mode", StringAttr("linear"));
+  hps.attrs.Set("coordinate_transformation_mode", StringAttr("half_pixel_symmetric"));
+  auto r = RunKernel(hps, {&row, &roi, &s06});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(testing::CompareFloat((*r)[0], FloatTensor({1, 1, 1, 2}, {5.0f / 3, 10.0f / 3}), 1e-5f),
+            "");
 }
 
 TEST(ResizeTest, CostCountsTapsPerResizedAxis) {

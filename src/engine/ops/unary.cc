@@ -1,5 +1,6 @@
-// Elementwise unary operators: activations (Relu LeakyRelu Sigmoid Tanh HardSigmoid HardSwish),
-// math (Erf Exp Log Sqrt Reciprocal Neg Abs Sign Floor Ceil), Clip and Not.
+// Elementwise unary operators: activations (Relu LeakyRelu Sigmoid Tanh HardSigmoid HardSwish
+// Elu Selu Softplus Mish Gelu), math (Erf Exp Log Sqrt Reciprocal Neg Abs Sign Floor Ceil Round
+// Sin Cos), Clip and Not.
 //
 // float32 Exp, Sigmoid, Tanh and Erf use the vectorizable FastExp family (elementwise_common.h,
 // ~2 ulp), compiled also for AVX2+FMA and AVX-512 and picked at run time (FastMap: in the
@@ -22,7 +23,8 @@ namespace {
 
 enum class UnOp {
   kRelu, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kErf, kExp, kLog, kSqrt,
-  kReciprocal, kNeg, kAbs, kSign, kFloor, kCeil, kClip, kNot,
+  kReciprocal, kNeg, kAbs, kSign, kFloor, kCeil, kClip, kNot, kRound, kSin, kCos, kSoftplus,
+  kMish, kElu, kSelu, kGelu, kGeluTanh,
 };
 
 bool FloatOnly(UnOp op) {
@@ -43,6 +45,12 @@ double FlopsPerElement(UnOp op) {
     case UnOp::kHardSwish: return 4;    // multiply-add, clamp, multiply
     case UnOp::kClip: return 2;         // max, min
     case UnOp::kNot: return 0;
+    case UnOp::kSoftplus: return 3;     // exp, add, log
+    case UnOp::kMish: return 5;         // softplus (3), tanh, multiply
+    case UnOp::kElu: return 3;          // exp, subtract, multiply
+    case UnOp::kSelu: return 4;         // exp, subtract, multiply, multiply
+    case UnOp::kGelu: return 5;         // multiply, erf, add, multiply, multiply
+    case UnOp::kGeluTanh: return 9;     // cube (2), multiply-add (2), multiply, tanh, add, 2 mul
     default: return 1;
   }
 }
@@ -86,6 +94,12 @@ void FastMap(const float* x, float* y, int64_t n) {
     return Fn(FastMapBaseline<K>);
   }();
   ParallelFor(n, 4, [&](int64_t b, int64_t e) { fn(x + b, y + b, e - b); });
+}
+
+// log(1 + e^x) without overflow: x + log1p(e^-x) for x > 0.
+template <typename T>
+inline T Softplus(T v) {
+  return v > T(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
 }
 
 template <typename T, typename F>
@@ -211,6 +225,45 @@ class UnaryKernel : public Kernel {
         case UnOp::kReciprocal: MapLoop(x, y, n, 1, [](T v) { return T(1) / v; }); return;
         case UnOp::kFloor: MapLoop(x, y, n, 1, [](T v) { return std::floor(v); }); return;
         case UnOp::kCeil: MapLoop(x, y, n, 1, [](T v) { return std::ceil(v); }); return;
+        // Half to even, as ONNX (and numpy.round) define it; nearbyint uses the current rounding
+        // mode, which the engine never changes from round-to-nearest-even.
+        case UnOp::kRound: MapLoop(x, y, n, 1, [](T v) { return std::nearbyint(v); }); return;
+        case UnOp::kSin: MapLoop(x, y, n, 16, [](T v) { return std::sin(v); }); return;
+        case UnOp::kCos: MapLoop(x, y, n, 16, [](T v) { return std::cos(v); }); return;
+        case UnOp::kSoftplus: MapLoop(x, y, n, 32, [](T v) { return Softplus(v); }); return;
+        case UnOp::kMish:
+          MapLoop(x, y, n, 48, [](T v) { return v * std::tanh(Softplus(v)); });
+          return;
+        case UnOp::kElu:
+          MapLoop(x, y, n, 16, [a](T v) { return v >= T(0) ? v : a * std::expm1(v); });
+          return;
+        case UnOp::kSelu:  // alpha_ is alpha, beta_ is gamma
+          MapLoop(x, y, n, 16,
+                  [a, b](T v) { return v > T(0) ? b * v : b * (a * std::exp(v) - a); });
+          return;
+        case UnOp::kGelu:
+          if constexpr (std::is_same_v<T, float>) {
+            MapLoop(x, y, n, 8, [](float v) {
+              return 0.5f * v * (1.0f + FastErf(v * 0.70710678118654752f));
+            });
+          } else {
+            MapLoop(x, y, n, 16,
+                    [](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752))); });
+          }
+          return;
+        case UnOp::kGeluTanh:
+          if constexpr (std::is_same_v<T, float>) {
+            MapLoop(x, y, n, 8, [](float v) {
+              const float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+              return 0.5f * v * (1.0f + FastTanh(u));
+            });
+          } else {
+            MapLoop(x, y, n, 16, [](T v) {
+              return T(0.5) * v *
+                     (T(1) + std::tanh(T(0.79788456080286536) * (v + T(0.044715) * v * v * v)));
+            });
+          }
+          return;
         default: break;
       }
     }
@@ -278,6 +331,26 @@ StatusOr<std::unique_ptr<Kernel>> Create_Sign(const Node& n) { return MakeUnary(
 StatusOr<std::unique_ptr<Kernel>> Create_Floor(const Node& n) { return MakeUnary(n, UnOp::kFloor); }
 StatusOr<std::unique_ptr<Kernel>> Create_Ceil(const Node& n) { return MakeUnary(n, UnOp::kCeil); }
 StatusOr<std::unique_ptr<Kernel>> Create_Not(const Node& n) { return MakeUnary(n, UnOp::kNot); }
+StatusOr<std::unique_ptr<Kernel>> Create_Round(const Node& n) { return MakeUnary(n, UnOp::kRound); }
+StatusOr<std::unique_ptr<Kernel>> Create_Sin(const Node& n) { return MakeUnary(n, UnOp::kSin); }
+StatusOr<std::unique_ptr<Kernel>> Create_Cos(const Node& n) { return MakeUnary(n, UnOp::kCos); }
+StatusOr<std::unique_ptr<Kernel>> Create_Softplus(const Node& n) {
+  return MakeUnary(n, UnOp::kSoftplus);
+}
+StatusOr<std::unique_ptr<Kernel>> Create_Mish(const Node& n) { return MakeUnary(n, UnOp::kMish); }
+StatusOr<std::unique_ptr<Kernel>> Create_Elu(const Node& n) {
+  return MakeUnary(n, UnOp::kElu, n.attrs.Float("alpha", 1.0f));
+}
+StatusOr<std::unique_ptr<Kernel>> Create_Selu(const Node& n) {
+  return MakeUnary(n, UnOp::kSelu, n.attrs.Float("alpha", 1.67326319217681884765625f),
+                   n.attrs.Float("gamma", 1.05070102214813232421875f));
+}
+StatusOr<std::unique_ptr<Kernel>> Create_Gelu(const Node& n) {
+  const std::string approx = n.attrs.String("approximate", "none");
+  if (approx == "none") return MakeUnary(n, UnOp::kGelu);
+  if (approx == "tanh") return MakeUnary(n, UnOp::kGeluTanh);
+  return NodeError(n, "attribute approximate is '" + approx + "', expected 'none' or 'tanh'");
+}
 StatusOr<std::unique_ptr<Kernel>> Create_Clip(const Node& n) {
   float lo = n.attrs.Float("min", std::numeric_limits<float>::lowest());
   float hi = n.attrs.Float("max", std::numeric_limits<float>::max());

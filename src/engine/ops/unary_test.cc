@@ -62,6 +62,63 @@ TEST(UnaryTest, FloatFunctionsMatchDefinitions) {
   CheckFloatUnary(MakeNode("Ceil", 1, 1), -3, 3, [](double x) { return std::ceil(x); });
 }
 
+double SoftplusRef(double x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+TEST(UnaryTest, NewerActivationsAndMathMatchDefinitions) {
+  CheckFloatUnary(MakeNode("Sin", 1, 1), -10, 10, [](double x) { return std::sin(x); });
+  CheckFloatUnary(MakeNode("Cos", 1, 1), -10, 10, [](double x) { return std::cos(x); });
+  CheckFloatUnary(MakeNode("Round", 1, 1), -20, 20, [](double x) { return std::nearbyint(x); });
+  CheckFloatUnary(MakeNode("Softplus", 1, 1), -30, 30, SoftplusRef);
+  CheckFloatUnary(MakeNode("Mish", 1, 1), -30, 30,
+                  [](double x) { return x * std::tanh(SoftplusRef(x)); });
+  CheckFloatUnary(MakeNode("Elu", 1, 1), -5, 5,
+                  [](double x) { return x >= 0 ? x : std::exp(x) - 1; });
+  Node elu = MakeNode("Elu", 1, 1);
+  elu.attrs.Set("alpha", FloatAttr(0.5f));
+  CheckFloatUnary(elu, -5, 5, [](double x) { return x >= 0 ? x : 0.5 * (std::exp(x) - 1); });
+  const double a = 1.6732632423543772, g = 1.0507009873554805;
+  CheckFloatUnary(MakeNode("Selu", 1, 1), -5, 5,
+                  [&](double x) { return x > 0 ? g * x : g * (a * std::exp(x) - a); });
+  Node selu = MakeNode("Selu", 1, 1);
+  selu.attrs.Set("alpha", FloatAttr(2.0f));
+  selu.attrs.Set("gamma", FloatAttr(3.0f));
+  CheckFloatUnary(selu, -5, 5, [](double x) { return x > 0 ? 3 * x : 3 * (2 * std::exp(x) - 2); });
+  CheckFloatUnary(MakeNode("Gelu", 1, 1, 20), -6, 6,
+                  [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, 1e-5);
+  Node gt = MakeNode("Gelu", 1, 1, 20);
+  gt.attrs.Set("approximate", StringAttr("tanh"));
+  CheckFloatUnary(gt, -6, 6, [](double x) {
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  }, 1e-5);
+  Node bad = MakeNode("Gelu", 1, 1, 20);
+  bad.attrs.Set("approximate", StringAttr("fast"));
+  Tensor x = FloatTensor({1}, {1});
+  ExpectNodeError(bad, {&x}, "approximate");
+}
+
+TEST(UnaryTest, RoundIsHalfToEvenAndFloat64Works) {
+  Tensor x = FloatTensor({8}, {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 2.4f, -2.6f});
+  auto out = MustRun(MakeNode("Round", 1, 1), {&x});
+  EXPECT_EQ(CompareTensors(out[0], FloatTensor({8}, {-2, -2, 0, 0, 2, 2, 2, -3})), "");
+  // Large magnitudes: Softplus is x, Mish is x; no overflow to inf or NaN.
+  Tensor big = FloatTensor({2}, {100, -100});
+  out = MustRun(MakeNode("Softplus", 1, 1), {&big});
+  EXPECT_EQ(out[0].data<float>()[0], 100.0f);
+  EXPECT_GE(out[0].data<float>()[1], 0.0f);
+  out = MustRun(MakeNode("Mish", 1, 1), {&big});
+  EXPECT_EQ(out[0].data<float>()[0], 100.0f);
+  Tensor d = MakeTyped<double>(DataType::kFloat64, {3}, {-1.0, 0.0, 2.0});
+  out = MustRun(MakeNode("Gelu", 1, 1, 20), {&d});
+  for (int i = 0; i < 3; ++i) {
+    double v = d.data<double>()[i];
+    EXPECT_NEAR(out[0].data<double>()[i], 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), 1e-15);
+  }
+  Tensor xi = IntTensor({1}, {1});
+  ExpectNodeError(MakeNode("Sin", 1, 1), {&xi}, "unsupported");
+}
+
 TEST(UnaryTest, SigmoidIsStableForLargeMagnitudes) {
   Tensor x = FloatTensor({4}, {-1000, -100, 100, 1000});
   auto out = MustRun(MakeNode("Sigmoid", 1, 1), {&x});
@@ -176,6 +233,12 @@ TEST(UnaryTest, Cost) {
   Cost c = (*k)->EstimateCost({{DataType::kFloat32, {10, 10}}}, {{DataType::kFloat32, {10, 10}}});
   EXPECT_EQ(c.flops, 300);
   EXPECT_EQ(c.bytes, 800);
+  auto gelu = FindKernel("", "Gelu")(MakeNode("Gelu", 1, 1, 20));
+  c = (*gelu)->EstimateCost({{DataType::kFloat32, {10}}}, {{DataType::kFloat32, {10}}});
+  EXPECT_EQ(c.flops, 50);
+  auto mish = FindKernel("", "Mish")(MakeNode("Mish", 1, 1, 18));
+  c = (*mish)->EstimateCost({{DataType::kFloat32, {10}}}, {{DataType::kFloat32, {10}}});
+  EXPECT_EQ(c.flops, 50);
   auto r = FindKernel("", "Relu")(MakeNode("Relu", 1, 1));
   c = (*r)->EstimateCost({{DataType::kFloat32, {4}}}, {{DataType::kFloat32, {4}}});
   EXPECT_EQ(c.flops, 4);
