@@ -856,8 +856,8 @@ Status SessionImpl::CheckPlan() const {
                       std::to_string(s) + " has no node or kernel; please report it");
     for (int in : st.inputs)
       if (in >= 0 && !ready[in])
-        return fail(st.nodes[0], "it reads '" + values_[in].name +
-                                     "', which no earlier step computes");
+        return fail(st.nodes[0],
+                    "it reads '" + values_[in].name + "', which no earlier step computes");
     for (size_t k = 1; k < st.nodes.size(); ++k) {
       const Node& n = nodes_[st.nodes[k]];
       const Node& prev = nodes_[st.nodes[k - 1]];

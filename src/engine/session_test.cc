@@ -569,8 +569,10 @@ std::string AddPostOpNode(ModelBuilder& b, const std::string& kind, const std::s
     b.Init("be" + id, {c}, Rand(static_cast<size_t>(c), 52 + i));
     b.Init("mu" + id, {c}, Rand(static_cast<size_t>(c), 53 + i));
     b.Init("var" + id, {c}, var);
-    return b.Node("BatchNormalization", {in, "g" + id, "be" + id, "mu" + id, "var" + id}, {out},
-                  "bn" + id)->name();
+    return b
+        .Node("BatchNormalization", {in, "g" + id, "be" + id, "mu" + id, "var" + id}, {out},
+              "bn" + id)
+        ->name();
   } else if (kind == "Clip") {
     b.Init("lo" + id, {}, {-0.5f});
     b.Init("hi" + id, {}, {0.5f});
@@ -583,10 +585,9 @@ std::string AddPostOpNode(ModelBuilder& b, const std::string& kind, const std::s
 }
 
 TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
-  const std::vector<std::string> anchors = {"Conv", "ConvTranspose", "MatMul", "MatMul2D",
-                                            "Gemm", "Add",           "Sub",    "Mul",
-                                            "Div",  "Sum",           "Mean",   "Max",
-                                            "Min",  "PRelu"};
+  const std::vector<std::string> anchors = {"Conv", "ConvTranspose", "MatMul", "MatMul2D", "Gemm",
+                                            "Add",  "Sub",           "Mul",    "Div",      "Sum",
+                                            "Mean", "Max",           "Min",    "PRelu"};
   const std::vector<std::string> acts = {"Relu",        "LeakyRelu", "Sigmoid", "Tanh",
                                          "HardSigmoid", "HardSwish", "Clip"};
   std::vector<std::string> post = acts;
@@ -607,14 +608,14 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
     chains.push_back({acts[i], acts[(i + 5) % acts.size()], acts[(i + 1) % acts.size()]});
   }
   chains.push_back({"BiasAdd", "BiasAdd", "Relu"});
-  chains.push_back({"Clip", "HardSigmoid"});  // oneDNN would reuse the Clip's bounds
+  chains.push_back({"Clip", "HardSigmoid"});        // oneDNN would reuse the Clip's bounds
   chains.push_back({"LeakyRelu", "Tanh", "Relu"});  // ... or the LeakyRelu's slope
   chains.push_back({"BiasAddRank3"});
   chains.push_back({"BiasAddRank3", "Tanh"});
   chains.push_back({"Relu", "BiasAdd"});
   chains.push_back({"BatchNormalization", "BatchNormalization", "Relu"});
-  const std::vector<Consumer> consumers = {Consumer::kOutput,   Consumer::kMatMul,
-                                           Consumer::kConv,     Consumer::kAddInput,
+  const std::vector<Consumer> consumers = {Consumer::kOutput,  Consumer::kMatMul,
+                                           Consumer::kConv,    Consumer::kAddInput,
                                            Consumer::kAddSelf, Consumer::kFanOut};
   int cases = 0, fused_cases = 0;
   for (const std::string& anchor : anchors) {

@@ -192,6 +192,8 @@ struct OrtPoolCase {
   std::vector<float> y;
 };
 
+// One case per line reads better than one field per line.
+// clang-format off
 std::vector<OrtPoolCase> OrtCases() {
   return {
       {"max k2 s2 on 1x1", "MaxPool", {1, 2, 1, 1}, {2, 2}, {2, 2}, {}, 0, 0, "NOTSET", {},
@@ -279,6 +281,7 @@ std::vector<OrtPoolCase> OrtCases() {
        1, "SAME_UPPER", {}, {1, 1, 1}, {-0.375f}},
   };
 }
+// clang-format on
 
 TEST(Pool, MatchesOnnxRuntimeOnSmallInputsAndCeilEdges) {
   for (const OrtPoolCase& c : OrtCases()) {
