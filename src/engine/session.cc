@@ -118,13 +118,14 @@ class SessionImpl final : public Session {
     return path_ + ": node '" + nodes_[node].name + "' (" + nodes_[node].op_type + ")";
   }
   Status BuildGraph(onnx::ModelProto& model);
-  Status CheckSupported(const onnx::GraphProto& g);
+  Status CheckSupported(const onnx::ModelProto& model);
   Status ResolveInputs(onnx::ModelProto& model, const SessionOptions& options);
   Status FoldConstantsAtLoad();
   void Fuse();
   void FuseBatchNorm(int conv, int bn);
   bool TryPostOp(int producer_step, int consumer_node);
   Status RunStep(int s, bool planning);
+  Status CheckPlan() const;
   void FinishPlanning();
   void AssignChannelsLast();
   int SoleConsumer(int value) const;
@@ -146,6 +147,7 @@ class SessionImpl final : public Session {
   std::map<std::string, std::string> load_checks_;
   OpObserver* observer_ = nullptr;
   bool planned_ = false;
+  Status plan_status_;  // CheckPlan() after the planning run; a failed plan never runs again
   bool channels_last_ = true;
   int run_count_ = 0;
   std::shared_ptr<void> arena_;
@@ -306,7 +308,7 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
       return InvalidArgument(path + ": fails the ONNX checker: " + msg);
     }
   }
-  OPSCOPE_RETURN_IF_ERROR(CheckSupported(model.graph()));
+  OPSCOPE_RETURN_IF_ERROR(CheckSupported(model));
   OPSCOPE_RETURN_IF_ERROR(ResolveInputs(model, options));
   if (onnx_checks) {
     try {
@@ -343,23 +345,69 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
     }
     step_infos_.push_back(std::move(info));
   }
-  return Status::Ok();
+  return CheckPlan();
 }
 
-Status SessionImpl::CheckSupported(const onnx::GraphProto& g) {
-  std::vector<std::string> bad;
+// One line however many nodes are unsupported: grouped by operator (most frequent first) with
+// counts and the first few node names, and the opset or domain the model asked for, e.g.
+//   m.onnx: 238 unsupported nodes (ai.onnx opset 13): DynamicQuantizeLinear ×119 (first:
+//   'q0', 'q1', 'q2', …), ConvInteger ×119 (first: …); run `opscope ops` ...
+Status SessionImpl::CheckSupported(const onnx::ModelProto& model) {
+  constexpr size_t kNamesShown = 3;
+  struct Group {
+    std::string domain, op_type;
+    size_t count = 0;
+    std::vector<std::string> names;
+  };
+  std::vector<Group> groups;
+  size_t total = 0;
   int idx = 0;
-  for (const auto& n : g.node()) {
-    if (!FindKernel(n.domain(), n.op_type())) {
-      std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(idx) : n.name();
-      std::string dom = n.domain().empty() ? "" : n.domain() + "::";
-      bad.push_back("node '" + name + "' (" + dom + n.op_type() + ")");
-    }
-    ++idx;
+  for (const auto& n : model.graph().node()) {
+    int i = idx++;
+    if (FindKernel(n.domain(), n.op_type())) continue;
+    ++total;
+    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
+      return x.domain == domain && x.op_type == n.op_type();
+    });
+    if (g == groups.end()) g = groups.insert(groups.end(), Group{domain, n.op_type(), 0, {}});
+    ++g->count;
+    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
+    if (g->names.size() < kNamesShown) g->names.push_back("'" + name + "'");
   }
-  if (bad.empty()) return Status::Ok();
-  std::string msg = path_ + ": " + std::to_string(bad.size()) + " unsupported node" +
-                    (bad.size() > 1 ? "s" : "") + ": " + Join(bad, ", ") +
+  if (total == 0) return Status::Ok();
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const Group& a, const Group& b) { return a.count > b.count; });
+  // What the model asked for: the ai.onnx opset when a standard operator is missing, and each
+  // other domain (with its opset version) that a missing operator belongs to.
+  std::vector<std::string> asked;
+  auto opset_of = [&](const std::string& domain) -> int64_t {
+    for (const auto& imp : model.opset_import())
+      if ((imp.domain() == "ai.onnx" ? "" : imp.domain()) == domain) return imp.version();
+    return -1;
+  };
+  for (const Group& g : groups)
+    if (g.domain.empty()) {
+      int64_t v = opset_of("");
+      asked.push_back("ai.onnx opset " + (v >= 0 ? std::to_string(v) : std::string("?")));
+      break;
+    }
+  for (const Group& g : groups) {
+    if (g.domain.empty()) continue;
+    int64_t v = opset_of(g.domain);
+    std::string what = g.domain + " domain" + (v >= 0 ? " opset " + std::to_string(v) : "");
+    if (std::find(asked.begin(), asked.end(), what) == asked.end()) asked.push_back(what);
+  }
+  std::vector<std::string> parts;
+  for (const Group& g : groups) {
+    std::string op = (g.domain.empty() ? "" : g.domain + "::") + g.op_type;
+    std::string names = Join(g.names, ", ");
+    if (g.count > g.names.size()) names += ", …";
+    parts.push_back(op + " ×" + std::to_string(g.count) + " (" +
+                    (g.count > 1 ? "first: " : "node ") + names + ")");
+  }
+  std::string msg = path_ + ": " + std::to_string(total) + " unsupported node" +
+                    (total > 1 ? "s" : "") + " (" + Join(asked, ", ") + "): " + Join(parts, ", ") +
                     "; run `opscope ops` for the supported operators";
   return Unsupported(msg);
 }
@@ -654,6 +702,9 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
     if (mm.inputs.size() < 2 || mm.inputs[1] < 0 || !values_[mm.inputs[1]].is_const) return false;
     const Tensor& w = values_[mm.inputs[1]].tensor;
     if (w.rank() < 2 || b.numel() != w.dim(-1)) return false;
+    // The MatMul's output has rank >= rank(B) - 1 (rank(B) - 1 when A is a vector): a bias of
+    // higher rank would add leading dims that the fused step could not produce.
+    if (b.rank() > w.rank() - 1) return false;
     op.kind = PostOpKind::kBiasAdd;
     op.bias = &values_[other].tensor;
   } else {
@@ -669,13 +720,20 @@ void SessionImpl::Fuse() {
                                                  "Add", "Sub", "Mul", "Div", "Sum", "Mean",
                                                  "Max", "Min", "PRelu"};
   for (size_t s = 0; s < steps_.size(); ++s) {
+    // A step already absorbed into an earlier one (inactive, no nodes) anchors nothing.
+    if (!steps_[s].active || steps_[s].nodes.empty()) continue;
     int anchor = steps_[s].nodes[0];
     if (!kAnchors.count(nodes_[anchor].op_type) || steps_[s].outputs.empty() || steps_[s].outputs[0] < 0)
       continue;
     while (true) {
       int out = steps_[s].outputs[0];
       int c = SoleConsumer(out);
-      if (c < 0 || node_step_[c] < 0 || !steps_[node_step_[c]].active) break;
+      if (c < 0) break;
+      // Only a live single-node step later in the plan can be absorbed.
+      int cstep = node_step_[c];
+      if (cstep <= static_cast<int>(s) || !steps_[cstep].active ||
+          steps_[cstep].nodes.size() != 1 || steps_[cstep].nodes[0] != c)
+        break;
       const Node& cn = nodes_[c];
       bool ok = false;
       if (cn.op_type == "BatchNormalization" && nodes_[anchor].op_type == "Conv" &&
@@ -784,6 +842,7 @@ Status SessionImpl::Run() {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!input_set_[i])
       return InvalidArgument(path_ + ": input '" + input_specs_[i].name + "' was not set");
+  OPSCOPE_RETURN_IF_ERROR(plan_status_);
   omp_set_num_threads(threads_);
   bool planning = !planned_;
   if (observer_) observer_->OnRunBegin(run_count_);
@@ -798,7 +857,56 @@ Status SessionImpl::Run() {
   }
   if (observer_) observer_->OnRunEnd(run_count_);
   ++run_count_;
-  if (planning) FinishPlanning();
+  if (planning) {
+    FinishPlanning();
+    plan_status_ = CheckPlan();
+    return plan_status_;
+  }
+  return Status::Ok();
+}
+
+// The executor's invariant, checked after fusion and again after the planning run's folding:
+// every value an active step reads is a graph input, a constant, or an output of an earlier
+// active step; the other inputs of a fused step's post-op nodes are constants; every graph
+// output is computed. A plan that breaks it (a fusion or folding bug) would run a kernel on an
+// empty tensor or return an empty output, so it is refused with an internal error instead.
+Status SessionImpl::CheckPlan() const {
+  std::vector<char> ready(values_.size(), 0);
+  for (size_t v = 0; v < values_.size(); ++v) ready[v] = values_[v].is_const || values_[v].is_input;
+  auto fail = [&](int node, const std::string& what) {
+    return Internal(Where(node) + ": internal error in the execution plan: " + what +
+                    "; please report it (--no-fuse may avoid it)");
+  };
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    if (!st.active) continue;
+    if (st.nodes.empty() || !st.kernel)
+      return Internal(path_ + ": internal error in the execution plan: active step " +
+                      std::to_string(s) + " has no node or kernel; please report it");
+    for (int in : st.inputs)
+      if (in >= 0 && !ready[in])
+        return fail(st.nodes[0],
+                    "it reads '" + values_[in].name + "', which no earlier step computes");
+    for (size_t k = 1; k < st.nodes.size(); ++k) {
+      const Node& n = nodes_[st.nodes[k]];
+      const Node& prev = nodes_[st.nodes[k - 1]];
+      int chained = prev.outputs.empty() ? -1 : prev.outputs[0];
+      for (int in : n.inputs)
+        if (in >= 0 && in != chained && !values_[in].is_const)
+          return fail(st.nodes[k], "fused after '" + nodes_[st.nodes[0]].name + "', it reads '" +
+                                       values_[in].name + "', which is not a constant");
+    }
+    for (int out : st.outputs)
+      if (out >= 0) ready[out] = 1;
+  }
+  for (int out : outputs_)
+    if (!ready[out])
+      return Internal(path_ + ": internal error in the execution plan: graph output '" +
+                      values_[out].name + "' is not computed by any step" +
+                      (values_[out].producer >= 0
+                           ? " (it comes from node '" + nodes_[values_[out].producer].name + "')"
+                           : std::string()) +
+                      "; please report it (--no-fuse may avoid it)");
   return Status::Ok();
 }
 

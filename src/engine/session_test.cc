@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -68,6 +70,20 @@ class ModelBuilder {
     for (auto& i : in) n->add_input(i);
     for (auto& o : out) n->add_output(o);
     return n;
+  }
+  // A float output of the given rank whose dims are left to shape inference.
+  void OutputAnyShape(const std::string& name, size_t rank) {
+    auto* v = m_.mutable_graph()->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* sh = v->mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (size_t i = 0; i < rank; ++i) sh->add_dim()->set_dim_param("d" + std::to_string(i));
+  }
+  static void FloatAttr(onnx::NodeProto* n, const std::string& name, float f) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(f);
   }
   static void IntsAttr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
     auto* a = n->add_attribute();
@@ -522,6 +538,288 @@ TEST(SessionTest, ConstantMatMulAndGemmWeightsMatchRuntimeWeights) {
       EXPECT_EQ(testing::CompareFloat(*(*sc)->Output(out), *(*sr)->Output(out), 1e-5f, 1e-5f), "")
           << out << " run " << r;
   }
+}
+
+// MatMul + Add(constant bias) + activation, the chain of the engine issue: the fusion pass
+// used to revisit the absorbed Add step and deactivate the live MatMul step, so nothing computed
+// the chain (an empty output, "scalar operands" from a following MatMul, or a crash).
+TEST(SessionTest, MatMulBiasActivationFusesIntoOneStepAndIsComputed) {
+  for (const char* act : {"Relu", "Sigmoid", "Tanh", "HardSwish"}) {
+    ModelBuilder b(14);
+    b.Input("x", {2, 5, 4});
+    b.Init("w", {4, 6}, Rand(24, 3));
+    b.Init("b", {6}, Rand(6, 4));
+    b.Node("MatMul", {"x", "w"}, {"m"}, "mm");
+    b.Node("Add", {"m", "b"}, {"a"}, "bias");
+    b.Node(act, {"a"}, {"y"}, "act");
+    b.Output("y", {2, 5, 6});
+    std::string path = b.Save(std::string("mm_bias_") + act + ".onnx");
+    SessionOptions plain;
+    plain.fuse = false;
+    auto s1 = Session::Load(path, {});
+    auto s2 = Session::Load(path, plain);
+    ASSERT_TRUE(s1.ok()) << s1.status().message();
+    ASSERT_TRUE(s2.ok()) << s2.status().message();
+    ASSERT_EQ((*s1)->Steps().size(), 1u) << act;
+    EXPECT_EQ((*s1)->Steps()[0].op_type, std::string("MatMul+Add+") + act);
+    EXPECT_EQ((*s1)->Steps()[0].nodes, (std::vector<int>{0, 1, 2}));
+    for (auto* s : {&*s1, &*s2}) {
+      ASSERT_TRUE((*s)->SetInput("x", testing::RandomTensor({2, 5, 4}, 9)).ok());
+      for (int r = 0; r < 2; ++r) ASSERT_TRUE((*s)->Run().ok());
+    }
+    ASSERT_EQ((*s1)->Output("y")->shape(), (std::vector<int64_t>{2, 5, 6})) << act;
+    EXPECT_EQ(testing::CompareFloat(*(*s1)->Output("y"), *(*s2)->Output("y"), 1e-6f, 1e-6f), "")
+        << act;
+  }
+}
+
+// Differential test of every fusion rule: for each anchor Fuse() accepts, chains of 1 to 3
+// post-ops it can absorb, and each kind of consumer of the chain, the default (fused) session
+// must compute what the --no-fuse session computes on the same random inputs, in the planning
+// run and in the arena run after it.
+enum class Consumer { kOutput, kMatMul, kConv, kAddInput, kAddSelf, kFanOut };
+
+// Adds the anchor node, reading graph input "x" and writing "a" (of shape AnchorShape(op)).
+void AddAnchor(ModelBuilder& b, const std::string& op) {
+  auto consts = [&](const std::string& name, int64_t n, float lo, float hi, uint32_t seed) {
+    std::vector<float> v = Rand(static_cast<size_t>(n), seed);
+    for (float& f : v) f = lo + (f + 1) / 2 * (hi - lo);
+    b.Init(name, {n}, v);
+  };
+  if (op == "Conv") {
+    b.Input("x", {1, 3, 6, 6});
+    b.Init("w", {4, 3, 3, 3}, Rand(108, 21));
+    b.Init("wb", {4}, Rand(4, 22));
+    ModelBuilder::IntsAttr(b.Node("Conv", {"x", "w", "wb"}, {"a"}, "anchor"), "pads", {1, 1, 1, 1});
+  } else if (op == "ConvTranspose") {
+    b.Input("x", {1, 3, 5, 5});
+    b.Init("w", {3, 4, 3, 3}, Rand(108, 23));
+    b.Init("wb", {4}, Rand(4, 24));
+    b.Node("ConvTranspose", {"x", "w", "wb"}, {"a"}, "anchor");
+  } else if (op == "MatMul2D") {
+    b.Input("x", {5, 4});
+    b.Init("w", {4, 6}, Rand(24, 29));
+    b.Node("MatMul", {"x", "w"}, {"a"}, "anchor");
+  } else if (op == "MatMul") {
+    b.Input("x", {2, 5, 4});
+    b.Init("w", {4, 6}, Rand(24, 25));
+    b.Node("MatMul", {"x", "w"}, {"a"}, "anchor");
+  } else if (op == "Gemm") {
+    b.Input("x", {5, 4});
+    b.Init("w", {4, 6}, Rand(24, 26));
+    b.Init("wb", {6}, Rand(6, 27));
+    b.Node("Gemm", {"x", "w", "wb"}, {"a"}, "anchor");
+  } else {  // elementwise: x [2,5,6] with a constant [6] in [0.5, 1.5] (no division by ~0)
+    b.Input("x", {2, 5, 6});
+    consts("k", 6, 0.5f, 1.5f, 28);
+    b.Node(op, {"x", "k"}, {"a"}, "anchor");
+  }
+}
+
+std::vector<int64_t> AnchorShape(const std::string& op) {
+  if (op == "Conv") return {1, 4, 6, 6};
+  if (op == "ConvTranspose") return {1, 4, 7, 7};
+  if (op == "Gemm" || op == "MatMul2D") return {5, 6};
+  return {2, 5, 6};
+}
+
+// Post-op `kind` reading `in`, writing `out`; `shape` is the chain's (unchanging) shape.
+// Returns the node's name.
+std::string AddPostOpNode(ModelBuilder& b, const std::string& kind, const std::string& in,
+                          const std::string& out, const std::vector<int64_t>& shape, int i) {
+  std::string id = std::to_string(i);
+  if (kind == "BiasAdd" || kind == "BiasAddRank3") {
+    // BiasAddRank3: a [1, 1, N] bias, which makes a 2-D chain 3-D.
+    std::vector<int64_t> bs = {shape.back()};
+    if (kind == "BiasAddRank3") bs = {1, 1, shape.back()};
+    b.Init("bias" + id, bs, Rand(static_cast<size_t>(shape.back()), 40 + i));
+    return b.Node("Add", {in, "bias" + id}, {out}, "bias" + id)->name();
+  } else if (kind == "BatchNormalization") {
+    int64_t c = shape[1];
+    std::vector<float> var = Rand(static_cast<size_t>(c), 50 + i);
+    for (float& v : var) v = 0.5f + std::abs(v);
+    b.Init("g" + id, {c}, Rand(static_cast<size_t>(c), 51 + i));
+    b.Init("be" + id, {c}, Rand(static_cast<size_t>(c), 52 + i));
+    b.Init("mu" + id, {c}, Rand(static_cast<size_t>(c), 53 + i));
+    b.Init("var" + id, {c}, var);
+    return b
+        .Node("BatchNormalization", {in, "g" + id, "be" + id, "mu" + id, "var" + id}, {out},
+              "bn" + id)
+        ->name();
+  } else if (kind == "Clip") {
+    b.Init("lo" + id, {}, {-0.5f});
+    b.Init("hi" + id, {}, {0.5f});
+    return b.Node("Clip", {in, "lo" + id, "hi" + id}, {out}, "clip" + id)->name();
+  }
+  auto* n = b.Node(kind, {in}, {out}, kind + id);
+  if (kind == "LeakyRelu") ModelBuilder::FloatAttr(n, "alpha", 0.1f);
+  if (kind == "HardSigmoid") ModelBuilder::FloatAttr(n, "alpha", 0.25f);
+  return n->name();
+}
+
+TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
+  const std::vector<std::string> anchors = {"Conv", "ConvTranspose", "MatMul", "MatMul2D", "Gemm",
+                                            "Add",  "Sub",           "Mul",    "Div",      "Sum",
+                                            "Mean", "Max",           "Min",    "PRelu"};
+  const std::vector<std::string> acts = {"Relu",        "LeakyRelu", "Sigmoid", "Tanh",
+                                         "HardSigmoid", "HardSwish", "Clip"};
+  std::vector<std::string> post = acts;
+  post.push_back("BiasAdd");
+  post.push_back("BatchNormalization");
+  // Every single post-op, every pair that starts with a bias or a BatchNormalization (the
+  // absorbable prefixes) or two activations in a row, and triples of each shape.
+  std::vector<std::vector<std::string>> chains;
+  for (const auto& p : post) chains.push_back({p});
+  for (const auto& a : acts) {
+    chains.push_back({"BiasAdd", a});
+    chains.push_back({"BatchNormalization", a});
+  }
+  for (size_t i = 0; i < acts.size(); ++i) {
+    chains.push_back({acts[i], acts[(i + 1) % acts.size()]});
+    chains.push_back({"BiasAdd", acts[i], acts[(i + 3) % acts.size()]});
+    chains.push_back({"BatchNormalization", acts[(i + 2) % acts.size()], acts[i]});
+    chains.push_back({acts[i], acts[(i + 5) % acts.size()], acts[(i + 1) % acts.size()]});
+  }
+  chains.push_back({"BiasAdd", "BiasAdd", "Relu"});
+  chains.push_back({"Clip", "HardSigmoid"});        // oneDNN would reuse the Clip's bounds
+  chains.push_back({"LeakyRelu", "Tanh", "Relu"});  // ... or the LeakyRelu's slope
+  chains.push_back({"BiasAddRank3"});
+  chains.push_back({"BiasAddRank3", "Tanh"});
+  chains.push_back({"Relu", "BiasAdd"});
+  chains.push_back({"BatchNormalization", "BatchNormalization", "Relu"});
+  const std::vector<Consumer> consumers = {Consumer::kOutput,  Consumer::kMatMul,
+                                           Consumer::kConv,    Consumer::kAddInput,
+                                           Consumer::kAddSelf, Consumer::kFanOut};
+  int cases = 0, fused_cases = 0;
+  for (const std::string& anchor : anchors) {
+    const std::vector<int64_t> shape = AnchorShape(anchor);
+    for (const auto& chain : chains) {
+      bool has_bn = std::find(chain.begin(), chain.end(), "BatchNormalization") != chain.end();
+      if (has_bn && shape.size() != 4) continue;  // BatchNormalization needs N x C x ...
+      for (Consumer consumer : consumers) {
+        if (consumer == Consumer::kConv && shape.size() != 4) continue;
+        ModelBuilder b(14);
+        AddAnchor(b, anchor);
+        std::string name = anchor, prev = "a", pre_last = "a";
+        std::vector<std::string> node_names = {"anchor"};
+        size_t rank = shape.size(), pre_last_rank = rank;
+        for (size_t i = 0; i < chain.size(); ++i) {
+          std::string out = "p" + std::to_string(i);
+          pre_last = prev;
+          pre_last_rank = rank;
+          if (chain[i] == "BiasAddRank3") rank = std::max<size_t>(rank, 3);
+          node_names.push_back(AddPostOpNode(b, chain[i], prev, out, shape, static_cast<int>(i)));
+          name += "+" + chain[i];
+          prev = out;
+        }
+        std::vector<std::string> outs = {"y"};
+        switch (consumer) {
+          case Consumer::kOutput:
+            outs = {prev};
+            break;
+          case Consumer::kMatMul:
+            b.Init("w2", {shape.back(), 3}, Rand(static_cast<size_t>(shape.back()) * 3, 60));
+            b.Node("MatMul", {prev, "w2"}, {"y"}, "next_matmul");
+            break;
+          case Consumer::kConv:
+            b.Init("w3", {2, shape[1], 1, 1}, Rand(static_cast<size_t>(2 * shape[1]), 61));
+            b.Node("Conv", {prev, "w3"}, {"y"}, "next_conv");
+            break;
+          case Consumer::kAddInput:
+            b.Input("x2", shape);
+            b.Node("Add", {prev, "x2"}, {"y"}, "next_add");
+            break;
+          case Consumer::kAddSelf:
+            b.Node("Add", {prev, prev}, {"y"}, "next_add_self");
+            break;
+          case Consumer::kFanOut:  // the value before the last post-op is read twice
+            b.Node("Neg", {pre_last}, {"y2"}, "second_reader");
+            outs = {prev, "y2"};
+            break;
+        }
+        for (const auto& o : outs)
+          b.OutputAnyShape(o, o == "y2" ? pre_last_rank : consumer == Consumer::kConv ? 4 : rank);
+        name += " -> consumer " + std::to_string(static_cast<int>(consumer));
+        SCOPED_TRACE(name);
+        std::string path = b.Save("fusion_diff.onnx");
+        // One thread: the matrix is large, and the results do not depend on the thread count.
+        SessionOptions opts, plain;
+        opts.threads = plain.threads = 1;
+        plain.fuse = false;
+        auto fused = Session::Load(path, opts);
+        auto unfused = Session::Load(path, plain);
+        ASSERT_TRUE(fused.ok()) << fused.status().message();
+        ASSERT_TRUE(unfused.ok()) << unfused.status().message();
+        ++cases;
+        if ((*fused)->Steps().size() < (*unfused)->Steps().size()) ++fused_cases;
+        // Fan-out blocks fusion of the value read twice: the step that computes it must not
+        // have absorbed its last post-op.
+        if (consumer == Consumer::kFanOut) {
+          auto step_of = [&](const std::string& node) {
+            for (const NodeInfo& n : (*fused)->Nodes())
+              if (n.name == node) return n.step;
+            return -2;
+          };
+          const std::string& producer = node_names[node_names.size() - 2];
+          EXPECT_NE(step_of(producer), step_of(node_names.back()))
+              << producer << " absorbed " << node_names.back()
+              << " though its output is read twice";
+        }
+        ASSERT_TRUE((*fused)->FillRandomInputs(7).ok());
+        ASSERT_TRUE((*unfused)->FillRandomInputs(7).ok());
+        for (int run = 0; run < 2; ++run) {
+          Status sf = (*fused)->Run();
+          Status su = (*unfused)->Run();
+          ASSERT_TRUE(su.ok()) << su.message();
+          ASSERT_TRUE(sf.ok()) << sf.message();
+          for (const auto& o : outs) {
+            const Tensor* f = (*fused)->Output(o);
+            const Tensor* u = (*unfused)->Output(o);
+            ASSERT_TRUE(f && u) << o;
+            ASSERT_EQ(f->shape(), u->shape()) << o << " run " << run;
+            ASSERT_GT(u->numel(), 0) << o;
+            EXPECT_EQ(testing::CompareFloat(*f, *u, 2e-6f, 2e-6f), "") << o << " run " << run;
+          }
+        }
+      }
+    }
+  }
+  // Sanity: the matrix was built and most of it fused something.
+  EXPECT_GT(cases, 1000);
+  EXPECT_GT(fused_cases, cases / 2);
+}
+
+// Big quantized models have hundreds of unsupported nodes: one line grouped by operator, most
+// frequent first, with counts, the first node names, and the opset or domain asked for.
+TEST(SessionTest, UnsupportedNodesAreGroupedByOperatorOnOneLine) {
+  ModelBuilder b(13);
+  auto* ms = b.model().add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  b.Input("x", {4});
+  std::string prev = "x";
+  auto add = [&](const std::string& op, const std::string& name, const std::string& domain) {
+    auto* n = b.Node(op, {prev}, {name + "_out"}, name);
+    n->set_domain(domain);
+    prev = name + "_out";
+  };
+  add("Relu", "r", "");
+  for (int i = 0; i < 5; ++i) add("Gelu", "g" + std::to_string(i), "com.microsoft");
+  for (int i = 0; i < 7; ++i) add("Hardmax", "h" + std::to_string(i), "");
+  add("Hardmax", "", "");  // unnamed: named by op type and index
+  add("Det", "d", "");
+  b.Output(prev, {4});
+  std::string path = b.Save("unsupported.onnx");
+  auto s = Session::Load(path, {});
+  ASSERT_FALSE(s.ok());
+  const std::string& msg = s.status().message();
+  EXPECT_EQ(s.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(msg, path +
+                     ": 14 unsupported nodes (ai.onnx opset 13, com.microsoft domain opset 1): "
+                     "Hardmax ×8 (first: 'h0', 'h1', 'h2', …), com.microsoft::Gelu ×5 (first: "
+                     "'g0', 'g1', 'g2', …), Det ×1 (node 'd'); run `opscope ops` for the "
+                     "supported operators");
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
 }
 
 TEST(SessionTest, ThreadsOptionIsHonoured) {

@@ -500,7 +500,7 @@ class ConvKernel : public Kernel {
   }
 
   bool AddPostOp(const PostOp& op) override {
-    if (!IsEltwisePostOp(op.kind)) return false;
+    if (!DnnlPostOpFits(post_ops_, op)) return false;
     post_ops_.push_back(op);
     p_.key.clear();
     return true;
@@ -818,7 +818,7 @@ class ConvTransposeKernel : public Kernel {
   }
 
   bool AddPostOp(const PostOp& op) override {
-    if (!IsEltwisePostOp(op.kind)) return false;
+    if (!DnnlPostOpFits(post_ops_, op)) return false;
     post_ops_.push_back(op);
     p_.key.clear();
     return true;

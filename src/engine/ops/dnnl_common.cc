@@ -75,6 +75,27 @@ void AppendEltwisePostOp(const PostOp& op, dnnl::post_ops* ops) {
   }
 }
 
+bool DnnlPostOpFits(const std::vector<PostOp>& chain, const PostOp& next) {
+  if (!IsEltwisePostOp(next.kind)) return false;
+  dnnl::post_ops ops;
+  for (const PostOp& op : chain) AppendEltwisePostOp(op, &ops);
+  AppendEltwisePostOp(next, &ops);
+  struct Eltwise {
+    dnnl::algorithm alg;
+    float alpha, beta;
+  };
+  std::vector<Eltwise> seen;
+  for (int i = 0; i < ops.len(); ++i) {
+    float scale, alpha, beta;
+    dnnl::algorithm alg;
+    ops.get_params_eltwise(i, scale, alg, alpha, beta);
+    for (const Eltwise& e : seen)
+      if (e.alg == alg && (e.alpha != alpha || e.beta != beta)) return false;
+    seen.push_back({alg, alpha, beta});
+  }
+  return true;
+}
+
 float ApplyPostOpScalar(const PostOp& op, float x) {
   switch (op.kind) {
     case PostOpKind::kRelu: return x > 0 ? x : 0.f;

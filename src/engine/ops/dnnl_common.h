@@ -41,6 +41,11 @@ dnnl::memory::dims DnnlStrides(const std::vector<int64_t>& shape);
 // True for the activations a oneDNN eltwise post-op chain can express (everything but kBiasAdd).
 bool IsEltwisePostOp(PostOpKind kind);
 void AppendEltwisePostOp(const PostOp& op, dnnl::post_ops* ops);
+// Whether `next` can follow `chain` in one oneDNN post-op chain. oneDNN 2.6's JIT injector gives
+// every eltwise post-op of one algorithm the alpha/beta of the first one (Clip(-0.5, 0.5) then
+// HardSigmoid's clip(0, 1) clips to ±0.5 again; LeakyRelu then Relu leaks): an algorithm may
+// repeat only with the same parameters. A refused activation stays a step of its own.
+bool DnnlPostOpFits(const std::vector<PostOp>& chain, const PostOp& next);
 float ApplyPostOpScalar(const PostOp& op, float x);
 float ApplyPostOpsScalar(const std::vector<PostOp>& ops, float x);
 

@@ -160,6 +160,7 @@ class MatMulKernel : public Kernel {
       bias_ = Tensor(DataType::kFloat32, {op.bias->numel()});
       CopyTensorData(*op.bias, &bias_);
     } else {
+      if (!DnnlPostOpFits(post_ops_, op)) return false;
       post_ops_.push_back(op);
     }
     key_.clear();
@@ -305,7 +306,7 @@ class GemmKernel : public Kernel {
   }
 
   bool AddPostOp(const PostOp& op) override {
-    if (!IsEltwisePostOp(op.kind)) return false;
+    if (!DnnlPostOpFits(post_ops_, op)) return false;
     post_ops_.push_back(op);
     key_.clear();
     return true;

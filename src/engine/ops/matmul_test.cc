@@ -198,6 +198,44 @@ TEST(Gemm, FusedActivationsEqualSeparateOps) {
   EXPECT_FALSE((*k)->AddPostOp({PostOpKind::kBiasAdd}));
 }
 
+// oneDNN 2.6 gives every eltwise post-op of one algorithm the first one's alpha/beta: Clip then
+// HardSigmoid (whose second half is a clip(0, 1)) computed clip(-0.5, 0.5) twice. Such a chain
+// is refused (the activation stays a step of its own); one that repeats an algorithm with the
+// same parameters, or chains different ones, is kept and computes the reference.
+TEST(MatMul, PostOpChainsThatOneDnnWouldGetWrongAreRefused) {
+  PostOp clip{PostOpKind::kClip, -0.5f, 0.5f};
+  PostOp hard_sigmoid{PostOpKind::kHardSigmoid, 0.25f, 0.5f};
+  PostOp leaky{PostOpKind::kLeakyRelu, 0.1f};
+  PostOp relu{PostOpKind::kRelu};
+  PostOp tanh_op{PostOpKind::kTanh};
+  for (const char* op : {"MatMul", "Gemm"}) {
+    Node n = MakeNode(op, 2, 1);
+    auto k = FindKernel("", op)(n);
+    ASSERT_TRUE(k.ok());
+    ASSERT_TRUE((*k)->AddPostOp(clip));
+    EXPECT_FALSE((*k)->AddPostOp(hard_sigmoid)) << op;
+    EXPECT_TRUE((*k)->AddPostOp(clip)) << op;  // same parameters: fine
+    auto k2 = FindKernel("", op)(n);
+    ASSERT_TRUE(k2.ok());
+    ASSERT_TRUE((*k2)->AddPostOp(leaky));
+    ASSERT_TRUE((*k2)->AddPostOp(tanh_op));
+    EXPECT_FALSE((*k2)->AddPostOp(relu)) << op;  // Relu is eltwise_relu with alpha 0
+  }
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    auto k = FindKernel("", op)(MakeNode(op, 2, 1));
+    ASSERT_TRUE(k.ok());
+    ASSERT_TRUE((*k)->AddPostOp(clip));
+    EXPECT_FALSE((*k)->AddPostOp(hard_sigmoid)) << op;
+  }
+  // The kept chain Clip, Tanh, Clip computes what the reference does.
+  Tensor a = RandomTensor({5, 7}, 61, -3, 3), b = RandomTensor({7, 9}, 62);
+  Node n = MakeNode("MatMul", 2, 1);
+  auto out = RunWithPostOps(n, {&a, &b}, {clip, tanh_op, clip});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  Tensor want = ApplyRef(ApplyRef(ApplyRef(NaiveMatMul(a, b), clip), tanh_op), clip);
+  EXPECT_EQ(CompareFloat((*out)[0], want, 1e-5f, 1e-5f), "");
+}
+
 TEST(Gemm, BadInputAndCost) {
   Node n = MakeNode("Gemm", 3, 1);
   Tensor a = RandomTensor({3, 4}, 1), b = RandomTensor({4, 5}, 2), c = RandomTensor({2, 5}, 3);

@@ -9,16 +9,21 @@
 // per-tap output ranges precomputed so the inner loops are branch-free and vectorise. MaxPool
 // with the Indices output runs a direct loop that tracks the argmax.
 //
-// Output size (per spatial dim, dk = (k - 1) * dilation + 1):
-//   NOTSET:       floor or ceil((in + pad_begin + pad_end - dk) / stride) + 1; with ceil_mode the
-//                 last window must start inside the input or the begin padding (as PyTorch and
-//                 ONNX Runtime do), otherwise it is dropped.
-//   VALID:        floor((in - dk) / stride) + 1, no padding.
+// Output size (per spatial dim, dk = (k - 1) * dilation + 1, span = in + pad_begin + pad_end - dk):
+//   NOTSET:       span / stride + 1, the division truncating toward zero, or rounding up for a
+//                 positive span with ceil_mode; with ceil_mode the last window must start inside
+//                 the input or the begin padding (as PyTorch and ONNX Runtime do), otherwise it
+//                 is dropped. An input smaller than the kernel is not an error: span < 0 gives
+//                 one window that overhangs the input (span > -stride) or an empty output, and
+//                 only a negative size fails (what ONNX shape inference and ONNX Runtime do).
+//   VALID:        the same with no padding.
 //   SAME_UPPER/LOWER: ceil(in / stride); total padding max(0, (out - 1) * stride + dk - in),
 //                 the odd unit at the end (UPPER) or the beginning (LOWER).
-// AveragePool divides by the number of taps inside the input (count_include_pad = 0) or inside
-// the explicitly padded extent [-pad_begin, in + pad_end) (count_include_pad = 1); taps that a
-// ceil_mode window adds past the padded edge never count.
+// Windows are clipped to the input. AveragePool divides by the number of taps inside the input
+// (count_include_pad = 0), or with count_include_pad = 1 by the whole kernel (k taps per dim,
+// also for a window that overhangs an input smaller than the kernel), except that with
+// ceil_mode the taps past the padded extent [-pad_begin, in + pad_end) never count. These are
+// ONNX Runtime's divisors (pool_test.cc pins them with values from ONNX Runtime 1.30).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -95,18 +100,20 @@ Status ResolvePool(const Node& n, const PoolAttrs& a, const Tensor& x, PoolGeo* 
       int64_t total = std::max<int64_t>(0, (out - 1) * s + dk - in);
       pb = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pe = total - pb;
-    } else if (a.auto_pad == "VALID") {
-      if (in < dk) return NodeError(n, "input smaller than the kernel with auto_pad VALID");
-      out = (in - dk) / s + 1;
     } else {
-      pb = a.pads[j];
-      pe = a.pads[j + sp];
+      bool valid = a.auto_pad == "VALID";
+      pb = valid ? 0 : a.pads[j];
+      pe = valid ? 0 : a.pads[j + sp];
       int64_t span = in + pb + pe - dk;
-      if (span < 0)
-        return NodeError(n, "padded input (" + std::to_string(in + pb + pe) +
-                                ") smaller than the dilated kernel (" + std::to_string(dk) + ")");
-      out = a.ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
-      if (a.ceil_mode && (out - 1) * s >= in + pb) --out;
+      // C++ division truncates toward zero, which is also the ceiling of a negative quotient.
+      bool up = a.ceil_mode && !valid && span > 0 && span % s != 0;
+      out = span / s + (up ? 1 : 0) + 1;
+      if (a.ceil_mode && !valid && out > 0 && (out - 1) * s >= in + pb) --out;
+      if (out < 0)
+        return NodeError(n, "spatial dim " + std::to_string(j) + ": the dilated kernel (" +
+                                std::to_string(dk) + ") is larger than the padded input (" +
+                                std::to_string(in + pb + pe) + ") by more than the stride (" +
+                                std::to_string(s) + "), so the output size would be negative");
     }
     if (pb >= dk || pe >= dk)
       return NodeError(n, "pads must be smaller than the (dilated) kernel");
@@ -279,13 +286,15 @@ void SeparablePoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t planes,
 }
 
 // Divisor of every output position of an average pool (product of per-dim tap counts).
-std::vector<float> AvgDivisors(const PoolGeo& g, bool include_pad) {
+std::vector<float> AvgDivisors(const PoolGeo& g, bool include_pad, bool ceil_mode) {
   std::vector<int64_t> c[3];
   for (int dim = 0; dim < 3; ++dim)
     for (int64_t o = 0; o < g.out[dim]; ++o) {
-      int64_t start = o * g.s[dim] - g.pb[dim], lo, hi;
+      int64_t start = o * g.s[dim] - g.pb[dim], lo = 0, hi = g.k[dim];
       if (include_pad) {
-        TapRange(start + g.pb[dim], g.k[dim], g.d[dim], g.in[dim] + g.pb[dim] + g.pe[dim], &lo, &hi);
+        if (ceil_mode)
+          TapRange(start + g.pb[dim], g.k[dim], g.d[dim], g.in[dim] + g.pb[dim] + g.pe[dim], &lo,
+                   &hi);
       } else {
         TapRange(start, g.k[dim], g.d[dim], g.in[dim], &lo, &hi);
       }
@@ -326,7 +335,7 @@ class PoolKernel : public Kernel {
                                     DataTypeName(x->dtype()));
       OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
       if (y->numel() == 0) return Status();
-      std::vector<float> dv = AvgDivisors(g, a_.count_include_pad);
+      std::vector<float> dv = AvgDivisors(g, a_.count_include_pad, a_.ceil_mode);
       SeparablePoolPlanes<float, false>(g, x->data<float>(), y->data<float>(), planes, dv.data());
       return Status();
     }

@@ -18,7 +18,9 @@ struct PoolCase {
 int64_t OutSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, bool ceil) {
   int64_t dk = (k - 1) * d + 1;
   double v = double(in + pb + pe - dk) / double(s);
-  int64_t out = (ceil ? int64_t(std::ceil(v)) : int64_t(std::floor(v))) + 1;
+  // ONNX Runtime truncates toward zero (an input smaller than the kernel can still give one
+  // window); ceil_mode rounds up.
+  int64_t out = (ceil ? int64_t(std::ceil(v)) : int64_t(std::trunc(v))) + 1;
   if (ceil && (out - 1) * s >= in + pb) --out;
   return out;
 }
@@ -66,7 +68,11 @@ std::pair<Tensor, Tensor> NaivePool(const Tensor& x, const PoolCase& c, bool max
                   best_i += p * ip;
                 }
               }
-          y.data<float>()[o] = max ? best : float(sum / double(c.include_pad ? padded : valid));
+          // count_include_pad: the whole kernel, but with ceil_mode only the taps inside the
+          // padded extent (ONNX Runtime's divisors).
+          int64_t whole = k[0] * k[1] * k[2];
+          int64_t div = c.include_pad ? (c.ceil ? padded : whole) : valid;
+          y.data<float>()[o] = max ? best : float(sum / double(div));
           idx.data<int64_t>()[o] = best_i;
         }
   return {y, idx};
@@ -95,6 +101,10 @@ std::vector<PoolCase> Cases() {
       {{1, 1, 1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {{1, 2, 4, 4}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, true},
       {{2, 8, 64, 63}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 0}, true},  // large: split over threads
+      // Inputs smaller than the kernel: one window that overhangs the input.
+      {{1, 3, 1, 1}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {{2, 3, 3, 1}, {3, 2}, {3, 2}, {1, 1}, {0, 0}, {0, 0}, false, true},
+      {{1, 2, 2, 5}, {4, 3}, {3, 2}, {1, 1}, {1, 0}, {0, 1}, true, true},
   };
 }
 
@@ -166,6 +176,152 @@ TEST(Pool, HandComputedSizesAndValues) {
   EXPECT_EQ(CompareFloat((*mo)[0], FloatTensor({1, 1, 2, 2}, {6, 8, 14, 16}), 0, 0), "");
 }
 
+// Inputs smaller than the kernel, ceil_mode windows that start in the end padding, and
+// count_include_pad on clipped windows. Every expected shape and value (and every refusal) is
+// what ONNX Runtime 1.30.0 (onnxruntime-node, CPU) computed for the same one-node opset-13 model
+// and input; the input is x[i] = ((7 i mod 11) - 5) / 4 + 1/8.
+struct OrtPoolCase {
+  const char* name;
+  const char* op;
+  std::vector<int64_t> x;
+  std::vector<int64_t> k, s, pads;
+  int ceil = 0, include_pad = 0;
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> y_shape;  // empty: ONNX Runtime refuses (negative output size)
+  std::vector<float> y;
+};
+
+// One case per line reads better than one field per line.
+// clang-format off
+std::vector<OrtPoolCase> OrtCases() {
+  return {
+      {"max k2 s2 on 1x1", "MaxPool", {1, 2, 1, 1}, {2, 2}, {2, 2}, {}, 0, 0, "NOTSET", {},
+       {1, 2, 1, 1}, {-1.125f, 0.625f}},
+      {"max k2 s2 on 1x1 ceil", "MaxPool", {1, 2, 1, 1}, {2, 2}, {2, 2}, {}, 1, 0, "NOTSET", {},
+       {1, 2, 1, 1}, {-1.125f, 0.625f}},
+      {"avg k3x2 s3x2 on 3x1", "AveragePool", {1, 2, 3, 1}, {3, 2}, {3, 2}, {}, 0, 0, "NOTSET",
+       {}, {1, 2, 1, 1}, {-0.2916666567325592f, 0.375f}},
+      {"avg k3x2 s3x2 on 3x1 include_pad", "AveragePool", {1, 2, 3, 1}, {3, 2}, {3, 2}, {}, 0, 1,
+       "NOTSET", {}, {1, 2, 1, 1}, {-0.1458333283662796f, 0.1875f}},
+      {"avg k3x2 s3x2 on 3x1 include_pad ceil", "AveragePool", {1, 1, 3, 1}, {3, 2}, {3, 2}, {},
+       1, 1, "NOTSET", {}, {1, 1, 1, 1}, {-0.2916666567325592f}},
+      {"avg k3 s3 on 1x1 include_pad", "AveragePool", {1, 1, 1, 1}, {3, 3}, {3, 3}, {}, 0, 1,
+       "NOTSET", {}, {1, 1, 1, 1}, {-0.125f}},
+      {"max k3 s1 on 1x1", "MaxPool", {1, 1, 1, 1}, {3, 3}, {1, 1}, {}, 0, 0, "NOTSET", {}, {},
+       {}},
+      {"max k3 s2 on 1x1", "MaxPool", {1, 1, 1, 1}, {3, 3}, {2, 2}, {}, 0, 0, "NOTSET", {},
+       {1, 1, 0, 0}, {}},
+      {"max k4 s2 on 1x1", "MaxPool", {1, 1, 1, 1}, {4, 4}, {2, 2}, {}, 0, 0, "NOTSET", {},
+       {1, 1, 0, 0}, {}},
+      {"max k4 s2 on 1x1 ceil", "MaxPool", {1, 1, 1, 1}, {4, 4}, {2, 2}, {}, 1, 0, "NOTSET", {},
+       {1, 1, 0, 0}, {}},
+      {"max k4 s3 on 1x1", "MaxPool", {1, 1, 1, 1}, {4, 4}, {3, 3}, {}, 0, 0, "NOTSET", {},
+       {1, 1, 0, 0}, {}},
+      {"max k6 s2 on 1x1", "MaxPool", {1, 1, 1, 1}, {6, 6}, {2, 2}, {}, 0, 0, "NOTSET", {}, {},
+       {}},
+      {"max k6 s2 on 1x1 ceil", "MaxPool", {1, 1, 1, 1}, {6, 6}, {2, 2}, {}, 1, 0, "NOTSET", {},
+       {}, {}},
+      {"max 1-D k3 s2 on 1", "MaxPool", {1, 1, 1}, {3}, {2}, {}, 0, 0, "NOTSET", {}, {1, 1, 0},
+       {}},
+      {"max 1-D k4 s3 on 2", "MaxPool", {1, 1, 2}, {4}, {3}, {}, 0, 0, "NOTSET", {}, {1, 1, 1},
+       {0.625f}},
+      {"max 1-D k2 d2 s2 on 2", "MaxPool", {1, 1, 2}, {2}, {2}, {}, 0, 0, "NOTSET", {2},
+       {1, 1, 1}, {-1.125f}},
+      {"avg 1-D k3 s1 pads 1,0 on 1 include_pad", "AveragePool", {1, 1, 1}, {3}, {1}, {1, 0}, 0,
+       1, "NOTSET", {}, {1, 1, 0}, {}},
+      {"avg 1-D k4 s2 pads 1,0 on 2 include_pad", "AveragePool", {1, 1, 2}, {4}, {2}, {1, 0}, 0,
+       1, "NOTSET", {}, {1, 1, 1}, {-0.125f}},
+      {"avg 1-D k4 s2 pads 1,0 on 2", "AveragePool", {1, 1, 2}, {4}, {2}, {1, 0}, 0, 0,
+       "NOTSET", {}, {1, 1, 1}, {-0.25f}},
+      {"avg 1-D k4 s2 pads 1,0 on 2 include_pad ceil", "AveragePool", {1, 1, 2}, {4}, {2},
+       {1, 0}, 1, 1, "NOTSET", {}, {1, 1, 1}, {-0.1666666716337204f}},
+      {"avg 1-D k4 s3 pads 0,1 on 2 include_pad", "AveragePool", {1, 1, 2}, {4}, {3}, {0, 1}, 0,
+       1, "NOTSET", {}, {1, 1, 1}, {-0.125f}},
+      {"avg 1-D k2 s2 on 1 include_pad ceil", "AveragePool", {1, 1, 1}, {2}, {2}, {}, 1, 1,
+       "NOTSET", {}, {1, 1, 1}, {-1.125f}},
+      {"avg 1-D k3 s2 on 4 include_pad ceil", "AveragePool", {1, 1, 4}, {3}, {2}, {}, 1, 1,
+       "NOTSET", {}, {1, 1, 2}, {-0.2916666567325592f, 0.5f}},
+      // ceil_mode: the last window would start in the end padding and is dropped.
+      {"avg 1-D k3 s3 pads 1,1 on 5 include_pad ceil", "AveragePool", {1, 1, 5}, {3}, {3},
+       {1, 1}, 1, 1, "NOTSET", {}, {1, 1, 2}, {-0.1666666716337204f, 0.4583333432674408f}},
+      {"max 1-D k2 s2 pads 1,1 on 5 ceil", "MaxPool", {1, 1, 5}, {2}, {2}, {1, 1}, 1, 0,
+       "NOTSET", {}, {1, 1, 3}, {-1.125f, 0.625f, 1.375f}},
+      {"max 1-D k2 s3 pads 1,1 on 4 ceil", "MaxPool", {1, 1, 4}, {2}, {3}, {1, 1}, 1, 0,
+       "NOTSET", {}, {1, 1, 2}, {-1.125f, 1.375f}},
+      {"avg k3 s2 pads 1 on 2x2 include_pad", "AveragePool", {1, 1, 2, 2}, {3, 3}, {2, 2},
+       {1, 1, 1, 1}, 0, 1, "NOTSET", {}, {1, 1, 1, 1}, {0.0555555559694767f}},
+      {"max k2 s2 pads 1 on 4x4 ceil", "MaxPool", {1, 1, 4, 4}, {2, 2}, {2, 2}, {1, 1, 1, 1}, 1,
+       0, "NOTSET", {}, {1, 1, 3, 3},
+       {-1.125f, 0.625f, 1.375f, 0.375f, 1.125f, 0.125f, 0.625f, 1.375f, 0.375f}},
+      {"avg k2 s2 pads 1 on 4x4 include_pad ceil", "AveragePool", {1, 1, 4, 4}, {2, 2}, {2, 2},
+       {1, 1, 1, 1}, 1, 1, "NOTSET", {}, {1, 1, 3, 3},
+       {-0.28125f, 0.0625f, 0.34375f, -0.125f, 0.3125f, -0.25f, 0.15625f, 0.25f, 0.09375f}},
+      {"max k3 s2 pads 1 on 6x6 ceil", "MaxPool", {1, 1, 6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 1,
+       0, "NOTSET", {}, {1, 1, 4, 4},
+       {1.125f, 1.375f, 1.375f, -0.625f, 1.125f, 1.375f, 1.125f, 1.125f, 1.375f, 1.375f, 1.125f,
+        0.625f, 0.875f, 0.875f, 0.625f, -0.375f}},
+      {"avg k3 s2 pads 1 on 6x6 include_pad ceil", "AveragePool", {1, 1, 6, 6}, {3, 3}, {2, 2},
+       {1, 1, 1, 1}, 1, 1, "NOTSET", {}, {1, 1, 4, 4},
+       {0.0833333358168602f, 0.1944444477558136f, 0.0833333358168602f, -0.2916666567325592f,
+        0.0833333358168602f, 0.1527777761220932f, -0.013888888992369175f, 0.1041666641831398f,
+        0.02777777798473835f, 0.0694444477558136f, -0.0972222238779068f, 0.0625f, 0.f, -0.0625f,
+        -0.1458333283662796f, -0.09375f}},
+      {"avg k3 s2 pads 1 on 6x6 ceil", "AveragePool", {1, 1, 6, 6}, {3, 3}, {2, 2},
+       {1, 1, 1, 1}, 1, 0, "NOTSET", {}, {1, 1, 4, 4},
+       {0.1875f, 0.2916666567325592f, 0.125f, -0.875f, 0.125f, 0.1527777761220932f,
+        -0.013888888992369175f, 0.2083333283662796f, 0.0416666679084301f, 0.0694444477558136f,
+        -0.0972222238779068f, 0.125f, 0.f, -0.125f, -0.2916666567325592f, -0.375f}},
+      {"max 1-D VALID k2 s2 on 1", "MaxPool", {1, 1, 1}, {2}, {2}, {}, 0, 0, "VALID", {},
+       {1, 1, 1}, {-1.125f}},
+      {"max 1-D VALID k3 s1 on 1", "MaxPool", {1, 1, 1}, {3}, {1}, {}, 0, 0, "VALID", {}, {}, {}},
+      {"avg 1-D VALID k4 s3 on 2", "AveragePool", {1, 1, 2}, {4}, {3}, {}, 0, 0, "VALID", {},
+       {1, 1, 1}, {-0.25f}},
+      {"avg 1-D SAME_UPPER k3 s1 on 1 include_pad", "AveragePool", {1, 1, 1}, {3}, {1}, {}, 0,
+       1, "SAME_UPPER", {}, {1, 1, 1}, {-0.375f}},
+  };
+}
+// clang-format on
+
+TEST(Pool, MatchesOnnxRuntimeOnSmallInputsAndCeilEdges) {
+  for (const OrtPoolCase& c : OrtCases()) {
+    Tensor x(DataType::kFloat32, c.x);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = float((i * 7) % 11 - 5) / 4 + 0.125f;
+    Node n = MakeNode(c.op, 1, 1);
+    n.attrs.Set("kernel_shape", IntsAttr(c.k));
+    n.attrs.Set("strides", IntsAttr(c.s));
+    if (!c.pads.empty()) n.attrs.Set("pads", IntsAttr(c.pads));
+    if (!c.dilations.empty()) n.attrs.Set("dilations", IntsAttr(c.dilations));
+    n.attrs.Set("auto_pad", StringAttr(c.auto_pad));
+    n.attrs.Set("ceil_mode", IntAttr(c.ceil));
+    n.attrs.Set("count_include_pad", IntAttr(c.include_pad));
+    auto out = RunPoisoned(n, {&x});
+    if (c.y_shape.empty()) {
+      ASSERT_FALSE(out.ok()) << c.name;
+      EXPECT_NE(out.status().message().find("negative"), std::string::npos)
+          << c.name << ": " << out.status().message();
+      continue;
+    }
+    ASSERT_TRUE(out.ok()) << c.name << ": " << out.status().message();
+    EXPECT_EQ(CompareFloat((*out)[0], FloatTensor(c.y_shape, c.y), 1e-6f, 1e-6f), "") << c.name;
+  }
+}
+
+TEST(MaxPool, IndicesOfAWindowLargerThanTheInput) {
+  // ONNX Runtime 1.30.0: MaxPool k2 s2 with Indices on [1, 2, 1, 1] -> Y = X, Indices = {0, 1}.
+  Tensor x = FloatTensor({1, 2, 1, 1}, {-1.125f, 0.625f});
+  Node n = MakeNode("MaxPool", 1, 2);
+  n.attrs.Set("kernel_shape", IntsAttr({2, 2}));
+  n.attrs.Set("strides", IntsAttr({2, 2}));
+  auto out = RunPoisoned(n, {&x});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(CompareFloat((*out)[0], x, 0, 0), "");
+  ASSERT_EQ((*out)[1].shape(), (std::vector<int64_t>{1, 2, 1, 1}));
+  EXPECT_EQ((*out)[1].data<int64_t>()[0], 0);
+  EXPECT_EQ((*out)[1].data<int64_t>()[1], 1);
+}
+
 TEST(MaxPool, Uint8) {
   Tensor x(DataType::kUint8, {1, 1, 3, 3});
   for (int i = 0; i < 9; ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(200 + i * (i % 2 ? 1 : -1));
@@ -219,8 +375,11 @@ TEST(Pool, BadInputAndCost) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("MaxPool_test"), std::string::npos);
   Node big = MakeNode("AveragePool", 1, 1);
-  big.attrs.Set("kernel_shape", IntsAttr({5, 5}));
-  EXPECT_FALSE(RunPoisoned(big, {&x}).ok());
+  big.attrs.Set("kernel_shape", IntsAttr({6, 6}));  // output size 4 - 6 + 1 < 0
+  r = RunPoisoned(big, {&x});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("output size would be negative"), std::string::npos)
+      << r.status().message();
   Node pads = MakeNode("AveragePool", 1, 1);
   pads.attrs.Set("kernel_shape", IntsAttr({2, 2}));
   pads.attrs.Set("pads", IntsAttr({2, 0, 0, 0}));  // pad >= kernel
