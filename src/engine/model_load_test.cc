@@ -104,7 +104,7 @@ onnx::ModelProto ExternalAddModel(const std::string& location, int64_t length = 
 void ExpectRefused(const StatusOr<std::unique_ptr<Session>>& s,
                    const std::vector<std::string>& needles) {
   ASSERT_FALSE(s.ok()) << "the model loaded";
-  const std::string& msg = s.status().message();
+  const std::string msg = s.status().message();
   for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
 }
@@ -245,7 +245,9 @@ onnx::ModelProto OneOpModel(const std::string& op, const std::string& name,
   AddNode(m, op, in, "y", name);
   auto* out = m.mutable_graph()->add_output();
   out->set_name("y");
-  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* t = out->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < 4; ++i) t->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(i));
   return m;
 }
 
