@@ -67,9 +67,10 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     given.emplace_back(name, std::move(*t));
   }
   OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> session, engine::Session::Load(opt.model_path, so));
-  for (auto& [name, t] : given)
-    OPSCOPE_RETURN_IF_ERROR(
-        session->SetInput(name, std::move(t)).WithPrefix("--input " + name + "=" + given_files[name]));
+  for (auto& [name, t] : given) {
+    std::string origin = "--input " + name + "=" + given_files[name];
+    OPSCOPE_RETURN_IF_ERROR(session->SetInput(name, std::move(t)).WithPrefix(origin));
+  }
   OPSCOPE_RETURN_IF_ERROR(session->FillRandomInputs(opt.seed));
 
   const int total = opt.warmup + opt.runs * (opt.measure_overhead ? 2 : 1);

@@ -129,7 +129,8 @@ TEST_F(ExternalDataTest, InsideTheFolderLoadsAndRuns) {
     std::string location;
     std::vector<float> want;
   };
-  for (const Case& c : {Case{"weights.bin", {2, 3, 4, 5}}, Case{"./sub/../weights.bin", {2, 3, 4, 5}},
+  for (const Case& c : {Case{"weights.bin", {2, 3, 4, 5}},
+                        Case{"./sub/../weights.bin", {2, 3, 4, 5}},
                         Case{"sub/w.bin", {11, 21, 31, 41}}}) {
     std::string path = Save(ExternalAddModel(c.location), dir_ + "/m.onnx");
     auto s = Session::Load(path, {});
@@ -302,7 +303,8 @@ TEST(ModelLoadTest, ZeroOrNegativeSizeAttributesAreRefusedBeforeShapeInference) 
       IntAttr(m.mutable_graph()->mutable_node(0), "blocksize", b);
       SCOPED_TRACE(std::string(op) + " " + std::to_string(b));
       ExpectRefused(Session::Load(Save(m, dir + "/block.onnx"), {}),
-                    {"node 'blocks' (" + std::string(op) + ")", "blocksize = " + std::to_string(b)});
+                    {"node 'blocks' (" + std::string(op) + ")",
+                     "blocksize = " + std::to_string(b)});
     }
   }
   // Sane attributes still load.

@@ -93,7 +93,9 @@ StatusOr<ExternalData> ResolveExternalData(const onnx::TensorProto& p, const std
   if (!norm.empty() && *norm.begin() == "..") return refuse("leads out of the model's folder");
   std::error_code ec;
   fs::path dir = fs::canonical(dir_name, ec);
-  if (ec) return NotFound(what + ": cannot resolve the model's folder '" + dir_name + "': " + ec.message());
+  if (ec)
+    return NotFound(what + ": cannot resolve the model's folder '" + dir_name + "': " +
+                    ec.message());
   fs::path joined = dir / rel;
   // canonical() follows every symlink, so a link inside the folder that points outside is caught.
   fs::path real = fs::canonical(joined, ec);

@@ -32,7 +32,8 @@ struct ExternalData {
 StatusOr<ExternalData> ResolveExternalData(const onnx::TensorProto& proto,
                                            const std::string& model_dir, const std::string& what);
 
-// `model_dir` resolves external data locations (see ResolveExternalData). `what` names the tensor in errors.
+// `model_dir` resolves external data locations (see ResolveExternalData). `what` names the
+// tensor in errors.
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir,
                                  const std::string& what);
 void TensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* proto);

@@ -321,7 +321,8 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
     if (!conv && !pool && !block) continue;
     std::string name = n.name().empty() ? op + "_" + std::to_string(index) : n.name();
     std::string where = path + ": node '" + name + "' (" + op + ")";
-    auto bad = [&](const onnx::AttributeProto& a, const std::string& value, const std::string& why) {
+    auto bad = [&](const onnx::AttributeProto& a, const std::string& value,
+                   const std::string& why) {
       return InvalidArgument(where + ": attribute " + a.name() + " = " + value + ": " + why);
     };
     auto find = [&](const std::string& attr) -> const onnx::AttributeProto* {
@@ -336,7 +337,8 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
         return bad(*a, "(not an integer)", "must be a single integer");
       if (a->i() < lo || a->i() > kMaxAttrSize)
         return bad(*a, std::to_string(a->i()),
-                   "must be between " + std::to_string(lo) + " and " + std::to_string(kMaxAttrSize));
+                   "must be between " + std::to_string(lo) + " and " +
+                       std::to_string(kMaxAttrSize));
       return Status::Ok();
     };
     if (block) {
