@@ -2,6 +2,7 @@
 // measured numbers are right on a model built for the purpose, every node appears once.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
@@ -107,7 +108,11 @@ TEST(ProfileCliTest, BadModelFiles) {
 
   onnx::ModelProto bad = TinyModel({{"", "Relu"}});
   bad.mutable_graph()->mutable_node(0)->set_input(0, "undefined_tensor");
-  ExpectError(Profile({WriteModel("checker.onnx", bad)}), "checker");
+  auto checker = Profile({WriteModel("checker.onnx", bad)});
+  ExpectError(checker, "checker");
+  // libonnx's message spans lines; the node's name (on a later line) must reach the user.
+  EXPECT_NE(checker.err.find("n0"), std::string::npos) << checker.err;
+  EXPECT_EQ(checker.err.find('\n'), checker.err.size() - 1) << "not one line: " << checker.err;
 }
 
 TEST(ProfileCliTest, Opset20ModelRunsAndTheProfileSaysWhichOnnxChecksRan) {
@@ -164,6 +169,117 @@ TEST(ProfileCliTest, WrongInputFile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectError(Profile({model, "--input", "x=" + dir + "/output_0.pb", "--runs", "1"}), "x");
   ExpectError(Profile({model, "--input", "x=" + TempDir() + "/none.pb"}), "no such file");
+}
+
+// --threads outside 1..MaxThreads() is a usage error; more threads than CPUs is allowed but
+// warned about on stderr and recorded in the profile (the times include waiting for a CPU).
+TEST(ProfileCliTest, ThreadCounts) {
+  std::string model = kSrc + "/tests/models/twin_matmul.onnx";
+  for (const char* t : {"0", "-1", "100000"}) {
+    auto r = Profile({model, "--threads", t, "--runs", "1"});
+    EXPECT_EQ(r.exit_code, 2) << t << ": " << r.err;
+    ExpectError(r, "--threads must be between 1 and");
+    EXPECT_NE(r.err.find(std::string("got ") + t + ")"), std::string::npos) << r.err;
+  }
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  auto r = Profile({model, "--threads", std::to_string(cpus + 1), "--runs", "1", "--warmup", "0",
+                    "--no-overhead", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string warning = std::to_string(cpus + 1) + " threads on " + std::to_string(cpus) +
+                        " usable CPUs: oversubscribed";
+  EXPECT_NE(r.err.find("opscope: warning: " + warning), std::string::npos) << r.err;
+  auto p = profile::FromJsonString(r.out, "stdout");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.threads, cpus + 1);
+  bool recorded = false;
+  for (const auto& d : p->meta.degradations) recorded |= d.find(warning) != std::string::npos;
+  EXPECT_TRUE(recorded) << r.out.substr(0, 2000);
+}
+
+// A model whose initializer's external data is a system file must not load, so no byte of that
+// file can reach --save-outputs.
+TEST(ProfileCliTest, ExternalDataOutsideTheModelFolderIsRefused) {
+  onnx::ModelProto m = TinyModel({{"", "Relu"}});
+  auto* g = m.mutable_graph();
+  auto* w = g->add_initializer();
+  w->set_name("stolen");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(4);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = w->add_external_data();
+  kv->set_key("location");
+  kv->set_value("../../../../../../../../etc/passwd");
+  kv = w->add_external_data();
+  kv->set_key("length");
+  kv->set_value("16");
+  auto* add = g->add_node();
+  add->set_op_type("Add");
+  add->set_name("leak");
+  add->add_input(g->node(0).output(0));
+  add->add_input("stolen");
+  add->add_output("leaked");
+  g->mutable_output(0)->set_name("leaked");
+  std::string outs = TempDir() + "/leak_outs";
+  auto r = Profile({WriteModel("leak.onnx", m), "--runs", "1", "--warmup", "0", "--save-outputs",
+                    outs, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  ExpectError(r, "leak.onnx: initializer 'stolen': external data location "
+                 "'../../../../../../../../etc/passwd' leads out of the model's folder");
+  EXPECT_FALSE(std::filesystem::exists(outs + "/output_0.pb"));
+}
+
+// Writes a TensorProto .pb by hand (any type, even ones the engine does not run).
+std::string WriteTensorProto(const std::string& name, const onnx::TensorProto& t) {
+  std::string path = TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << t.SerializeAsString();
+  return path;
+}
+
+// Every --input error names the input and the file.
+TEST(ProfileCliTest, InputFileErrorsNameTheInputAndTheFile) {
+  std::string model = kSrc + "/tests/models/twin_matmul.onnx";
+  onnx::TensorProto good;
+  good.set_data_type(onnx::TensorProto::FLOAT);
+  good.add_dims(256);
+  good.add_dims(256);
+  good.set_raw_data(std::string(256 * 256 * sizeof(float), '\0'));
+  std::string good_pb = WriteTensorProto("good.pb", good);
+
+  auto r = Profile({model, "--input", "nosuch=" + good_pb, "--runs", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  ExpectError(r, "--input nosuch=" + good_pb + " names 'nosuch', which is not an input of the "
+                 "model (inputs: x)");
+  EXPECT_EQ(r.err.find("--shape"), std::string::npos) << r.err;
+
+  std::string empty = TempDir() + "/empty.pb";
+  std::ofstream(empty).close();
+  r = Profile({model, "--input", "x=" + empty, "--runs", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  ExpectError(r, "--input 'x': " + empty + ": empty file");
+
+  onnx::TensorProto str;
+  str.set_data_type(onnx::TensorProto::STRING);
+  str.add_dims(1);
+  str.add_string_data("hello");
+  std::string str_pb = WriteTensorProto("string.pb", str);
+  r = Profile({model, "--input", "x=" + str_pb, "--runs", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  ExpectError(r, "--input 'x': " + str_pb + ": tensor data type STRING is not supported");
+
+  onnx::TensorProto small = good;
+  small.set_dims(1, 128);
+  small.set_raw_data(std::string(256 * 128 * sizeof(float), '\0'));
+  std::string small_pb = WriteTensorProto("small.pb", small);
+  r = Profile({model, "--input", "x=" + small_pb, "--runs", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  ExpectError(r, "--input x=" + small_pb);
+  EXPECT_NE(r.err.find("input 'x'"), std::string::npos) << r.err;
+
+  r = Profile({model, "--input", "x=" + good_pb, "--input", "x=" + small_pb, "--runs", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  ExpectError(r, "input 'x' is already given by --input x=" + good_pb);
 }
 
 TEST(ProfileCliTest, FourTimesTheWorkMeasuresThreeToFiveTimesSlower) {

@@ -24,8 +24,20 @@
 
 namespace opscope::engine {
 
+// Threads: Session::Load refuses more than MaxThreads() (libgomp crashes on ~100000, and
+// thousands only measure the scheduler), and warns (Warnings()) when there are more threads
+// than usable CPUs, as every time measured then includes waiting for a CPU.
+inline constexpr int kMaxThreads = 1024;
+inline constexpr int kMaxThreadsPerCpu = 4;
+// CPUs this process may run on (its affinity mask), at least 1.
+int UsableCpus();
+// min(kMaxThreads, kMaxThreadsPerCpu * UsableCpus()).
+int MaxThreads();
+// The warning for `threads` > `cpus` (Warnings() and the CLI's stderr line say the same).
+std::string OversubscriptionWarning(int threads, int cpus);
+
 struct SessionOptions {
-  int threads = 0;                  // 0: all online CPUs
+  int threads = 0;                  // 0: one per usable CPU; at most MaxThreads()
   bool fold_constants = true;
   bool fuse = true;
   // Keep the activations between consecutive 2-D convolutions (and the elementwise ops between
@@ -34,6 +46,8 @@ struct SessionOptions {
   bool channels_last = true;
   // Values for symbolic or unknown input dimensions: input name -> full shape.
   std::map<std::string, std::vector<int64_t>> shapes;
+  // Where an entry of `shapes` came from ("--input x=a.pb"), named in errors; "--shape" if absent.
+  std::map<std::string, std::string> shape_origins;
 };
 
 // A graph input or output.

@@ -17,6 +17,7 @@
 #include "cli/output.h"
 #include "cli/progress.h"
 #include "collect/model_profiler.h"
+#include "opscope/engine.h"
 #include "profile/profile.h"
 
 namespace opscope::cli {
@@ -30,7 +31,9 @@ class ProfileCommand : public Command {
   }
   void Setup(CLI::App* app) override {
     app->add_option("model", model_, "ONNX model file")->required();
-    app->add_option("--threads", threads_, "Threads for the engine (default: all online CPUs)");
+    threads_opt_ = app->add_option(
+        "--threads", threads_,
+        "Threads for the engine, 1 to 4 per usable CPU (default: one per usable CPU)");
     app->add_option("--warmup", warmup_, "Warm-up runs, not measured")->capture_default_str()->check(WholeNumberIn(0, 1000000));
     app->add_option("--runs", runs_, "Measured runs")->capture_default_str()->check(WholeNumberIn(1, 1000000));
     app->add_option("-o,--output", out_.path, "Write the profile to FILE (format from the extension: .json, .csv, .trace.json, .txt)");
@@ -58,7 +61,14 @@ class ProfileCommand : public Command {
   int Run() override {
     if (runs_ < 1) return ReportError(InvalidArgument("--runs must be at least 1 (got " + std::to_string(runs_) + ")"));
     if (warmup_ < 0) return ReportError(InvalidArgument("--warmup must not be negative (got " + std::to_string(warmup_) + ")"));
-    if (threads_ < 0) return ReportError(InvalidArgument("--threads must not be negative (got " + std::to_string(threads_) + ")"));
+    if (threads_opt_->count() > 0 && (threads_ < 1 || threads_ > engine::MaxThreads()))
+      return ReportError(InvalidArgument(
+          "--threads must be between 1 and " + std::to_string(engine::MaxThreads()) + " (" +
+          std::to_string(engine::kMaxThreadsPerCpu) + " per usable CPU, this machine has " +
+          std::to_string(engine::UsableCpus()) + "; got " + std::to_string(threads_) + ")"));
+    if (threads_ > engine::UsableCpus())
+      std::fprintf(stderr, "opscope: warning: %s\n",
+                   engine::OversubscriptionWarning(threads_, engine::UsableCpus()).c_str());
     if (top_ < 1) return ReportError(InvalidArgument("--top must be at least 1"));
     Status st = PrepareOutput(out_, "table");
     if (!st.ok()) return ReportError(st);
@@ -177,6 +187,7 @@ class ProfileCommand : public Command {
 
  private:
   std::string model_;
+  CLI::Option* threads_opt_ = nullptr;
   int threads_ = 0, warmup_ = 10, runs_ = 50, top_ = 15;
   uint64_t seed_ = 1;
   OutputChoice out_;

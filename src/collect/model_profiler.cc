@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "base/clock.h"
@@ -58,13 +59,27 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
 
   engine::SessionOptions so = opt.session;
   std::vector<std::pair<std::string, engine::Tensor>> given;
+  // Every --input error names the input and the file: "--input 'x': FILE: ..." when the file
+  // cannot be read, "--input x=FILE" in the model's checks.
+  std::map<std::string, std::string> given_files;
   for (const auto& [name, file] : opt.input_files) {
-    OPSCOPE_ASSIGN_OR_RETURN(engine::Tensor t, engine::ReadTensorFile(file));
-    if (!so.shapes.count(name)) so.shapes[name] = t.shape();
-    given.emplace_back(name, std::move(t));
+    std::string origin = "--input " + name + "=" + file;
+    if (!given_files.emplace(name, file).second)
+      return InvalidArgument(origin + ": input '" + name + "' is already given by --input " + name +
+                             "=" + given_files[name]);
+    auto t = engine::ReadTensorFile(file);
+    if (!t.ok()) return t.status().WithPrefix("--input '" + name + "'");
+    if (!so.shapes.count(name)) {
+      so.shapes[name] = t->shape();
+      so.shape_origins[name] = origin;
+    }
+    given.emplace_back(name, std::move(*t));
   }
   OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> session, engine::Session::Load(opt.model_path, so));
-  for (auto& [name, t] : given) OPSCOPE_RETURN_IF_ERROR(session->SetInput(name, std::move(t)));
+  for (auto& [name, t] : given) {
+    std::string origin = "--input " + name + "=" + given_files[name];
+    OPSCOPE_RETURN_IF_ERROR(session->SetInput(name, std::move(t)).WithPrefix(origin));
+  }
   OPSCOPE_RETURN_IF_ERROR(session->FillRandomInputs(opt.seed));
 
   const int total = opt.warmup + opt.runs * (opt.measure_overhead ? 2 : 1);

@@ -1,7 +1,13 @@
 #include "collect/record_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <thread>
 
 #include "collect/perf_map.h"
 #include "collect/symbolize.h"
@@ -336,6 +342,57 @@ TEST(Symbolize, JitCodeFromPerfMapAndUnknownAnonymousCode) {
   EXPECT_EQ(jit.module, "[jit]");
   const auto& anon = sec->frames[sec->samples[0].stack[1]];
   EXPECT_EQ(anon.function, "[unknown]");
+}
+
+// Mapped "files" named by a record file are only opened when they are regular files: a FIFO
+// would block symbolization forever; a text file is refused by libelf; nothing of either
+// reaches the frames.
+TEST(Symbolize, MappedFifoAndTextFileAreWarningsNotHangs) {
+  char tmpl[] = "/tmp/opscope_symbolize_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string fifo = dir + "/fifo", text = dir + "/text";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  {
+    FILE* f = fopen(text.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fprintf(f, "secret-content-line\n");
+    fclose(f);
+  }
+  const int pid = (1 << 30) + 1;  // above pid_max: no perf map of a real process
+  RecordMeta meta;
+  std::string bytes(kRecordMagic, sizeof kRecordMagic);
+  bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(meta));
+  EventBatch b;
+  b.AddMmap({pid, pid, 1, 0x500000, 0x1000, 0, fifo});
+  b.AddMmap({pid, pid, 1, 0x600000, 0x1000, 0, text});
+  RawSample s;
+  s.pid = s.tid = pid;
+  s.period = 1;
+  s.ips = {0x500010, 0x600010};
+  b.AddSample(s);
+  bytes += MakeChunk(ChunkType::kEvents, b.bytes());
+  auto r = RecordReader::FromBytes(bytes, "fifo");
+  ASSERT_TRUE(r.ok());
+  auto reader = std::make_shared<RecordReader>(std::move(*r));
+  // On a thread, so a regression fails the test instead of hanging it.
+  auto done = std::make_shared<std::promise<StatusOr<profile::SampleSection>>>();
+  auto result = done->get_future();
+  std::thread([done, reader] { done->set_value(Symbolize(*reader)); }).detach();
+  ASSERT_EQ(result.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "symbolization blocked on the FIFO";
+  auto sec = result.get();
+  ASSERT_TRUE(sec.ok()) << sec.status().message();
+  std::string warnings;
+  for (const auto& w : sec->warnings) warnings += w + "\n";
+  EXPECT_NE(warnings.find(fifo + ": not a regular file"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find(text + ": cannot read it"), std::string::npos) << warnings;
+  for (const auto& f : sec->frames) {
+    EXPECT_EQ(f.function, "[unknown]");
+    EXPECT_EQ(f.function.find("secret"), std::string::npos);
+  }
+  std::remove(fifo.c_str());
+  std::remove(text.c_str());
+  rmdir(dir.c_str());
 }
 
 TEST(Symbolize, Demangles) {

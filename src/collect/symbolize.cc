@@ -4,6 +4,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,6 +108,14 @@ void Builder::Prepare(Space& s) {
       continue;
     }
     reported.insert(m.file);
+    // The paths come from the record file: open only regular files (a FIFO would block the
+    // open, a device could be read forever); libelf refuses anything that is not ELF.
+    struct stat st;
+    if (stat(m.file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      Warn("elf:" + m.file, m.file + ": not a regular file, so not a binary to symbolize; its "
+                            "frames are [unknown]");
+      continue;
+    }
     Dwfl_Module* mod = dwfl_report_elf(s.dwfl, Basename(m.file).c_str(), m.file.c_str(), -1,
                                        m.start - m.pgoff, false);
     if (!mod)

@@ -2,6 +2,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -44,9 +46,74 @@ int ToOnnxType(DataType t) {
 
 static constexpr int64_t kMaxTensorBytes = int64_t{1} << 36;  // 64 GiB: beyond is surely corrupt
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// A non-negative decimal integer, the whole string.
+bool ParseOffset(const std::string& s, int64_t* v) {
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *v);
+  return ec == std::errc() && ptr == end && !s.empty() && *v >= 0;
+}
+
+// True when `p` lies below `dir` (both canonical: absolute, no "..", no trailing separator).
+bool IsBelow(const fs::path& p, const fs::path& dir) {
+  auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+  return d == dir.end() && q != p.end();
+}
+
+}  // namespace
+
+StatusOr<ExternalData> ResolveExternalData(const onnx::TensorProto& p, const std::string& model_dir,
+                                           const std::string& what) {
+  ExternalData ext;
+  std::string location;
+  for (const auto& kv : p.external_data()) {
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      int64_t* field = kv.key() == "offset" ? &ext.offset : &ext.length;
+      if (!ParseOffset(kv.value(), field))
+        return DataLoss(what + ": external data " + kv.key() + " '" + kv.value() +
+                        "' is not a non-negative integer");
+    }
+  }
+  if (location.empty()) return DataLoss(what + ": external data without a location");
+  const std::string dir_name = model_dir.empty() ? "." : model_dir;
+  auto refuse = [&](const std::string& why) {
+    return InvalidArgument(what + ": external data location '" + location + "' " + why +
+                           "; it must be a relative path to a file inside the model's folder '" +
+                           dir_name + "'");
+  };
+  if (location.find('\0') != std::string::npos) return refuse("contains a NUL byte");
+  fs::path rel(location);
+  if (rel.is_absolute() || rel.has_root_name()) return refuse("is an absolute path");
+  fs::path norm = rel.lexically_normal();
+  if (!norm.empty() && *norm.begin() == "..") return refuse("leads out of the model's folder");
+  std::error_code ec;
+  fs::path dir = fs::canonical(dir_name, ec);
+  if (ec)
+    return NotFound(what + ": cannot resolve the model's folder '" + dir_name + "': " +
+                    ec.message());
+  fs::path joined = dir / rel;
+  // canonical() follows every symlink, so a link inside the folder that points outside is caught.
+  fs::path real = fs::canonical(joined, ec);
+  if (ec) return NotFound(what + ": external data file '" + joined.string() + "' is missing");
+  if (!IsBelow(real, dir))
+    return refuse("resolves (through a symbolic link) to '" + real.string() +
+                  "', outside the model's folder");
+  if (!fs::is_regular_file(real, ec))
+    return refuse("names '" + real.string() + "', which is not a regular file");
+  ext.path = real.string();
+  return ext;
+}
+
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::string& model_dir,
                                  const std::string& what) {
-  OPSCOPE_ASSIGN_OR_RETURN(DataType dt, FromOnnxType(p.data_type()));
+  StatusOr<DataType> type = FromOnnxType(p.data_type());
+  if (!type.ok()) return type.status().WithPrefix(what);
+  DataType dt = *type;
   std::vector<int64_t> shape(p.dims().begin(), p.dims().end());
   int64_t numel = 1;
   for (int64_t d : shape) {
@@ -69,27 +136,20 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::string& 
                     std::to_string(numel) + " elements");
   };
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const auto& kv : p.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
-    }
-    if (location.empty()) return DataLoss(what + ": external data without a location");
-    std::filesystem::path path = std::filesystem::path(model_dir) / location;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return NotFound(what + ": external data file '" + path.string() + "' is missing");
+    OPSCOPE_ASSIGN_OR_RETURN(ExternalData ext, ResolveExternalData(p, model_dir, what));
+    std::ifstream in(ext.path, std::ios::binary);
+    if (!in) return NotFound(what + ": cannot open external data file '" + ext.path + "'");
     in.seekg(0, std::ios::end);
     int64_t fsize = in.tellg();
-    if (length < 0) length = fsize - offset;
-    if (offset < 0 || offset + length > fsize)
-      return DataLoss(what + ": external data '" + path.string() + "' is shorter than offset+length (" +
+    int64_t length = ext.length;
+    if (length < 0) length = fsize - ext.offset;
+    if (ext.offset > fsize || length > fsize - ext.offset)
+      return DataLoss(what + ": external data '" + ext.path + "' is shorter than offset+length (" +
                       std::to_string(fsize) + " bytes)");
     if (static_cast<size_t>(length) != need) return mismatch(static_cast<size_t>(length));
-    in.seekg(offset);
+    in.seekg(ext.offset);
     in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(need));
-    if (!in) return DataLoss(what + ": cannot read external data from '" + path.string() + "'");
+    if (!in) return DataLoss(what + ": cannot read external data from '" + ext.path + "'");
     return t;
   }
   if (p.has_raw_data()) {
@@ -139,6 +199,7 @@ void TensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* 
 
 StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
   OPSCOPE_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  if (bytes.empty()) return DataLoss(path + ": empty file, not a serialized ONNX TensorProto");
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes))
     return DataLoss(path + ": not a serialized ONNX TensorProto (truncated or corrupt?)");

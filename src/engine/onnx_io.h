@@ -2,6 +2,7 @@
 // to tools that read/write TensorProto .pb files: --input, --save-outputs, the conformance test).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/status.h"
@@ -17,7 +18,22 @@ namespace opscope::engine {
 StatusOr<DataType> FromOnnxType(int onnx_type);
 int ToOnnxType(DataType t);
 
-// `model_dir` resolves external data locations. `what` names the tensor in errors.
+// Where a tensor with data_location EXTERNAL keeps its bytes.
+struct ExternalData {
+  std::string path;     // canonical: symlinks resolved
+  int64_t offset = 0;
+  int64_t length = -1;  // -1: to the end of the file
+};
+// Resolves the tensor's external_data entries against `model_dir` ("" is the current folder).
+// The location must be a relative path that names a regular file inside model_dir once "..",
+// "." and symbolic links are resolved: anything else (absolute, leading out of the folder, a
+// link to elsewhere) is refused, so a model can never make opscope read other files. `what`
+// names the tensor in errors.
+StatusOr<ExternalData> ResolveExternalData(const onnx::TensorProto& proto,
+                                           const std::string& model_dir, const std::string& what);
+
+// `model_dir` resolves external data locations (see ResolveExternalData). `what` names the
+// tensor in errors.
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir,
                                  const std::string& what);
 void TensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* proto);

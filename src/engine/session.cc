@@ -259,12 +259,176 @@ bool HasExternalData(const onnx::GraphProto& g) {
   return false;
 }
 
+// Refuses, before anything reads them, external data locations that are absolute or lead out of
+// the model's folder (libonnx 1.12's checker lets both through): initializers, tensor
+// attributes (Constant) and subgraphs.
+Status CheckExternalData(const onnx::GraphProto& g, const std::string& model_dir,
+                         const std::string& path) {
+  for (const auto& t : g.initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL)
+      OPSCOPE_RETURN_IF_ERROR(
+          ResolveExternalData(t, model_dir, path + ": initializer '" + t.name() + "'").status());
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      std::string what = path + ": node '" + n.name() + "' (" + n.op_type() + ") attribute '" +
+                         a.name() + "'";
+      if (a.has_t() && a.t().data_location() == onnx::TensorProto::EXTERNAL)
+        OPSCOPE_RETURN_IF_ERROR(ResolveExternalData(a.t(), model_dir, what).status());
+      for (const auto& t : a.tensors())
+        if (t.data_location() == onnx::TensorProto::EXTERNAL)
+          OPSCOPE_RETURN_IF_ERROR(ResolveExternalData(t, model_dir, what).status());
+      if (a.has_g()) OPSCOPE_RETURN_IF_ERROR(CheckExternalData(a.g(), model_dir, path));
+      for (const auto& sub : a.graphs())
+        OPSCOPE_RETURN_IF_ERROR(CheckExternalData(sub, model_dir, path));
+    }
+  }
+  return Status::Ok();
+}
+
+// libonnx's messages span several lines ("...\n\n==> Context: Bad node spec for node. Name: n0
+// OpType: Relu"); errors are one line, so the lines are joined with "; " (a space after a line
+// that ends in ':', "input 'x' of node:\nname: n0 OpType: Relu").
+std::string OneLine(const std::string& msg) {
+  std::string out;
+  for (const std::string& line : Split(msg, '\n')) {
+    std::string t = Trim(line);
+    if (t.empty()) continue;
+    if (!out.empty()) out += out.back() == ':' ? " " : "; ";
+    out += t;
+  }
+  return out;
+}
+
+std::string IntsToString(const std::vector<int64_t>& v) {
+  std::vector<std::string> s;
+  for (int64_t x : v) s.push_back(std::to_string(x));
+  return "[" + Join(s, ", ") + "]";
+}
+
+// The largest stride, dilation, kernel size, pad or block size accepted: larger ones are surely
+// corrupt, and smaller bounds keep libonnx's shape arithmetic (int64) from overflowing.
+constexpr int64_t kMaxAttrSize = (int64_t{1} << 31) - 1;
+
+// Checks the size attributes of convolutions, pools and DepthToSpace/SpaceToDepth before
+// libonnx's shape inference sees them: it divides by strides and by blocksize squared unchecked
+// (strides=[0,0] is SIGFPE in libonnx 1.12), and the kernels rely on them too. Lengths are
+// checked against the spatial rank where it is known before inference (graph inputs and
+// initializers; value_info may be stale), otherwise against each other.
+Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
+  std::unordered_map<std::string, int> ranks;
+  auto note_rank = [&](const onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+  };
+  for (const auto& v : g.input()) note_rank(v);
+  for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  static const std::set<std::string> kConvs = {"Conv", "ConvInteger", "QLinearConv",
+                                               "ConvTranspose"};
+  static const std::set<std::string> kPools = {"MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
+  int idx = 0;
+  for (const auto& n : g.node()) {
+    const int index = idx++;
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+    const std::string& op = n.op_type();
+    const bool conv = kConvs.count(op) > 0, pool = kPools.count(op) > 0;
+    const bool block = op == "DepthToSpace" || op == "SpaceToDepth";
+    if (!conv && !pool && !block) continue;
+    std::string name = n.name().empty() ? op + "_" + std::to_string(index) : n.name();
+    std::string where = path + ": node '" + name + "' (" + op + ")";
+    auto bad = [&](const onnx::AttributeProto& a, const std::string& value,
+                   const std::string& why) {
+      return InvalidArgument(where + ": attribute " + a.name() + " = " + value + ": " + why);
+    };
+    auto find = [&](const std::string& attr) -> const onnx::AttributeProto* {
+      for (const auto& a : n.attribute())
+        if (a.name() == attr) return &a;
+      return nullptr;
+    };
+    auto check_int = [&](const std::string& attr, int64_t lo) -> Status {
+      const onnx::AttributeProto* a = find(attr);
+      if (!a) return Status::Ok();
+      if (a->type() != onnx::AttributeProto::INT)
+        return bad(*a, "(not an integer)", "must be a single integer");
+      if (a->i() < lo || a->i() > kMaxAttrSize)
+        return bad(*a, std::to_string(a->i()),
+                   "must be between " + std::to_string(lo) + " and " +
+                       std::to_string(kMaxAttrSize));
+      return Status::Ok();
+    };
+    if (block) {
+      OPSCOPE_RETURN_IF_ERROR(check_int("blocksize", 1));
+      continue;
+    }
+    if (conv) OPSCOPE_RETURN_IF_ERROR(check_int("group", 1));
+    // Spatial rank: from the data input, else the weight, else the first list attribute given.
+    int spatial = -1;
+    std::string spatial_from;
+    const int w_input = op == "QLinearConv" ? 3 : 1;
+    auto rank_of = [&](int i) {
+      if (i >= n.input_size()) return -1;
+      auto it = ranks.find(n.input(i));
+      return it == ranks.end() ? -1 : it->second;
+    };
+    if (int r = rank_of(0); r >= 2) {
+      spatial = r - 2;
+      spatial_from = "input '" + n.input(0) + "' has rank " + std::to_string(r);
+    } else if (int rw = conv ? rank_of(w_input) : -1; rw >= 2) {
+      spatial = rw - 2;
+      spatial_from = "weight '" + n.input(w_input) + "' has rank " + std::to_string(rw);
+    }
+    struct ListRule {
+      const char* name;
+      int64_t lo;
+      int per_dim;  // values per spatial dimension
+    };
+    static const ListRule kRules[] = {{"kernel_shape", 1, 1}, {"strides", 1, 1},
+                                      {"dilations", 1, 1},    {"pads", 0, 2},
+                                      {"output_padding", 0, 1}, {"output_shape", 1, 1}};
+    for (const ListRule& rule : kRules) {
+      const onnx::AttributeProto* a = find(rule.name);
+      if (!a) continue;
+      if (a->type() != onnx::AttributeProto::INTS)
+        return bad(*a, "(not a list of integers)", "must be a list of integers");
+      std::vector<int64_t> v(a->ints().begin(), a->ints().end());
+      for (int64_t x : v)
+        if (x < rule.lo || x > kMaxAttrSize)
+          return bad(*a, IntsToString(v),
+                     std::string("every value must be between ") + std::to_string(rule.lo) +
+                         " and " + std::to_string(kMaxAttrSize));
+      if (spatial < 0) {
+        if (v.size() % rule.per_dim != 0)
+          return bad(*a, IntsToString(v), "needs 2 values (begin and end) per spatial dimension");
+        spatial = static_cast<int>(v.size()) / rule.per_dim;
+        spatial_from = std::string("attribute ") + rule.name + " has " + std::to_string(v.size()) +
+                       " values";
+        continue;
+      }
+      const size_t want = static_cast<size_t>(spatial) * rule.per_dim;
+      if (v.size() != want)
+        return bad(*a, IntsToString(v),
+                   "has " + std::to_string(v.size()) + " values, " + std::to_string(want) +
+                       " expected (" + (rule.per_dim == 2 ? "begin and end for " : "one for ") +
+                       "each of " + std::to_string(spatial) + " spatial dimensions: " +
+                       spatial_from + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status SessionImpl::Init(const std::string& path, const SessionOptions& options) {
   path_ = path;
   model_dir_ = std::filesystem::path(path).parent_path().string();
-  threads_ = options.threads > 0 ? options.threads : std::max(1, omp_get_num_procs());
+  const int cpus = UsableCpus();
+  if (options.threads < 0 || options.threads > MaxThreads())
+    return InvalidArgument("threads must be between 1 and " + std::to_string(MaxThreads()) +
+                           " (" + std::to_string(kMaxThreadsPerCpu) + " per usable CPU, at most " +
+                           std::to_string(kMaxThreads) + "), or 0 for one per usable CPU (got " +
+                           std::to_string(options.threads) + ")");
+  threads_ = options.threads > 0 ? options.threads : cpus;
+  if (threads_ > cpus)
+    warnings_.push_back(OversubscriptionWarning(threads_, cpus));
   channels_last_ = options.channels_last;
   omp_set_num_threads(threads_);
 
@@ -299,23 +463,24 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   const std::string ran = onnx_lib + " (opset<=" + std::to_string(onnx_known) + ")";
   load_checks_["onnx_checker"] = onnx_checks ? ran : skipped;
   load_checks_["onnx_shape_inference"] = onnx_checks ? ran : skipped;
+  OPSCOPE_RETURN_IF_ERROR(CheckExternalData(model.graph(), model_dir_, path));
   if (onnx_checks) {
     try {
       if (HasExternalData(model.graph())) onnx::checker::check_model(path);
       else onnx::checker::check_model(model);
     } catch (const std::exception& e) {
-      std::string msg = Split(e.what(), '\n')[0];
-      return InvalidArgument(path + ": fails the ONNX checker: " + msg);
+      return InvalidArgument(path + ": fails the ONNX checker: " + OneLine(e.what()));
     }
   }
   OPSCOPE_RETURN_IF_ERROR(CheckSupported(model));
+  OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(model.graph(), path));
   OPSCOPE_RETURN_IF_ERROR(ResolveInputs(model, options));
   if (onnx_checks) {
     try {
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                          onnx::ShapeInferenceOptions(false, 0, false));
     } catch (const std::exception& e) {
-      return InvalidArgument(path + ": ONNX shape inference failed: " + Split(e.what(), '\n')[0]);
+      return InvalidArgument(path + ": ONNX shape inference failed: " + OneLine(e.what()));
     }
   }
   OPSCOPE_RETURN_IF_ERROR(BuildGraph(model));
@@ -416,6 +581,10 @@ Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions&
   std::set<std::string> inits;
   for (const auto& t : model.graph().initializer()) inits.insert(t.name());
   std::set<std::string> input_names;
+  auto shape_origin = [&](const std::string& name) -> std::string {
+    auto it = options.shape_origins.find(name);
+    return it == options.shape_origins.end() ? "--shape" : it->second;
+  };
   for (auto& in : *model.mutable_graph()->mutable_input()) {
     if (inits.count(in.name())) continue;
     input_names.insert(in.name());
@@ -427,14 +596,16 @@ Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions&
     std::vector<int64_t> dims;
     auto given = options.shapes.find(in.name());
     if (given != options.shapes.end()) {
+      std::string given_what = "shape " + ShapeToString(given->second) + " (from " +
+                               shape_origin(in.name()) + ")";
       if (in.type().tensor_type().has_shape() && shape->dim_size() != static_cast<int>(given->second.size()))
-        return InvalidArgument(where + ": given shape " + ShapeToString(given->second) + " has rank " +
+        return InvalidArgument(where + ": " + given_what + " has rank " +
                                std::to_string(given->second.size()) + ", the model expects rank " +
                                std::to_string(shape->dim_size()));
       for (int i = 0; i < shape->dim_size(); ++i) {
         const auto& d = shape->dim(i);
         if (d.has_dim_value() && d.dim_value() != given->second[i])
-          return InvalidArgument(where + ": given shape " + ShapeToString(given->second) +
+          return InvalidArgument(where + ": " + given_what +
                                  " conflicts with the model's fixed dimension " + std::to_string(i) +
                                  " = " + std::to_string(d.dim_value()));
       }
@@ -458,7 +629,8 @@ Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions&
   }
   for (const auto& [name, s] : options.shapes)
     if (!input_names.count(name))
-      return InvalidArgument(path_ + ": --shape names '" + name + "', which is not an input of the model (inputs: " +
+      return InvalidArgument(path_ + ": " + shape_origin(name) + " names '" + name +
+                             "', which is not an input of the model (inputs: " +
                              [&] { std::vector<std::string> v(input_names.begin(), input_names.end()); return Join(v, ", "); }() + ")");
   return Status::Ok();
 }
@@ -1157,6 +1329,16 @@ std::vector<int> SessionImpl::WorkerThreadIds() {
   tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
   tids.erase(std::remove(tids.begin(), tids.end(), 0), tids.end());
   return tids;
+}
+
+int UsableCpus() { return std::max(1, omp_get_num_procs()); }
+
+int MaxThreads() { return std::min(kMaxThreads, kMaxThreadsPerCpu * UsableCpus()); }
+
+std::string OversubscriptionWarning(int threads, int cpus) {
+  return std::to_string(threads) + " threads on " + std::to_string(cpus) +
+         " usable CPUs: oversubscribed, threads wait for each other and every time measured "
+         "includes that waiting (use --threads " + std::to_string(cpus) + " or fewer)";
 }
 
 StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, const SessionOptions& options) {

@@ -1,0 +1,388 @@
+// Session::Load on hostile or broken models: external data that points out of the model's
+// folder, size attributes that would crash libonnx's shape inference, thread counts, libonnx's
+// multi-line checker messages, shapes given for inputs the model does not have.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/onnx_io.h"
+#include "engine/testing/kernel_runner.h"
+#include "opscope/engine.h"
+
+namespace opscope::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder per test: <tmp>/opscope_model_load_XXXXXX.
+std::string FreshDir() {
+  char tmpl[] = "/tmp/opscope_model_load_XXXXXX";
+  return std::string(mkdtemp(tmpl));
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string FloatBytes(std::vector<float> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+onnx::ModelProto NewModel(int opset = 13) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* imp = m.add_opset_import();
+  imp->set_domain("");
+  imp->set_version(opset);
+  m.mutable_graph()->set_name("load_test");
+  return m;
+}
+
+void AddValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+              const std::string& name, const std::vector<int64_t>& shape) {
+  auto* v = list->Add();
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : shape) t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+onnx::NodeProto* AddNode(onnx::ModelProto& m, const std::string& op, std::vector<std::string> in,
+                         const std::string& out, const std::string& name) {
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : in) n->add_input(i);
+  n->add_output(out);
+  return n;
+}
+
+void IntsAttr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+void IntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+std::string Save(const onnx::ModelProto& m, const std::string& path) {
+  WriteBytes(path, m.SerializeAsString());
+  return path;
+}
+
+// y = x + w, w (4 floats) stored externally at `location` (relative to the model's folder).
+onnx::ModelProto ExternalAddModel(const std::string& location, int64_t length = -1) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value(location);
+  if (length >= 0) {
+    kv = t->add_external_data();
+    kv->set_key("length");
+    kv->set_value(std::to_string(length));
+  }
+  AddNode(m, "Add", {"x", "w"}, "y", "add");
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  return m;
+}
+
+void ExpectRefused(const StatusOr<std::unique_ptr<Session>>& s,
+                   const std::vector<std::string>& needles) {
+  ASSERT_FALSE(s.ok()) << "the model loaded";
+  const std::string msg = s.status().message();
+  for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+}
+
+class ExternalDataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = FreshDir();
+    dir_ = root_ + "/model";
+    fs::create_directories(dir_ + "/sub");
+    // Outside the model's folder: what a hostile model would like to read.
+    WriteBytes(root_ + "/secret.bin", FloatBytes({7, 7, 7, 7}));
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  std::string root_, dir_;
+};
+
+TEST_F(ExternalDataTest, InsideTheFolderLoadsAndRuns) {
+  WriteBytes(dir_ + "/weights.bin", FloatBytes({1, 2, 3, 4}));
+  WriteBytes(dir_ + "/sub/w.bin", FloatBytes({10, 20, 30, 40}));
+  struct Case {
+    std::string location;
+    std::vector<float> want;
+  };
+  for (const Case& c : {Case{"weights.bin", {2, 3, 4, 5}},
+                        Case{"./sub/../weights.bin", {2, 3, 4, 5}},
+                        Case{"sub/w.bin", {11, 21, 31, 41}}}) {
+    std::string path = Save(ExternalAddModel(c.location), dir_ + "/m.onnx");
+    auto s = Session::Load(path, {});
+    ASSERT_TRUE(s.ok()) << c.location << ": " << s.status().message();
+    ASSERT_TRUE((*s)->SetInput("x", testing::FloatTensor({4}, {1, 1, 1, 1})).ok());
+    ASSERT_TRUE((*s)->Run().ok());
+    EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), testing::FloatTensor({4}, c.want)), "")
+        << c.location;
+  }
+  // A symbolic link that stays inside the folder is fine too.
+  fs::create_symlink("sub/w.bin", dir_ + "/link.bin");
+  auto s = Session::Load(Save(ExternalAddModel("link.bin"), dir_ + "/m.onnx"), {});
+  EXPECT_TRUE(s.ok()) << s.status().message();
+}
+
+TEST_F(ExternalDataTest, DotDotLocationIsRefused) {
+  std::string path = Save(ExternalAddModel("../secret.bin"), dir_ + "/m.onnx");
+  ExpectRefused(Session::Load(path, {}), {"m.onnx", "initializer 'w'", "'../secret.bin'",
+                                          "leads out of the model's folder"});
+  // The example: many levels up, a system file, a length that fits the tensor.
+  path = Save(ExternalAddModel("../../../../../../../../etc/passwd", 16), dir_ + "/m.onnx");
+  ExpectRefused(Session::Load(path, {}), {"initializer 'w'", "etc/passwd", "leads out"});
+  // Down and back up beyond the folder.
+  path = Save(ExternalAddModel("sub/../../secret.bin"), dir_ + "/m.onnx");
+  ExpectRefused(Session::Load(path, {}), {"initializer 'w'", "leads out"});
+}
+
+TEST_F(ExternalDataTest, AbsoluteLocationIsRefused) {
+  std::string path = Save(ExternalAddModel(root_ + "/secret.bin"), dir_ + "/m.onnx");
+  ExpectRefused(Session::Load(path, {}), {"initializer 'w'", "secret.bin", "absolute path"});
+  // Even when it names a file inside the folder.
+  WriteBytes(dir_ + "/weights.bin", FloatBytes({1, 2, 3, 4}));
+  path = Save(ExternalAddModel(dir_ + "/weights.bin"), dir_ + "/m.onnx");
+  ExpectRefused(Session::Load(path, {}), {"initializer 'w'", "absolute path"});
+}
+
+TEST_F(ExternalDataTest, SymlinkPointingOutsideIsRefused) {
+  fs::create_symlink("../secret.bin", dir_ + "/weights.bin");
+  fs::create_symlink(root_, dir_ + "/up");  // a linked folder
+  std::string path = Save(ExternalAddModel("weights.bin"), dir_ + "/m.onnx");
+  ExpectRefused(Session::Load(path, {}), {"initializer 'w'", "symbolic link", "secret.bin"});
+  path = Save(ExternalAddModel("up/secret.bin"), dir_ + "/m.onnx");
+  ExpectRefused(Session::Load(path, {}), {"initializer 'w'", "symbolic link"});
+}
+
+TEST_F(ExternalDataTest, ModelLoadedThroughASymlinkedFolderStillWorks) {
+  // The folder itself may be reached through a link: containment is checked on real paths.
+  WriteBytes(dir_ + "/weights.bin", FloatBytes({1, 2, 3, 4}));
+  Save(ExternalAddModel("weights.bin"), dir_ + "/m.onnx");
+  fs::create_symlink(dir_, root_ + "/alias");
+  auto s = Session::Load(root_ + "/alias/m.onnx", {});
+  EXPECT_TRUE(s.ok()) << s.status().message();
+}
+
+TEST_F(ExternalDataTest, NonRegularFilesAndBadOffsetsAreRefused) {
+  fs::create_directories(dir_ + "/folder");
+  ExpectRefused(Session::Load(Save(ExternalAddModel("folder"), dir_ + "/m.onnx"), {}),
+                {"initializer 'w'", "not a regular file"});
+  WriteBytes(dir_ + "/weights.bin", FloatBytes({1, 2, 3, 4}));
+  for (const char* bad : {"abc", "-4", "99999999999999999999999"}) {
+    onnx::ModelProto m = ExternalAddModel("weights.bin");
+    auto* kv = m.mutable_graph()->mutable_initializer(0)->add_external_data();
+    kv->set_key("offset");
+    kv->set_value(bad);
+    ExpectRefused(Session::Load(Save(m, dir_ + "/m.onnx"), {}),
+                  {"initializer 'w'", "offset", "not a non-negative integer"});
+  }
+}
+
+TEST_F(ExternalDataTest, ConstantAttributeAndTensorFilesAreContainedToo) {
+  // A Constant node's value tensor with external data.
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
+  auto* c = AddNode(m, "Constant", {}, "w", "const");
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  auto* t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value("../secret.bin");
+  AddNode(m, "Add", {"x", "w"}, "y", "add");
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  ExpectRefused(Session::Load(Save(m, dir_ + "/m.onnx"), {}),
+                {"node 'const' (Constant) attribute 'value'", "leads out"});
+
+  // A TensorProto .pb (--input) resolves external data inside its own folder.
+  onnx::TensorProto pb = *t;
+  WriteBytes(dir_ + "/in.pb", pb.SerializeAsString());
+  auto r = ReadTensorFile(dir_ + "/in.pb");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("in.pb"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("leads out"), std::string::npos) << r.status().message();
+}
+
+// Conv/pool model: x [1,1,8,8] -> op -> y.
+onnx::ModelProto OneOpModel(const std::string& op, const std::string& name,
+                            std::vector<int64_t> x_shape = {1, 1, 8, 8}) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", x_shape);
+  std::vector<std::string> in = {"x"};
+  if (op == "Conv" || op == "ConvTranspose") {
+    auto* w = m.mutable_graph()->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 1, 3, 3}) w->add_dims(d);
+    for (int i = 0; i < 9; ++i) w->add_float_data(1.f);
+    in.push_back("w");
+  }
+  AddNode(m, op, in, "y", name);
+  auto* out = m.mutable_graph()->add_output();
+  out->set_name("y");
+  auto* t = out->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < 4; ++i) t->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(i));
+  return m;
+}
+
+TEST(ModelLoadTest, ZeroOrNegativeSizeAttributesAreRefusedBeforeShapeInference) {
+  std::string dir = FreshDir();
+  struct Case {
+    std::string op, attr;
+    std::vector<int64_t> value;
+    std::string shown;
+  };
+  // strides=[0,0] used to be SIGFPE inside libonnx's shape inference.
+  const Case cases[] = {
+      {"Conv", "strides", {0, 0}, "strides = [0, 0]"},
+      {"MaxPool", "strides", {0, 0}, "strides = [0, 0]"},
+      {"AveragePool", "strides", {0, 0}, "strides = [0, 0]"},
+      {"ConvTranspose", "strides", {0, 0}, "strides = [0, 0]"},
+      {"Conv", "strides", {-1, 1}, "strides = [-1, 1]"},
+      {"Conv", "dilations", {0, 1}, "dilations = [0, 1]"},
+      {"MaxPool", "dilations", {1, -2}, "dilations = [1, -2]"},
+      {"Conv", "pads", {0, -1, 0, 0}, "pads = [0, -1, 0, 0]"},
+      {"AveragePool", "pads", {-3, 0, 0, 0}, "pads = [-3, 0, 0, 0]"},
+      {"MaxPool", "kernel_shape", {0, 2}, "kernel_shape = [0, 2]"},
+      {"Conv", "kernel_shape", {3, 3, 3}, "has 3 values, 2 expected"},
+      {"Conv", "strides", {1, 1, 1}, "has 3 values, 2 expected"},
+      {"MaxPool", "pads", {0, 0}, "has 2 values, 4 expected"},
+      {"ConvTranspose", "output_padding", {-1, 0}, "output_padding = [-1, 0]"},
+      {"Conv", "strides", {int64_t{1} << 40, 1}, "strides = [1099511627776, 1]"},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    std::string name = "node" + std::to_string(i++);
+    onnx::ModelProto m = OneOpModel(c.op, name);
+    auto* n = m.mutable_graph()->mutable_node(0);
+    if ((c.op == "MaxPool" || c.op == "AveragePool") && c.attr != "kernel_shape")
+      IntsAttr(n, "kernel_shape", {2, 2});
+    IntsAttr(n, c.attr, c.value);
+    std::string path = Save(m, dir + "/attr.onnx");
+    SCOPED_TRACE(c.op + " " + c.attr);
+    ExpectRefused(Session::Load(path, {}),
+                  {"attr.onnx", "node '" + name + "' (" + c.op + ")", c.shown});
+  }
+  for (int64_t group : {0, -2}) {
+    onnx::ModelProto m = OneOpModel("Conv", "grouped");
+    IntAttr(m.mutable_graph()->mutable_node(0), "group", group);
+    ExpectRefused(Session::Load(Save(m, dir + "/group.onnx"), {}),
+                  {"group.onnx", "node 'grouped' (Conv)", "group = " + std::to_string(group)});
+  }
+  // blocksize 2^32: blocksize * blocksize wraps to 0 in libonnx's DepthToSpace inference (SIGFPE).
+  for (const char* op : {"DepthToSpace", "SpaceToDepth"}) {
+    for (int64_t b : {int64_t{0}, int64_t{1} << 32}) {
+      onnx::ModelProto m = OneOpModel(op, "blocks", {1, 4, 2, 2});
+      IntAttr(m.mutable_graph()->mutable_node(0), "blocksize", b);
+      SCOPED_TRACE(std::string(op) + " " + std::to_string(b));
+      ExpectRefused(Session::Load(Save(m, dir + "/block.onnx"), {}),
+                    {"node 'blocks' (" + std::string(op) + ")",
+                     "blocksize = " + std::to_string(b)});
+    }
+  }
+  // Sane attributes still load.
+  onnx::ModelProto ok = OneOpModel("Conv", "fine");
+  IntsAttr(ok.mutable_graph()->mutable_node(0), "strides", {2, 2});
+  IntsAttr(ok.mutable_graph()->mutable_node(0), "pads", {1, 1, 1, 1});
+  IntsAttr(ok.mutable_graph()->mutable_node(0), "dilations", {1, 1});
+  auto s = Session::Load(Save(ok, dir + "/ok.onnx"), {});
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  fs::remove_all(dir);
+}
+
+TEST(ModelLoadTest, CheckerMessagesKeepTheNodeOnOneLine) {
+  std::string dir = FreshDir();
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
+  AddNode(m, "Relu", {"undefined_tensor"}, "y", "the_relu");
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  // libonnx says which node over several lines; all of them must reach the user.
+  ExpectRefused(Session::Load(Save(m, dir + "/checker.onnx"), {}),
+                {"checker.onnx: fails the ONNX checker", "undefined_tensor", "the_relu"});
+  fs::remove_all(dir);
+}
+
+TEST(ModelLoadTest, ThreadBounds) {
+  std::string dir = FreshDir();
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
+  AddNode(m, "Relu", {"x"}, "y", "relu");
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  std::string path = Save(m, dir + "/relu.onnx");
+  EXPECT_LE(MaxThreads(), kMaxThreads);
+  EXPECT_EQ(MaxThreads(), std::min(kMaxThreads, kMaxThreadsPerCpu * UsableCpus()));
+  for (int bad : {-1, MaxThreads() + 1, 100000}) {
+    SessionOptions o;
+    o.threads = bad;
+    auto s = Session::Load(path, o);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.status().message().find("threads must be between 1 and " +
+                                        std::to_string(MaxThreads())),
+              std::string::npos)
+        << s.status().message();
+  }
+  SessionOptions o;
+  o.threads = UsableCpus() + 1;  // <= 4 per CPU, so allowed
+  auto s = Session::Load(path, o);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ((*s)->Threads(), UsableCpus() + 1);
+  bool warned = false;
+  for (const auto& w : (*s)->Warnings()) warned |= w.find("oversubscribed") != std::string::npos;
+  EXPECT_TRUE(warned);
+  o.threads = 0;
+  auto d = Session::Load(path, o);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)->Threads(), UsableCpus());
+  EXPECT_TRUE((*d)->Warnings().empty());
+  fs::remove_all(dir);
+}
+
+TEST(ModelLoadTest, ShapeForUnknownInputNamesItsOrigin) {
+  std::string dir = FreshDir();
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
+  AddValue(m.mutable_graph()->mutable_input(), "z", {4});
+  AddNode(m, "Add", {"x", "z"}, "y", "add");
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  std::string path = Save(m, dir + "/two.onnx");
+  SessionOptions o;
+  o.shapes["nosuch"] = {4};
+  o.shape_origins["nosuch"] = "--input nosuch=t.pb";
+  ExpectRefused(Session::Load(path, o),
+                {"--input nosuch=t.pb names 'nosuch'", "not an input of the model (inputs: x, z)"});
+  o.shapes.clear();
+  o.shapes["x"] = {4, 1};
+  o.shape_origins = {{"x", "--input x=t.pb"}};
+  ExpectRefused(Session::Load(path, o), {"input 'x'", "--input x=t.pb", "rank"});
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace opscope::engine
