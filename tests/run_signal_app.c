@@ -6,6 +6,7 @@
  * The ranges closed before the end must reach `opscope run` all the same. */
 #include <opscope/annotate.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,9 @@ int main(int argc, char** argv) {
   }
   opscope_range_push("doomed");
   if (strcmp(argv[1], "crash") == 0) {
-    int* volatile null = 0; /* volatile: the compiler cannot know it is null; keeps the store */
-    *null = 1;
+    /* An address read from the environment: the compiler cannot know it is null. */
+    const char* addr = getenv("RUN_SIGNAL_APP_ADDR");
+    *(volatile int*)(uintptr_t)strtoull(addr ? addr : "0", NULL, 0) = 1;
   } else if (strcmp(argv[1], "abort") == 0) {
     abort();
   } else if (strcmp(argv[1], "wait") == 0 && argc > 2) {

@@ -26,12 +26,12 @@ Family StartFamily(const TargetSignals& sig, bool ignore_int) {
   if (f.child == 0) {
     sig.PrepareChild();
     if (ignore_int) signal(SIGINT, SIG_IGN);
-    pid_t gc = fork();
-    if (gc == 0) {
+    if (fork() == 0) {  // the grandchild says it is ready once its SIGINT is back to default
       signal(SIGINT, SIG_DFL);
+      pid_t self = getpid();
+      (void)!write(ready[1], &self, sizeof self);
       for (;;) pause();
     }
-    (void)!write(ready[1], &gc, sizeof gc);
     for (;;) pause();
   }
   close(ready[1]);
