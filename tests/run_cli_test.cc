@@ -276,6 +276,7 @@ SignalledRun RunAndSignal(const std::string& name, int sig, bool whole_group) {
   mkdir(dir.c_str(), 0755);
   const std::string ready = dir + "/ready", json = dir + "/run.json";
   unlink(ready.c_str());
+  unlink(json.c_str());
   int pid = testing::StartInOwnGroup({Opscope(), "run", "-o", json, "--", Bin("run_signal_app"),
                                       "wait", ready},
                                      dir + "/out.txt", dir + "/err.txt");
@@ -302,10 +303,13 @@ TEST(RunCli, SigtermToOpscopeReportsTheRangesRecordedSoFar) {
 
 TEST(RunCli, SigintToOpscopesPidOrToTheWholeGroupReportsTheRanges) {
   SignalledRun pid_only = RunAndSignal("sigint_pid", SIGINT, false);
+  // (Dying of SIGINT reads as 130 too: the printed table tells opscope finished.)
   EXPECT_EQ(pid_only.exit_code, 128 + SIGINT) << pid_only.err;
+  EXPECT_NE(pid_only.out.find("frame"), std::string::npos) << pid_only.out;
   EXPECT_EQ(CountRanges(pid_only.p, "frame"), 3) << pid_only.err;
   SignalledRun ctrl_c = RunAndSignal("sigint_group", SIGINT, true);
   EXPECT_EQ(ctrl_c.exit_code, 128 + SIGINT) << ctrl_c.err;
+  EXPECT_NE(ctrl_c.out.find("frame"), std::string::npos) << ctrl_c.out;
   EXPECT_EQ(CountRanges(ctrl_c.p, "frame"), 3) << ctrl_c.err;
   EXPECT_EQ(CountRanges(ctrl_c.p, "doomed"), 1) << ctrl_c.err;
 }
