@@ -207,7 +207,7 @@ class RunCommand : public Command {
       p.clocks.push_back(profile::ClockSample{run, ts.cpu_mhz_avg, ts.max_temp_c});
       if (WIFSIGNALED(status)) {
         death = DescribeDeath(WTERMSIG(status), signals.received());
-        Degrade(&p, fmt::format("run {}: the program {}; the ranges it had open end there", run,
+        Degrade(&p, fmt::format("run {}: the program {}; the ranges it had open end then", run,
                                 death));
       } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
         Degrade(&p, fmt::format("run {}: the program exited with status {}", run, WEXITSTATUS(status)));
@@ -226,7 +226,11 @@ class RunCommand : public Command {
       int unclosed = 0;
       for (const auto& inf : infos) unclosed += inf.unclosed;
       if (unclosed > 0)
-        Degrade(&p, fmt::format("run {}: {} range(s) were still open at exit and end at exit", run, unclosed));
+        Degrade(&p, WIFSIGNALED(status)
+                        ? fmt::format("run {}: {} range(s) were still open when it died", run,
+                                      unclosed)
+                        : fmt::format("run {}: {} range(s) were still open at exit and end at exit",
+                                      run, unclosed));
       collect::AssignNesting(&ranges);
       int32_t base = static_cast<int32_t>(p.ranges.size());
       for (auto& r : ranges) {
