@@ -364,6 +364,12 @@ TEST(RecordCli, AlreadyFullDiskLeavesNoEmptyFile) {
   EXPECT_NE(r.out.find("nothing could be written"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("disk is full"), std::string::npos) << r.out;
   EXPECT_EQ(access("/dev/full", F_OK), 0);
+  // Room for the header and metadata but not for a sample: no file either.
+  r = Shell("ulimit -f 1; " + kOpscope + " record -o " + rec + " -- " + kTests +
+            "/record_split_fp 50");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("could be written"), std::string::npos) << r.out;
+  EXPECT_EQ(access(rec.c_str(), F_OK), -1) << r.out;
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ class RecordCommandCli : public Command {
     if (!result->write_error.ok()) return ReportPartial(*result, writer->get(), got);
     collect::RecordEnd end{result->exit, result->exit_code, result->samples, result->lost};
     Status st = (*writer)->WriteEnd(end);
-    if (!st.ok()) return ReportError(st);
+    if (!st.ok()) return ReportKeptSamples(st, *result, writer->get());
     if (!quiet_) {
       profile::Meta target;
       analysis::BuildVerdict v = RecordTargetBuild(command_[0], &target);
@@ -84,7 +84,8 @@ class RecordCommandCli : public Command {
     auto section = collect::Symbolize(*reader);
     if (!section.ok()) return ReportError(section.status());
     st = (*writer)->WriteSymbolized(*section);
-    if (st.ok()) st = (*writer)->Close();
+    if (!st.ok()) return ReportKeptSamples(st, *result, writer->get());
+    st = (*writer)->Close();
     if (!st.ok()) return ReportError(st);
     double symbolize_s = (NowNs() - t0) / 1e9;
     if (!quiet_) {
@@ -113,12 +114,30 @@ class RecordCommandCli : public Command {
                              "file was left: free some space or write elsewhere with -o");
   }
 
+  // The disk filled up after every sample was written (at the end or symbol chunk): the samples
+  // are all there, `report` symbolizes them itself.
+  int ReportKeptSamples(const Status& st, const collect::RecordResult& r, collect::RecordWriter* w) {
+    int code = ReportError(st);
+    (void)w->Close();
+    std::fprintf(stderr, "opscope: all %llu samples were kept (%llu bytes in %s), without symbols; "
+                 "run `opscope report %s`\n", static_cast<unsigned long long>(r.samples),
+                 static_cast<unsigned long long>(w->bytes_kept()), output_.c_str(),
+                 ShellQuote(output_).c_str());
+    return code;
+  }
+
   // The disk filled up (or the file size limit was reached) while recording: the file keeps the
   // whole chunks written before, which `opscope report` reads (it symbolizes them itself).
   int ReportPartial(const collect::RecordResult& r, collect::RecordWriter* w, int got) {
     if (w->nothing_kept()) {
       w->Discard();
       return ReportError(NothingWritten(*w));
+    }
+    if (r.samples == 0) {  // only the header and metadata: not a profile
+      w->Discard();
+      return ReportError(ResourceExhausted(w->failure().message() + "; no sample could be "
+                                           "written, so no record file was left: free some space "
+                                           "or write elsewhere with -o"));
     }
     int code = ReportError(r.write_error);
     (void)w->Close();
