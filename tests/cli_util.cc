@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,53 @@ extern char** environ;
 namespace opscope::testing {
 
 std::string OpscopeBinary() { return std::string(OPSCOPE_BINARY_DIR) + "/opscope"; }
+
+int StartInOwnGroup(const std::vector<std::string>& argv, const std::string& out_file,
+                    const std::string& err_file) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  setpgid(0, 0);
+  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  int in = open("/dev/null", O_RDONLY);
+  int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (in < 0 || out < 0 || err < 0) _exit(127);
+  dup2(in, 0);
+  dup2(out, 1);
+  dup2(err, 2);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+bool WaitForFile(const std::string& path, double timeout_s) {
+  for (double waited = 0; waited < timeout_s; waited += 0.01) {
+    if (access(path.c_str(), F_OK) == 0) return true;
+    usleep(10000);
+  }
+  return access(path.c_str(), F_OK) == 0;
+}
+
+int WaitForExit(int pid, double timeout_s) {
+  int status = 0;
+  for (double waited = 0;; waited += 0.01) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return -1;
+    if (waited >= timeout_s) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    usleep(10000);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 std::string TempDir() {
   // A plain char array, not a std::string: the atexit handler runs after function-local statics

@@ -18,6 +18,16 @@ CommandResult RunShell(const std::string& cmd);
 // The bytes of a file; empty if it cannot be read.
 std::string ReadAll(const std::string& path);
 std::string OpscopeBinary();
+
+// For signal tests: starts argv in a process group of its own (pid == pgid) with every signal at
+// its default action, stdout and stderr going to the given files. Returns the pid, -1 on failure.
+int StartInOwnGroup(const std::vector<std::string>& argv, const std::string& out_file,
+                    const std::string& err_file);
+// Polls every 10 ms until `path` exists; false after `timeout_s`.
+bool WaitForFile(const std::string& path, double timeout_s = 60);
+// Waits for `pid` (a child of this process): its exit status or 128+signal; -1 when it did not end
+// within `timeout_s` (its process group is then killed).
+int WaitForExit(int pid, double timeout_s = 60);
 // A fresh temporary directory, removed at exit.
 std::string TempDir();
 

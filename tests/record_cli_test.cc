@@ -2,11 +2,13 @@
 // profile is known by construction, in both call-graph modes, and clear errors on bad input.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -314,6 +316,104 @@ TEST(ReportCli, OutputFormatsByExtension) {
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   std::remove(pj.c_str());
   std::remove(rec.c_str());
+}
+
+// Signals sent to opscope while recording: forwarded to the command's process group, the file
+// finished, and opscope exits with 128+signal. The command writes its pid and a "ready" file,
+// then sleeps (bounded, so a broken opscope fails the test instead of hanging it).
+struct SignalledRecord {
+  int exit_code = -1;
+  std::string err, rec;
+  bool target_alive = false;
+};
+
+SignalledRecord RecordAndSignal(const std::string& name, int sig, bool whole_group) {
+  SignalledRecord s;
+  const std::string dir = TempPath(name);
+  mkdir(dir.c_str(), 0755);
+  const std::string ready = dir + "/ready", pidfile = dir + "/pid";
+  s.rec = dir + "/sig.rec";
+  int pid = opscope::testing::StartInOwnGroup(
+      {kOpscope, "record", "-o", s.rec, "--", "/bin/sh", "-c",
+       "echo $$ > " + pidfile + " && touch " + ready + " && exec sleep 20"},
+      dir + "/out.txt", dir + "/err.txt");
+  EXPECT_GT(pid, 0);
+  EXPECT_TRUE(opscope::testing::WaitForFile(ready));
+  kill(whole_group ? -pid : pid, sig);
+  s.exit_code = opscope::testing::WaitForExit(pid, 10);
+  s.err = opscope::testing::ReadAll(dir + "/err.txt");
+  const pid_t target = static_cast<pid_t>(std::atoi(opscope::testing::ReadAll(pidfile).c_str()));
+  if (target > 0 && kill(target, 0) == 0) {
+    s.target_alive = true;
+    kill(target, SIGKILL);
+  }
+  return s;
+}
+
+TEST(RecordCli, SigintToOpscopesPidAloneStopsTheCommandAndFinishesTheFile) {
+  SignalledRecord s = RecordAndSignal("sigint_pid", SIGINT, false);
+  EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
+  EXPECT_NE(s.err.find("received SIGINT"), std::string::npos) << s.err;
+  EXPECT_FALSE(s.target_alive) << "the command must not outlive opscope";
+  Result rep = Shell(kOpscope + " report " + s.rec + " --format json --threshold 0");
+  EXPECT_EQ(rep.exit_code, 0) << rep.out;
+  EXPECT_EQ(rep.out.find("did not finish"), std::string::npos) << "the file is complete\n"
+                                                               << rep.out;
+}
+
+TEST(RecordCli, SigtermAndCtrlCExitWith128PlusTheSignal) {
+  SignalledRecord term = RecordAndSignal("sigterm", SIGTERM, false);
+  EXPECT_EQ(term.exit_code, 128 + SIGTERM) << term.err;
+  EXPECT_FALSE(term.target_alive);
+  EXPECT_EQ(Shell(kOpscope + " report " + term.rec).exit_code, 0);
+  SignalledRecord group = RecordAndSignal("sigint_group", SIGINT, true);
+  EXPECT_EQ(group.exit_code, 128 + SIGINT) << group.err;
+  EXPECT_FALSE(group.target_alive);
+  EXPECT_EQ(Shell(kOpscope + " report " + group.rec).exit_code, 0);
+}
+
+// A full disk (here: a file size limit, which gives the same short write) keeps the readable
+// prefix and says how much was kept.
+TEST(RecordCli, FullDiskKeepsTheReadablePrefix) {
+  const std::string rec = TempPath("full.rec");
+  // 32 blocks of 512 bytes: the meta chunk (~400 bytes), the first events (~1 KiB of mmaps) and
+  // a drain round of samples (~100 ms: at most ~9 KiB with two busy threads at 997 Hz) fit; the
+  // events of a 6-second run do not (over 20 KiB even on a loaded machine: measured ~45 bytes per
+  // sample, 120+ samples per second at load 24 on 2 cores).
+  Result r = Shell("ulimit -f 32; " + kOpscope + " record -o " + rec + " -- " + kTests +
+                   "/record_split_fp 6000");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("file size limit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept the readable part"), std::string::npos) << r.out;
+  struct stat st {};
+  ASSERT_EQ(stat(rec.c_str(), &st), 0) << "the partial file is kept";
+  EXPECT_LE(st.st_size, 32 * 512);
+  EXPECT_GT(st.st_size, 8);
+  Result rep = Shell(kOpscope + " report " + rec + " --format json --threshold 0");
+  EXPECT_EQ(rep.exit_code, 0) << rep.out;
+  // Whole chunks only: the reader has nothing to skip.
+  EXPECT_EQ(rep.out.find("recording is incomplete"), std::string::npos) << rep.out;
+  std::remove(rec.c_str());
+}
+
+TEST(RecordCli, AlreadyFullDiskLeavesNoEmptyFile) {
+  const std::string rec = TempPath("nothing.rec");
+  Result r = Shell("ulimit -f 0; " + kOpscope + " record -o " + rec + " -- true");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("nothing could be written"), std::string::npos) << r.out;
+  EXPECT_EQ(access(rec.c_str(), F_OK), -1) << "no 0-byte file pretending to be a profile";
+  // A device that is always full: the same message, and the device is of course not removed.
+  r = Shell(kOpscope + " record -o /dev/full -- true");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("nothing could be written"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("disk is full"), std::string::npos) << r.out;
+  EXPECT_EQ(access("/dev/full", F_OK), 0);
+  // Room for the header and metadata but not for a sample: no file either.
+  r = Shell("ulimit -f 1; " + kOpscope + " record -o " + rec + " -- " + kTests +
+            "/record_split_fp 50");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("could be written"), std::string::npos) << r.out;
+  EXPECT_EQ(access(rec.c_str(), F_OK), -1) << r.out;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // End-to-end tests of `opscope run`: the example pipeline, every output format, argument
 // pass-through, the C header, NVTX injection, and the build-type check of the target.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
@@ -221,6 +222,96 @@ TEST(RunCli, ThreadsAndReusedNameBuffers) {
   EXPECT_EQ(count["job-0"], 100);
   EXPECT_EQ(count["job-1"], 100);
   for (int t = 0; t < 4; ++t) EXPECT_EQ(count["thread-" + std::to_string(t)], 50) << t;
+}
+
+}  // namespace
+}  // namespace opscope
+
+namespace opscope {
+namespace {
+
+int CountRanges(const profile::Profile& p, const std::string& name) {
+  int n = 0;
+  for (const auto& r : p.ranges) n += r.name == name;
+  return n;
+}
+
+bool HasDegradation(const profile::Profile& p, const std::string& text) {
+  for (const auto& d : p.meta.degradations)
+    if (d.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// The recorder inside the program writes its closed ranges when the program dies of a signal.
+TEST(RunCli, CrashedProgramKeepsItsClosedRangesAndIsCalledCrashed) {
+  for (const std::string how : {"crash", "abort"}) {
+    std::string err;
+    auto p = RunJson("-- sh -c 'ulimit -c 0; exec " + Bin("run_signal_app") + " " + how + "'",
+                     &err);
+    EXPECT_EQ(CountRanges(p, "frame"), 3) << how << "\n" << err;
+    EXPECT_EQ(CountRanges(p, "doomed"), 1) << how << ": the open range ends at the crash";
+    EXPECT_TRUE(HasDegradation(p, how == "crash" ? "crashed (SIGSEGV" : "crashed (SIGABRT")) << err;
+    EXPECT_FALSE(HasDegradation(p, "annotate the program")) << err;
+  }
+}
+
+TEST(RunCli, ProgramThatDiesBeforeAnyRangeIsNotToldToAnnotate) {
+  std::string err;
+  auto p = RunJson("-- sh -c 'kill -TERM $$'", &err);
+  EXPECT_TRUE(p.ranges.empty());
+  EXPECT_TRUE(HasDegradation(p, "no ranges recorded: the program was killed by SIGTERM")) << err;
+  EXPECT_FALSE(HasDegradation(p, "annotate the program")) << err;
+}
+
+// Signals sent to opscope while the program runs: forwarded to its process group, what was
+// recorded is printed and written, and opscope exits with 128+signal.
+struct SignalledRun {
+  int exit_code = -1;
+  std::string out, err;
+  profile::Profile p;
+};
+
+SignalledRun RunAndSignal(const std::string& name, int sig, bool whole_group) {
+  const std::string dir = Tmp() + "/" + name;
+  mkdir(dir.c_str(), 0755);
+  const std::string ready = dir + "/ready", json = dir + "/run.json";
+  unlink(ready.c_str());
+  unlink(json.c_str());
+  int pid = testing::StartInOwnGroup({Opscope(), "run", "-o", json, "--", Bin("run_signal_app"),
+                                      "wait", ready},
+                                     dir + "/out.txt", dir + "/err.txt");
+  SignalledRun s;
+  EXPECT_GT(pid, 0);
+  EXPECT_TRUE(testing::WaitForFile(ready));
+  kill(whole_group ? -pid : pid, sig);
+  s.exit_code = testing::WaitForExit(pid, 20);
+  s.out = testing::ReadAll(dir + "/out.txt");
+  s.err = testing::ReadAll(dir + "/err.txt");
+  auto p = profile::LoadProfile(json);
+  EXPECT_TRUE(p.ok()) << p.status().message() << "\n" << s.err;
+  if (p.ok()) s.p = *p;
+  return s;
+}
+
+TEST(RunCli, SigtermToOpscopeReportsTheRangesRecordedSoFar) {
+  SignalledRun s = RunAndSignal("sigterm", SIGTERM, false);
+  EXPECT_EQ(s.exit_code, 128 + SIGTERM) << s.err;
+  EXPECT_EQ(CountRanges(s.p, "frame"), 3) << s.err;
+  EXPECT_NE(s.out.find("frame"), std::string::npos) << "the table is printed\n" << s.out;
+  EXPECT_TRUE(HasDegradation(s.p, "received SIGTERM")) << s.err;
+}
+
+TEST(RunCli, SigintToOpscopesPidOrToTheWholeGroupReportsTheRanges) {
+  SignalledRun pid_only = RunAndSignal("sigint_pid", SIGINT, false);
+  // (Dying of SIGINT reads as 130 too: the printed table tells opscope finished.)
+  EXPECT_EQ(pid_only.exit_code, 128 + SIGINT) << pid_only.err;
+  EXPECT_NE(pid_only.out.find("frame"), std::string::npos) << pid_only.out;
+  EXPECT_EQ(CountRanges(pid_only.p, "frame"), 3) << pid_only.err;
+  SignalledRun ctrl_c = RunAndSignal("sigint_group", SIGINT, true);
+  EXPECT_EQ(ctrl_c.exit_code, 128 + SIGINT) << ctrl_c.err;
+  EXPECT_NE(ctrl_c.out.find("frame"), std::string::npos) << ctrl_c.out;
+  EXPECT_EQ(CountRanges(ctrl_c.p, "frame"), 3) << ctrl_c.err;
+  EXPECT_EQ(CountRanges(ctrl_c.p, "doomed"), 1) << ctrl_c.err;
 }
 
 }  // namespace

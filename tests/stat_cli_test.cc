@@ -152,3 +152,92 @@ TEST(StatCliTest, DebugBuiltTargetIsCalledOut) {
 
 }  // namespace
 }  // namespace opscope
+
+namespace opscope {
+namespace {
+
+// Signals sent to opscope while the command runs: forwarded to the command's process group,
+// waited for, the counts printed and written, and opscope exits with 128+signal. The command
+// writes its pid and then a "ready" file, and waits (a bounded sleep, so a broken opscope fails
+// the test instead of hanging it).
+struct SignalledStat {
+  int exit_code = -1;
+  std::string err;
+  std::string json;    // what -o wrote
+  bool target_alive = false;
+};
+
+SignalledStat StatAndSignal(const std::string& name, int sig, bool whole_group) {
+  const std::string dir = testing::TempDir() + "/" + name;
+  mkdir(dir.c_str(), 0755);
+  const std::string ready = dir + "/ready", pidfile = dir + "/pid", out = dir + "/stat.json";
+  int pid = testing::StartInOwnGroup(
+      {testing::OpscopeBinary(), "stat", "-e", "task-clock,page-faults", "-o", out, "--", "sh",
+       "-c", "echo $$ > " + pidfile + " && touch " + ready + " && exec sleep 20"},
+      dir + "/out.txt", dir + "/err.txt");
+  SignalledStat s;
+  EXPECT_GT(pid, 0);
+  EXPECT_TRUE(testing::WaitForFile(ready));
+  kill(whole_group ? -pid : pid, sig);
+  s.exit_code = testing::WaitForExit(pid, 10);
+  s.err = testing::ReadAll(dir + "/err.txt");
+  s.json = testing::ReadAll(out);
+  int64_t target = 0;
+  if (ParseInt64(Trim(testing::ReadAll(pidfile)), &target) && target > 0) {
+    s.target_alive = kill(static_cast<pid_t>(target), 0) == 0;
+    if (s.target_alive) kill(static_cast<pid_t>(target), SIGKILL);
+  }
+  return s;
+}
+
+TEST(StatCliTest, SigtermToOpscopeStopsTheCommandAndReportsWhatWasCounted) {
+  SignalledStat s = StatAndSignal("sigterm", SIGTERM, false);
+  EXPECT_EQ(s.exit_code, 128 + SIGTERM) << s.err;
+  EXPECT_NE(s.err.find("received SIGTERM"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("task-clock"), std::string::npos) << "the table is printed\n" << s.err;
+  EXPECT_NE(s.json.find("\"stat\""), std::string::npos) << "-o is written";
+  EXPECT_FALSE(s.target_alive) << "the command must not outlive opscope";
+}
+
+TEST(StatCliTest, SighupToOpscopeIsForwardedToo) {
+  SignalledStat s = StatAndSignal("sighup", SIGHUP, false);
+  EXPECT_EQ(s.exit_code, 128 + SIGHUP) << s.err;
+  EXPECT_NE(s.json.find("\"stat\""), std::string::npos) << s.err;
+  EXPECT_FALSE(s.target_alive);
+}
+
+TEST(StatCliTest, SigintToOpscopesPidAloneStopsIt) {
+  // A supervisor or script signals opscope only: it must not wait for the command forever.
+  SignalledStat s = StatAndSignal("sigint_pid", SIGINT, false);
+  EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
+  EXPECT_NE(s.json.find("\"stat\""), std::string::npos) << s.err;
+  EXPECT_FALSE(s.target_alive);
+}
+
+TEST(StatCliTest, CtrlCToTheWholeGroupReportsWhatWasCounted) {
+  SignalledStat s = StatAndSignal("sigint_group", SIGINT, true);
+  EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
+  EXPECT_NE(s.err.find("task-clock"), std::string::npos) << s.err;
+  EXPECT_NE(s.json.find("\"stat\""), std::string::npos) << s.err;
+  EXPECT_FALSE(s.target_alive);
+}
+
+}  // namespace
+}  // namespace opscope
+
+namespace opscope {
+namespace {
+
+// On a terminal, the command runs in a process group of its own that is handed the terminal, so
+// an interactive command can still read it (a background group would be stopped by SIGTTIN).
+TEST(StatCliTest, CommandCanReadTheTerminal) {
+  if (testing::RunShell("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
+  Result r = testing::RunShell(
+      "printf 'hello\\n' | timeout 20 script -qec \"" + testing::OpscopeBinary() +
+      " stat -e task-clock -- sh -c 'read x && echo got-\\$x'\" /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("got-hello"), std::string::npos) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace opscope

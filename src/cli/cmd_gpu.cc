@@ -15,6 +15,7 @@
 
 #include "base/files.h"
 #include "base/strings.h"
+#include "base/target_signals.h"
 #include "cli/command.h"
 #ifdef OPSCOPE_HAVE_GPU_LAYER
 #include "gpu/launch.h"
@@ -98,8 +99,14 @@ class GpuCommand : public Command {
     options.out_dir = dir;
     options.driver_api = !no_driver_api_;
     options.fingerprint_copies = !no_fingerprints_;
+    TargetSignals signals;
+    options.signals = &signals;
     auto run = gpu::RunTraced(command_, options);
+    if (signals.received() != 0)
+      std::fprintf(stderr, "opscope: received signal %d (%s): passed it to the program\n",
+                   signals.received(), strsignal(signals.received()));
     int code = Finish(run, dir);
+    if (signals.received() != 0) code = TargetSignals::ExitCodeFor(signals.received());
     if (keep_dir_.empty()) fs::remove_all(dir, ec);
     return code;
 #endif

@@ -3,9 +3,11 @@
 
 #include "base/clock.h"
 #include "base/strings.h"
+#include "base/target_signals.h"
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/target_build.h"
+#include "collect/counter_run.h"
 #include "collect/record_file.h"
 #include "collect/sampler.h"
 #include "collect/symbolize.h"
@@ -55,19 +57,25 @@ class RecordCommandCli : public Command {
       return ReportError(InvalidArgument("--call-graph '" + call_graph_ + "': expected fp or dwarf[,BYTES]"));
     }
     opt.output = output_;
+    TargetSignals signals;
     auto writer = collect::RecordWriter::Create(output_);
     if (!writer.ok()) return ReportError(writer.status());
-    auto result = collect::RecordCommand(command_, opt, writer->get());
+    auto result = collect::RecordCommand(command_, opt, writer->get(), &signals);
     if (!result.ok()) {
-      (void)(*writer)->Close();
-      std::remove(output_.c_str());
-      return ReportError(result.status());
+      const bool nothing = (*writer)->failed() && (*writer)->nothing_kept();
+      (*writer)->Discard();
+      return ReportError(nothing ? NothingWritten(**writer) : result.status());
     }
     for (const auto& d : result->meta.degradations)
       if (!quiet_) std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
+    const int got = signals.received();
+    if (got != 0)
+      std::fprintf(stderr, "opscope: received %s: passed it to the command; writing what was "
+                   "recorded\n", collect::SignalName(got).c_str());
+    if (!result->write_error.ok()) return ReportPartial(*result, writer->get(), got);
     collect::RecordEnd end{result->exit, result->exit_code, result->samples, result->lost};
     Status st = (*writer)->WriteEnd(end);
-    if (!st.ok()) return ReportError(st);
+    if (!st.ok()) return ReportKeptSamples(st, *result, writer->get());
     if (!quiet_) {
       profile::Meta target;
       analysis::BuildVerdict v = RecordTargetBuild(command_[0], &target);
@@ -80,7 +88,8 @@ class RecordCommandCli : public Command {
     auto section = collect::Symbolize(*reader);
     if (!section.ok()) return ReportError(section.status());
     st = (*writer)->WriteSymbolized(*section);
-    if (st.ok()) st = (*writer)->Close();
+    if (!st.ok()) return ReportKeptSamples(st, *result, writer->get());
+    st = (*writer)->Close();
     if (!st.ok()) return ReportError(st);
     double symbolize_s = (NowNs() - t0) / 1e9;
     if (!quiet_) {
@@ -100,10 +109,51 @@ class RecordCommandCli : public Command {
         if (w.find("no debug info") != std::string::npos || w.find("lost") != std::string::npos)
           std::fprintf(stderr, "opscope: note: %s\n", w.c_str());
     }
-    return 0;
+    return got != 0 ? TargetSignals::ExitCodeFor(got) : 0;
   }
 
  private:
+  static Status NothingWritten(const collect::RecordWriter& w) {
+    return ResourceExhausted(w.failure().message() + "; nothing could be written, so no record "
+                             "file was left: free some space or write elsewhere with -o");
+  }
+
+  // The disk filled up after every sample was written (at the end or symbol chunk): the samples
+  // are all there, `report` symbolizes them itself.
+  int ReportKeptSamples(const Status& st, const collect::RecordResult& r, collect::RecordWriter* w) {
+    int code = ReportError(st);
+    (void)w->Close();
+    std::fprintf(stderr, "opscope: all %llu samples were kept (%llu bytes in %s), without symbols; "
+                 "run `opscope report %s`\n", static_cast<unsigned long long>(r.samples),
+                 static_cast<unsigned long long>(w->bytes_kept()), output_.c_str(),
+                 ShellQuote(output_).c_str());
+    return code;
+  }
+
+  // The disk filled up (or the file size limit was reached) while recording: the file keeps the
+  // whole chunks written before, which `opscope report` reads (it symbolizes them itself).
+  int ReportPartial(const collect::RecordResult& r, collect::RecordWriter* w, int got) {
+    if (w->nothing_kept()) {
+      w->Discard();
+      return ReportError(NothingWritten(*w));
+    }
+    if (r.samples == 0) {  // only the header and metadata: not a profile
+      w->Discard();
+      return ReportError(ResourceExhausted(w->failure().message() + "; no sample could be "
+                                           "written, so no record file was left: free some space "
+                                           "or write elsewhere with -o"));
+    }
+    int code = ReportError(r.write_error);
+    (void)w->Close();
+    std::fprintf(stderr,
+                 "opscope: sampling stopped %.2f s into the run; kept the readable part: %llu "
+                 "samples, %llu bytes in %s (the command %s); run `opscope report %s`\n",
+                 static_cast<double>(r.kept_ns) / 1e9, static_cast<unsigned long long>(r.samples),
+                 static_cast<unsigned long long>(w->bytes_kept()), output_.c_str(), r.exit.c_str(),
+                 ShellQuote(output_).c_str());
+    return got != 0 ? TargetSignals::ExitCodeFor(got) : code;
+  }
+
   double freq_ = 997;
   std::string call_graph_ = "fp";
   std::string output_ = "opscope.rec";

@@ -4,6 +4,7 @@
 // writes its records to a private temporary folder, which is read back, nested, summarised and
 // removed.
 #include <dirent.h>
+#include <signal.h>
 #include <fmt/format.h>
 #include <limits.h>
 #include <spawn.h>
@@ -24,9 +25,11 @@
 #include "base/files.h"
 #include "base/host.h"
 #include "base/strings.h"
+#include "base/target_signals.h"
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/target_build.h"
+#include "collect/counter_run.h"
 #include "collect/ranges_reader.h"
 #include "collect/target_build.h"
 #include "profile/profile_io.h"
@@ -147,7 +150,9 @@ class RunCommand : public Command {
 
     bool quiet_child = output_.empty() && format != "table";
     int total = warmup_ + runs_;
-    for (int i = 0; i < total; ++i) {
+    TargetSignals signals;
+    std::string death;  // how the last run that died of a signal ended, for the empty-profile note
+    for (int i = 0; i < total && signals.received() == 0; ++i) {
       int run = i - warmup_;
       std::string prefix = fmt::format("{}/run{}", tmp, i);
       std::vector<std::string> env;
@@ -182,24 +187,35 @@ class RunCommand : public Command {
       posix_spawn_file_actions_t fa;
       posix_spawn_file_actions_init(&fa);
       if (quiet_child) posix_spawn_file_actions_adddup2(&fa, 2, 1);
+      posix_spawnattr_t attr;
+      posix_spawnattr_init(&attr);
+      signals.PrepareSpawn(&attr, &fa);
       pid_t pid;
       int64_t t0 = NowNs();
-      int err = posix_spawn(&pid, exe->c_str(), &fa, nullptr, argv.data(), envp.data());
+      int err = posix_spawn(&pid, exe->c_str(), &fa, &attr, argv.data(), envp.data());
       posix_spawn_file_actions_destroy(&fa);
+      posix_spawnattr_destroy(&attr);
       if (err != 0) {
         RemoveTree(tmp);
         return ReportError(InvalidArgument(*exe + ": cannot start: " + std::strerror(err)));
       }
+      signals.Attach(pid);
       int status = 0;
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+      TargetSignals::Wait(pid, &status);
+      signals.Detach();
       double ms = (NowNs() - t0) / 1e6;
       ThermalSample ts = ReadThermalSample();
       p.clocks.push_back(profile::ClockSample{run, ts.cpu_mhz_avg, ts.max_temp_c});
-      if (WIFSIGNALED(status))
-        Degrade(&p, fmt::format("run {}: the program died on signal {} ({}): its open ranges are lost",
-                                run, WTERMSIG(status), strsignal(WTERMSIG(status))));
-      else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      if (WIFSIGNALED(status)) {
+        death = DescribeDeath(WTERMSIG(status), signals.received());
+        Degrade(&p, fmt::format("run {}: the program {}; the ranges it had open end then", run,
+                                death));
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
         Degrade(&p, fmt::format("run {}: the program exited with status {}", run, WEXITSTATUS(status)));
+      if (signals.received() != 0)
+        Degrade(&p, fmt::format("run {}: opscope received {} and passed it to the program; "
+                                "reporting what was recorded", run,
+                                collect::SignalName(signals.received())));
       if (run < 0) continue;
       p.e2e.runs_ms.push_back(ms);
       std::vector<profile::Range> ranges;
@@ -211,7 +227,11 @@ class RunCommand : public Command {
       int unclosed = 0;
       for (const auto& inf : infos) unclosed += inf.unclosed;
       if (unclosed > 0)
-        Degrade(&p, fmt::format("run {}: {} range(s) were still open at exit and end at exit", run, unclosed));
+        Degrade(&p, WIFSIGNALED(status)
+                        ? fmt::format("run {}: {} range(s) were still open when it died", run,
+                                      unclosed)
+                        : fmt::format("run {}: {} range(s) were still open at exit and end at exit",
+                                      run, unclosed));
       collect::AssignNesting(&ranges);
       int32_t base = static_cast<int32_t>(p.ranges.size());
       for (auto& r : ranges) {
@@ -220,7 +240,14 @@ class RunCommand : public Command {
       }
     }
     RemoveTree(tmp);
-    if (p.ranges.empty())
+    // A signal may have ended the loop early: count the runs that took place.
+    const int measured = static_cast<int>(p.e2e.runs_ms.size());
+    p.meta.runs = measured;
+    if (p.ranges.empty() && !death.empty())
+      Degrade(&p, "no ranges recorded: the program " + death + " before any range was recorded");
+    else if (p.ranges.empty() && p.e2e.runs_ms.empty())
+      Degrade(&p, "no ranges recorded: no measured run took place");
+    else if (p.ranges.empty())
       Degrade(&p, "no ranges recorded: annotate the program with include/opscope/annotate.h "
                   "(OPSCOPE_RANGE(\"stage\")) or NVTX (nvtxRangePushA/nvtxRangePop); a statically "
                   "linked program cannot load the recorder");
@@ -228,7 +255,7 @@ class RunCommand : public Command {
     if (!p.ranges.empty() && p.e2e.stats.median > 0) {
       // opscope's own cost, estimated from what the recorder does per range.
       double per_range_ns = ClockCostPerRangeNs(!no_cpu_time_) + kBookkeepingNs;
-      double per_run = static_cast<double>(p.ranges.size()) / runs_;
+      double per_run = static_cast<double>(p.ranges.size()) / std::max(1, measured);
       profile::Overhead o;
       o.observed_median_ms = p.e2e.stats.median;
       o.baseline_median_ms = std::max(0.0, o.observed_median_ms - per_run * per_range_ns / 1e6);
@@ -263,10 +290,20 @@ class RunCommand : public Command {
       std::fputs(render("table", UseColor(1)).c_str(), stdout);
       std::fprintf(stdout, "\nwrote %s (%s)\n", output_.c_str(), format.c_str());
     }
-    return 0;
+    return signals.received() != 0 ? TargetSignals::ExitCodeFor(signals.received()) : 0;
   }
 
  private:
+  // "crashed (SIGSEGV: Segmentation fault)", "was killed by SIGTERM (passed on by opscope)".
+  static std::string DescribeDeath(int sig, int received) {
+    const std::string name = collect::SignalName(sig);
+    if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT ||
+        sig == SIGTRAP || sig == SIGSYS)
+      return fmt::format("crashed ({}: {})", name, strsignal(sig));
+    return fmt::format("was killed by {}{}", name,
+                       sig == received ? " (passed on by opscope)" : "");
+  }
+
   static void Degrade(profile::Profile* p, const std::string& what) {
     p->meta.degradations.push_back(what);
     std::fprintf(stderr, "opscope: %s\n", what.c_str());

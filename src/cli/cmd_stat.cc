@@ -1,12 +1,15 @@
 // `opscope stat [-r N] [-e EVENTS] [--json|-x SEP] [-o FILE] -- CMD [ARGS]`: counters for a whole
 // program (see docs/stat.md). Everything opscope prints goes to stderr, so the command's stdout
 // is left alone; opscope exits with the command's exit status (128+N when signal N killed it).
+// SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope go to the command (base/target_signals.h): the
+// counts so far are still printed and written, and opscope exits with 128+N.
 #include <signal.h>
 
 #include <cstdio>
 
 #include "base/files.h"
 #include "base/strings.h"
+#include "base/target_signals.h"
 #include "analysis/format.h"
 #include "analysis/rules.h"
 #include "cli/checks.h"
@@ -64,8 +67,9 @@ class StatCommand : public Command {
     profile::StatSection s;
     s.command = command_;
     int exit_code = 0;
-    for (int i = 0; i < repeat_; ++i) {
-      auto r = collect::RunCounted(command_, events, collect::SystemOpener());
+    TargetSignals signals;
+    for (int i = 0; i < repeat_ && signals.received() == 0; ++i) {
+      auto r = collect::RunCounted(command_, events, collect::SystemOpener(), &signals);
       if (!r.ok()) return ReportError(r.status());
       if (!r->exec_error.ok()) {
         ReportError(r->exec_error);
@@ -85,11 +89,17 @@ class StatCommand : public Command {
                      "that point are reported\n", collect::SignalName(sig).c_str(), sig,
                      repeat_ > 1 ? (" in run " + std::to_string(i + 1)).c_str() : "");
       s.runs.push_back(std::move(r->run));
-      if (sig == SIGINT || sig == SIGTERM || sig == SIGKILL || sig == SIGHUP || sig == SIGQUIT) {
+      if (signals.received() != 0 || sig == SIGINT || sig == SIGTERM || sig == SIGKILL ||
+          sig == SIGHUP || sig == SIGQUIT) {
         if (i + 1 < repeat_)
           std::fprintf(stderr, "opscope: stopping after run %d of %d\n", i + 1, repeat_);
         break;
       }
+    }
+    if (const int got = signals.received(); got != 0) {
+      std::fprintf(stderr, "opscope: received %s: passed it to the command; reporting what was "
+                   "counted\n", collect::SignalName(got).c_str());
+      exit_code = TargetSignals::ExitCodeFor(got);
     }
     collect::SummarizeStat(s);
     p.meta.degradations = s.degradations;

@@ -7,28 +7,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "base/clock.h"
 #include "base/strings.h"
 
 namespace opscope::collect {
 namespace {
-
-// Restores a signal disposition when the scope ends.
-class IgnoreSignal {
- public:
-  explicit IgnoreSignal(int sig) : sig_(sig) {
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    sigemptyset(&ign.sa_mask);
-    sigaction(sig_, &ign, &old_);
-  }
-  ~IgnoreSignal() { sigaction(sig_, &old_, nullptr); }
-
- private:
-  int sig_;
-  struct sigaction old_ {};
-};
 
 ssize_t ReadFull(int fd, void* buf, size_t n) {
   size_t got = 0;
@@ -49,13 +34,6 @@ void WriteFull(int fd, const void* buf, size_t n) {
     buf = static_cast<const char*>(buf) + w;
     n -= static_cast<size_t>(w);
   }
-}
-
-pid_t WaitFor(pid_t pid, int* status) {
-  pid_t r;
-  do r = waitpid(pid, status, 0);
-  while (r < 0 && errno == EINTR);
-  return r;
 }
 
 }  // namespace
@@ -86,8 +64,11 @@ profile::CounterReading MakeReading(const CounterSet::Slot& slot, const RawCount
 }
 
 StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
-                                const std::vector<EventSpec>& events, PerfEventOpener& opener) {
+                                const std::vector<EventSpec>& events, PerfEventOpener& opener,
+                                TargetSignals* signals) {
   if (argv.empty()) return InvalidArgument("no command given: usage `opscope stat -- CMD [ARGS]`");
+  std::optional<TargetSignals> local_signals;
+  if (signals == nullptr) signals = &local_signals.emplace();
   int go[2], err[2];
   if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     return Internal(std::string("pipe() failed: ") + std::strerror(errno));
@@ -104,6 +85,7 @@ StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
   }
   if (child == 0) {
     // Only async-signal-safe calls from here on.
+    signals->PrepareChild();
     close(go[1]);
     close(err[0]);
     char byte;
@@ -119,13 +101,15 @@ StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
   }
   close(go[0]);
   close(err[1]);
+  signals->Attach(child);
 
   CountedRun out;
   auto fail = [&](Status s) -> StatusOr<CountedRun> {
     close(go[1]);  // the child sees EOF and exits without running the command
     close(err[0]);
     int status;
-    WaitFor(child, &status);
+    TargetSignals::Wait(child, &status);
+    signals->Detach();
     return s;
   };
   StatusOr<CounterSet> set_or = CounterSet::Open(opener, events, StatTarget(child), &out.degradations);
@@ -133,7 +117,6 @@ StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
   CounterSet set = std::move(set_or).value();
   out.user_only = set.user_only();
 
-  IgnoreSignal ignore_int(SIGINT), ignore_quit(SIGQUIT);
   const int64_t t0 = NowNs();
   WriteFull(go[1], "g", 1);
   close(go[1]);
@@ -141,8 +124,10 @@ StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
   ssize_t n = ReadFull(err[0], &exec_errno, sizeof(exec_errno));
   close(err[0]);
   int status = 0;
-  if (WaitFor(child, &status) < 0) return Internal(std::string("waitpid() failed: ") + std::strerror(errno));
+  const pid_t waited = TargetSignals::Wait(child, &status);
   const int64_t t1 = NowNs();
+  signals->Detach();
+  if (waited < 0) return Internal(std::string("waitpid() failed: ") + std::strerror(errno));
   if (n == static_cast<ssize_t>(sizeof(exec_errno))) {
     const std::string cmd = ShellQuote(argv[0]);
     out.run.exit_code = exec_errno == ENOENT ? 127 : 126;

@@ -7,9 +7,10 @@
 //   3. the parent writes "go"; the child execvp()s the command. A second pipe, close-on-exec in
 //      the child, carries errno back if exec fails, so "command not found" / "not executable"
 //      are told apart from a command that ran and exited 127.
-//   4. the parent waits (ignoring SIGINT/SIGQUIT meanwhile, like time(1), so Ctrl-C stops the
-//      command and still gets its counts reported), then reads the groups: inherited counts of
-//      exited threads and children have been folded into them by then.
+//   4. the parent waits, forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT to the command's process group
+//      (base/target_signals.h: Ctrl-C or a supervisor's SIGTERM stops the command and still gets
+//      its counts reported), then reads the groups: inherited counts of exited threads and
+//      children have been folded into them by then.
 // The command's stdin/stdout/stderr are opscope's own, untouched.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/target_signals.h"
 #include "collect/perf_event.h"
 #include "profile/stat.h"
 
@@ -35,8 +37,10 @@ struct CountedRun {
 // Runs argv[0] (looked up in PATH) with argv, counting `events`. Errors are the perf errors of
 // CounterSet::Open (the command is then not run); a command that cannot be started is reported
 // in exec_error, one that dies on a signal in run.term_signal: both are results, not errors.
+// `signals` forwards opscope's signals to the command (a local one when null).
 StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
-                                const std::vector<EventSpec>& events, PerfEventOpener& opener);
+                                const std::vector<EventSpec>& events, PerfEventOpener& opener,
+                                TargetSignals* signals = nullptr);
 
 // Converts kernel readings into the profile's form: time events in ms, others as counts;
 // `value` scaled for multiplexing.

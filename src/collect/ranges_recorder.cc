@@ -1,6 +1,10 @@
 #include "collect/ranges_recorder.h"
 
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -164,6 +168,199 @@ void AtForkChild() {
   if (t_buf) t_buf->tid = Gettid();
 }
 
+// ---- Writing from a signal handler ------------------------------------------------------------
+// A program that dies of a signal runs no exit handlers, so the ranges it closed would be lost.
+// The recorder catches the deadly signals whose action is still the default, writes the file
+// from the handler (open/write/close only: no stdio, no allocation), then puts the previous action
+// back and raises the signal again, so the program dies as it would have. Locks are only tried:
+// a thread interrupted inside the recorder keeps its buffer, the others are written. A program
+// that installs its own handlers later replaces these (and then usually exits through exit(),
+// which writes the file as usual).
+
+constexpr int kDeadly[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS,
+                           SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+struct sigaction g_prev[NSIG];
+
+// Appends to a fixed buffer and writes it out when full.
+class SignalSafeWriter {
+ public:
+  explicit SignalSafeWriter(int fd) : fd_(fd) {}
+  ~SignalSafeWriter() { Drain(); }
+  void Str(const char* s) {
+    while (*s) Char(*s++);
+  }
+  void Text(const std::string& s) {  // one line: newlines become spaces
+    for (char c : s) Char(c == '\n' || c == '\r' ? ' ' : c);
+  }
+  void Int(int64_t v) {
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+    do tmp[n++] = static_cast<char>('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0) Char('-');
+    while (n > 0) Char(tmp[--n]);
+  }
+  void Char(char c) {
+    if (used_ == sizeof buf_) Drain();
+    buf_[used_++] = c;
+  }
+
+ private:
+  void Drain() {
+    size_t off = 0;
+    while (off < used_) {
+      ssize_t w = ::write(fd_, buf_ + off, used_ - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    used_ = 0;
+  }
+  int fd_;
+  size_t used_ = 0;
+  char buf_[8192];
+};
+
+// try_lock with a few retries: another thread holds a recorder lock only for a moment; the
+// interrupted thread itself may hold one forever.
+template <typename Mutex>
+bool TryLockBriefly(Mutex& mu) {
+  for (int i = 0; i < 1000; ++i) {
+    if (mu.try_lock()) return true;
+    sched_yield();
+  }
+  return false;
+}
+
+void WriteRange(SignalSafeWriter& w, char kind, int32_t tid, int64_t start, int64_t end,
+                uint32_t name, uint32_t domain, uint32_t depth, int64_t cpu_ns) {
+  w.Str("range ");
+  w.Char(kind);
+  w.Char(' ');
+  w.Int(tid);
+  w.Char(' ');
+  w.Int(start);
+  w.Char(' ');
+  w.Int(end);
+  w.Char(' ');
+  w.Int(name);
+  w.Char(' ');
+  w.Int(domain);
+  w.Char(' ');
+  w.Int(depth);
+  w.Char(' ');
+  w.Int(cpu_ns);
+  w.Char('\n');
+}
+
+std::atomic<bool> g_signal_flush_busy{false};
+
+// The file as Flush() writes it, from a signal handler. It does not mark the process flushed: if
+// the program survives the signal (its own handler runs next), the exit-time Flush() rewrites the
+// file with everything.
+void FlushFromSignal() {
+  if (!Active() || g == nullptr || g_signal_flush_busy.exchange(true)) return;
+  const int64_t now = Now(CLOCK_MONOTONIC);
+  if (TryLockBriefly(g->mu)) {
+    if (!g->flushed) {
+      // path.source.pid, built without allocating.
+      char path[4096];
+      size_t n = 0;
+      auto add = [&](const char* s) {
+        while (*s && n + 1 < sizeof path) path[n++] = *s++;
+      };
+      add(g->path.c_str());
+      add(".");
+      add(g->source.c_str());
+      add(".");
+      char pid[16];
+      int pn = 0;
+      for (int v = getpid(); v > 0 && pn < 15; v /= 10) pid[pn++] = static_cast<char>('0' + v % 10);
+      while (pn > 0 && n + 1 < sizeof path) path[n++] = pid[--pn];
+      path[n] = '\0';
+      int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        {
+          SignalSafeWriter w(fd);
+          w.Str("opscope-ranges 1\npid ");
+          w.Int(getpid());
+          w.Str("\nsource ");
+          w.Text(g->source);
+          w.Char('\n');
+          for (size_t i = 0; i < g->names.size(); ++i) {
+            w.Str("name ");
+            w.Int(static_cast<int64_t>(i));
+            w.Char(' ');
+            w.Text(g->names[i]);
+            w.Char('\n');
+          }
+          for (size_t i = 0; i < g->domains.size(); ++i) {
+            w.Str("domain ");
+            w.Int(static_cast<int64_t>(i));
+            w.Char(' ');
+            w.Text(g->domains[i]);
+            w.Char('\n');
+          }
+          for (ThreadBuf* b : g->bufs) {
+            if (!TryLockBriefly(b->mu)) continue;
+            b->done.ForEach([&](const Record& r) {
+              WriteRange(w, r.kind, b->tid, r.start, r.end, r.name, r.domain, r.depth, r.cpu_ns);
+            });
+            for (size_t domain = 0; domain < b->stacks.size(); ++domain)
+              for (size_t d = 0; d < b->stacks[domain].size(); ++d)
+                WriteRange(w, 'U', b->tid, b->stacks[domain][d].start, now,
+                           b->stacks[domain][d].name, static_cast<uint32_t>(domain),
+                           static_cast<uint32_t>(d), -1);
+            b->mu.unlock();
+          }
+          for (const Ended& e : g->ended)
+            WriteRange(w, 'S', e.s.tid, e.s.start, e.end, e.s.name, e.s.domain, 0, -1);
+          for (const auto& [id, st] : g->started)
+            WriteRange(w, 'U', st.tid, st.start, now, st.name, st.domain, 0, -1);
+        }
+        ::close(fd);
+      }
+    }
+    g->mu.unlock();
+  }
+  g_signal_flush_busy = false;
+}
+
+void OnDeadlySignal(int sig) {
+  const int saved_errno = errno;
+  FlushFromSignal();
+  // Die as the program would have: the previous action, raised again (it is delivered when this
+  // handler returns; a fault would also recur on the same instruction).
+  sigaction(sig, &g_prev[sig], nullptr);
+  raise(sig);
+  errno = saved_errno;
+}
+
+// Installs the handler where the action is still the default, or where it is another opscope
+// recorder's (the annotation and NVTX libraries each keep their own records: both get written).
+void InstallDeadlySignalHandlers() {
+  for (int sig : kDeadly) {
+    struct sigaction cur {};
+    if (sigaction(sig, nullptr, &cur) != 0) continue;
+    bool ours = false;
+    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
+      ours = true;
+    } else if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler != SIG_IGN) {
+      Dl_info info{};
+      ours = dladdr(reinterpret_cast<void*>(cur.sa_handler), &info) != 0 && info.dli_fname &&
+             std::strstr(info.dli_fname, "libopscope_ranges_") != nullptr;
+    }
+    if (!ours) continue;
+    struct sigaction mine {};
+    mine.sa_handler = OnDeadlySignal;
+    sigemptyset(&mine.sa_mask);
+    mine.sa_flags = SA_RESTART;
+    g_prev[sig] = cur;
+    sigaction(sig, &mine, nullptr);
+  }
+}
+
 void WriteLine(FILE* f, const char* tag, size_t id, const std::string& text) {
   std::string clean = text;
   for (char& c : clean)
@@ -184,6 +381,7 @@ bool Init(const char* source) {
     g_cpu_time = !(cpu && cpu[0] == '0');
     pthread_atfork(nullptr, nullptr, AtForkChild);
     std::atexit(Flush);
+    InstallDeadlySignalHandlers();
   }
   g_active.store(true, std::memory_order_release);
   return true;

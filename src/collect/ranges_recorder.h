@@ -17,6 +17,9 @@
 // P: push/pop, S: start/end (may end on another thread), U: still open at exit (ended at exit).
 // Timestamps are CLOCK_MONOTONIC ns. A forked child starts with empty buffers and writes its own
 // file (its pid differs); records of a process that exec()s are lost (no exit handlers run).
+// A process killed by a signal (SIGSEGV, SIGABRT, SIGTERM, SIGINT, ... whose action was still the
+// default) writes the file from the signal handler, its open ranges ending then, and dies of the
+// same signal; SIGKILL leaves no chance to write anything.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "collect/record_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -172,16 +173,61 @@ RecordWriter::~RecordWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+
+// Why a write failed, in words a user can act on.
+Status WriteFailure(const std::string& path, int err, const std::string& what) {
+  if (err == ENOSPC || err == EDQUOT)
+    return ResourceExhausted(path + ": " + what + ": the disk is full (" + std::strerror(err) +
+                             ")");
+  if (err == EFBIG)
+    return ResourceExhausted(path + ": " + what + ": the file size limit was reached (" +
+                             std::strerror(err) + "; see `ulimit -f`)");
+  return Internal(path + ": " + what + ": " + std::strerror(err));
+}
+
+// write(2) of all of `data`; errno is kept on failure (a short write counts as failure).
+bool WriteAll(int fd, const char* data, size_t n, int* err) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = ::write(fd, data + off, n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      *err = w < 0 ? errno : ENOSPC;
+      return false;
+    }
+    off += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<RecordWriter>> RecordWriter::Create(const std::string& path) {
   OPSCOPE_RETURN_IF_ERROR(CheckWritable(path));
+  // A file size limit must show as EFBIG on write, not end opscope (SIGXFSZ's default action).
+  signal(SIGXFSZ, SIG_IGN);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return PermissionDenied(path + ": cannot create: " + std::strerror(errno));
   auto w = std::unique_ptr<RecordWriter>(new RecordWriter);
   w->fd_ = fd;
   w->path_ = path;
-  if (::write(fd, kRecordMagic, sizeof kRecordMagic) != sizeof kRecordMagic)
-    return Internal(path + ": write failed: " + std::strerror(errno));
+  int err = 0;
+  if (!WriteAll(fd, kRecordMagic, sizeof kRecordMagic, &err)) {
+    w->Discard();
+    return WriteFailure(path, err, "nothing could be written");
+  }
+  w->committed_ = sizeof kRecordMagic;
   return w;
+}
+
+void RecordWriter::Discard() {
+  if (fd_ < 0) return;
+  struct stat st {};
+  const bool regular = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+  ::close(fd_);
+  fd_ = -1;
+  if (regular) ::unlink(path_.c_str());
 }
 
 std::string MakeChunk(ChunkType type, std::string_view payload) {
@@ -198,15 +244,18 @@ std::string MakeChunk(ChunkType type, std::string_view payload) {
 std::string MetaChunkPayload(const RecordMeta& meta) { return MetaToJson(meta).dump(); }
 
 Status RecordWriter::WriteChunk(ChunkType type, std::string_view payload) {
+  if (!failure_.ok()) return failure_;
   if (fd_ < 0) return Internal(path_ + ": writer is closed");
   std::string buf = MakeChunk(type, payload);
-  size_t off = 0;
-  while (off < buf.size()) {
-    ssize_t n = ::write(fd_, buf.data() + off, buf.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Internal(path_ + ": write failed (disk full?): " + std::strerror(errno));
-    off += static_cast<size_t>(n);
+  int err = 0;
+  if (!WriteAll(fd_, buf.data(), buf.size(), &err)) {
+    // Cut the piece of the chunk that did get written: the file ends on a whole chunk.
+    if (::ftruncate(fd_, static_cast<off_t>(committed_)) == 0)
+      ::lseek(fd_, static_cast<off_t>(committed_), SEEK_SET);
+    failure_ = WriteFailure(path_, err, "write failed");
+    return failure_;
   }
+  committed_ += buf.size();
   return Status::Ok();
 }
 

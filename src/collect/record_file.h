@@ -118,21 +118,38 @@ class EventBatch {
 
 // Writes chunks to a file descriptor; every chunk is one write(2) so a crash cuts between
 // chunks or inside the last one, which the reader then drops.
+//
+// A write that fails (disk full: ENOSPC, EDQUOT; file size limit: EFBIG) cuts the file back to
+// the end of the last whole chunk, so what stays is a readable record file, and every later
+// write fails with the same status (no chunk after a gap). Create ignores SIGXFSZ in this
+// process, so a file size limit (`ulimit -f`) is such an error rather than the end of opscope.
 class RecordWriter {
  public:
   ~RecordWriter();
+  // Fails, leaving no file behind, when not even the file header can be written.
   static StatusOr<std::unique_ptr<RecordWriter>> Create(const std::string& path);
   Status WriteMeta(const RecordMeta& meta);
   Status WriteEvents(const EventBatch& batch);
   Status WriteSymbolized(const profile::SampleSection& section);
   Status WriteEnd(const RecordEnd& end);
   Status Close();
+  // Closes and removes the file (only a regular file: never /dev/null or another device).
+  void Discard();
   const std::string& path() const { return path_; }
+  // Bytes of whole chunks written (the header included): what a reader finds in the file.
+  uint64_t bytes_kept() const { return committed_; }
+  // True once a write failed; failure() says why.
+  bool failed() const { return !failure_.ok(); }
+  const Status& failure() const { return failure_; }
+  // True when no chunk after the header could be written (the file holds no profile).
+  bool nothing_kept() const { return committed_ <= sizeof kRecordMagic; }
 
  private:
   Status WriteChunk(ChunkType type, std::string_view payload);
   int fd_ = -1;
   std::string path_;
+  uint64_t committed_ = 0;
+  Status failure_;
 };
 
 // Visitor for the raw events of a record file, in file order.

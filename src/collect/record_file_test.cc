@@ -1,7 +1,9 @@
 #include "collect/record_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -87,6 +89,60 @@ TEST(RecordFile, EventsRoundTrip) {
   EXPECT_EQ(forks, 1);
   EXPECT_EQ(lost, 3u);
   EXPECT_EQ(r->bytes_dropped(), 0u);
+}
+
+// A full disk (a file size limit gives the same short write) cuts the file back to its last whole
+// chunk, keeps it, and makes every later write fail; nothing written at all leaves no file.
+TEST(RecordFile, WriterKeepsWholeChunksWhenTheDiskFills) {
+  char dir[] = "/tmp/opscope_writer_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/full.rec", none = std::string(dir) + "/none.rec";
+  pid_t pid = fork();  // the limit must not reach the test process
+  if (pid == 0) {
+    rlimit lim{3000, 3000};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    auto w = RecordWriter::Create(path);
+    if (!w.ok()) _exit(10);
+    RecordMeta meta;
+    meta.command = "test";
+    if (!(*w)->WriteMeta(meta).ok()) _exit(11);
+    EventBatch b;
+    b.AddMmap({10, 10, 5, 0x400000, 0x1000, 0, std::string(400, 'm')});  // ~420-byte chunks
+    int written = 0;
+    while ((*w)->WriteEvents(b).ok()) ++written;
+    if (written < 2 || !(*w)->failed()) _exit(12);
+    if ((*w)->failure().code() != StatusCode::kResourceExhausted ||
+        (*w)->failure().message().find("file size limit") == std::string::npos)
+      _exit(13);
+    if ((*w)->WriteEnd(RecordEnd{}).ok()) _exit(14);  // no chunk after the gap
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != (*w)->bytes_kept())
+      _exit(15);
+    (void)(*w)->Close();
+    // Nothing fits: no file is left.
+    rlimit zero{0, 0};
+    setrlimit(RLIMIT_FSIZE, &zero);
+    auto n = RecordWriter::Create(none);
+    if (n.ok() || n.status().message().find("nothing could be written") == std::string::npos)
+      _exit(16);
+    if (access(none.c_str(), F_OK) == 0) _exit(17);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << " (SIGXFSZ?)";
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "check number " << WEXITSTATUS(status) << " failed";
+  auto r = RecordReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->meta().command, "test");
+  EXPECT_EQ(r->bytes_dropped(), 0u) << "the file ends on a whole chunk";
+  int mmaps = 0;
+  EventVisitor v;
+  v.mmap = [&](const RawMmap&) { ++mmaps; };
+  ASSERT_TRUE(r->VisitEvents(v).ok());
+  EXPECT_GE(mmaps, 2);
+  unlink(path.c_str());
+  rmdir(dir);
 }
 
 TEST(RecordFile, SymbolizedSectionRoundTrip) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -215,11 +216,6 @@ std::string FindInPath(const std::string& name) {
     if (access(full.c_str(), X_OK) == 0) return full;
   }
   return "";
-}
-
-volatile sig_atomic_t g_child_pid = 0;
-void ForwardSignal(int sig) {
-  if (g_child_pid > 0) kill(g_child_pid, sig);
 }
 
 }  // namespace
@@ -426,8 +422,10 @@ bool DecodePerfRecord(const perf_event_header* rec, const perf_event_attr& attr,
 }
 
 StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const RecordOptions& opt,
-                                     RecordWriter* writer) {
+                                     RecordWriter* writer, TargetSignals* signals) {
   OPSCOPE_RETURN_IF_ERROR(CheckOptions(opt.sampler));
+  std::optional<TargetSignals> local_signals;
+  if (signals == nullptr) signals = &local_signals.emplace();
   if (argv.empty()) return InvalidArgument("no command given: use `opscope record -- CMD [ARGS]`");
   std::string exe = FindInPath(argv[0]);
   if (exe.empty())
@@ -451,8 +449,8 @@ StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const
   pid_t child = fork();
   if (child < 0) return Internal(std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGQUIT, SIG_DFL);
+    signals->PrepareChild();
+    signal(SIGXFSZ, SIG_DFL);  // the record writer ignores it in opscope
     char c;
     if (read(go[0], &c, 1) != 1) _exit(127);
     execv(exe.c_str(), cargv.data());
@@ -462,9 +460,12 @@ StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const
   }
   close(go[0]);
   close(err[1]);
+  signals->Attach(child);
   auto abort_child = [&](Status st) -> StatusOr<RecordResult> {
     kill(child, SIGKILL);
-    waitpid(child, nullptr, 0);
+    int status;
+    TargetSignals::Wait(child, &status);
+    signals->Detach();
     close(go[1]);
     close(err[0]);
     return st;
@@ -482,34 +483,35 @@ StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const
   st = writer->WriteMeta(result.meta);
   if (!st.ok()) return abort_child(st);
 
-  // opscope must outlive the command to finish the file: Ctrl-C goes to the command (same
-  // process group) and ends it; termination requests are passed on.
-  struct sigaction ign{}, fwd{}, old_int{}, old_quit{}, old_term{}, old_hup{};
-  ign.sa_handler = SIG_IGN;
-  fwd.sa_handler = ForwardSignal;
-  g_child_pid = child;
-  sigaction(SIGINT, &ign, &old_int);
-  sigaction(SIGQUIT, &ign, &old_quit);
-  sigaction(SIGTERM, &fwd, &old_term);
-  sigaction(SIGHUP, &fwd, &old_hup);
-
   int64_t t0 = NowNs();
   std::atomic<bool> done{false};
   Status drain_status;
+  // After a failed write (disk full) sampling stops: the rings are still drained, so the
+  // command never blocks on them, but nothing more is written.
+  uint64_t samples_kept = 0;
+  int64_t kept_ns = 0;
   std::thread drainer([&] {
     EventBatch batch;
+    auto write_batch = [&] {
+      if (batch.size() > 0 && drain_status.ok()) {
+        Status s = writer->WriteEvents(batch);
+        if (s.ok()) {
+          samples_kept = set.samples;
+        } else {
+          drain_status = s;
+          kept_ns = NowNs() - t0;
+          set.DisableAll();
+        }
+      }
+      batch.clear();
+    };
     while (!done.load(std::memory_order_acquire)) {
       set.Wait(100);
       set.DrainAll(&batch);
-      if (batch.size() > 0) {
-        Status s = writer->WriteEvents(batch);
-        if (!s.ok() && drain_status.ok()) drain_status = s;
-        batch.clear();
-      }
+      write_batch();
     }
     set.DrainAll(&batch);
-    Status s = writer->WriteEvents(batch);
-    if (!s.ok() && drain_status.ok()) drain_status = s;
+    write_batch();
   });
 
   (void)!write(go[1], "g", 1);
@@ -518,23 +520,22 @@ StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const
   bool exec_failed = read(err[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
   close(err[0]);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  TargetSignals::Wait(child, &status);
   result.wall_ns = NowNs() - t0;
-  g_child_pid = 0;
+  signals->Detach();
   done.store(true, std::memory_order_release);
   drainer.join();
   set.CloseAll();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
   if (exec_failed)
     return NotFound("cannot run '" + argv[0] + "': " + std::strerror(exec_errno));
-  OPSCOPE_RETURN_IF_ERROR(drain_status);
   result.exit = DescribeWait(status, &result.exit_code);
   result.samples = set.samples;
   result.lost = set.lost;
+  if (!drain_status.ok()) {
+    result.write_error = drain_status;
+    result.samples = samples_kept;
+    result.kept_ns = kept_ns;
+  }
   return result;
 }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/target_signals.h"
 #include "collect/record_file.h"
 #include "profile/samples.h"
 
@@ -67,18 +68,23 @@ struct RecordOptions {
 struct RecordResult {
   std::string exit;     // "exited with status 0", "killed by signal 11 (Segmentation fault)"
   int exit_code = 0;    // the command's status, 128+signal when killed
-  uint64_t samples = 0;
+  uint64_t samples = 0; // written to the file (those before the failure when write_error is set)
   uint64_t lost = 0;
   RecordMeta meta;
   int64_t wall_ns = 0;
+  // Non-OK when writing the file failed (disk full): sampling stopped then, the command ran on,
+  // and the file holds the first kept_ns of the run (writer->bytes_kept() bytes).
+  Status write_error;
+  int64_t kept_ns = 0;
 };
 
 // Runs `argv` (argv[0] looked up in PATH) and samples it and everything it spawns until it exits,
 // writing raw events to `writer` as it goes. The caller symbolizes afterwards (FinishRecording).
-// SIGINT/SIGQUIT are left to the command (opscope ignores them so it can finish the file);
-// SIGTERM/SIGHUP sent to opscope are forwarded to the command.
+// SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope go to the command's process group
+// (base/target_signals.h; a local TargetSignals when `signals` is null), so opscope outlives the
+// command and finishes the file.
 StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const RecordOptions& opt,
-                                     RecordWriter* writer);
+                                     RecordWriter* writer, TargetSignals* signals = nullptr);
 
 // Samples every thread of the calling process (threads created later included) between Start()
 // and Stop(); the engine's `profile --sample` brackets its measured runs with it.

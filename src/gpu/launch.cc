@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
+#include "base/target_signals.h"
 #include "base/clock.h"
 #include "base/files.h"
 #include "gpu/builder.h"
@@ -85,33 +87,31 @@ StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const Run
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  struct sigaction ignore {}, old_int {}, old_quit {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
+  // SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope go to the program's process group
+  // (base/target_signals.h), so an interrupted program still gets its report.
+  std::optional<TargetSignals> local_signals;
+  TargetSignals* signals = o.signals ? o.signals : &local_signals.emplace();
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGQUIT);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  signals->PrepareSpawn(&attr, &actions);
 
   TracedRun run;
   int64_t t0 = NowNs();
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
   Status result = Status::Ok();
   if (rc != 0) {
     result = rc == ENOENT ? NotFound(command[0] + ": command not found")
                           : PermissionDenied(command[0] + ": cannot run: " + std::strerror(rc));
   } else {
+    signals->Attach(pid);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    TargetSignals::Wait(pid, &status);
+    signals->Detach();
     run.wall_ms = static_cast<double>(NowNs() - t0) / 1e6;
     if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {
@@ -119,8 +119,6 @@ StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const Run
       run.exit_code = 128 + run.term_signal;
     }
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
   if (!result.ok()) return result;
 
   namespace fs = std::filesystem;

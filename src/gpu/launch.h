@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/target_signals.h"
 #include "profile/profile.h"
 
 namespace opscope::gpu {
@@ -30,11 +31,13 @@ struct RunOptions {
   std::string out_dir;     // where the traced processes write gpu-<pid>.trace
   bool driver_api = true;  // also record driver API calls
   bool fingerprint_copies = true;  // hash the host bytes of HtoD copies (>= 64 KiB)
+  TargetSignals* signals = nullptr;  // forwards opscope's signals (a local one when null)
 };
 
 // Runs `command` (argv, searched in PATH) with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH
-// pointing at the tracer and waits for it. SIGINT/SIGQUIT reach the program (same terminal) but
-// not opscope, so an interrupted program still gets its report.
+// pointing at the tracer and waits for it. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope are
+// passed to the program's process group (base/target_signals.h), so an interrupted program still
+// gets its report.
 StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const RunOptions& options);
 
 // Decodes every trace file and builds the Profile (kind "gpu"), summaries' findings included.

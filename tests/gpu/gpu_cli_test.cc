@@ -2,6 +2,7 @@
 // pipeline (injection, tracer, trace files, decoding, report, JSON) on a CPU program annotated
 // with NVTX — the half of the tracer that works without CUDA.
 #include <dlfcn.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "gpu/summary.h"
 #include "gpu/trace_forge_test_util.h"
 #include "profile/profile_io.h"
+#include "tests/cli_util.h"
 
 namespace opscope {
 
@@ -107,6 +109,24 @@ TEST_F(GpuCliTest, PassesArgumentsAndExitStatusThrough) {
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("exited with status 3"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("1 NVTX ranges"), std::string::npos) << r.out;
+}
+
+// SIGTERM sent to opscope goes to the program's process group (the rule of stat, record and run),
+// and opscope exits with 128+signal once the program has ended.
+TEST_F(GpuCliTest, SigtermToOpscopeIsPassedToTheProgram) {
+  const std::string ready = Path("ready"), pidfile = Path("pid");
+  int pid = testing::StartInOwnGroup(
+      {OPSCOPE_BINARY_DIR "/opscope", "gpu", "--no-driver-check", "--", "/bin/sh", "-c",
+       "echo $$ > " + pidfile + " && touch " + ready + " && exec sleep 20"},
+      Path("out.txt"), Path("err.txt"));
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(testing::WaitForFile(ready));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(testing::WaitForExit(pid, 10), 128 + SIGTERM) << testing::ReadAll(Path("err.txt"));
+  const pid_t target = static_cast<pid_t>(std::atoi(testing::ReadAll(pidfile).c_str()));
+  ASSERT_GT(target, 0);
+  EXPECT_NE(kill(target, 0), 0) << "the program must not outlive opscope";
+  if (kill(target, 0) == 0) kill(target, SIGKILL);
 }
 
 TEST_F(GpuCliTest, CrashingProgramStillLeavesItsTrace) {
