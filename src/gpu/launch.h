@@ -30,6 +30,7 @@ struct RunOptions {
   std::string out_dir;     // where the traced processes write gpu-<pid>.trace
   bool driver_api = true;  // also record driver API calls
   bool fingerprint_copies = true;  // hash the host bytes of HtoD copies (>= 64 KiB)
+  bool kernel_metrics = false;     // per-kernel throughput by kernel replay (slow; --metrics)
 };
 
 // Runs `command` (argv, searched in PATH) with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH
