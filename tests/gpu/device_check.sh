@@ -8,6 +8,14 @@
 #
 #   tests/gpu/device_check.sh [--build-dir DIR] [--work-dir DIR] [--iterations N] [--runs R]
 #
+# The whole build folder is far over the 64 MiB a device call carries. Pack what the check needs
+# (opscope, the tracer, the two CUDA programs, and the shared libraries opscope loads that are
+# neither glibc's, the C++ runtime's, nor CUDA's: the GPU machine's image has CUDA 13 with CUPTI)
+# into one compressed file and carry that instead:
+#
+#   tests/gpu/device_check.sh --pack build/device              # here: build/device.tar.xz
+#   tests/gpu/device_check.sh --build-dir build/device.tar.xz  # there: unpacked into the work dir
+#
 # 1. versions.txt: machine, GPU (nvidia-smi), driver, CUDA toolkit the build used, CUPTI.
 # 2. tests/gpu/run.sh exactly as written, with the gpu_demo compiled here (--demo).
 # 3. tests/gpu/war_story.cu (a 1 MiB config copy per inference, a memory-bound attention-like
@@ -29,9 +37,42 @@ while [[ $# -gt 0 ]]; do
     --work-dir) work=$2; shift 2 ;;
     --iterations) iterations=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --pack) pack=$2; shift 2 ;;
     *) echo "device_check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+
+if [[ -n ${pack:-} ]]; then
+  for f in opscope libopscope_cupti_tracer.so tests/gpu/war_story tests/gpu/gpu_demo; do
+    [[ -e $build/$f ]] || { echo "device_check.sh: $build/$f is missing: cmake --build $build --target opscope gpu_device_programs" >&2; exit 2; }
+  done
+  rm -rf "$pack"
+  mkdir -p "$pack/tests/gpu" "$pack/lib"
+  cp "$build/opscope" "$build/libopscope_cupti_tracer.so" "$pack/"
+  cp "$build/tests/gpu/war_story" "$build/tests/gpu/gpu_demo" "$pack/tests/gpu/"
+  cp "$build/CMakeCache.txt" "$pack/" 2>/dev/null
+  # Shared libraries, except glibc's, the C++ runtime's (the GPU machine's are newer) and CUDA's.
+  ldd "$build/opscope" "$build/libopscope_cupti_tracer.so" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+    grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcupti|libnvperf[a-z_]*)\.so' |
+    while read -r lib; do cp -L "$lib" "$pack/lib/"; done
+  tar -C "$(dirname "$pack")" -cJf "$pack.tar.xz" "$(basename "$pack")"
+  echo "device_check.sh: packed $pack ($(du -sh "$pack" | cut -f1)) into $pack.tar.xz ($(du -sh "$pack.tar.xz" | cut -f1));"
+  echo "carry $pack.tar.xz and run: tests/gpu/device_check.sh --build-dir $pack.tar.xz"
+  exit 0
+fi
+if [[ $build == *.tar.xz ]]; then
+  mkdir -p "$work/pack"
+  tar -C "$work/pack" -xJf "$build" || { echo "device_check.sh: cannot unpack $build" >&2; exit 2; }
+  build=$work/pack/$(basename "$build" .tar.xz)
+fi
+# A packed folder brings its own libraries; libcupti comes from the machine's CUDA.
+if [[ -d $build/lib ]]; then export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; fi
+if ldd "$build/libopscope_cupti_tracer.so" 2>/dev/null | grep -q 'libcupti.*not found'; then
+  for d in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           $(python3 -c 'import nvidia.cuda_cupti, os; print(os.path.join(nvidia.cuda_cupti.__path__[0], "lib"))' 2>/dev/null); do
+    if ls "$d"/libcupti.so.13* >/dev/null 2>&1; then export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; break; fi
+  done
+fi
 out=${OUT:-$work/out}
 mkdir -p "$work" "$out"
 opscope=$build/opscope
