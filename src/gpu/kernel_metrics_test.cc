@@ -50,7 +50,8 @@ const profile::GpuKernel* FirstNamed(const profile::Profile& p, const std::strin
 std::vector<profile::Finding> BoundFindings(const profile::Profile& p) {
   std::vector<profile::Finding> out;
   for (const analysis::Rule* rule : analysis::AllRules())
-    if (std::string(rule->id) == "gpu-kernel-bound") rule->apply(analysis::RuleContext{p, nullptr, {}}, &out);
+    if (std::string(rule->id) == "gpu-kernel-bound")
+      rule->apply(analysis::RuleContext{p, nullptr, {}}, &out);
   return out;
 }
 
@@ -155,11 +156,12 @@ TEST(KernelMetricsTraceTest, UnmatchedAndMisnamedMetricsAreSaid) {
   f.Api("cudaLaunchKernel", 50, 60, kTid, 2);
   f.Kernel("_Z5otherPf", 70, 80, 2);
   f.KernelMetrics(1, "neighbour_kernel", 70, 10, 10, 50, 10);  // CUPTI's range names another kernel
-  f.KernelMetrics(0, "", 10, 70, 70, 50, 10);                    // the tracer could not pair it
-  f.KernelMetrics(99, "", 10, 70, 70, 50, 10);                   // no such launch
+  f.KernelMetrics(0, "", 10, 70, 70, 50, 10);                  // the tracer could not pair it
+  f.KernelMetrics(99, "", 10, 70, 70, 50, 10);                 // no such launch
   f.End();
   profile::Profile p = Build(f.bytes());
-  EXPECT_TRUE(HasDegradation(p, "2 of 3 kernel metric records matched no kernel")) << p.meta.degradations.size();
+  EXPECT_TRUE(HasDegradation(p, "2 of 3 kernel metric records matched no kernel"))
+      << p.meta.degradations.size();
   EXPECT_TRUE(HasDegradation(p, "1 kernel metric records name another kernel"));
   EXPECT_EQ(FirstNamed(p, "real")->bound, "compute");  // joined all the same, with the warning
   EXPECT_EQ(FirstNamed(p, "other")->bound, "");
@@ -203,10 +205,13 @@ TEST(KernelMetricsTraceTest, RuleGroupsHotKernelsByBound) {
   profile::Profile p = Build(WarStory().bytes());
   std::vector<profile::Finding> f = BoundFindings(p);
   ASSERT_EQ(f.size(), 2u);  // bias_small is under 5% of the measured time: no finding of its own
-  EXPECT_NE(f[0].title.find("1 memory-bound GPU kernel(s) take 39.9%"), std::string::npos) << f[0].title;
+  EXPECT_NE(f[0].title.find("1 memory-bound GPU kernel(s) take 39.9%"), std::string::npos)
+      << f[0].title;
   EXPECT_EQ(f[0].severity, "warning");
-  EXPECT_EQ(f[0].ops, std::vector<std::string>{"attn_scores(__half const*, __half const*, float*, int, int, int)"});
-  EXPECT_NE(f[1].title.find("1 compute-bound GPU kernel(s) take 59.9%"), std::string::npos) << f[1].title;
+  EXPECT_EQ(f[0].ops, std::vector<std::string>{
+                          "attn_scores(__half const*, __half const*, float*, int, int, int)"});
+  EXPECT_NE(f[1].title.find("1 compute-bound GPU kernel(s) take 59.9%"), std::string::npos)
+      << f[1].title;
   EXPECT_EQ(f[1].severity, "info");
 
   // Make the tiny kernel hot: a latency-bound finding that blames occupancy.
@@ -249,7 +254,8 @@ TEST(KernelMetricsTraceTest, ReportGolden) {
   GpuSummary s = Summarize(p);
   p.findings = GpuFindings(p, s);
   for (auto& f : BoundFindings(p)) p.findings.push_back(f);
-  ::opscope::testing::ExpectMatchesGolden(OPSCOPE_SOURCE_DIR "/src/gpu/testdata/war_story.metrics.report.txt",
+  ::opscope::testing::ExpectMatchesGolden(OPSCOPE_SOURCE_DIR
+                                          "/src/gpu/testdata/war_story.metrics.report.txt",
                                           FormatGpuReport(p, s, /*gpu_trace=*/false));
 }
 

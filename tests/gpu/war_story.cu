@@ -97,7 +97,8 @@ __global__ void sgemm_tiled(const float* a, const float* b, float* c, int n, int
   }
   for (int i = 0; i < kPerThread; ++i)
     for (int j = 0; j < kPerThread; ++j)
-      c[static_cast<size_t>(row0 + ty * kPerThread + i) * m + col0 + tx * kPerThread + j] = acc[i][j];
+      c[static_cast<size_t>(row0 + ty * kPerThread + i) * m + col0 + tx * kPerThread + j] =
+          acc[i][j];
 }
 
 __global__ void bias_small(float* x, int n) {
@@ -182,13 +183,15 @@ int main(int argc, char** argv) {
 
     nvtxRangePushA("attention");
     CHECK(cudaEventRecord(ev[0], stream));
-    attn_scores<<<(kKeys + 255) / 256, 256, 0, stream>>>(d_q, d_keys, d_scores, kKeys, kHeadDim, kHeadDim);
+    attn_scores<<<(kKeys + 255) / 256, 256, 0, stream>>>(d_q, d_keys, d_scores, kKeys, kHeadDim,
+                                                         kHeadDim);
     CHECK(cudaGetLastError());
     CHECK(cudaEventRecord(ev[1], stream));
     nvtxRangePop();
 
     nvtxRangePushA("gemm");
-    sgemm_tiled<<<dim3(kGemmN / kTile, kGemmN / kTile), 256, 0, stream>>>(d_a, d_b, d_c, kGemmN, kGemmN, kGemmN);
+    sgemm_tiled<<<dim3(kGemmN / kTile, kGemmN / kTile), 256, 0, stream>>>(d_a, d_b, d_c, kGemmN,
+                                                                          kGemmN, kGemmN);
     CHECK(cudaGetLastError());
     CHECK(cudaEventRecord(ev[2], stream));
     nvtxRangePop();
@@ -222,12 +225,15 @@ int main(int argc, char** argv) {
       ++measured;
     }
   }
-  double loop_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double loop_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   checksum += output_pinned[0];
-  std::printf("WAR_STORY iterations=%d loop_ms=%.3f attention_ms=%.6f gemm_ms=%.6f bias_ms=%.6f checksum=%.3f "
-              "device=\"%s\" cc=%d.%d\n",
-              measured, loop_ms, attention_ms / measured, gemm_ms / measured, bias_ms / measured, checksum,
-              prop.name, prop.major, prop.minor);
+  std::printf(
+      "WAR_STORY iterations=%d loop_ms=%.3f attention_ms=%.6f gemm_ms=%.6f bias_ms=%.6f "
+      "checksum=%.3f "
+      "device=\"%s\" cc=%d.%d\n",
+      measured, loop_ms, attention_ms / measured, gemm_ms / measured, bias_ms / measured, checksum,
+      prop.name, prop.major, prop.minor);
   for (auto& e : ev) cudaEventDestroy(e);
   cudaFree(d_config);
   cudaFree(d_input);

@@ -60,10 +60,11 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     double share = t.ns / total;
     if (share < kGpuHotKernelShare) continue;
     auto bound = std::max_element(t.ns_by_bound.begin(), t.ns_by_bound.end(),
-                                  [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+                                  [](const auto& a, const auto& b) { return a.second < b.second; })
+                     ->first;
     double occ = t.occ_w > 0 ? t.occ / t.occ_w : -1;
-    std::string line = fmt::format("{} {:.1f}%: SM {:.0f}%, memory {:.0f}% of peak", name, share * 100,
-                                   t.sm / t.w, t.mem / t.w);
+    std::string line = fmt::format("{} {:.1f}%: SM {:.0f}%, memory {:.0f}% of peak", name,
+                                   share * 100, t.sm / t.w, t.mem / t.w);
     if (occ >= 0) line += fmt::format(", achieved occupancy {:.0f}%", occ);
     if (t.theoretical > 0) line += fmt::format(" (theoretical {:.0f}%)", t.theoretical * 100);
     hot[bound].push_back({name, line, share, bound == "latency" && gpu::LowAchievedOccupancy(occ)});
@@ -83,31 +84,35 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
       lines.push_back(h.line);
       low_occupancy |= h.low_occupancy;
     }
-    f.title = fmt::format("{} {}-bound GPU kernel(s) take {:.1f}% of measured kernel time", v.size(), bound,
-                          share * 100);
+    f.title = fmt::format("{} {}-bound GPU kernel(s) take {:.1f}% of measured kernel time",
+                          v.size(), bound, share * 100);
     f.evidence = Join(lines, "; ");
     const std::string b = bound;
     if (b == "memory") {
       f.severity = share >= 0.25 ? "warning" : "info";
-      f.suggestion = "the kernel waits on memory, not arithmetic: fuse it with its producer or consumer so "
-                     "intermediates stay on chip, tile it through shared memory (attention: a flash-attention "
-                     "style kernel), use fp16/bf16/int8 to move fewer bytes, and make warps read contiguous, "
-                     "aligned addresses";
+      f.suggestion =
+          "the kernel waits on memory, not arithmetic: fuse it with its producer or consumer so "
+          "intermediates stay on chip, tile it through shared memory (attention: a flash-attention "
+          "style kernel), use fp16/bf16/int8 to move fewer bytes, and make warps read contiguous, "
+          "aligned addresses";
     } else if (b == "latency") {
       f.severity = share >= 0.25 ? "warning" : "info";
-      f.suggestion = low_occupancy
-                         ? "neither compute nor memory is busy and too few warps are resident to hide latency: "
-                           "raise occupancy (fewer registers per thread with __launch_bounds__, less shared "
-                           "memory per block, more threads per block or more blocks)"
-                         : "neither compute nor memory is busy: give each launch more work (batch, fuse small "
-                           "kernels, CUDA graphs for launch overhead) or more independent work per thread "
-                           "(instruction-level parallelism) to hide latency";
+      f.suggestion =
+          low_occupancy
+              ? "neither compute nor memory is busy and too few warps are resident to hide "
+                "latency: "
+                "raise occupancy (fewer registers per thread with __launch_bounds__, less shared "
+                "memory per block, more threads per block or more blocks)"
+              : "neither compute nor memory is busy: give each launch more work (batch, fuse small "
+                "kernels, CUDA graphs for launch overhead) or more independent work per thread "
+                "(instruction-level parallelism) to hide latency";
       if (low_occupancy) f.title += " (low achieved occupancy)";
     } else {
       f.severity = "info";
-      f.suggestion = "arithmetic sets the time: use tensor cores (fp16/bf16/tf32/int8 with cuBLAS/cuDNN or "
-                     "TensorRT), avoid fp64 and special functions in inner loops, or do less work "
-                     "(a cheaper algorithm, pruning)";
+      f.suggestion =
+          "arithmetic sets the time: use tensor cores (fp16/bf16/tf32/int8 with cuBLAS/cuDNN or "
+          "TensorRT), avoid fp64 and special functions in inner loops, or do less work "
+          "(a cheaper algorithm, pruning)";
     }
     f.numbers["share"] = share;
     f.numbers["kernels"] = static_cast<double>(v.size());

@@ -83,21 +83,25 @@ void Message(uint32_t level, const char* text) {
 void TeardownLocked(Session& s) {
   if (s.object != nullptr) {
     if (s.started) {
-      auto stop = Params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+      auto stop =
+          Params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
       stop.pRangeProfilerObject = s.object;
       cuptiRangeProfilerStop(&stop);
     }
-    auto disable = Params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+    auto disable =
+        Params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
     disable.pRangeProfilerObject = s.object;
     cuptiRangeProfilerDisable(&disable);
   }
   if (s.host != nullptr) {
-    auto p = Params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+    auto p = Params<CUpti_Profiler_Host_Deinitialize_Params>(
+        CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
     p.pHostObject = s.host;
     cuptiProfilerHostDeinitialize(&p);
   }
   if (s.profiler_initialized) {
-    auto p = Params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
+    auto p =
+        Params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
     cuptiProfilerDeInitialize(&p);
   }
   free(s.availability);
@@ -113,8 +117,9 @@ void FailLocked(Session& s, const char* call, CUptiResult r) {
   char text[512];
   const char* hint = "";
   if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
-    hint = " (GPU performance counters are restricted to administrators: run as root, or load the "
-           "nvidia module with NVreg_RestrictProfilingToAdminUsers=0)";
+    hint =
+        " (GPU performance counters are restricted to administrators: run as root, or load the "
+        "nvidia module with NVreg_RestrictProfilingToAdminUsers=0)";
   snprintf(text, sizeof text, "kernel metrics off: %s failed: %s%s", call, ResultText(r), hint);
   g_off.store(true);
   TeardownLocked(s);
@@ -122,22 +127,24 @@ void FailLocked(Session& s, const char* call, CUptiResult r) {
 }
 
 #define OPSCOPE_CUPTI_OR_FAIL(s, call, params) \
-  do {                                          \
-    CUptiResult r_ = call(&(params));           \
-    if (r_ != CUPTI_SUCCESS) {                  \
-      FailLocked(s, #call, r_);                 \
-      return false;                             \
-    }                                           \
+  do {                                         \
+    CUptiResult r_ = call(&(params));          \
+    if (r_ != CUPTI_SUCCESS) {                 \
+      FailLocked(s, #call, r_);                \
+      return false;                            \
+    }                                          \
   } while (0)
 
 bool ConfigureLocked(Session& s) {
-  auto init = Params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+  auto init = Params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
   init.pRangeProfilerObject = s.object;
   init.counterDataSize = s.counter_data_size;
   init.pCounterData = s.counter_data;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiRangeProfilerCounterDataImageInitialize, init);
 
-  auto set = Params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+  auto set = Params<CUpti_RangeProfiler_SetConfig_Params>(
+      CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
   set.pRangeProfilerObject = s.object;
   set.configSize = s.config_size;
   set.pConfig = s.config;
@@ -152,7 +159,8 @@ bool ConfigureLocked(Session& s) {
   set.targetNestingLevel = 1;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiRangeProfilerSetConfig, set);
 
-  auto start = Params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+  auto start =
+      Params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
   start.pRangeProfilerObject = s.object;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiRangeProfilerStart, start);
   s.started = true;
@@ -170,30 +178,34 @@ bool SetUpLocked(Session& s, CUcontext ctx) {
     return false;
   }
 
-  auto supported = Params<CUpti_Profiler_DeviceSupported_Params>(CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE);
+  auto supported = Params<CUpti_Profiler_DeviceSupported_Params>(
+      CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE);
   supported.cuDevice = static_cast<CUdevice>(s.device);
   supported.api = CUPTI_PROFILER_RANGE_PROFILING;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerDeviceSupported, supported);
   if (supported.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
-    const char* why = supported.architecture != CUPTI_PROFILER_CONFIGURATION_SUPPORTED
-                          ? "the GPU architecture (compute capability 7.0 or newer is needed)"
-                      : supported.vGpu != CUPTI_PROFILER_CONFIGURATION_SUPPORTED
-                          ? "this vGPU (profiling is not enabled for it)"
-                      : supported.confidentialCompute != CUPTI_PROFILER_CONFIGURATION_SUPPORTED
-                          ? "confidential computing mode"
-                      : supported.cmp != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "a crypto-mining processor"
-                      : supported.wsl != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "WSL"
-                      : supported.sli != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "SLI"
-                                                                                  : "this configuration";
+    const char* why =
+        supported.architecture != CUPTI_PROFILER_CONFIGURATION_SUPPORTED
+            ? "the GPU architecture (compute capability 7.0 or newer is needed)"
+        : supported.vGpu != CUPTI_PROFILER_CONFIGURATION_SUPPORTED
+            ? "this vGPU (profiling is not enabled for it)"
+        : supported.confidentialCompute != CUPTI_PROFILER_CONFIGURATION_SUPPORTED
+            ? "confidential computing mode"
+        : supported.cmp != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "a crypto-mining processor"
+        : supported.wsl != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "WSL"
+        : supported.sli != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "SLI"
+                                                                  : "this configuration";
     char text[256];
-    snprintf(text, sizeof text, "kernel metrics off: CUPTI's range profiler does not support %s", why);
+    snprintf(text, sizeof text, "kernel metrics off: CUPTI's range profiler does not support %s",
+             why);
     g_off.store(true);
     TeardownLocked(s);
     Message(trace::kWarning, text);
     return false;
   }
 
-  auto initialize = Params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+  auto initialize =
+      Params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerInitialize, initialize);
   s.profiler_initialized = true;
 
@@ -201,7 +213,8 @@ bool SetUpLocked(Session& s, CUcontext ctx) {
   chip.deviceIndex = s.device;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiDeviceGetChipName, chip);
 
-  auto avail = Params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+  auto avail = Params<CUpti_Profiler_GetCounterAvailability_Params>(
+      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
   avail.ctx = ctx;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerGetCounterAvailability, avail);
   s.availability = static_cast<uint8_t*>(calloc(avail.counterAvailabilityImageSize + 8, 1));
@@ -212,20 +225,23 @@ bool SetUpLocked(Session& s, CUcontext ctx) {
   avail.pCounterAvailabilityImage = s.availability;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerGetCounterAvailability, avail);
 
-  auto host = Params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  auto host = Params<CUpti_Profiler_Host_Initialize_Params>(
+      CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
   host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   host.pChipName = chip.pChipName;
   host.pCounterAvailabilityImage = s.availability;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerHostInitialize, host);
   s.host = host.pHostObject;
 
-  auto add = Params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+  auto add = Params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
+      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
   add.pHostObject = s.host;
   add.ppMetricNames = kMetricNames;
   add.numMetrics = kMetricCount;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerHostConfigAddMetrics, add);
 
-  auto config_size = Params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+  auto config_size = Params<CUpti_Profiler_Host_GetConfigImageSize_Params>(
+      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
   config_size.pHostObject = s.host;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerHostGetConfigImageSize, config_size);
   s.config_size = config_size.configImageSize;
@@ -236,23 +252,27 @@ bool SetUpLocked(Session& s, CUcontext ctx) {
     FailLocked(s, "posix_memalign (config image)", CUPTI_ERROR_OUT_OF_MEMORY);
     return false;
   }
-  auto image = Params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+  auto image = Params<CUpti_Profiler_Host_GetConfigImage_Params>(
+      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
   image.pHostObject = s.host;
   image.configImageSize = s.config_size;
   image.pConfigImage = s.config;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerHostGetConfigImage, image);
 
-  auto passes = Params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+  auto passes = Params<CUpti_Profiler_Host_GetNumOfPasses_Params>(
+      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
   passes.configImageSize = s.config_size;
   passes.pConfigImage = s.config;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiProfilerHostGetNumOfPasses, passes);
 
-  auto enable = Params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+  auto enable =
+      Params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
   enable.ctx = ctx;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiRangeProfilerEnable, enable);
   s.object = enable.pRangeProfilerObject;
 
-  auto size = Params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+  auto size = Params<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
   size.pRangeProfilerObject = s.object;
   size.pMetricNames = kMetricNames;
   size.numMetrics = kMetricCount;
@@ -280,9 +300,10 @@ bool SetUpLocked(Session& s, CUcontext ctx) {
   w.AppendLocked(trace::kMetricsConfig, &c, sizeof c);
   w.Unlock();
   char text[200];
-  snprintf(text, sizeof text, "kernel metrics on (%s): every kernel is replayed %zu time(s); kernel times are "
-           "not comparable with a run without --metrics", chip.pChipName ? chip.pChipName : "?",
-           passes.numOfPasses);
+  snprintf(text, sizeof text,
+           "kernel metrics on (%s): every kernel is replayed %zu time(s); kernel times are "
+           "not comparable with a run without --metrics",
+           chip.pChipName ? chip.pChipName : "?", passes.numOfPasses);
   Log("%s", text);
   return true;
 }
@@ -295,11 +316,13 @@ bool CollectLocked(Session& s, bool last) {
   s.started = false;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiRangeProfilerStop, stop);
 
-  auto decode = Params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+  auto decode = Params<CUpti_RangeProfiler_DecodeData_Params>(
+      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
   decode.pRangeProfilerObject = s.object;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiRangeProfilerDecodeData, decode);
 
-  auto info = Params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+  auto info = Params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
   info.pCounterDataImage = s.counter_data;
   info.counterDataImageSize = s.counter_data_size;
   OPSCOPE_CUPTI_OR_FAIL(s, cuptiRangeProfilerGetCounterDataInfo, info);
@@ -309,22 +332,26 @@ bool CollectLocked(Session& s, bool last) {
   if (!joined && !s.warned_mismatch) {
     s.warned_mismatch = true;
     char text[256];
-    snprintf(text, sizeof text, "kernel metrics: CUPTI profiled %zu ranges (%zu dropped) for %zu kernel launches; "
-             "their figures cannot be paired with kernels", info.numTotalRanges, decode.numOfRangeDropped,
-             s.pending_count);
+    snprintf(text, sizeof text,
+             "kernel metrics: CUPTI profiled %zu ranges (%zu dropped) for %zu kernel launches; "
+             "their figures cannot be paired with kernels",
+             info.numTotalRanges, decode.numOfRangeDropped, s.pending_count);
     Message(trace::kWarning, text);
   }
   for (size_t i = 0; i < info.numTotalRanges; ++i) {
-    auto range = Params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
+    auto range = Params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
+        CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
     range.pCounterDataImage = s.counter_data;
     range.counterDataImageSize = s.counter_data_size;
     range.rangeIndex = i;
     range.rangeDelimiter = "/";
-    if (cuptiRangeProfilerCounterDataGetRangeInfo(&range) != CUPTI_SUCCESS) range.rangeName = nullptr;
+    if (cuptiRangeProfilerCounterDataGetRangeInfo(&range) != CUPTI_SUCCESS)
+      range.rangeName = nullptr;
 
     double values[kMetricCount];
     for (double& v : values) v = NAN;
-    auto eval = Params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+    auto eval = Params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
     eval.pHostObject = s.host;
     eval.pCounterDataImage = s.counter_data;
     eval.counterDataImageSize = s.counter_data_size;
@@ -397,8 +424,9 @@ void OnLaunch(const CUpti_CallbackData* info) {
     }
     if (s.ctx != info->context) {
       if (!g_other_context_warned.exchange(true))
-        Message(trace::kInfo, "kernel metrics cover the first CUDA context only; kernels of other "
-                              "contexts have no throughput figures");
+        Message(trace::kInfo,
+                "kernel metrics cover the first CUDA context only; kernels of other "
+                "contexts have no throughput figures");
     } else if (s.started && s.pending_count < kMaxRanges) {
       s.pending[s.pending_count++] = info->correlationId;
     }
@@ -422,12 +450,15 @@ void KernelMetricsUnavailable(const char* call, CUptiResult result) {
 }
 
 bool StartKernelMetrics(CUpti_SubscriberHandle subscriber) {
-  const CUpti_CallbackId launches[] = {
-      CUPTI_DRIVER_TRACE_CBID_cuLaunch,           CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+  const CUpti_CallbackId launches[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
   for (CUpti_CallbackId id : launches) {
     CUptiResult r = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     if (r != CUPTI_SUCCESS) {
@@ -457,7 +488,8 @@ void KernelMetricsCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
   } inside;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && IsLaunch(cbid)) {
     OnLaunch(static_cast<const CUpti_CallbackData*>(data));
-  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+             cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     auto* resource = static_cast<const CUpti_ResourceData*>(data);
     pthread_mutex_lock(&g_mutex);
     if (g_session.ctx != nullptr && resource->context == g_session.ctx) FinishLocked(g_session);
