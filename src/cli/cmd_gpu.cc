@@ -1,4 +1,4 @@
-// opscope gpu [--gpu-trace] [-o FILE.json] -- PROGRAM [ARGS...]
+// opscope gpu [--gpu-trace] [--metrics] [-o FILE.json] -- PROGRAM [ARGS...]
 //
 // Runs a CUDA program with the CUPTI tracer injected (no change to the program), then prints
 // nvprof-style summaries, time per NVTX layer, copy analysis, idle/waiting time and findings.
@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/files.h"
@@ -18,6 +19,7 @@
 #include "base/target_signals.h"
 #include "cli/command.h"
 #ifdef OPSCOPE_HAVE_GPU_LAYER
+#include "analysis/rules.h"
 #include "gpu/launch.h"
 #include "gpu/summary.h"
 #include "profile/profile_io.h"
@@ -46,6 +48,11 @@ class GpuCommand : public Command {
     app->add_flag("--no-driver-api", no_driver_api_, "do not record driver API calls (less overhead)");
     app->add_flag("--no-copy-fingerprints", no_fingerprints_,
                   "do not hash the host bytes of host-to-device copies (repeated copies then match by size only)");
+    app->add_flag("--metrics", metrics_,
+                  "per-kernel SM and memory throughput (% of peak), achieved occupancy and a compute-/memory-/"
+                  "latency-bound verdict (CUPTI range profiler). Off by default: it replays every kernel several "
+                  "times (one pass per counter group), so the program runs much slower and kernel times measured "
+                  "with --metrics are not comparable with a run without it");
     app->add_flag("--no-driver-check", no_driver_check_,
                   "run even where no NVIDIA driver is found (records NVTX ranges only; used by the tests)");
     app->add_option("command", command_, "the program to trace and its arguments (after --)");
@@ -101,6 +108,7 @@ class GpuCommand : public Command {
     options.fingerprint_copies = !no_fingerprints_;
     TargetSignals signals;
     options.signals = &signals;
+    options.kernel_metrics = metrics_;
     auto run = gpu::RunTraced(command_, options);
     if (signals.received() != 0)
       std::fprintf(stderr, "opscope: received signal %d (%s): passed it to the program\n",
@@ -145,6 +153,17 @@ class GpuCommand : public Command {
     gpu::GpuSummary summary = gpu::Summarize(p, so);
     auto findings = gpu::GpuFindings(p, summary);
     p.findings.insert(p.findings.end(), findings.begin(), findings.end());
+    if (metrics_ && p.gpu && p.gpu->metrics_passes == 0 && !p.gpu->kernels.empty())
+      p.meta.degradations.push_back(
+          "--metrics: no kernel metrics were recorded; the tracer's messages above say which CUPTI call failed");
+    // The same rule `opscope report` runs on a saved profile (silent without --metrics figures).
+    for (const analysis::Rule* rule : analysis::AllRules())
+      if (std::string_view(rule->id) == "gpu-kernel-bound") {
+        std::vector<profile::Finding> bound;
+        rule->apply(analysis::RuleContext{p, nullptr, {}}, &bound);
+        for (auto& f : bound) f.rule = rule->id;
+        p.findings.insert(p.findings.end(), bound.begin(), bound.end());
+      }
     if (Status s = profile::Validate(p); !s.ok()) return ReportError(s);
     std::fputs(gpu::FormatGpuReport(p, summary, gpu_trace_).c_str(), stdout);
     std::fflush(stdout);
@@ -168,6 +187,7 @@ class GpuCommand : public Command {
   bool no_driver_api_ = false;
   bool no_driver_check_ = false;
   bool no_fingerprints_ = false;
+  bool metrics_ = false;
   std::string output_;
   std::string iteration_range_;
   std::string keep_dir_;

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "gpu/kernel_bound.h"
 #include "gpu/occupancy.h"
 
 namespace opscope::gpu {
@@ -85,6 +87,59 @@ class RangeIndex {
   const std::vector<Range>& ranges_;
   std::unordered_map<int32_t, std::vector<int32_t>> by_tid_;
 };
+
+double MetricOrUnknown(double v) { return std::isfinite(v) && v >= 0 ? v : -1; }
+
+bool AllDigits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Joins the tracer's per-kernel metrics (--metrics) to this trace's kernels, which are
+// g->kernels[first..] in trace order, by the launch's correlation id, and classifies them.
+template <typename Degrade>
+void JoinKernelMetrics(const DecodedTrace& t, size_t first, profile::GpuSection* g, Degrade degrade,
+                       const std::string& who) {
+  for (const trace::MetricsConfigRecord& c : t.metrics_configs)
+    g->metrics_passes = std::max<int32_t>(g->metrics_passes, static_cast<int32_t>(std::min<uint32_t>(c.passes, 1 << 20)));
+  if (!t.metrics_configs.empty())
+    degrade(who + ": --metrics replayed every kernel " + std::to_string(g->metrics_passes) +
+            " time(s) to collect its counters: kernel times, GPU idle time and wall time are not "
+            "comparable with a run without --metrics");
+  if (t.kernel_metrics.empty()) return;
+  std::unordered_map<uint32_t, size_t> by_correlation;
+  for (size_t i = first; i < g->kernels.size(); ++i) by_correlation.emplace(g->kernels[i].correlation_id, i);
+  size_t unjoined = 0, renamed = 0;
+  for (size_t m = 0; m < t.kernel_metrics.size(); ++m) {
+    const trace::KernelMetricsRecord& r = t.kernel_metrics[m];
+    auto it = r.correlation ? by_correlation.find(r.correlation) : by_correlation.end();
+    if (it == by_correlation.end()) {
+      ++unjoined;
+      continue;
+    }
+    profile::GpuKernel& k = g->kernels[it->second];
+    // CUPTI names an auto range after its kernel (or numbers it): a different name means the
+    // launch order the tracer recorded and the ranges CUPTI profiled disagree.
+    const std::string& range = t.kernel_metrics_ranges[m];
+    const std::string& mangled = t.kernel_names[it->second - first];
+    if (!range.empty() && !AllDigits(range) && mangled.find(range) == std::string::npos &&
+        k.name.find(range) == std::string::npos && DemangleKernelName(range) != k.name)
+      ++renamed;
+    k.sm_throughput_pct = MetricOrUnknown(r.sm_throughput_pct);
+    k.memory_throughput_pct = MetricOrUnknown(r.memory_throughput_pct);
+    k.dram_throughput_pct = MetricOrUnknown(r.dram_throughput_pct);
+    k.achieved_occupancy_pct = MetricOrUnknown(r.achieved_occupancy_pct);
+    k.metrics_duration_ns = MetricOrUnknown(r.duration_ns);
+    k.bound = ClassifyKernelBound(k.sm_throughput_pct, k.memory_throughput_pct, k.dram_throughput_pct);
+  }
+  if (unjoined)
+    degrade(who + ": " + std::to_string(unjoined) + " of " + std::to_string(t.kernel_metrics.size()) +
+            " kernel metric records matched no kernel (CUPTI profiled a different set of launches than the "
+            "tracer counted, e.g. CUDA graphs): those kernels have no throughput figures");
+  if (renamed)
+    degrade(who + ": " + std::to_string(renamed) +
+            " kernel metric records name another kernel than the launch they were joined to: their "
+            "throughput figures may belong to a neighbouring launch");
+}
 
 }  // namespace
 
@@ -280,6 +335,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   };
 
   size_t bad_times = 0;
+  const size_t first_kernel = g.kernels.size();
   for (size_t i = 0; i < t.kernels.size(); ++i) {
     const trace::KernelRecord& k = t.kernels[i];
     profile::GpuKernel out;
@@ -315,6 +371,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     }
     g.kernels.push_back(std::move(out));
   }
+  JoinKernelMetrics(t, first_kernel, &g, degrade, who);
   std::unordered_map<uint32_t, const trace::CopyContentRecord*> contents;
   for (const auto& c : t.copy_contents) contents[c.correlation] = &c;
   for (const trace::MemcpyRecord& m : t.memcpys) {

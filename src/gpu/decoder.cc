@@ -24,14 +24,16 @@ StatusOr<DecodedTrace> DecodeTrace(std::string_view bytes, const std::string& or
   memcpy(&header, bytes.data(), sizeof header);
   if (memcmp(header.magic, trace::kMagic, sizeof header.magic) != 0)
     return DataLoss(origin + ": not an opscope GPU trace (bad magic)");
-  if (header.version != trace::kVersion)
+  if (header.version < trace::kOldestVersion || header.version > trace::kVersion)
     return Unsupported(origin + ": GPU trace version " + std::to_string(header.version) +
-                       ", this opscope reads version " + std::to_string(trace::kVersion) +
+                       ", this opscope reads versions " + std::to_string(trace::kOldestVersion) +
+                       " to " + std::to_string(trace::kVersion) +
                        "; use the tracer library built with this opscope");
   if (header.header_size < sizeof header || header.header_size > bytes.size())
     return DataLoss(origin + ": corrupt GPU trace header");
 
   DecodedTrace t;
+  t.version = header.version;
   t.pid = header.pid;
   t.start_ns = header.start_ns;
   std::unordered_map<uint32_t, std::string> strings;
@@ -118,6 +120,22 @@ StatusOr<DecodedTrace> DecodeTrace(std::string_view bytes, const std::string& or
       case trace::kCopyContent: {
         trace::CopyContentRecord c;
         if ((ok = Read(payload, &c))) t.copy_contents.push_back(c);
+        break;
+      }
+      case trace::kMetricsConfig: {
+        trace::MetricsConfigRecord c;
+        if ((ok = Read(payload, &c))) {
+          t.metrics_configs.push_back(c);
+          t.metrics_chips.push_back(str(c.chip));
+        }
+        break;
+      }
+      case trace::kKernelMetrics: {
+        trace::KernelMetricsRecord m;
+        if ((ok = Read(payload, &m))) {
+          t.kernel_metrics.push_back(m);
+          t.kernel_metrics_ranges.push_back(str(m.range_name));
+        }
         break;
       }
       case trace::kNvtxPush: {

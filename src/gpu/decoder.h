@@ -29,6 +29,7 @@ struct NvtxEvent {
 };
 
 struct DecodedTrace {
+  uint32_t version = 0;
   int32_t pid = 0;
   int64_t start_ns = 0;
   std::vector<trace::DeviceRecord> devices;
@@ -42,6 +43,10 @@ struct DecodedTrace {
   std::vector<trace::SyncRecord> syncs;
   std::vector<trace::CopyContentRecord> copy_contents;
   std::vector<trace::ClockRecord> clocks;
+  std::vector<trace::MetricsConfigRecord> metrics_configs;
+  std::vector<std::string> metrics_chips;  // parallel to metrics_configs
+  std::vector<trace::KernelMetricsRecord> kernel_metrics;
+  std::vector<std::string> kernel_metrics_ranges;  // parallel to kernel_metrics
   std::vector<NvtxEvent> nvtx;            // in file order
   std::unordered_map<uint32_t, std::string> thread_names;
   std::vector<std::string> messages;      // the tracer's warnings, in words

@@ -65,7 +65,8 @@ StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const Run
   if (command.empty()) return InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]");
   std::vector<std::string> env;
   const char* overridden[] = {"CUDA_INJECTION64_PATH=", "NVTX_INJECTION64_PATH=", "OPSCOPE_GPU_OUT=",
-                              "OPSCOPE_GPU_DRIVER_API=", "OPSCOPE_GPU_HASH_COPIES="};
+                              "OPSCOPE_GPU_DRIVER_API=", "OPSCOPE_GPU_HASH_COPIES=",
+                              "OPSCOPE_GPU_METRICS="};
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
     bool skip = false;
@@ -80,6 +81,7 @@ StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const Run
   env.push_back(std::string(trace::kOutDirEnv) + "=" + o.out_dir);
   if (!o.driver_api) env.push_back("OPSCOPE_GPU_DRIVER_API=0");
   if (!o.fingerprint_copies) env.push_back("OPSCOPE_GPU_HASH_COPIES=0");
+  if (o.kernel_metrics) env.push_back(std::string(trace::kMetricsEnv) + "=1");
   std::vector<char*> envp, argv;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);

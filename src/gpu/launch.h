@@ -32,6 +32,7 @@ struct RunOptions {
   bool driver_api = true;  // also record driver API calls
   bool fingerprint_copies = true;  // hash the host bytes of HtoD copies (>= 64 KiB)
   TargetSignals* signals = nullptr;  // forwards opscope's signals (a local one when null)
+  bool kernel_metrics = false;     // per-kernel throughput by kernel replay (slow; --metrics)
 };
 
 // Runs `command` (argv, searched in PATH) with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/strings.h"
+#include "gpu/kernel_bound.h"
 #include "gpu/occupancy.h"
 #include "gpu/summary.h"
 
@@ -132,6 +133,32 @@ std::string FormatGpuReport(const profile::Profile& p, const GpuSummary& s, bool
                          k->registers_per_thread, k->static_shared_bytes + k->dynamic_shared_bytes, Clip(k->name, 80));
     }
     out += "\n";
+  }
+
+  if (!s.throughput.empty()) {
+    out += fmt::format("Kernel throughput (--metrics: CUPTI range profiler, {} replay pass(es) per kernel; "
+                       "% of peak; bound at {:.0f}%):\n",
+                       g.metrics_passes, kBoundPct);
+    out += fmt::format(" {:>6} {:>8} {:>5} {:>5} {:>5} {:>8} {:>8} {:>5} {:>8} {:>11}  {:<24} {}\n", "Time%",
+                       "Launches", "SM", "Mem", "DRAM", "Ach.occ", "Th.occ", "Regs", "Shared", "Avg time",
+                       "Bound", "Name");
+    auto pct = [](double v) { return v >= 0 ? fmt::format("{:.0f}", v) : std::string("?"); };
+    for (size_t i = 0; i < s.throughput.size() && i < kMaxRows; ++i) {
+      const KernelThroughputRow& r = s.throughput[i];
+      std::string bound = r.bound.empty() ? "?" : r.bound + "-bound";
+      if (r.low_occupancy) bound += " (low occ.)";
+      out += fmt::format(" {:>5.1f}% {:>8} {:>5} {:>5} {:>5} {:>8} {:>8} {:>5} {:>8} {:>11}  {:<24} {}\n", r.pct,
+                         r.launches, pct(r.sm_pct), pct(r.memory_pct), pct(r.dram_pct),
+                         r.achieved_occupancy_pct >= 0 ? pct(r.achieved_occupancy_pct) + "%" : "?",
+                         r.theoretical_occupancy > 0 ? fmt::format("{:.0f}%", 100 * r.theoretical_occupancy) : "?",
+                         r.registers_per_thread, r.shared_bytes_per_block,
+                         FormatNs(r.launches ? r.duration_ns / static_cast<double>(r.launches) : 0), bound,
+                         Clip(r.name, 80));
+    }
+    if (s.throughput.size() > kMaxRows)
+      out += fmt::format("  ... {} more kernels in the JSON profile\n", s.throughput.size() - kMaxRows);
+    out += " (Mem: busiest of DRAM, L2, L1; Avg time: one replay pass per launch, not comparable with a run "
+           "without --metrics)\n\n";
   }
 
   if (gpu_trace) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/strings.h"
+#include "gpu/kernel_bound.h"
 #include "gpu/occupancy.h"
 
 namespace opscope::gpu {
@@ -127,6 +128,53 @@ int IterationOf(const std::vector<Interval>& windows, int64_t ts) {
   if (it == windows.begin()) return -1;
   --it;
   return ts <= it->second ? static_cast<int>(it - windows.begin()) : -1;
+}
+
+std::vector<KernelThroughputRow> ThroughputRows(const profile::GpuSection& g) {
+  struct Sum {
+    double weight[4] = {0, 0, 0, 0}, value[4] = {0, 0, 0, 0};
+  };
+  std::map<std::string, KernelThroughputRow> rows;
+  std::map<std::string, Sum> sums;
+  double total = 0;
+  for (const auto& k : g.kernels) {
+    if (k.bound.empty()) continue;
+    KernelThroughputRow& r = rows[k.name];
+    if (r.launches == 0) {
+      r.name = k.name;
+      r.theoretical_occupancy = k.occupancy;
+      r.registers_per_thread = k.registers_per_thread;
+      r.shared_bytes_per_block = k.static_shared_bytes + k.dynamic_shared_bytes;
+    }
+    ++r.launches;
+    // Weight by the replayed duration; a launch CUPTI gave no duration counts as 1 ns.
+    double w = k.metrics_duration_ns > 0 ? k.metrics_duration_ns : 1;
+    r.duration_ns += std::max(0.0, k.metrics_duration_ns);
+    total += std::max(0.0, k.metrics_duration_ns);
+    Sum& sum = sums[k.name];
+    const double v[4] = {k.sm_throughput_pct, k.memory_throughput_pct, k.dram_throughput_pct,
+                         k.achieved_occupancy_pct};
+    for (int i = 0; i < 4; ++i)
+      if (v[i] >= 0) {
+        sum.weight[i] += w;
+        sum.value[i] += w * v[i];
+      }
+  }
+  std::vector<KernelThroughputRow> out;
+  for (auto& [name, r] : rows) {
+    const Sum& sum = sums[name];
+    double* fields[4] = {&r.sm_pct, &r.memory_pct, &r.dram_pct, &r.achieved_occupancy_pct};
+    for (int i = 0; i < 4; ++i)
+      if (sum.weight[i] > 0) *fields[i] = sum.value[i] / sum.weight[i];
+    r.pct = total > 0 ? 100.0 * r.duration_ns / total : 0;
+    r.bound = ClassifyKernelBound(r.sm_pct, r.memory_pct, r.dram_pct);
+    r.low_occupancy = r.bound == "latency" && LowAchievedOccupancy(r.achieved_occupancy_pct);
+    out.push_back(r);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const KernelThroughputRow& a, const KernelThroughputRow& b) {
+    return a.duration_ns > b.duration_ns;
+  });
+  return out;
 }
 
 std::string Pct(double part, double whole) { return whole > 0 ? fmt::format("{:.0f}%", 100.0 * part / whole) : "0%"; }
@@ -345,6 +393,7 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
     s.split.overlap_ns = overlap / n;
     s.split.both_wait_ns = both / n;
   }
+  s.throughput = ThroughputRows(g);
   return s;
 }
 

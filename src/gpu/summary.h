@@ -101,6 +101,21 @@ struct IterationSplit {
   double cpu_only_ns = 0, gpu_only_ns = 0, overlap_ns = 0, both_wait_ns = 0;  // means
 };
 
+// One kernel name's throughput under `--metrics`: figures averaged over its measured launches,
+// weighted by their duration under replay.
+struct KernelThroughputRow {
+  std::string name;
+  int64_t launches = 0;           // launches with metrics
+  double duration_ns = 0;         // their total duration under replay
+  double pct = 0;                 // of the measured kernels' total duration, 0..100
+  double sm_pct = -1, memory_pct = -1, dram_pct = -1, achieved_occupancy_pct = -1;  // -1 unknown
+  double theoretical_occupancy = 0;  // 0..1, of the first launch (0 if unknown)
+  int32_t registers_per_thread = 0;
+  int64_t shared_bytes_per_block = 0;  // static + dynamic, of the first launch
+  std::string bound;              // ClassifyKernelBound of the averages
+  bool low_occupancy = false;     // latency-bound with low achieved occupancy
+};
+
 struct GpuSummary {
   std::vector<ActivityRow> gpu_activities;
   std::vector<ActivityRow> api_calls;
@@ -111,6 +126,7 @@ struct GpuSummary {
   HostWaiting waiting;
   IterationSplit split;
   double kernel_ns = 0;           // total kernel time
+  std::vector<KernelThroughputRow> throughput;  // by duration, descending; empty without metrics
 };
 
 GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& options = {});

@@ -2,6 +2,7 @@
 // (gpu/trace_format.h), built in memory.
 #pragma once
 
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <string>
@@ -98,6 +99,32 @@ class TraceForge {
     d.warp_size = 32;
     Add(trace::kDevice, d);
   }
+  void MetricsConfig(uint32_t passes, const std::string& chip = "GH100") {
+    trace::MetricsConfigRecord c{};
+    c.passes = passes;
+    c.replay = trace::kReplayKernel;
+    c.max_ranges = 64;
+    c.chip = Str(chip);
+    Add(trace::kMetricsConfig, c);
+  }
+  // Percentages of peak and the replayed duration, as the tracer writes them (NaN = unknown).
+  void KernelMetrics(uint32_t corr, const std::string& range, double sm, double memory, double dram,
+                     double occupancy, double duration_ns, uint32_t index = 0) {
+    trace::KernelMetricsRecord m{};
+    m.correlation = corr;
+    m.range_name = range.empty() ? 0 : Str(range);
+    m.range_index = index;
+    m.sm_throughput_pct = sm;
+    m.memory_throughput_pct = memory;
+    m.dram_throughput_pct = dram;
+    m.achieved_occupancy_pct = occupancy;
+    m.duration_ns = duration_ns;
+    Add(trace::kKernelMetrics, m);
+  }
+  // Rewrites the header's version (to forge traces of older or newer tracers).
+  void SetVersion(uint32_t version) {
+    memcpy(bytes_.data() + offsetof(trace::FileHeader, version), &version, sizeof version);
+  }
   void Dropped(uint64_t n, uint32_t source = trace::kDropCupti) { Add(trace::kDropped, trace::DroppedRecord{n, source, 0}); }
   void End(int signal = 0) {
     trace::EndRecord e{999999999, signal ? uint32_t{trace::kEndSignal} : uint32_t{trace::kEndExit}, signal};
@@ -110,5 +137,59 @@ class TraceForge {
   std::string bytes_;
   std::map<std::string, uint32_t> ids_;
 };
+
+inline constexpr const char kWarStoryAttention[] = "_Z11attn_scoresPK6__halfS1_Pfiii";
+
+// Three "infer" iterations of tests/gpu/war_story.cu as `opscope gpu --metrics` records them
+// (5 passes): a 1 MiB configuration copy, then an attention-like kernel (memory-bound), a tiled
+// GEMM (compute-bound) and a tiny one-block bias kernel (latency-bound, low occupancy), each
+// launched in its own NVTX range; kernel activity lasts 5x the replayed duration. The bias
+// kernel's DRAM figure is unknown (NaN) and CUPTI numbered its range instead of naming it. The
+// values are shaped like Nsight Compute's output for such kernels, not recorded on a GPU.
+inline TraceForge ForgeWarStory(uint32_t tid) {
+  TraceForge f;
+  f.Device(9, 0);
+  f.Add(trace::kClock, trace::ClockRecord{1, 1, 1, 0});
+  f.MetricsConfig(5);
+  uint32_t c = 1;
+  for (int it = 0; it < 3; ++it) {
+    int64_t b = 1'000'000 + it * 10'000'000;
+    f.Push("infer", b, tid);
+    f.Push("config_upload", b + 1'000, tid);
+    f.Api("cudaMemcpy_v3020", b + 1'000, b + 200'000, tid, c);
+    f.Memcpy(trace::kHtoD, 1 << 20, b + 10'000, b + 190'000, c++, /*pageable=*/true);
+    f.Pop(b + 200'000, tid);
+    struct Launch {
+      const char* range;
+      const char* kernel;
+      int64_t ns;
+      int block;
+      uint32_t regs;
+      int32_t smem;
+      double sm, mem, dram, occ;
+    };
+    const Launch launches[] = {
+        {"attention", kWarStoryAttention, 2'000'000, 256, 40, 0, 22.5, 87.0, 85.5, 70.0},
+        {"gemm", "_Z11sgemm_tiledPKfS0_Pfiii", 3'000'000, 256, 64, 32768, 82.0, 41.0, 12.0, 46.0},
+        {"bias", "_Z10bias_smallPfi", 8'000, 32, 16, 0, 3.0, 4.0, __builtin_nan(""), 9.0},
+    };
+    int64_t gpu = b + 300'000;
+    for (int k = 0; k < 3; ++k) {
+      const Launch& l = launches[k];
+      int64_t t = b + 210'000 + k * 10'000;
+      f.Push(l.range, t, tid);
+      f.Api("cudaLaunchKernel_v7000", t + 100, t + 900, tid, c);
+      f.Pop(t + 1'000, tid);
+      f.Kernel(l.kernel, gpu, gpu + l.ns * 5, c, 7, l.block, l.regs, l.smem);
+      f.KernelMetrics(c, k == 2 ? std::to_string(k) : std::string(l.kernel), l.sm, l.mem, l.dram, l.occ,
+                      static_cast<double>(l.ns), static_cast<uint32_t>(k));
+      gpu += l.ns * 5 + 10'000;
+      ++c;
+    }
+    f.Pop(b + 9'000'000, tid);
+  }
+  f.End();
+  return f;
+}
 
 }  // namespace opscope::gpu::testing

@@ -28,10 +28,16 @@
 namespace opscope::gpu::trace {
 
 inline constexpr char kMagic[8] = {'O', 'P', 'S', 'G', 'P', 'U', 'T', '1'};
-inline constexpr uint32_t kVersion = 1;
+// Version 2 added the kernel-metrics records (kMetricsConfig, kKernelMetrics). The decoder
+// reads every version from kOldestVersion to kVersion: a version-1 trace simply has no metrics.
+inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kOldestVersion = 1;
 
 // Environment variable naming the folder where each traced process writes gpu-<pid>.trace.
 inline constexpr const char kOutDirEnv[] = "OPSCOPE_GPU_OUT";
+// Set to "1" by `opscope gpu --metrics`: the tracer also collects per-kernel throughput metrics
+// with CUPTI's range profiler (kernel replay: every kernel runs once per pass).
+inline constexpr const char kMetricsEnv[] = "OPSCOPE_GPU_METRICS";
 
 #pragma pack(push, 1)
 
@@ -63,6 +69,8 @@ enum RecordType : uint16_t {
   kMessage = 16,
   kEnd = 17,
   kCopyContent = 18,
+  kMetricsConfig = 19,
+  kKernelMetrics = 20,
 };
 
 struct RecordHeader {
@@ -236,6 +244,34 @@ struct CopyContentRecord {
   uint32_t sampled;             // 1 when only sample blocks were hashed
   uint64_t bytes;
   uint64_t hash;                // 0 when the source could not be read
+};
+
+// Per-kernel metrics (`opscope gpu --metrics`). The tracer profiles each kernel launch as one
+// range of CUPTI's range profiler (auto range, kernel replay) and writes one kKernelMetrics
+// record per range, joined to its launch by the driver API correlation id (the id the kernel's
+// activity record carries). A kMetricsConfig record precedes them, once per profiled context.
+// Values are what CUPTI evaluates (NaN for a metric it could not evaluate).
+enum MetricsReplay : uint32_t { kReplayKernel = 1 };
+
+struct MetricsConfigRecord {
+  uint32_t device;
+  uint32_t passes;              // replay passes per kernel the metric set needs
+  uint32_t replay;              // MetricsReplay
+  uint32_t max_ranges;          // ranges collected before the tracer decodes and restarts
+  uint32_t chip;                // string id of CUPTI's chip name ("GH100")
+  uint32_t reserved;
+};
+
+struct KernelMetricsRecord {
+  uint32_t correlation;         // of the launching driver API call; 0 = could not be joined
+  uint32_t range_name;          // string id of CUPTI's range name (as CUPTI reports it)
+  uint32_t range_index;         // index of the range within its collection
+  uint32_t device;
+  double sm_throughput_pct;     // sm__throughput.avg.pct_of_peak_sustained_elapsed
+  double memory_throughput_pct; // gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
+  double dram_throughput_pct;   // dram__throughput.avg.pct_of_peak_sustained_elapsed
+  double achieved_occupancy_pct;  // sm__warps_active.avg.pct_of_peak_sustained_active
+  double duration_ns;           // gpu__time_duration.sum (the kernel alone, under replay)
 };
 
 enum EndReason : uint32_t { kEndExit = 0, kEndSignal = 1 };

@@ -19,6 +19,15 @@ struct GpuKernel {
   int32_t range = -1;         // innermost enclosing NVTX range of the launching thread
   int32_t tid = 0;            // thread that launched it (0 if the launch API call is unknown)
   int32_t occupancy_limiter = 0;  // what bounds `occupancy`: see OccupancyLimiter in gpu/occupancy.h
+  // Measured with `opscope gpu --metrics` (CUPTI range profiler, kernel replay); -1 = not measured.
+  double sm_throughput_pct = -1;      // SM throughput, % of peak sustained
+  double memory_throughput_pct = -1;  // memory throughput (busiest of DRAM, L2, L1), % of peak
+  double dram_throughput_pct = -1;    // DRAM throughput, % of peak
+  double achieved_occupancy_pct = -1; // active warps, % of the SM's maximum
+  double metrics_duration_ns = -1;    // the kernel's time under replay (gpu__time_duration)
+  // "compute", "memory" or "latency" from the two throughputs (gpu/kernel_bound.h); "" = no
+  // metrics.
+  std::string bound;
 };
 
 struct GpuMemcpy {
@@ -87,6 +96,8 @@ struct GpuSection {
   // no handler could run): what is here is valid, what came after is missing.
   bool complete = true;
   int32_t end_signal = 0;     // the fatal signal the tracer saw, 0 for a normal exit
+  // Replay passes per kernel of `--metrics` (each kernel ran this many times); 0 = no metrics.
+  int32_t metrics_passes = 0;
 };
 
 }  // namespace opscope::profile

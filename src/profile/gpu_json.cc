@@ -3,6 +3,8 @@
 
 namespace opscope::profile {
 
+#define KERNEL_METRIC_FIELDS(X) X(sm_throughput_pct); X(memory_throughput_pct); \
+  X(dram_throughput_pct); X(achieved_occupancy_pct); X(metrics_duration_ns); X(bound)
 static void to_json(nlohmann::json& j, const GpuKernel& v) {
   OPSCOPE_JSON_PUT(name); OPSCOPE_JSON_PUT(device); OPSCOPE_JSON_PUT(stream);
   OPSCOPE_JSON_PUT(start_ns); OPSCOPE_JSON_PUT(end_ns);
@@ -12,6 +14,7 @@ static void to_json(nlohmann::json& j, const GpuKernel& v) {
   OPSCOPE_JSON_PUT(dynamic_shared_bytes); OPSCOPE_JSON_PUT(correlation_id);
   OPSCOPE_JSON_PUT(occupancy); OPSCOPE_JSON_PUT(range); OPSCOPE_JSON_PUT(tid);
   OPSCOPE_JSON_PUT(occupancy_limiter);
+  KERNEL_METRIC_FIELDS(OPSCOPE_JSON_PUT);
 }
 static void from_json(const nlohmann::json& j, GpuKernel& v) {
   OPSCOPE_JSON_GET(name); OPSCOPE_JSON_GET(device); OPSCOPE_JSON_GET(stream);
@@ -24,6 +27,7 @@ static void from_json(const nlohmann::json& j, GpuKernel& v) {
   OPSCOPE_JSON_GET(dynamic_shared_bytes); OPSCOPE_JSON_GET(correlation_id);
   OPSCOPE_JSON_GET(occupancy); OPSCOPE_JSON_GET(range); OPSCOPE_JSON_GET(tid);
   OPSCOPE_JSON_GET(occupancy_limiter);
+  KERNEL_METRIC_FIELDS(OPSCOPE_JSON_GET);
 }
 
 #define MEMCPY_FIELDS(X) X(kind); X(bytes); X(pageable); X(device); X(stream); X(start_ns); \
@@ -51,7 +55,8 @@ static void to_json(nlohmann::json& j, const GpuDevice& v) { DEVICE_FIELDS(OPSCO
 static void from_json(const nlohmann::json& j, GpuDevice& v) { DEVICE_FIELDS(OPSCOPE_JSON_GET); }
 
 #define GPU_FIELDS(X) X(device_name); X(kernels); X(memcpys); X(memsets); X(api_calls); \
-  X(dropped_records); X(syncs); X(devices); X(complete); X(end_signal)
+  X(dropped_records); X(syncs); X(devices); X(complete); X(end_signal); \
+  X(metrics_passes)
 void to_json(nlohmann::json& j, const GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_PUT); }
 void from_json(const nlohmann::json& j, GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_GET); }
 

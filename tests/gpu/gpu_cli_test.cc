@@ -63,6 +63,64 @@ TEST_F(GpuCliTest, NoDriverSaysSoInOneLineAndFails) {
             "opscope: error: no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs an NVIDIA GPU\n");
 }
 
+TEST_F(GpuCliTest, MetricsWithoutDriverIsTheSameOneLine) {
+  if (void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(lib);
+    GTEST_SKIP() << "an NVIDIA driver is installed here: the no-driver path cannot be exercised";
+  }
+  Result r = Run("--metrics -- true");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "opscope: error: no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs an NVIDIA GPU\n");
+}
+
+TEST_F(GpuCliTest, MetricsHelpSaysWhatItCosts) {
+  Result r = Run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--metrics"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replays every kernel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not comparable"), std::string::npos) << r.out;
+}
+
+// A trace as the tracer writes it with --metrics, reported through the command line.
+TEST_F(GpuCliTest, FromTraceWithMetricsShowsThroughputAndBound) {
+  gpu::testing::TraceForge f;
+  f.Device(9, 0);
+  f.MetricsConfig(7);
+  uint32_t c = 1;
+  for (int i = 0; i < 4; ++i) {
+    int64_t b = 1'000'000 * (i + 1);
+    f.Api("cudaLaunchKernel", b, b + 1'000, 5, c);
+    f.Kernel("_Z4attnPKfPf", b + 2'000, b + 400'000, c);
+    f.KernelMetrics(c++, "_Z4attnPKfPf", 18, 91, 90, 70, 60'000);
+    f.Api("cudaLaunchKernel", b + 1'000, b + 2'000, 5, c);
+    f.Kernel("_Z4gemmPKfPf", b + 400'000, b + 900'000, c);
+    f.KernelMetrics(c++, "_Z4gemmPKfPf", 85, 40, 10, 45, 90'000);
+  }
+  f.End();
+  ASSERT_TRUE(WriteFileAtomic(Path("gpu-1.trace"), f.bytes()).ok());
+  std::string json = Path("m.json");
+  Result r = Run("--from-trace " + dir_.string() + " -o " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Kernel throughput (--metrics: CUPTI range profiler, 7 replay pass(es)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("memory-bound"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 memory-bound GPU kernel(s) take 40.0% of measured kernel time"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("not comparable with a run without --metrics"), std::string::npos) << r.out;
+  auto p = profile::LoadProfile(json);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->gpu->metrics_passes, 7);
+  ASSERT_EQ(p->gpu->kernels.size(), 8u);
+  EXPECT_EQ(p->gpu->kernels[0].bound, "memory");
+  EXPECT_EQ(p->gpu->kernels[1].bound, "compute");
+  EXPECT_DOUBLE_EQ(p->gpu->kernels[1].sm_throughput_pct, 85);
+  bool rule = false;
+  for (const auto& finding : p->findings) rule = rule || finding.rule == "gpu-kernel-bound";
+  EXPECT_TRUE(rule);
+}
+
 TEST_F(GpuCliTest, RecordsNvtxRangesOfAProgram) {
   std::string json = Path("p.json");
   Result r = Run("--no-driver-check -o " + json + " -- " NVTX_CPU_DEMO " 4");
@@ -156,6 +214,21 @@ TEST_F(GpuCliTest, TracerNeverFailsItsHostWithoutADriver) {
   for (const auto& d : p->meta.degradations) said = said || d.find("cannot record kernels") != std::string::npos;
   EXPECT_TRUE(said);
   EXPECT_EQ(p->ranges.size(), 1u);  // NVTX still works
+}
+
+TEST_F(GpuCliTest, TracerWithMetricsNeverFailsItsHostWithoutADriver) {
+  if (void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(lib);
+    GTEST_SKIP() << "an NVIDIA driver is installed here: CUPTI would succeed";
+  }
+  std::string json = Path("init.json");
+  Result r = Run("--metrics --no-driver-check -o " + json + " -- " NVTX_CPU_DEMO " --cuda-init");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("InitializeInjection returned 1"), std::string::npos) << r.out;
+  auto p = profile::LoadProfile(json);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->ranges.size(), 1u);  // NVTX still works
+  EXPECT_EQ(p->gpu->metrics_passes, 0);
 }
 
 TEST_F(GpuCliTest, BadInvocations) {
@@ -288,6 +361,51 @@ TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors)
   EXPECT_EQ(check(6, event_ms * 1.2), 1);  // kernel time 20% off the events: must fail
   EXPECT_NE(ReadFile(log).value().find("FAIL  kernel time"), std::string::npos);
   EXPECT_EQ(check(7, event_ms), 1);        // wrong iteration count: must fail
+}
+
+// The device check's figures script (check_war_story.py) on the forged war story, through the
+// real decoder, builder, summary, findings and report: it passes, and fails when a kernel's
+// class is wrong.
+TEST_F(GpuScriptChecksTest, CheckWarStoryPassesOnForgedRunAndCatchesErrors) {
+  if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not available";
+  std::string trace_path = Path("gpu-1.trace");
+  ASSERT_TRUE(WriteFileAtomic(trace_path, testing::ForgeWarStory(4321).bytes()).ok());
+  auto p = ProfileFromTraces({trace_path});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  GpuSummary s = Summarize(*p);
+  auto findings = GpuFindings(*p, s);
+  p->findings.insert(p->findings.end(), findings.begin(), findings.end());
+  Result r = Run("--from-trace " + dir_.string() + " -o " + Path("metrics.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The forged kernels last 5x their replayed duration: events of 10, 15 and 0.04 ms.
+  const std::string line = "WAR_STORY iterations=3 loop_ms={} attention_ms=10.0 gemm_ms=15.0 bias_ms=0.04 "
+                           "checksum=1 device=\"Test GPU\" cc=9.0\n";
+  auto with_loop = [&](const char* ms) { return std::string(line).replace(line.find("{}"), 2, ms); };
+  ASSERT_TRUE(WriteFileAtomic(Path("alone-1.out"), with_loop("25.0")).ok());
+  ASSERT_TRUE(WriteFileAtomic(Path("traced.out"), with_loop("27.5") + FormatGpuReport(*p, s, false)).ok());
+  ASSERT_TRUE(WriteFileAtomic(Path("metrics.out"), with_loop("140.0") + r.out).ok());
+  ASSERT_TRUE(profile::SaveProfile(*p, Path("traced.json")).ok());
+  std::string log = Path("war.log");
+  auto check = [&]() {
+    std::string cmd = "python3 " OPSCOPE_SOURCE_DIR "/tests/gpu/check_war_story.py " + dir_.string() + " >" + log +
+                      " 2>&1";
+    int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(check(), 0) << ReadFile(log).value();
+  std::string figures = ReadFile(log).value();
+  EXPECT_NE(figures.find("attn_scores: 3 launches; SM 22.5%, memory 87.0%"), std::string::npos) << figures;
+  EXPECT_NE(figures.find("PASS  sgemm_tiled classified compute-bound"), std::string::npos) << figures;
+  if (std::getenv("SHOW_CHECK_LOG")) std::fputs(figures.c_str(), stderr);
+  // A GEMM that comes out memory-bound must fail the check.
+  auto m = profile::LoadProfile(Path("metrics.json"));
+  ASSERT_TRUE(m.ok());
+  for (auto& k : m->gpu->kernels)
+    if (k.name.rfind("sgemm_tiled", 0) == 0) k.bound = "memory";
+  ASSERT_TRUE(profile::SaveProfile(*m, Path("metrics.json")).ok());
+  EXPECT_EQ(check(), 1);
+  EXPECT_NE(ReadFile(log).value().find("FAIL  sgemm_tiled classified compute-bound (got memory)"),
+            std::string::npos) << ReadFile(log).value();
 }
 
 }  // namespace

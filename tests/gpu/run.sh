@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The prepared on-GPU check of `opscope gpu` (docs/gpu.md, "On a GPU").
 #
-#   tests/gpu/run.sh [--build-dir DIR] [--work-dir DIR] [--nvcc PATH] [--iterations N] [--runs R]
+#   tests/gpu/run.sh [--build-dir DIR] [--work-dir DIR] [--nvcc PATH] [--demo PATH] [--iterations N]
+#                    [--runs R]
 #
 # 1. Builds tests/gpu/gpu_demo.cu with nvcc (for this machine's GPU, or for sm_87 as a compile
-#    check where there is none).
+#    check where there is none), unless --demo names one built already (the device check does,
+#    so the GPU machine needs no nvcc).
 # 2. Stops with exit 77 ("skipped") when opscope finds no NVIDIA driver or device.
 # 3. Runs the demo R times alone, then R times under `opscope gpu`, and compares its own loop
 #    time (opscope's overhead, reported, never asserted).
@@ -19,6 +21,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$repo/build/release
 work=${TMPDIR:-/tmp}/opscope-gpu-check
 nvcc=${NVCC:-}
+demo=
 iterations=50
 runs=3
 while [[ $# -gt 0 ]]; do
@@ -26,13 +29,13 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build=$2; shift 2 ;;
     --work-dir) work=$2; shift 2 ;;
     --nvcc) nvcc=$2; shift 2 ;;
+    --demo) demo=$2; shift 2 ;;
     --iterations) iterations=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [[ -n $nvcc ]] || nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-cuda_home=$(cd "$(dirname "$nvcc")/.." && pwd)
 opscope=$build/opscope
 mkdir -p "$work"
 result=$work/result.md
@@ -40,14 +43,20 @@ say() { echo "$*" | tee -a "$result"; }
 : >"$result"
 
 [[ -x $opscope ]] || { echo "run.sh: $opscope not built (cmake --build $build --target opscope)" >&2; exit 2; }
-[[ -x $nvcc ]] || { echo "run.sh: nvcc not found (pass --nvcc PATH)" >&2; exit 2; }
 
 # --- 1. build the demo ------------------------------------------------------------------------
-arch=sm_87
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then arch=native; fi
-echo "run.sh: building gpu_demo (nvcc -arch=$arch)"
-"$nvcc" -O2 -std=c++17 -lineinfo -arch="$arch" -I"$cuda_home/include" \
-  -o "$work/gpu_demo" "$repo/tests/gpu/gpu_demo.cu"
+if [[ -n $demo ]]; then
+  [[ -x $demo ]] || { echo "run.sh: --demo $demo is not an executable" >&2; exit 2; }
+  cp "$demo" "$work/gpu_demo"
+else
+  [[ -x $nvcc ]] || { echo "run.sh: nvcc not found (pass --nvcc PATH or --demo PATH)" >&2; exit 2; }
+  cuda_home=$(cd "$(dirname "$nvcc")/.." && pwd)
+  arch=sm_87
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then arch=native; fi
+  echo "run.sh: building gpu_demo (nvcc -arch=$arch)"
+  "$nvcc" -O2 -std=c++17 -lineinfo -arch="$arch" -I"$cuda_home/include" \
+    -o "$work/gpu_demo" "$repo/tests/gpu/gpu_demo.cu"
+fi
 
 # --- 2. is there a GPU? ----------------------------------------------------------------------
 set +e

@@ -22,6 +22,7 @@
 
 #include "gpu/trace_format.h"
 #include "gpu/tracer/copy_fingerprint.h"
+#include "gpu/tracer/kernel_metrics.h"
 #include "gpu/tracer/session.h"
 #include "gpu/tracer/trace_writer.h"
 
@@ -221,22 +222,39 @@ void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
   (void)cbid;
 }
 
-void StartCopyFingerprints() {
+// One subscriber for every callback the tracer needs (CUPTI may refuse a second one): the
+// runtime API for copy fingerprints, the driver API and resource domains for kernel metrics.
+void CUPTIAPI OnCallback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+    OnRuntimeApi(user, domain, cbid, data);
+  else
+    KernelMetricsCallback(domain, cbid, data);
+}
+
+void StartCallbacks() {
   const char* env = getenv("OPSCOPE_GPU_HASH_COPIES");
-  if (env != nullptr && strcmp(env, "0") == 0) return;
+  const bool fingerprints = env == nullptr || strcmp(env, "0") != 0;
+  const bool metrics = KernelMetricsRequested();
+  if (!fingerprints && !metrics) return;
   CUpti_SubscriberHandle subscriber;
-  CUptiResult r = cuptiSubscribe(&subscriber, OnRuntimeApi, nullptr);
+  CUptiResult r = cuptiSubscribe(&subscriber, OnCallback, nullptr);
   if (r != CUPTI_SUCCESS) {
-    char text[256];
-    snprintf(text, sizeof text, "cannot fingerprint copies (cuptiSubscribe: %s): repeated copies are matched "
-             "by size only", ResultText(r));
-    Message(trace::kWarning, text);
+    if (fingerprints) {
+      char text[256];
+      snprintf(text, sizeof text, "cannot fingerprint copies (cuptiSubscribe: %s): repeated copies are matched "
+               "by size only", ResultText(r));
+      Message(trace::kWarning, text);
+    }
+    if (metrics) KernelMetricsUnavailable("cuptiSubscribe", r);
     return;
   }
-  const CUpti_CallbackId ids[] = {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000};
-  for (CUpti_CallbackId id : ids) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  if (fingerprints) {
+    const CUpti_CallbackId ids[] = {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                                    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+                                    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000};
+    for (CUpti_CallbackId id : ids) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  }
+  if (metrics) StartKernelMetrics(subscriber);
 }
 
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -311,7 +329,7 @@ bool StartCupti() {
   const char* driver = getenv("OPSCOPE_GPU_DRIVER_API");
   if (driver == nullptr || strcmp(driver, "0") != 0) Enable(CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls");
   Enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
-  StartCopyFingerprints();
+  StartCallbacks();
   Writer().Lock();
   ClockLocked();
   Writer().Unlock();
