@@ -78,8 +78,8 @@ void ExpectError(const CommandResult& r, const std::string& needle) {
 
 TEST(ProfileCliTest, BadCountsAndOutputsFailBeforeWork) {
   std::string model = kSrc + "/tests/models/twin_matmul.onnx";
-  ExpectError(Profile({model, "--runs", "0"}), "--runs must be at least 1");
-  ExpectError(Profile({model, "--warmup", "-3"}), "--warmup must not be negative");
+  ExpectError(Profile({model, "--runs", "0"}), "--runs: must be a whole number from 1");
+  ExpectError(Profile({model, "--warmup", "-3"}), "--warmup: must be a whole number from 0");
   ExpectError(Profile({model, "--format", "yaml"}), "unknown format 'yaml'");
   ExpectError(Profile({model, "-o", "out.xyz"}), "cannot tell the format");
   ExpectError(Profile({model, "-o", "/nonexistent-dir/p.json"}), "does not exist");

@@ -23,10 +23,13 @@ inline CLI::Validator NumberIn(double lo, double hi, bool integer, bool lo_open 
   std::string expected;
   const bool no_hi = hi >= std::numeric_limits<double>::max();
   const char* kind = integer ? "a whole number" : "a number";
-  if (lo_open && no_hi) expected = fmt::format("{} above {:g}", kind, lo);
-  else if (no_hi) expected = fmt::format("{} of at least {:g}", kind, lo);
-  else if (lo_open) expected = fmt::format("{} above {:g} and at most {:g}", kind, lo, hi);
-  else expected = fmt::format("{} from {:g} to {:g}", kind, lo, hi);
+  auto num = [](double v) {  // 1000000, not 1e+06
+    return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
+  };
+  if (lo_open && no_hi) expected = fmt::format("{} above {}", kind, num(lo));
+  else if (no_hi) expected = fmt::format("{} of at least {}", kind, num(lo));
+  else if (lo_open) expected = fmt::format("{} above {} and at most {}", kind, num(lo), num(hi));
+  else expected = fmt::format("{} from {} to {}", kind, num(lo), num(hi));
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         double v = 0;
