@@ -93,9 +93,9 @@ class ReportCommandCli : public Command {
     auto loaded = collect::LoadAnyProfile(file_);
     if (!loaded.ok()) return ReportError(loaded.status());
     profile::Profile& p = *loaded;
-    // The table shows the warnings (a damaged or unfinished recording) under its rows; every other
-    // output, and a table written to a file, gets them on stderr so they are never silent.
-    if (p.samples && !(format == "table" && output_.empty()))
+    // The table shows the warnings (a damaged or unfinished recording) under its rows and the JSON
+    // forms carry them; the formats that have no place for them get them on stderr.
+    if (p.samples && (format == "folded" || format == "svg" || format == "pprof"))
       for (const auto& w : p.samples->warnings) std::fprintf(stderr, "opscope: warning: %s\n", w.c_str());
 
     report::SampleReportOptions opt;
