@@ -61,12 +61,13 @@ while read -r name path; do
     while read -r d; do [ -d "$d" ] && echo "$d"; done) >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+  cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
   if [ "$rc" -eq 0 ]; then
     result="ok"
   else
     status=1
-    crash=$(grep -o 'Test unit written to .*' "$log" | tail -n 1 | sed 's/Test unit written to //')
+    crash=$( (grep -o 'Test unit written to .*' "$log" || true) | tail -n 1 | \
+      sed 's/Test unit written to //')
     why=$(grep -m1 -o 'ERROR: [A-Za-z]*Sanitizer: [a-zA-Z-]*\|runtime error: .*\|deadly signal' \
       "$log" || true)
     result="CRASH (${why:-exit $rc}) ${crash:-}; log $log"

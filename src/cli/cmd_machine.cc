@@ -74,7 +74,11 @@ class MachineCommand : public Command {
         // misplace every op on the roofline for as long as the file is used.
         if (Status st = analysis::CheckCeilingsStable(c); !st.ok()) {
           if (!force_) return ReportError(st);
-          std::fprintf(stderr, "opscope: warning: %s\n", st.message().c_str());
+          std::string why = st.message();
+          if (StartsWith(why, "ceilings not stored: ")) why = why.substr(21);
+          why = why.substr(0, why.find(": other processes"));
+          std::fprintf(stderr, "opscope: warning: storing unstable ceilings (--force): %s\n",
+                       why.c_str());
         }
       }
       if (Status st = analysis::SaveMachineFile(c, path); !st.ok()) return ReportError(st);
