@@ -23,3 +23,18 @@ function(opscope_test name)
     OPSCOPE_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}")
 endfunction()
+
+# opscope_fuzzer(NAME SOURCES... DEPS ...) builds a libFuzzer target in OPSCOPE_FUZZ builds (and
+# nothing otherwise). The libraries it links are already instrumented by the top-level fuzz flags;
+# this only links libFuzzer's driver. Every fuzzer has a regression corpus in
+# tests/fuzz_corpus/NAME/ that a test in the ordinary build replays.
+function(opscope_fuzzer name)
+  if(NOT OPSCOPE_FUZZ)
+    return()
+  endif()
+  cmake_parse_arguments(F "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${F_SOURCES})
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(${name} PRIVATE ${F_DEPS})
+  set_property(GLOBAL APPEND PROPERTY OPSCOPE_FUZZERS ${name})
+endfunction()

@@ -1,8 +1,10 @@
 // End-to-end tests of `opscope diff` and `opscope machine`.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -146,13 +148,47 @@ TEST(DiagCli, MachineByHandAndShow) {
 
 TEST(DiagCli, MachineMeasuresToXdgConfig) {
   std::string cfg = Tmp() + "/xdg";
+  std::string file = cfg + "/opscope/machine.json";
+  std::remove(file.c_str());
   auto r = RunShell("XDG_CONFIG_HOME=" + cfg + " " + Opscope() + " machine --quick --threads 1");
+  // The noise check decides (a shared machine may be noisy): stored, or refused with the reason
+  // and nothing written.
+  if (r.exit_code != 0) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("ceilings not stored"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("quiet machine"), std::string::npos) << r.err;
+    EXPECT_NE(access(file.c_str(), F_OK), 0) << "refused ceilings were stored";
+    r = RunShell("XDG_CONFIG_HOME=" + cfg + " " + Opscope() + " machine --quick --threads 1 --force");
+  }
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto j = nlohmann::json::parse(testing::ReadAll(cfg + "/opscope/machine.json"));
+  auto j = nlohmann::json::parse(testing::ReadAll(file));
   EXPECT_EQ(j["method"], "measured");
   EXPECT_GT(j["peak_gflops_one"].get<double>(), 0);
   EXPECT_GT(j["triad_gbps"].get<double>(), 0);
   EXPECT_FALSE(j["cpu_model"].get<std::string>().empty());
+  // The CPU stamp and the noise figure are stored with the ceilings.
+  EXPECT_GT(j["cpus"].get<int>(), 0);
+  EXPECT_EQ(j["repeats"].get<int>(), 3);
+  EXPECT_GE(j["spread_pct"].get<double>(), 0);
+  EXPECT_EQ(j["schema"], "opscope.machine/2");
+}
+
+// Stamped ceilings from another CPU are refused by `profile`, naming the file and both CPUs.
+TEST(DiagCli, ProfileRefusesCeilingsFromAnotherCpu) {
+  std::string f = Tmp() + "/other_cpu_machine.json";
+  {
+    std::ofstream(f) << R"({"schema": "opscope.machine/2", "peak_gflops_all": 500,
+      "peak_gflops_one": 60, "triad_gbps": 100, "threads": 64, "cpus": 64,
+      "cpu_model": "Some Other CPU 9000", "cpu_flags": "avx2 avx512f fma",
+      "method": "measured"})";
+  }
+  auto r = RunShell(Opscope() + " profile " + std::string(OPSCOPE_SOURCE_DIR) +
+                    "/tests/models/twin_matmul.onnx --runs 1 --warmup 0 --machine " + f);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(f + ": machine ceilings were measured on 'Some Other CPU 9000'"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("but this CPU is"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run `opscope machine` again"), std::string::npos) << r.err;
 }
 
 }  // namespace

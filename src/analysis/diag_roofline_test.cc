@@ -2,7 +2,9 @@
 
 #include "analysis/diag_test_util.h"
 #include "analysis/format.h"
+#include "analysis/machine_measure.h"
 #include "analysis/roofline.h"
+#include "analysis/rules.h"
 
 namespace opscope::analysis {
 namespace {
@@ -114,6 +116,64 @@ TEST(DiagRoofline, DataMovementList) {
 TEST(DiagRoofline, GoldenTable) {
   auto points = ComputeRoofline(ClassesProfile(), Ceilings());
   testing::ExpectGolden("roofline_classes.ceil100-10.txt", FormatRoofline(points, Ceilings(), false));
+}
+
+// Ceilings measured under load (21.7 GFLOP/s on a CPU that does ~200), written to a file by
+// the test and read back as a command would: an op at 150 GFLOP/s is above the compute roof, so
+// the roofline table and the findings say the ceilings are wrong.
+TEST(DiagRoofline, OpsAboveTheCeilingsAreFlagged) {
+  MachineCeilings loaded;
+  loaded.peak_gflops_all = loaded.peak_gflops_one = 21.7;
+  loaded.triad_gbps = 10;
+  loaded.llc_gbps = 50;
+  loaded.llc_bytes = 32 << 20;
+  loaded.threads = 2;
+  loaded.cpu_model = "AMD EPYC";
+  loaded.method = "measured";
+  loaded.measured_at = "2026-11-30T10:00:00Z";
+  std::string f = ::testing::TempDir() + "/loaded_machine.json";
+  ASSERT_TRUE(SaveMachineFile(loaded, f).ok());
+  auto c = LoadMachineFile(f);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+
+  profile::Profile p = MakeProfile({
+      // 15 GFLOP in 100 ms = 150 GFLOP/s: 7x the stored peak.
+      MakeOp("conv_fast", "Conv", 100, 15e9, 40e6),
+      // 200 MB (more than the 32 MiB LLC) in 10 ms = 20 GB/s: 2x the DRAM roof.
+      MakeOp("add_dram", "Add", 10, 50e6, 200e6),
+      // 16 MB (fits in the LLC) in 1 ms = 16 GB/s: above DRAM but served from cache: fine.
+      MakeOp("add_llc", "Add", 1, 4e6, 16e6),
+      // 1 GFLOP in 100 ms = 10 GFLOP/s, under the roof: fine.
+      MakeOp("conv_slow", "Conv", 100, 1e9, 4e6),
+  });
+  auto points = ComputeRoofline(p, *c);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_NE(points[0].above_roof.find("150.0 GFLOP/s, above the compute roof of 21.7"),
+            std::string::npos) << points[0].above_roof;
+  EXPECT_NE(points[1].above_roof.find("above the memory roof of 10.0 GB/s"), std::string::npos)
+      << points[1].above_roof;
+  EXPECT_EQ(points[2].above_roof, "");
+  EXPECT_EQ(points[3].above_roof, "");
+
+  std::string table = FormatRoofline(points, *c, false, 10);
+  EXPECT_NE(table.find("! 2 op(s) run above the machine ceilings"), std::string::npos) << table;
+  EXPECT_NE(table.find("%! compute-bound"), std::string::npos) << table;
+
+  Diagnose(&p, &*c);
+  const profile::Finding* found = nullptr;
+  for (const auto& x : p.findings)
+    if (x.rule == "ceilings-exceeded") found = &x;
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->severity, "warning");
+  EXPECT_EQ(found->ops, (std::vector<std::string>{"conv_fast", "add_dram"}));
+  EXPECT_NE(found->suggestion.find("opscope machine"), std::string::npos);
+}
+
+TEST(DiagRoofline, NothingAboveSaneCeilings) {
+  auto points = ComputeRoofline(ClassesProfile(), Ceilings());
+  for (const auto& pt : points) EXPECT_EQ(pt.above_roof, "") << pt.name;
+  EXPECT_EQ(FormatRoofline(points, Ceilings(), false, 10).find("above the machine ceilings"),
+            std::string::npos);
 }
 
 }  // namespace

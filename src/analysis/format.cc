@@ -59,11 +59,18 @@ std::string FormatRoofline(const std::vector<RooflinePoint>& points, const Machi
     }
     std::string counters = p.counter_confirmation;
     if (counters == "no hardware counters") counters = "-";
-    out += fmt::format("{:<30} {:<14} {:>6.1f}% {:>9.2f} {:>10.2f} {:>9.2f} {:>6.0f}%  {:<14} {}\n",
+    // "!" after %roof: the op runs above a roof, so the ceilings are wrong (footnote below).
+    out += fmt::format("{:<30} {:<14} {:>6.1f}% {:>9.2f} {:>10.2f} {:>9.2f} {:>6.0f}%{} {:<14} {}\n",
                        name, type, p.share * 100, p.intensity, p.achieved_gflops, p.achieved_gbps,
-                       p.pct_of_roof, cls, counters);
+                       p.pct_of_roof, p.above_roof.empty() ? " " : "!", cls, counters);
   }
   if (v.size() > max_rows) out += fmt::format("... {} more ops\n", v.size() - max_rows);
+  size_t above = 0;
+  for (const auto* p : v) above += !p->above_roof.empty();
+  if (above > 0)
+    out += fmt::format("! {} op(s) run above the machine ceilings: the ceilings are wrong "
+                       "(measured under load or on another machine), and so are the classes and "
+                       "%roof above; run `opscope machine` again on a quiet machine\n", above);
   return out;
 }
 

@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
 #include "base/strings.h"
 
 namespace opscope::analysis {
@@ -14,11 +18,12 @@ double MachineCeilings::PeakGflops(int threads) const {
 }
 
 #define CEILING_FIELDS(X) X(peak_gflops_all) X(peak_gflops_one) X(triad_gbps) X(llc_gbps) \
-  X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method)
+  X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method) X(cpu_flags) X(cpus) \
+  X(spread_pct) X(spread_of) X(repeats)
 
 std::string CeilingsToJson(const MachineCeilings& c) {
   nlohmann::json j;
-  j["schema"] = "opscope.machine/1";
+  j["schema"] = "opscope.machine/2";
 #define PUT(f) j[#f] = c.f;
   CEILING_FIELDS(PUT)
 #undef PUT
@@ -29,8 +34,10 @@ StatusOr<MachineCeilings> CeilingsFromJson(const std::string& text, const std::s
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return DataLoss(origin + ": not valid JSON; re-create it with `opscope machine`");
-  if (j.value("schema", "") != "opscope.machine/1")
-    return Unsupported(origin + ": not an opscope machine file (schema opscope.machine/1 expected)");
+  // /1 files (no CPU stamp) are still read: CheckCeilingsCpu treats them as unverified.
+  std::string schema = j.value("schema", "");
+  if (schema != "opscope.machine/1" && schema != "opscope.machine/2")
+    return Unsupported(origin + ": not an opscope machine file (schema opscope.machine/2 expected)");
   MachineCeilings c;
   try {
 #define GET(f) if (j.contains(#f) && !j[#f].is_null()) j[#f].get_to(c.f);
@@ -55,6 +62,7 @@ void CeilingsToMeta(const MachineCeilings& c, profile::Meta* meta) {
   meta->extra["machine.cpu_model"] = c.cpu_model;
   meta->extra["machine.measured_at"] = c.measured_at;
   meta->extra["machine.method"] = c.method;
+  if (!c.verification.empty()) meta->extra["machine.verification"] = c.verification;
 }
 
 std::optional<MachineCeilings> CeilingsFromMeta(const profile::Meta& meta) {
@@ -79,8 +87,87 @@ std::optional<MachineCeilings> CeilingsFromMeta(const profile::Meta& meta) {
   c.cpu_model = str("machine.cpu_model");
   c.measured_at = str("machine.measured_at");
   c.method = str("machine.method");
+  c.verification = str("machine.verification");
   if (!c.Usable()) return std::nullopt;
   return c;
+}
+
+std::string RelevantCpuFlags(const std::string& cpuinfo_flags) {
+  // x86: SIMD widths, FMA, VNNI/BF16/FP16/AMX; Arm: NEON/ASIMD, dot product, FP16, SVE, SME.
+  static const char* const kRelevant[] = {
+      "sse2", "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+      "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8", "neon",
+      "asimd", "asimdhp", "asimddp", "fphp", "i8mm", "bf16", "sve", "sve2", "sme"};
+  std::istringstream in(cpuinfo_flags);
+  std::vector<std::string> out;
+  std::string f;
+  while (in >> f)
+    if (std::find(std::begin(kRelevant), std::end(kRelevant), f) != std::end(kRelevant))
+      out.push_back(f);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return Join(out, " ");
+}
+
+// Flags in `a` that are not in `b`, space-separated.
+static std::string FlagsMissing(const std::string& a, const std::string& b) {
+  std::istringstream ia(a);
+  std::string f, out;
+  std::vector<std::string> vb;
+  std::istringstream ib(b);
+  for (std::string x; ib >> x;) vb.push_back(x);
+  while (ia >> f)
+    if (std::find(vb.begin(), vb.end(), f) == vb.end()) out += (out.empty() ? "" : " ") + f;
+  return out;
+}
+
+Status CheckCeilingsCpu(const MachineCeilings& c, const CpuStamp& here, const std::string& origin,
+                        std::string* note) {
+  note->clear();
+  if (c.method == "manual") return Status::Ok();
+  if (c.cpus == 0 && c.cpu_flags.empty()) {
+    *note = fmt::format("{}: the ceilings carry no CPU stamp (written by an older opscope), so "
+                        "they are used unverified; run `opscope machine` again to re-measure and "
+                        "stamp them", origin);
+    return Status::Ok();
+  }
+  std::vector<std::string> diffs;
+  if (!c.cpu_model.empty() && !here.model.empty() && Trim(c.cpu_model) != Trim(here.model))
+    diffs.push_back(fmt::format("model '{}' here", here.model));
+  if (c.cpus > 0 && here.cpus > 0 && c.cpus != here.cpus)
+    diffs.push_back(fmt::format("{} CPUs here, {} then", here.cpus, c.cpus));
+  if (!here.flags.empty() && c.cpu_flags != here.flags) {
+    std::string gone = FlagsMissing(c.cpu_flags, here.flags);
+    std::string added = FlagsMissing(here.flags, c.cpu_flags);
+    std::string d = "ISA flags differ";
+    if (!gone.empty()) d += " (missing here: " + gone + ")";
+    if (!added.empty()) d += " (new here: " + added + ")";
+    diffs.push_back(d);
+  }
+  if (diffs.empty()) return Status::Ok();
+  return Unavailable(fmt::format(
+      "{}: machine ceilings were measured on '{}' ({} CPUs, flags: {}) but this CPU is '{}' ({} "
+      "CPUs, flags: {}): {}; run `opscope machine` again here (or pass --peak-gflops/--peak-gbps "
+      "for the machine the profile is meant for)",
+      origin, c.cpu_model, c.cpus, c.cpu_flags.empty() ? "-" : c.cpu_flags, here.model,
+      here.cpus, here.flags.empty() ? "-" : here.flags, Join(diffs, ", ")));
+}
+
+Status CheckCeilingsStable(const MachineCeilings& c) {
+  const char* fix = "other processes were competing for the CPU; run `opscope machine` again on a "
+                    "quiet machine (stop builds and benchmarks first), or add --force to store "
+                    "them anyway";
+  if (c.spread_pct > kMaxCeilingSpreadPct)
+    return Unavailable(fmt::format(
+        "ceilings not stored: {} varied {:.0f}% between {} repeats (median below best; at most "
+        "{:.0f}% is accepted): {}",
+        c.spread_of, c.spread_pct, c.repeats, kMaxCeilingSpreadPct, fix));
+  if (c.threads > 1 && c.peak_gflops_all > 0 && c.peak_gflops_all < c.peak_gflops_one)
+    return Unavailable(fmt::format(
+        "ceilings not stored: the all-core peak ({:.1f} GFLOP/s on {} threads) is below the "
+        "one-core peak ({:.1f} GFLOP/s): {}",
+        c.peak_gflops_all, c.threads, c.peak_gflops_one, fix));
+  return Status::Ok();
 }
 
 std::string CeilingsMismatch(const MachineCeilings& c, const std::string& cpu_model) {

@@ -26,6 +26,18 @@ struct MachineCeilings {
   std::string cpu_model;
   std::string measured_at;     // ISO 8601 UTC, "" for hand-given ceilings
   std::string method;          // "measured" or "manual" (or "measured+manual")
+  // The stamp of the CPU that was measured (with cpu_model): its compute-relevant ISA flags
+  // (CpuStamp::flags) and online CPUs. Files written before the stamp existed have neither.
+  std::string cpu_flags;
+  int cpus = 0;
+  // Noise of the measurement: for each figure, how far the median repeat fell below the best one,
+  // percent (the largest of the four figures). 0 when not measured.
+  double spread_pct = 0;
+  std::string spread_of;       // which figure that was ("peak float32, all cores", ...)
+  int repeats = 0;             // timed repeats per figure
+  // How the ceilings were checked against the CPU they are applied to (ResolveCeilings):
+  // "" (not checked), "same CPU", "unverified: ..." for unstamped files.
+  std::string verification;
 
   // A roofline needs at least one compute roof and one memory roof.
   bool Usable() const { return (peak_gflops_all > 0 || peak_gflops_one > 0) && triad_gbps > 0; }
@@ -39,6 +51,34 @@ StatusOr<MachineCeilings> CeilingsFromJson(const std::string& text, const std::s
 // Meta::extra keys "machine.peak_gflops_all", ... (strings, full precision).
 void CeilingsToMeta(const MachineCeilings& c, profile::Meta* meta);
 std::optional<MachineCeilings> CeilingsFromMeta(const profile::Meta& meta);
+
+// What identifies a CPU for its ceilings: the model name, the ISA flags that change its peak
+// FLOP/s (vector widths, FMA, matrix and dot-product units; "avx2 fma sse4_2 ..." sorted), and
+// the number of online CPUs.
+struct CpuStamp {
+  std::string model;
+  std::string flags;
+  int cpus = 0;
+};
+// Picks the compute-relevant flags out of /proc/cpuinfo's "flags" (x86) or "Features" (Arm) line,
+// sorted and space-separated.
+std::string RelevantCpuFlags(const std::string& cpuinfo_flags);
+
+// Checks that stamped ceilings were measured on `here`. Hand-given ceilings ("manual") are
+// never checked. A file without a stamp (older opscope) is used but unverified: Ok, and `note`
+// says so. A mismatch is an error naming `origin` (the file), the measured CPU, this CPU and
+// the fix.
+Status CheckCeilingsCpu(const MachineCeilings& c, const CpuStamp& here, const std::string& origin,
+                        std::string* note);
+
+// The most a ceiling may vary between repeats (median below best, percent) before
+// `opscope machine` refuses to store it.
+inline constexpr double kMaxCeilingSpreadPct = 10.0;
+
+// Whether freshly measured ceilings may be stored: an error saying why not (a figure varied more
+// than kMaxCeilingSpreadPct between repeats, or the all-core peak came out below the one-core
+// peak: both mean other processes competed for the CPU) and what to do.
+Status CheckCeilingsStable(const MachineCeilings& c);
 
 // "" when the ceilings were measured on `cpu_model` (or either is unknown); otherwise a sentence
 // for the user saying which machine the ceilings come from.

@@ -71,9 +71,19 @@ double TimeParallel(int threads, Fn fn) {
   return (end_ns.load() - t0) / 1e9;
 }
 
+// The best of the repeats; *spread_pct (when asked) = how far the median fell below it, percent.
+double BestAndSpread(std::vector<double> v, double* spread_pct) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double best = v.back();
+  double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  if (spread_pct) *spread_pct = best > 0 ? 100.0 * (best - median) / best : 0;
+  return best;
+}
+
 }  // namespace
 
-double MeasurePeakGflops(int threads, double seconds, int repeats) {
+double MeasurePeakGflops(int threads, double seconds, int repeats, double* spread_pct) {
   // Calibrate the iteration count on one thread.
   long iters = 1 << 16;
   for (;;) {
@@ -87,15 +97,16 @@ double MeasurePeakGflops(int threads, double seconds, int repeats) {
     iters *= 4;
   }
   iters = std::max(iters, 1L << 16);
-  double best = 0;
+  std::vector<double> runs;
   for (int r = 0; r < repeats; ++r) {
     double dt = TimeParallel(threads, [&](int t) { g_sink = FmaKernel(iters, 1.0f + t); });
-    best = std::max(best, kFlopsPerIter * iters * threads / dt / 1e9);
+    runs.push_back(kFlopsPerIter * iters * threads / dt / 1e9);
   }
-  return best;
+  return BestAndSpread(std::move(runs), spread_pct);
 }
 
-double MeasureTriadGbps(size_t bytes_per_array, int threads, double seconds, int repeats) {
+double MeasureTriadGbps(size_t bytes_per_array, int threads, double seconds, int repeats,
+                        double* spread_pct) {
   size_t n = std::max<size_t>(bytes_per_array / sizeof(double), threads * 64);
   std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
   auto slice = [&](int t, size_t* lo, size_t* hi) {
@@ -124,14 +135,33 @@ double MeasureTriadGbps(size_t bytes_per_array, int threads, double seconds, int
   };
   double dt1 = TimeParallel(threads, [&](int t) { triad(t, 1); });
   int passes = std::clamp(static_cast<int>(seconds / std::max(dt1, 1e-7)), 1, 1 << 20);
-  double best = 0;
+  std::vector<double> runs;
   for (int r = 0; r < repeats; ++r) {
     double dt = TimeParallel(threads, [&](int t) { triad(t, passes); });
-    best = std::max(best, 24.0 * n * passes / dt / 1e9);
+    runs.push_back(24.0 * n * passes / dt / 1e9);
   }
   volatile double keep = a[n / 2];
   (void)keep;
-  return best;
+  return BestAndSpread(std::move(runs), spread_pct);
+}
+
+CpuStamp ThisCpuStamp() {
+  HostInfo host = ReadHostInfo();
+  CpuStamp s;
+  s.model = host.cpu_model;
+  s.cpus = host.logical_cpus;
+  auto cpuinfo = ReadFile("/proc/cpuinfo");
+  if (!cpuinfo.ok()) return s;
+  for (const std::string& line : Split(*cpuinfo, '\n')) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = Trim(line.substr(0, colon));
+    if (key == "flags" || key == "Features") {
+      s.flags = RelevantCpuFlags(line.substr(colon + 1));
+      break;
+    }
+  }
+  return s;
 }
 
 size_t LastLevelCacheBytes() {
@@ -175,8 +205,10 @@ Status SaveMachineFile(const MachineCeilings& c, const std::string& path) {
 }
 
 StatusOr<std::optional<MachineCeilings>> ResolveCeilings(const std::string& machine_file,
-                                                         double peak_gflops, double peak_gbps) {
+                                                         double peak_gflops, double peak_gbps,
+                                                         const CpuStamp* here) {
   std::optional<MachineCeilings> c;
+  std::string origin = machine_file;
   if (!machine_file.empty()) {
     OPSCOPE_ASSIGN_OR_RETURN(MachineCeilings m, LoadMachineFile(machine_file));
     c = m;
@@ -185,7 +217,17 @@ StatusOr<std::optional<MachineCeilings>> ResolveCeilings(const std::string& mach
     if (!def.empty() && access(def.c_str(), R_OK) == 0) {
       OPSCOPE_ASSIGN_OR_RETURN(MachineCeilings m, LoadMachineFile(def));
       c = m;
+      origin = def;
     }
+  }
+  // Both roofs given by hand replace the file entirely: nothing of it to check.
+  if (c && !(peak_gflops > 0 && peak_gbps > 0)) {
+    CpuStamp this_cpu;
+    if (!here) this_cpu = ThisCpuStamp();
+    std::string note;
+    OPSCOPE_RETURN_IF_ERROR(CheckCeilingsCpu(*c, here ? *here : this_cpu, origin, &note));
+    c->verification = note.empty() ? (c->method == "manual" ? "" : "same CPU")
+                                   : "unverified: " + note;
   }
   if (peak_gflops > 0 || peak_gbps > 0) {
     if (!c) {
@@ -210,20 +252,31 @@ MachineCeilings MeasureMachine(const MeasureOptions& opts) {
   HostInfo host = ReadHostInfo();
   int threads = opts.threads > 0 ? opts.threads : std::max(1, host.logical_cpus);
   c.threads = threads;
-  c.cpu_model = host.cpu_model;
+  CpuStamp stamp = ThisCpuStamp();
+  c.cpu_model = stamp.model;
+  c.cpu_flags = stamp.flags;
+  c.cpus = stamp.cpus;
+  c.repeats = opts.repeats;
   c.method = "measured";
   c.measured_at = IsoTimeNow();
   size_t llc = LastLevelCacheBytes();
   c.llc_bytes = static_cast<double>(llc);
-  c.peak_gflops_one = MeasurePeakGflops(1, opts.seconds_per_test, opts.repeats);
+  double spread[4] = {0, 0, 0, 0};
+  const char* names[4] = {"peak float32, one core", "peak float32, all cores",
+                          "memory bandwidth (triad, DRAM)", "memory bandwidth (triad, LLC)"};
+  c.peak_gflops_one = MeasurePeakGflops(1, opts.seconds_per_test, opts.repeats, &spread[0]);
   c.peak_gflops_all = threads == 1 ? c.peak_gflops_one
-                                   : MeasurePeakGflops(threads, opts.seconds_per_test, opts.repeats);
+                                   : MeasurePeakGflops(threads, opts.seconds_per_test,
+                                                       opts.repeats, &spread[1]);
   size_t dram = opts.dram_bytes_per_array;
   if (dram == 0) dram = std::max<size_t>(8 * llc, 64u << 20);
-  c.triad_gbps = MeasureTriadGbps(dram, threads, opts.seconds_per_test, opts.repeats);
+  c.triad_gbps = MeasureTriadGbps(dram, threads, opts.seconds_per_test, opts.repeats, &spread[2]);
   // Three arrays sharing half of the LLC, so they stay resident.
   size_t in_llc = llc > 0 ? llc / 6 : (256u << 10);
-  c.llc_gbps = MeasureTriadGbps(in_llc, threads, opts.seconds_per_test, opts.repeats);
+  c.llc_gbps = MeasureTriadGbps(in_llc, threads, opts.seconds_per_test, opts.repeats, &spread[3]);
+  int worst = static_cast<int>(std::max_element(spread, spread + 4) - spread);
+  c.spread_pct = spread[worst];
+  c.spread_of = names[worst];
   return c;
 }
 

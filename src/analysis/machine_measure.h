@@ -27,10 +27,14 @@ struct MeasureOptions {
   size_t dram_bytes_per_array = 0; // 0: max(8 × LLC, 64 MiB)
 };
 
-// Peak float32 GFLOP/s with `threads` threads.
-double MeasurePeakGflops(int threads, double seconds, int repeats);
-// Triad GB/s with `threads` threads over arrays of `bytes_per_array` bytes each.
-double MeasureTriadGbps(size_t bytes_per_array, int threads, double seconds, int repeats);
+// Peak float32 GFLOP/s with `threads` threads (the best repeat). `spread_pct`, when given,
+// receives how far the median repeat fell below the best one, percent (the noise check).
+double MeasurePeakGflops(int threads, double seconds, int repeats, double* spread_pct = nullptr);
+// Triad GB/s with `threads` threads over arrays of `bytes_per_array` bytes each (as above).
+double MeasureTriadGbps(size_t bytes_per_array, int threads, double seconds, int repeats,
+                        double* spread_pct = nullptr);
+// This CPU's stamp: model, compute-relevant flags from /proc/cpuinfo, online CPUs.
+CpuStamp ThisCpuStamp();
 // Last-level cache size from sysfs (the largest cache index of cpu0), 0 if unknown.
 size_t LastLevelCacheBytes();
 
@@ -44,11 +48,15 @@ Status SaveMachineFile(const MachineCeilings& c, const std::string& path);
 // The ceilings a command should use. `machine_file` (--machine) must exist when given; otherwise
 // the default file is used when present. Hand-given peaks (> 0) override or replace the stored
 // ones (method "manual" / "measured+manual"). nullopt: no ceilings known (a roofline is then
-// not possible; the caller says so once).
+// not possible; the caller says so once). Stored ceilings are checked against `here` (null:
+// ThisCpuStamp()) with CheckCeilingsCpu: an error on another CPU; an unstamped file is used with
+// `verification` "unverified: ..." (the caller shows it).
 StatusOr<std::optional<MachineCeilings>> ResolveCeilings(const std::string& machine_file,
-                                                         double peak_gflops, double peak_gbps);
+                                                         double peak_gflops, double peak_gbps,
+                                                         const CpuStamp* here = nullptr);
 
-// Runs all four measurements and fills cpu_model, threads, measured_at, method="measured".
+// Runs all four measurements and fills cpu_model, the CPU stamp, threads, the spread (noise),
+// measured_at, method="measured". Does not judge the noise: see CheckCeilingsStable.
 MachineCeilings MeasureMachine(const MeasureOptions& opts);
 
 }  // namespace opscope::analysis

@@ -101,6 +101,13 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
         r.pct_of_roof = 100.0 * r.achieved_gflops / peak;
       else
         r.pct_of_roof = 100.0 * r.achieved_gbps / bw;
+      if (r.achieved_gflops > kAboveRoofFactor * peak)
+        r.above_roof = fmt::format("achieves {:.1f} GFLOP/s, above the compute roof of {:.1f} "
+                                   "GFLOP/s", r.achieved_gflops, peak);
+      else if (c.llc_bytes > 0 && op.bytes > c.llc_bytes && r.achieved_gbps > kAboveRoofFactor * bw)
+        r.above_roof = fmt::format("moves {:.1f} GB/s of {} (more than the {} LLC), above the "
+                                   "memory roof of {:.1f} GB/s", r.achieved_gbps,
+                                   HumanBytes(op.bytes), HumanBytes(c.llc_bytes), bw);
       double ideal_us = std::max(op.flops / (peak * 1e9), op.bytes / (bw * 1e9)) * 1e6;
       if (dm) {
         r.cls = BoundClass::kDataMovement;

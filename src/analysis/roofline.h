@@ -32,6 +32,11 @@ inline constexpr double kLatencyIdealUs = 20.0;    // microseconds at the roof
 // Counter thresholds for the confirmation (IPC, LLC/cache misses per 1000 instructions).
 inline constexpr double kLowIpc = 1.0, kHighIpc = 2.0, kHighMpki = 5.0, kLowMpki = 1.0;
 
+// An op whose achieved rate is above a roof by more than this factor is evidence that the
+// ceilings are wrong (measured under load, or on another machine): compute above the peak, or
+// bandwidth above the DRAM triad for an op whose bytes do not fit in the last-level cache.
+inline constexpr double kAboveRoofFactor = 1.10;
+
 // Reshape, Transpose, Concat, Slice, Gather(+Elements/ND), Split, Squeeze, Unsqueeze, Flatten,
 // Expand, Tile, Pad, Identity, Cast, DepthToSpace, SpaceToDepth, ScatterND, ScatterElements,
 // Scatter, Copy/MemCopy, and Resize in "nearest" mode is not detectable from the op type alone
@@ -52,6 +57,7 @@ struct RooflinePoint {
   BoundClass cls = BoundClass::kUnknown;
   std::string reason;                // why this class, with the numbers
   std::string counter_confirmation;  // "confirmed: ...", "contradicted: ...", "no counters"
+  std::string above_roof;  // "" or which roof the op exceeds, with the numbers (kAboveRoofFactor)
 };
 
 // One point per op with flops > 0 or bytes > 0 or a data-movement op type, in op order. Ops

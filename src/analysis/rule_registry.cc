@@ -54,6 +54,8 @@ void Diagnose(profile::Profile* p, const MachineCeilings* ceilings) {
     CeilingsToMeta(*ceilings, &p->meta);
     std::string mismatch = CeilingsMismatch(*ceilings, p->meta.cpu_model);
     if (!mismatch.empty() && ceilings->method != "manual") p->meta.degradations.push_back(mismatch);
+    if (StartsWith(ceilings->verification, "unverified: "))
+      p->meta.degradations.push_back("machine ceilings " + ceilings->verification);
   }
   p->findings = RunRules(*p, ceilings);
 }

@@ -29,6 +29,8 @@ class MachineCommand : public Command {
     app->add_option("--peak-gbps", peak_gbps_, "memory bandwidth in GB/s given by hand")->check(PositiveFinite());
     app->add_option("--cpu-model", cpu_model_, "CPU model to record with hand-given ceilings");
     app->add_flag("--quick", quick_, "shorter measurement (less stable)");
+    app->add_flag("--force", force_,
+                  "store the ceilings even when the repeats disagree (a noisy machine)");
     app->add_flag("--show", show_, "print the stored ceilings without measuring");
     app->add_option("--format", format_, "table or json")->check(CLI::IsMember({"table", "json"}));
   }
@@ -60,7 +62,7 @@ class MachineCommand : public Command {
         o.threads = threads_;
         if (quick_) {
           o.seconds_per_test = 0.05;
-          o.repeats = 2;
+          o.repeats = 3;
         }
         std::fprintf(stderr, "opscope: measuring peak FLOP/s and memory bandwidth (%s)...\n",
                      quick_ ? "quick" : "about 10 s");
@@ -69,6 +71,16 @@ class MachineCommand : public Command {
         if (peak_gbps_ > 0) c.triad_gbps = peak_gbps_;
         if (peak_gflops_ > 0 || peak_gbps_ > 0) c.method = "measured+manual";
         if (!cpu_model_.empty()) c.cpu_model = cpu_model_;
+        // The noise check: ceilings measured while other processes competed for the CPU would
+        // misplace every op on the roofline for as long as the file is used.
+        if (Status st = analysis::CheckCeilingsStable(c); !st.ok()) {
+          if (!force_) return ReportError(st);
+          std::string why = st.message();
+          if (StartsWith(why, "ceilings not stored: ")) why = why.substr(21);
+          why = why.substr(0, why.find(": other processes"));
+          std::fprintf(stderr, "opscope: warning: storing unstable ceilings (--force): %s\n",
+                       why.c_str());
+        }
       }
       if (Status st = analysis::SaveMachineFile(c, path); !st.ok()) return ReportError(st);
     }
@@ -87,13 +99,15 @@ class MachineCommand : public Command {
         out += fmt::format("{:<34} {:>10.1f} FLOP/byte\n", "ridge point", c.peak_gflops_all / c.triad_gbps);
       out += fmt::format("{:<34} {}\n", "cpu", c.cpu_model);
       out += fmt::format("{:<34} {} {}\n", "method", c.method, c.measured_at);
+      if (c.repeats > 0)
+        out += fmt::format("{:<34} {:.1f}% ({}; median below best of {} repeats)\n", "noise",
+                           c.spread_pct, c.spread_of, c.repeats);
+      if (c.cpus > 0 || !c.cpu_flags.empty())
+        out += fmt::format("{:<34} {} CPUs, flags: {}\n", "cpu stamp", c.cpus,
+                           c.cpu_flags.empty() ? "-" : c.cpu_flags);
       out += fmt::format("{:<34} {}\n", show_ ? "read from" : "stored in", path);
       std::fputs(out.c_str(), stdout);
     }
-    if (c.method != "manual" && c.threads > 1 && c.peak_gflops_all < c.peak_gflops_one)
-      std::fprintf(stderr, "opscope: note: the all-core figure is below the one-core figure: other "
-                           "processes were using the cores during the measurement; re-run "
-                           "`opscope machine` on an idle machine\n");
     std::string mismatch = analysis::CeilingsMismatch(c, host.cpu_model);
     if (!mismatch.empty() && c.method != "manual") std::fprintf(stderr, "opscope: note: %s\n", mismatch.c_str());
     return 0;
@@ -103,7 +117,7 @@ class MachineCommand : public Command {
   std::string file_, cpu_model_, format_ = "table";
   int threads_ = 0;
   double peak_gflops_ = 0, peak_gbps_ = 0;
-  bool quick_ = false, show_ = false;
+  bool quick_ = false, show_ = false, force_ = false;
 };
 
 OPSCOPE_REGISTER_COMMAND(MachineCommand);

@@ -83,6 +83,8 @@ class ProfileCommand : public Command {
     }
     auto ceilings = analysis::ResolveCeilings(machine_file_, peak_gflops_, peak_gbps_);
     if (!ceilings.ok()) return ReportError(ceilings.status());
+    if (*ceilings && StartsWith((*ceilings)->verification, "unverified: "))
+      std::fprintf(stderr, "opscope: warning: %s\n", (*ceilings)->verification.substr(12).c_str());
 
     collect::ModelProfileOptions opt;
     opt.model_path = model_;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "base/testing/fuzz_corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -37,6 +38,13 @@ TEST(RangesReaderFuzz, SeedsTruncationsBitFlips) {
   }
   closedir(d);
   EXPECT_GE(seeds, 2);
+}
+
+TEST(RangesReaderFuzz, RegressionCorpus) {
+  int n = opscope::testing::ReplayFuzzCorpus("ranges_reader_fuzz", [](const std::string& b) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  });
+  EXPECT_GT(n, 0) << "tests/fuzz_corpus/ranges_reader_fuzz is empty";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "collect/perf_map.h"
 #include "collect/symbolize.h"
+#include "base/testing/fuzz_corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -455,6 +456,13 @@ TEST(Symbolize, Demangles) {
   EXPECT_EQ(Demangle("_ZN2ns1fEi"), "ns::f(int)");
   EXPECT_EQ(Demangle("main"), "main");
   EXPECT_EQ(Demangle("_Znot-valid"), "_Znot-valid");
+}
+
+TEST(RecordFile, FuzzRegressionCorpus) {
+  int n = opscope::testing::ReplayFuzzCorpus("record_file_fuzz", [](const std::string& b) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  });
+  EXPECT_GT(n, 0) << "tests/fuzz_corpus/record_file_fuzz is empty";
 }
 
 }  // namespace

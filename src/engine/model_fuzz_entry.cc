@@ -21,8 +21,28 @@ void FuzzLoadModel(const uint8_t* data, size_t size) {
   SessionOptions opt;
   opt.threads = 1;
   auto s = Session::Load(path, opt);
-  (void)s;
   close(fd);
+  if (!s.ok()) return;
+  // Kernels see the shapes and attributes that loading accepted: run the model once when its
+  // planned work is small (so a run stays in milliseconds and megabytes).
+  constexpr double kMaxElements = 1 << 20, kMaxFlops = 2e7;
+  double elements = 0, flops = 0;
+  for (const NodeInfo& n : (*s)->Nodes()) {
+    flops += n.flops;
+    for (const auto& shape : n.output_shapes) {
+      double e = 1;
+      for (int64_t d : shape) e *= d < 0 ? kMaxElements : static_cast<double>(d);
+      elements += e;
+    }
+  }
+  for (const ValueSpec& v : (*s)->Inputs()) {
+    double e = 1;
+    for (int64_t d : v.shape) e *= d < 0 ? kMaxElements : static_cast<double>(d);
+    elements += e;
+  }
+  if (elements > kMaxElements || flops > kMaxFlops) return;
+  if (!(*s)->FillRandomInputs(1).ok()) return;
+  (void)(*s)->Run();
 }
 
 }  // namespace opscope::engine

@@ -8,6 +8,7 @@
 
 #include "base/files.h"
 #include "engine/model_fuzz.h"
+#include "base/testing/fuzz_corpus.h"
 
 namespace opscope::engine {
 namespace {
@@ -50,6 +51,17 @@ TEST(ModelFuzzTest, TruncationsAndBitFlipsNeverCrash) {
   }
   RecordProperty("cases", cases);
   SUCCEED() << cases << " mutated models loaded without crashing";
+}
+
+// Both model fuzzers (byte-level model_fuzz, structure-aware model_struct_fuzz) share the entry
+// point FuzzLoadModel.
+TEST(ModelFuzzTest, RegressionCorpus) {
+  for (const char* target : {"model_fuzz", "model_struct_fuzz"}) {
+    int n = opscope::testing::ReplayFuzzCorpus(target, [](const std::string& b) {
+      FuzzLoadModel(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+    });
+    EXPECT_GT(n, 0) << "tests/fuzz_corpus/" << target << " is empty";
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "gpu/builder.h"
 #include "gpu/trace_forge_test_util.h"
+#include "base/testing/fuzz_corpus.h"
 #include "profile/profile_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -308,4 +309,11 @@ TEST(GpuBuilderTest, DemanglesOnlyMangledNames) {
 }
 
 }  // namespace
+TEST(GpuDecoderTest, FuzzRegressionCorpus) {
+  int n = opscope::testing::ReplayFuzzCorpus("gpu_decoder_fuzz", [](const std::string& b) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  });
+  EXPECT_GT(n, 0) << "tests/fuzz_corpus/gpu_decoder_fuzz is empty";
+}
+
 }  // namespace opscope::gpu

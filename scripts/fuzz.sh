@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the fuzz preset (clang, libFuzzer + ASan + UBSan over the libraries under test) and runs
+# every fuzz target for SECONDS each (default 60), one worker each, one after the other.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#
+# Each target starts from its seeds (tests/fuzz_corpus/<target>/ plus the repository's models for
+# the model fuzzers) and keeps what it finds in build/fuzz/corpus/<target>/ between runs; a crash
+# leaves its input in build/fuzz/artifacts/<target>/. FUZZ_NO_BUILD=1 runs what is already built. Prints one line per target: executions,
+# executions per second, coverage, and the result. Exit status 1 when any target crashed.
+# A crash input worth keeping goes into tests/fuzz_corpus/<target>/ (after the fix), where CTest
+# replays it in every build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+export CCACHE_DIR=${CCACHE_DIR:-/work/.ccache} CCACHE_BASEDIR=${CCACHE_BASEDIR:-/work}
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then  # FUZZ_NO_BUILD=1: run what is built
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j"${JOBS:-2}" --target fuzzers
+fi
+
+root=$PWD
+build=$root/build/fuzz
+seeds_for() {
+  local t=$1
+  echo "$root/tests/fuzz_corpus/$t"
+  case $t in
+    model_fuzz|model_struct_fuzz)
+      echo "$root/tests/fuzz_corpus/model_fuzz $root/tests/fuzz_corpus/model_struct_fuzz"
+      echo "$root/models $root/tests/models" ;;
+    ranges_reader_fuzz) echo "$root/src/collect/testdata/ranges_corpus" ;;
+  esac
+}
+max_len_for() {
+  case $1 in
+    model_fuzz|model_struct_fuzz) echo 65536 ;;  # the seeds are a few kB; bev_demo is skipped
+    *) echo 16384 ;;
+  esac
+}
+
+status=0
+printf '%-20s %12s %10s %8s  %s\n' target execs exec/s cov result
+while read -r name path; do
+  if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then continue; fi
+  if [ ! -x "$path" ]; then
+    printf '%-20s %12s %10s %8s  %s\n' "$name" - - - "not built"
+    status=1
+    continue
+  fi
+  corpus=$build/corpus/$name
+  artifacts=$build/artifacts/$name/
+  mkdir -p "$corpus" "$artifacts"
+  log=$build/fuzz-$name.log
+  rc=0
+  # shellcheck disable=SC2046
+  # In-process, one worker (-jobs/-workers would fork a child that logs to ./fuzz-N.log).
+  "$path" -max_total_time="$seconds" -print_final_stats=1 \
+    -max_len="$(max_len_for "$name")" -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix="$artifacts" "$corpus" $(seeds_for "$name" | tr ' ' '\n' | sort -u | \
+    while read -r d; do [ -d "$d" ] && echo "$d"; done) >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
+  if [ "$rc" -eq 0 ]; then
+    result="ok"
+  else
+    status=1
+    crash=$( (grep -o 'Test unit written to .*' "$log" || true) | tail -n 1 | \
+      sed 's/Test unit written to //')
+    why=$(grep -m1 -o 'ERROR: [A-Za-z]*Sanitizer: [a-zA-Z-]*\|runtime error: .*\|deadly signal' \
+      "$log" || true)
+    result="CRASH (${why:-exit $rc}) ${crash:-}; log $log"
+  fi
+  printf '%-20s %12s %10s %8s  %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$result"
+done <"$build/fuzzers.txt"
+exit $status
