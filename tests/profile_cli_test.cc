@@ -171,6 +171,25 @@ TEST(ProfileCliTest, WrongInputFile) {
   ExpectError(Profile({model, "--input", "x=" + TempDir() + "/none.pb"}), "no such file");
 }
 
+// The model_struct_fuzz findings (libonnx crashes, UB in opscope before the fixes): each is one
+// error line naming the model and the initializer (or node), exit status 2.
+TEST(ProfileCliTest, FuzzFoundCorruptModelsAreOneLineErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"crash-split-scalar-initializer-short-raw-data.onnx", "initializer 'sp': raw_data holds"},
+      {"crash-parsedata-heap-overflow.onnx", "initializer 'sp': raw_data holds"},
+      {"crash-slice-axes-initializer-long-raw-data.onnx", "initializer 'ax': raw_data holds"},
+      {"crash-convtranspose-rank2-input-no-attributes.onnx", "initializer 'w': raw_data holds"},
+      {"crash-tensor-numel-signed-overflow.onnx", "node 'Conv_0' (Conv): attribute kernel_shape"},
+  };
+  for (const auto& [f, what] : cases) {
+    std::string model = kSrc + "/tests/fuzz_corpus/model_struct_fuzz/" + f;
+    auto r = Profile({model, "--runs", "1"});
+    EXPECT_EQ(r.exit_code, 2) << f << ": " << r.err;
+    ExpectError(r, std::string(f) + ": " + what);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 // --threads outside 1..MaxThreads() is a usage error; more threads than CPUs is allowed but
 // warned about on stderr and recorded in the profile (the times include waiting for a CPU).
 TEST(ProfileCliTest, ThreadCounts) {

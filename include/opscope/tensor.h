@@ -14,10 +14,16 @@ enum class DataType : uint8_t { kFloat32, kInt64, kInt32, kBool, kUint8, kInt8, 
 const char* DataTypeName(DataType t);
 size_t DataTypeSize(DataType t);
 
+// The element count of `shape` into *numel; false (and *numel untouched) when a dimension is
+// negative or the running product, left to right, overflows int64.
+bool CheckedNumel(const std::vector<int64_t>& shape, int64_t* numel);
+
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(DataType dtype, std::vector<int64_t> shape);   // allocates, zero-filled
+  // Allocates, zero-filled; throws std::bad_alloc when the shape has a negative dimension or
+  // its size overflows (callers check shapes from files first, see CheckedNumel).
+  Tensor(DataType dtype, std::vector<int64_t> shape);
   static Tensor Borrow(DataType dtype, std::vector<int64_t> shape, void* data);
 
   DataType dtype() const { return dtype_; }

@@ -109,35 +109,108 @@ StatusOr<ExternalData> ResolveExternalData(const onnx::TensorProto& p, const std
   return ext;
 }
 
+namespace {
+
+// How an ONNX data type stores its elements: bytes per element in raw_data, the typed field
+// used otherwise, and how many field values make one element (2 for complex types).
+struct OnnxTypeLayout {
+  const char* name;
+  int64_t raw_size;  // 0: raw_data is not allowed (STRING)
+  enum Field { kFloat, kInt32, kInt64, kDouble, kUint64, kString } field;
+  int per_element;
+};
+
+const OnnxTypeLayout* LayoutOf(int t) {
+  using P = onnx::TensorProto;
+  using L = OnnxTypeLayout;
+  static const struct {
+    int type;
+    L layout;
+  } kTable[] = {
+      {P::FLOAT, {"float", 4, L::kFloat, 1}},       {P::UINT8, {"uint8", 1, L::kInt32, 1}},
+      {P::INT8, {"int8", 1, L::kInt32, 1}},         {P::UINT16, {"uint16", 2, L::kInt32, 1}},
+      {P::INT16, {"int16", 2, L::kInt32, 1}},       {P::INT32, {"int32", 4, L::kInt32, 1}},
+      {P::INT64, {"int64", 8, L::kInt64, 1}},       {P::STRING, {"string", 0, L::kString, 1}},
+      {P::BOOL, {"bool", 1, L::kInt32, 1}},         {P::FLOAT16, {"float16", 2, L::kInt32, 1}},
+      {P::DOUBLE, {"double", 8, L::kDouble, 1}},    {P::UINT32, {"uint32", 4, L::kUint64, 1}},
+      {P::UINT64, {"uint64", 8, L::kUint64, 1}},    {P::COMPLEX64, {"complex64", 8, L::kFloat, 2}},
+      {P::COMPLEX128, {"complex128", 16, L::kDouble, 2}},
+      {P::BFLOAT16, {"bfloat16", 2, L::kInt32, 1}},
+  };
+  for (const auto& e : kTable)
+    if (e.type == t) return &e.layout;
+  return nullptr;
+}
+
+std::string DimsString(const onnx::TensorProto& p) {
+  std::string s = "[";
+  for (int i = 0; i < p.dims_size(); ++i) s += (i ? ", " : "") + std::to_string(p.dims(i));
+  return s + "]";
+}
+
+}  // namespace
+
+StatusOr<int64_t> CheckTensorPayload(const onnx::TensorProto& p, const std::string& what) {
+  const OnnxTypeLayout* lay = LayoutOf(p.data_type());
+  if (!lay)
+    return InvalidArgument(what + ": data_type " + std::to_string(p.data_type()) +
+                           " is not an ONNX tensor type (corrupt model?)");
+  std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
+  for (int64_t d : dims)
+    if (d < 0)
+      return InvalidArgument(what + ": dims " + DimsString(p) + " has a negative dimension");
+  int64_t numel = 0, bytes = 0;
+  const int64_t esize = lay->raw_size > 0 ? lay->raw_size : 1;
+  if (!CheckedNumel(dims, &numel) || __builtin_mul_overflow(numel, esize, &bytes))
+    return InvalidArgument(what + ": tensor too large: dims " + DimsString(p) +
+                           " overflow a 64-bit size");
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) return numel;
+  auto mismatch = [&](int64_t have, const char* field, const char* unit, int64_t need) {
+    return DataLoss(what + ": " + field + " holds " + std::to_string(have) + " " + unit +
+                    ", dims " + DimsString(p) + " of " + lay->name + " need " +
+                    std::to_string(need) + " (truncated or corrupt model?)");
+  };
+  if (p.has_raw_data()) {
+    if (lay->raw_size == 0)
+      return InvalidArgument(what + ": a " + std::string(lay->name) +
+                             " tensor cannot keep its data in raw_data");
+    if (static_cast<int64_t>(p.raw_data().size()) != bytes)
+      return mismatch(static_cast<int64_t>(p.raw_data().size()), "raw_data", "bytes", bytes);
+    return numel;
+  }
+  int64_t have = 0;
+  const char* field = "";
+  switch (lay->field) {
+    case OnnxTypeLayout::kFloat: have = p.float_data_size(); field = "float_data"; break;
+    case OnnxTypeLayout::kInt32: have = p.int32_data_size(); field = "int32_data"; break;
+    case OnnxTypeLayout::kInt64: have = p.int64_data_size(); field = "int64_data"; break;
+    case OnnxTypeLayout::kDouble: have = p.double_data_size(); field = "double_data"; break;
+    case OnnxTypeLayout::kUint64: have = p.uint64_data_size(); field = "uint64_data"; break;
+    case OnnxTypeLayout::kString: have = p.string_data_size(); field = "string_data"; break;
+  }
+  const int64_t need = numel * lay->per_element;  // per_element 2 only for 8/16-byte types
+  if (have != need) return mismatch(have, field, "values", need);
+  return numel;
+}
+
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::string& model_dir,
                                  const std::string& what) {
+  // Sizes first, allocation after: a payload that does not match its dims never costs memory.
+  OPSCOPE_ASSIGN_OR_RETURN(int64_t numel, CheckTensorPayload(p, what));
   StatusOr<DataType> type = FromOnnxType(p.data_type());
   if (!type.ok()) return type.status().WithPrefix(what);
   DataType dt = *type;
   std::vector<int64_t> shape(p.dims().begin(), p.dims().end());
-  int64_t numel = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return InvalidArgument(what + ": negative dimension");
-    if (d > 0 && numel > kMaxTensorBytes / d) return ResourceExhausted(what + ": tensor too large");
-    numel *= d;
-  }
   size_t esize = DataTypeSize(dt);
-  if (numel * static_cast<int64_t>(esize) > kMaxTensorBytes)
-    return ResourceExhausted(what + ": tensor of " + std::to_string(numel) + " elements is too large to allocate");
-  Tensor t;
-  try {
-    t = Tensor(dt, shape);
-  } catch (const std::bad_alloc&) {
-    return ResourceExhausted(what + ": cannot allocate " + std::to_string(numel * esize) + " bytes");
-  }
+  if (numel > kMaxTensorBytes / static_cast<int64_t>(esize))
+    return ResourceExhausted(what + ": tensor too large: " + std::to_string(numel) +
+                             " elements (limit " + std::to_string(kMaxTensorBytes) + " bytes)");
   size_t need = static_cast<size_t>(numel) * esize;
-  auto mismatch = [&](size_t have) {
-    return DataLoss(what + ": holds " + std::to_string(have) + " values/bytes, shape needs " +
-                    std::to_string(numel) + " elements");
-  };
+  std::ifstream in;
+  std::string ext_path;
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     OPSCOPE_ASSIGN_OR_RETURN(ExternalData ext, ResolveExternalData(p, model_dir, what));
-    std::ifstream in(ext.path, std::ios::binary);
+    in.open(ext.path, std::ios::binary);
     if (!in) return NotFound(what + ": cannot open external data file '" + ext.path + "'");
     in.seekg(0, std::ios::end);
     int64_t fsize = in.tellg();
@@ -146,19 +219,28 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::string& 
     if (ext.offset > fsize || length > fsize - ext.offset)
       return DataLoss(what + ": external data '" + ext.path + "' is shorter than offset+length (" +
                       std::to_string(fsize) + " bytes)");
-    if (static_cast<size_t>(length) != need) return mismatch(static_cast<size_t>(length));
+    if (static_cast<size_t>(length) != need)
+      return DataLoss(what + ": external data holds " + std::to_string(length) +
+                      " bytes, shape needs " + std::to_string(need));
     in.seekg(ext.offset);
+    ext_path = ext.path;
+  }
+  Tensor t;
+  try {
+    t = Tensor(dt, shape);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(what + ": cannot allocate " + std::to_string(need) + " bytes");
+  }
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(need));
-    if (!in) return DataLoss(what + ": cannot read external data from '" + ext.path + "'");
+    if (!in) return DataLoss(what + ": cannot read external data from '" + ext_path + "'");
     return t;
   }
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != need) return mismatch(p.raw_data().size());
     std::memcpy(t.raw(), p.raw_data().data(), need);
     return t;
   }
   auto copy_from = [&](const auto& field, auto convert) -> Status {
-    if (static_cast<int64_t>(field.size()) != numel) return mismatch(field.size());
     for (int64_t i = 0; i < numel; ++i) convert(i, field.Get(static_cast<int>(i)));
     return Status::Ok();
   };

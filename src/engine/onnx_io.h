@@ -32,6 +32,13 @@ struct ExternalData {
 StatusOr<ExternalData> ResolveExternalData(const onnx::TensorProto& proto,
                                            const std::string& model_dir, const std::string& what);
 
+// Checks a TensorProto against itself before anything reads its payload by its dims (libonnx's
+// shape inference does, unchecked): the data type is one ONNX defines, dims are non-negative and
+// their product (times the element size) fits int64, and the payload (raw_data, or the typed
+// field the type uses) holds exactly that many elements. External data is sized later, when it
+// is read. Returns the element count; `what` names the tensor in errors.
+StatusOr<int64_t> CheckTensorPayload(const onnx::TensorProto& proto, const std::string& what);
+
 // `model_dir` resolves external data locations (see ResolveExternalData). `what` names the
 // tensor in errors.
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir,

@@ -285,6 +285,30 @@ Status CheckExternalData(const onnx::GraphProto& g, const std::string& model_dir
   return Status::Ok();
 }
 
+// Checks every tensor in the graph (initializers, tensor attributes such as Constant's value,
+// subgraphs) against its own dims before libonnx's shape inference reads payloads by their dims
+// unchecked (libonnx 1.12: SEGV, heap overflow in ParseData). See CheckTensorPayload.
+Status CheckTensorPayloads(const onnx::GraphProto& g, const std::string& path) {
+  for (const auto& t : g.initializer())
+    OPSCOPE_RETURN_IF_ERROR(
+        CheckTensorPayload(t, path + ": initializer '" + t.name() + "'").status());
+  int index = 0;
+  for (const auto& n : g.node()) {
+    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+    ++index;
+    for (const auto& a : n.attribute()) {
+      std::string what = path + ": node '" + name + "' (" + n.op_type() + ") attribute '" +
+                         a.name() + "'";
+      if (a.has_t()) OPSCOPE_RETURN_IF_ERROR(CheckTensorPayload(a.t(), what).status());
+      for (const auto& t : a.tensors())
+        OPSCOPE_RETURN_IF_ERROR(CheckTensorPayload(t, what).status());
+      if (a.has_g()) OPSCOPE_RETURN_IF_ERROR(CheckTensorPayloads(a.g(), path));
+      for (const auto& sub : a.graphs()) OPSCOPE_RETURN_IF_ERROR(CheckTensorPayloads(sub, path));
+    }
+  }
+  return Status::Ok();
+}
+
 // libonnx's messages span several lines ("...\n\n==> Context: Bad node spec for node. Name: n0
 // OpType: Relu"); errors are one line, so the lines are joined with "; " (a space after a line
 // that ends in ':', "input 'x' of node:\nname: n0 OpType: Relu").
@@ -322,6 +346,13 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
   };
   for (const auto& v : g.input()) note_rank(v);
   for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  // Constant outputs have the rank of their value; libonnx infers it before any consumer.
+  for (const auto& n : g.node())
+    if (n.op_type() == "Constant" && n.output_size() == 1 &&
+        (n.domain().empty() || n.domain() == "ai.onnx"))
+      for (const auto& a : n.attribute())
+        if (a.name() == "value" && a.has_t())
+          ranks.emplace(n.output(0), a.t().dims_size());
   static const std::set<std::string> kConvs = {"Conv", "ConvInteger", "QLinearConv",
                                                "ConvTranspose"};
   static const std::set<std::string> kPools = {"MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
@@ -369,6 +400,24 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
       auto it = ranks.find(n.input(i));
       return it == ranks.end() ? -1 : it->second;
     };
+    if (op == "ConvTranspose") {
+      // libonnx 1.12's inference indexes the per-axis lists (dilations, strides, pads, kernel
+      // shape taken from the weight's dims 2..) by the input's spatial axes and reads the
+      // weight's dim 1 without checking either (a rank-2 input is a null dereference).
+      const int r = rank_of(0), rw = rank_of(1);
+      auto rank_error = [&](const std::string& what) {
+        return InvalidArgument(where + ": " + what +
+                               "; ConvTranspose needs input and weight of the same rank, at "
+                               "least 3 (N, C and one or more spatial axes)");
+      };
+      if (r >= 0 && r < 3)
+        return rank_error("input '" + n.input(0) + "' has rank " + std::to_string(r));
+      if (rw >= 0 && rw < 3)
+        return rank_error("weight '" + n.input(1) + "' has rank " + std::to_string(rw));
+      if (r >= 0 && rw >= 0 && r != rw)
+        return rank_error("input '" + n.input(0) + "' has rank " + std::to_string(r) +
+                          " but weight '" + n.input(1) + "' has rank " + std::to_string(rw));
+    }
     if (int r = rank_of(0); r >= 2) {
       spatial = r - 2;
       spatial_from = "input '" + n.input(0) + "' has rank " + std::to_string(r);
@@ -473,6 +522,7 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
     }
   }
   OPSCOPE_RETURN_IF_ERROR(CheckSupported(model));
+  OPSCOPE_RETURN_IF_ERROR(CheckTensorPayloads(model.graph(), path));
   OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(model.graph(), path));
   OPSCOPE_RETURN_IF_ERROR(ResolveInputs(model, options));
   if (onnx_checks) {
@@ -623,6 +673,21 @@ Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions&
         }
       }
     }
+    // The product of the non-zero dimensions must fit too: kernels compute strides from them
+    // even when another dimension is 0.
+    std::vector<int64_t> nonzero;
+    for (int64_t d : dims) {
+      if (d < 0)
+        return InvalidArgument(where + ": shape " + ShapeToString(dims) +
+                               " has a negative dimension");
+      nonzero.push_back(d == 0 ? 1 : d);
+    }
+    int64_t numel = 0, bytes = 0;
+    if (!CheckedNumel(nonzero, &numel) ||
+        __builtin_mul_overflow(numel, static_cast<int64_t>(DataTypeSize(dt)), &bytes))
+      return InvalidArgument(where + ": tensor too large: shape " + ShapeToString(dims) +
+                             " overflows a 64-bit size (give --shape " + in.name() +
+                             "=... with smaller dimensions)");
     shape->clear_dim();
     for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
     input_specs_.push_back({in.name(), dt, dims});

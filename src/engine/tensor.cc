@@ -1,5 +1,6 @@
 #include "opscope/tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -32,15 +33,29 @@ size_t DataTypeSize(DataType t) {
   return 1;
 }
 
-static int64_t NumelOf(const std::vector<int64_t>& s) {
+bool CheckedNumel(const std::vector<int64_t>& shape, int64_t* numel) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
+  for (int64_t d : shape) {
+    if (d < 0) return false;
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  }
+  *numel = n;
+  return true;
+}
+
+// For shapes of memory that exists (borrowed, reshaped, described): they cannot overflow, so an
+// impossible shape saturates rather than wrapping around.
+static int64_t NumelOf(const std::vector<int64_t>& s) {
+  int64_t n = 0;
+  return CheckedNumel(s, &n) ? n : INT64_MAX;
 }
 
 Tensor::Tensor(DataType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-  numel_ = NumelOf(shape_);
-  size_t bytes = nbytes();
+  size_t bytes = 0;
+  if (!CheckedNumel(shape_, &numel_) ||
+      __builtin_mul_overflow(static_cast<size_t>(numel_), DataTypeSize(dtype_), &bytes) ||
+      bytes > SIZE_MAX - 64)
+    throw std::bad_alloc();
   size_t alloc = ((bytes + 63) / 64) * 64;
   if (alloc == 0) alloc = 64;
   void* p = std::aligned_alloc(64, alloc);

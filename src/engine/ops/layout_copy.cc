@@ -24,17 +24,6 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
   return s;
 }
 
-bool CheckedNumel(const std::vector<int64_t>& shape, int64_t* numel) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return false;
-    if (d != 0 && n > INT64_MAX / d) return false;
-    n *= d;
-  }
-  *numel = n;
-  return true;
-}
-
 void FillElements(void* out, int64_t n, size_t elem_size, uint64_t value) {
   DispatchBySize(elem_size, [&](auto t) {
     using T = decltype(t);

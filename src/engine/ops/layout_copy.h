@@ -61,7 +61,4 @@ uint64_t EncodeScalar(DataType dtype, double v);
 // The bit pattern of element 0 of `t` (for scalar tensor inputs of any dtype); 0 if empty.
 uint64_t ScalarBits(const Tensor& t);
 
-// Product of dims with an overflow check against int64 (false on overflow or negative dims).
-bool CheckedNumel(const std::vector<int64_t>& shape, int64_t* numel);
-
 }  // namespace opscope::engine
