@@ -408,6 +408,13 @@ TEST(ModelLoadTest, FuzzFindingsAreCleanErrors) {
       {"crash-convtranspose-rank2-input-no-attributes.onnx",
        {"initializer 'w'", "raw_data holds 128 bytes", "dims [4, 2, 2] of float need 64"}},
       {"crash-tensor-numel-signed-overflow.onnx", {"crash-tensor-numel-signed-overflow.onnx: "}},
+      // libonnx's Conv inference segfaulted on a rank-3 input with a rank-5 weight.
+      {"crash-conv-weight-rank-differs.onnx",
+       {"node 'Conv_0' (Conv)", "input 'x' has rank 3 but weight 'w' has rank 5"}},
+      // `pads` twice at opset 21 (no libonnx checker): one was checked, the other, near
+      // INT64_MAX, overflowed the conv's output-size arithmetic.
+      {"crash-conv-geometry-signed-overflow.onnx",
+       {"node 'Conv_0' (Conv)", "attribute 'pads' is given twice"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);

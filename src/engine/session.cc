@@ -359,13 +359,19 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
   int idx = 0;
   for (const auto& n : g.node()) {
     const int index = idx++;
-    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
     const std::string& op = n.op_type();
+    std::string name = n.name().empty() ? op + "_" + std::to_string(index) : n.name();
+    std::string where = path + ": node '" + name + "' (" + op + ")";
+    // Any node: an attribute given twice would be checked here in one form and used by the
+    // kernel in the other (the checker, which refuses it, does not run past opset 17).
+    std::set<std::string> seen;
+    for (const auto& a : n.attribute())
+      if (!seen.insert(a.name()).second)
+        return InvalidArgument(where + ": attribute '" + a.name() + "' is given twice");
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
     const bool conv = kConvs.count(op) > 0, pool = kPools.count(op) > 0;
     const bool block = op == "DepthToSpace" || op == "SpaceToDepth";
     if (!conv && !pool && !block) continue;
-    std::string name = n.name().empty() ? op + "_" + std::to_string(index) : n.name();
-    std::string where = path + ": node '" + name + "' (" + op + ")";
     auto bad = [&](const onnx::AttributeProto& a, const std::string& value,
                    const std::string& why) {
       return InvalidArgument(where + ": attribute " + a.name() + " = " + value + ": " + why);
@@ -400,14 +406,15 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
       auto it = ranks.find(n.input(i));
       return it == ranks.end() ? -1 : it->second;
     };
-    if (op == "ConvTranspose") {
+    if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") {
       // libonnx 1.12's inference indexes the per-axis lists (dilations, strides, pads, kernel
       // shape taken from the weight's dims 2..) by the input's spatial axes and reads the
-      // weight's dim 1 without checking either (a rank-2 input is a null dereference).
+      // weight's dim 1 without checking either (a rank-2 input is a null dereference); its Conv
+      // inference segfaults when the weight's rank differs from the input's.
       const int r = rank_of(0), rw = rank_of(1);
       auto rank_error = [&](const std::string& what) {
         return InvalidArgument(where + ": " + what +
-                               "; ConvTranspose needs input and weight of the same rank, at "
+                               "; " + op + " needs input and weight of the same rank, at "
                                "least 3 (N, C and one or more spatial axes)");
       };
       if (r >= 0 && r < 3)

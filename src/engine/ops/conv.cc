@@ -101,6 +101,13 @@ Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t
   g->pe.assign(sp, 0);
   g->out.assign(sp, 0);
   for (size_t i = 0; i < sp; ++i) {
+    // An empty tensor may carry any other dim (a [0, 2^62] weight holds no data): bound the
+    // sizes before the arithmetic below, which would overflow.
+    constexpr int64_t kHuge = int64_t{1} << 40;
+    if (in[i] > kHuge || g->k[i] > kHuge || g->d[i] > kHuge)
+      return NodeError(n, "spatial dim " + std::to_string(i) + ": input " +
+                              std::to_string(in[i]) + ", kernel " + std::to_string(g->k[i]) +
+                              ", dilation " + std::to_string(g->d[i]) + " out of range");
     int64_t dk = (g->k[i] - 1) * g->d[i] + 1;
     if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
       int64_t o = (in[i] + g->s[i] - 1) / g->s[i];

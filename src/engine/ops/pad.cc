@@ -66,6 +66,11 @@ class PadKernel : public Kernel {
     }
     int64_t total;
     if (!CheckedNumel(out_shape, &total)) return NodeError(node_, "output size overflows");
+    if (total == 0) {  // before the index maps: one axis of an empty output may still be huge
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor * empty, ctx.Output(0, x->dtype(), out_shape));
+      (void)empty;
+      return Status::Ok();
+    }
     // Index maps per dimension.
     std::vector<std::vector<int64_t>> maps(r);
     for (int d = 0; d < r; ++d) {
