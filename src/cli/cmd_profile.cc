@@ -59,8 +59,6 @@ class ProfileCommand : public Command {
   }
 
   int Run() override {
-    if (runs_ < 1) return ReportError(InvalidArgument("--runs must be at least 1 (got " + std::to_string(runs_) + ")"));
-    if (warmup_ < 0) return ReportError(InvalidArgument("--warmup must not be negative (got " + std::to_string(warmup_) + ")"));
     if (threads_opt_->count() > 0 && (threads_ < 1 || threads_ > engine::MaxThreads()))
       return ReportError(InvalidArgument(
           "--threads must be between 1 and " + std::to_string(engine::MaxThreads()) + " (" +
@@ -69,12 +67,10 @@ class ProfileCommand : public Command {
     if (threads_ > engine::UsableCpus())
       std::fprintf(stderr, "opscope: warning: %s\n",
                    engine::OversubscriptionWarning(threads_, engine::UsableCpus()).c_str());
-    if (top_ < 1) return ReportError(InvalidArgument("--top must be at least 1"));
     Status st = PrepareOutput(out_, "table");
     if (!st.ok()) return ReportError(st);
     if (call_graph_ != "fp" && call_graph_ != "dwarf")
       return ReportError(InvalidArgument("--call-graph must be fp or dwarf (got '" + call_graph_ + "')"));
-    if (freq_ <= 0 || freq_ > 100000) return ReportError(InvalidArgument("-F must be between 1 and 100000 Hz"));
     std::vector<collect::EventSpec> events = collect::DefaultOpEvents();
     if (!events_.empty()) {
       auto parsed = collect::ParseEventList(events_);
