@@ -32,6 +32,8 @@
 #include "base/strings.h"
 #include "engine/graph.h"
 #include "engine/kernel.h"
+#include "engine/load_checks.h"
+#include "engine/memory_limit.h"
 #include "engine/memory_plan.h"
 #include "engine/onnx_io.h"
 #include "opscope/engine.h"
@@ -196,6 +198,12 @@ class StepContext final : public KernelContext {
         return slot;
       }
     }
+    // Checked before allocating: zero-filling a tensor larger than memory ends in the kernel's
+    // out-of-memory killer, not in bad_alloc.
+    if (std::string why = TensorMemoryError(bytes); !why.empty())
+      return ResourceExhausted("output " + std::to_string(i) + " of shape " + ShapeToString(shape) +
+                               " " + why + "; give smaller input shapes (--shape) or a model with "
+                               "smaller dimensions");
     try {
       *slot = Tensor(dtype, shape);
     } catch (const std::bad_alloc&) {
@@ -309,168 +317,6 @@ Status CheckTensorPayloads(const onnx::GraphProto& g, const std::string& path) {
   return Status::Ok();
 }
 
-// libonnx's messages span several lines ("...\n\n==> Context: Bad node spec for node. Name: n0
-// OpType: Relu"); errors are one line, so the lines are joined with "; " (a space after a line
-// that ends in ':', "input 'x' of node:\nname: n0 OpType: Relu").
-std::string OneLine(const std::string& msg) {
-  std::string out;
-  for (const std::string& line : Split(msg, '\n')) {
-    std::string t = Trim(line);
-    if (t.empty()) continue;
-    if (!out.empty()) out += out.back() == ':' ? " " : "; ";
-    out += t;
-  }
-  return out;
-}
-
-std::string IntsToString(const std::vector<int64_t>& v) {
-  std::vector<std::string> s;
-  for (int64_t x : v) s.push_back(std::to_string(x));
-  return "[" + Join(s, ", ") + "]";
-}
-
-// The largest stride, dilation, kernel size, pad or block size accepted: larger ones are surely
-// corrupt, and smaller bounds keep libonnx's shape arithmetic (int64) from overflowing.
-constexpr int64_t kMaxAttrSize = (int64_t{1} << 31) - 1;
-
-// Checks the size attributes of convolutions, pools and DepthToSpace/SpaceToDepth before
-// libonnx's shape inference sees them: it divides by strides and by blocksize squared unchecked
-// (strides=[0,0] is SIGFPE in libonnx 1.12), and the kernels rely on them too. Lengths are
-// checked against the spatial rank where it is known before inference (graph inputs and
-// initializers; value_info may be stale), otherwise against each other.
-Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
-  std::unordered_map<std::string, int> ranks;
-  auto note_rank = [&](const onnx::ValueInfoProto& v) {
-    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
-      ranks[v.name()] = v.type().tensor_type().shape().dim_size();
-  };
-  for (const auto& v : g.input()) note_rank(v);
-  for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
-  // Constant outputs have the rank of their value; libonnx infers it before any consumer.
-  for (const auto& n : g.node())
-    if (n.op_type() == "Constant" && n.output_size() == 1 &&
-        (n.domain().empty() || n.domain() == "ai.onnx"))
-      for (const auto& a : n.attribute())
-        if (a.name() == "value" && a.has_t())
-          ranks.emplace(n.output(0), a.t().dims_size());
-  static const std::set<std::string> kConvs = {"Conv", "ConvInteger", "QLinearConv",
-                                               "ConvTranspose"};
-  static const std::set<std::string> kPools = {"MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
-  int idx = 0;
-  for (const auto& n : g.node()) {
-    const int index = idx++;
-    const std::string& op = n.op_type();
-    std::string name = n.name().empty() ? op + "_" + std::to_string(index) : n.name();
-    std::string where = path + ": node '" + name + "' (" + op + ")";
-    // Any node: an attribute given twice would be checked here in one form and used by the
-    // kernel in the other (the checker, which refuses it, does not run past opset 17).
-    std::set<std::string> seen;
-    for (const auto& a : n.attribute())
-      if (!seen.insert(a.name()).second)
-        return InvalidArgument(where + ": attribute '" + a.name() + "' is given twice");
-    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
-    const bool conv = kConvs.count(op) > 0, pool = kPools.count(op) > 0;
-    const bool block = op == "DepthToSpace" || op == "SpaceToDepth";
-    if (!conv && !pool && !block) continue;
-    auto bad = [&](const onnx::AttributeProto& a, const std::string& value,
-                   const std::string& why) {
-      return InvalidArgument(where + ": attribute " + a.name() + " = " + value + ": " + why);
-    };
-    auto find = [&](const std::string& attr) -> const onnx::AttributeProto* {
-      for (const auto& a : n.attribute())
-        if (a.name() == attr) return &a;
-      return nullptr;
-    };
-    auto check_int = [&](const std::string& attr, int64_t lo) -> Status {
-      const onnx::AttributeProto* a = find(attr);
-      if (!a) return Status::Ok();
-      if (a->type() != onnx::AttributeProto::INT)
-        return bad(*a, "(not an integer)", "must be a single integer");
-      if (a->i() < lo || a->i() > kMaxAttrSize)
-        return bad(*a, std::to_string(a->i()),
-                   "must be between " + std::to_string(lo) + " and " +
-                       std::to_string(kMaxAttrSize));
-      return Status::Ok();
-    };
-    if (block) {
-      OPSCOPE_RETURN_IF_ERROR(check_int("blocksize", 1));
-      continue;
-    }
-    if (conv) OPSCOPE_RETURN_IF_ERROR(check_int("group", 1));
-    // Spatial rank: from the data input, else the weight, else the first list attribute given.
-    int spatial = -1;
-    std::string spatial_from;
-    const int w_input = op == "QLinearConv" ? 3 : 1;
-    auto rank_of = [&](int i) {
-      if (i >= n.input_size()) return -1;
-      auto it = ranks.find(n.input(i));
-      return it == ranks.end() ? -1 : it->second;
-    };
-    if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") {
-      // libonnx 1.12's inference indexes the per-axis lists (dilations, strides, pads, kernel
-      // shape taken from the weight's dims 2..) by the input's spatial axes and reads the
-      // weight's dim 1 without checking either (a rank-2 input is a null dereference); its Conv
-      // inference segfaults when the weight's rank differs from the input's.
-      const int r = rank_of(0), rw = rank_of(1);
-      auto rank_error = [&](const std::string& what) {
-        return InvalidArgument(where + ": " + what +
-                               "; " + op + " needs input and weight of the same rank, at "
-                               "least 3 (N, C and one or more spatial axes)");
-      };
-      if (r >= 0 && r < 3)
-        return rank_error("input '" + n.input(0) + "' has rank " + std::to_string(r));
-      if (rw >= 0 && rw < 3)
-        return rank_error("weight '" + n.input(1) + "' has rank " + std::to_string(rw));
-      if (r >= 0 && rw >= 0 && r != rw)
-        return rank_error("input '" + n.input(0) + "' has rank " + std::to_string(r) +
-                          " but weight '" + n.input(1) + "' has rank " + std::to_string(rw));
-    }
-    if (int r = rank_of(0); r >= 2) {
-      spatial = r - 2;
-      spatial_from = "input '" + n.input(0) + "' has rank " + std::to_string(r);
-    } else if (int rw = conv ? rank_of(w_input) : -1; rw >= 2) {
-      spatial = rw - 2;
-      spatial_from = "weight '" + n.input(w_input) + "' has rank " + std::to_string(rw);
-    }
-    struct ListRule {
-      const char* name;
-      int64_t lo;
-      int per_dim;  // values per spatial dimension
-    };
-    static const ListRule kRules[] = {{"kernel_shape", 1, 1}, {"strides", 1, 1},
-                                      {"dilations", 1, 1},    {"pads", 0, 2},
-                                      {"output_padding", 0, 1}, {"output_shape", 1, 1}};
-    for (const ListRule& rule : kRules) {
-      const onnx::AttributeProto* a = find(rule.name);
-      if (!a) continue;
-      if (a->type() != onnx::AttributeProto::INTS)
-        return bad(*a, "(not a list of integers)", "must be a list of integers");
-      std::vector<int64_t> v(a->ints().begin(), a->ints().end());
-      for (int64_t x : v)
-        if (x < rule.lo || x > kMaxAttrSize)
-          return bad(*a, IntsToString(v),
-                     std::string("every value must be between ") + std::to_string(rule.lo) +
-                         " and " + std::to_string(kMaxAttrSize));
-      if (spatial < 0) {
-        if (v.size() % rule.per_dim != 0)
-          return bad(*a, IntsToString(v), "needs 2 values (begin and end) per spatial dimension");
-        spatial = static_cast<int>(v.size()) / rule.per_dim;
-        spatial_from = std::string("attribute ") + rule.name + " has " + std::to_string(v.size()) +
-                       " values";
-        continue;
-      }
-      const size_t want = static_cast<size_t>(spatial) * rule.per_dim;
-      if (v.size() != want)
-        return bad(*a, IntsToString(v),
-                   "has " + std::to_string(v.size()) + " values, " + std::to_string(want) +
-                       " expected (" + (rule.per_dim == 2 ? "begin and end for " : "one for ") +
-                       "each of " + std::to_string(spatial) + " spatial dimensions: " +
-                       spatial_from + ")");
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status SessionImpl::Init(const std::string& path, const SessionOptions& options) {
@@ -520,6 +366,7 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   load_checks_["onnx_checker"] = onnx_checks ? ran : skipped;
   load_checks_["onnx_shape_inference"] = onnx_checks ? ran : skipped;
   OPSCOPE_RETURN_IF_ERROR(CheckExternalData(model.graph(), model_dir_, path));
+  OPSCOPE_RETURN_IF_ERROR(CheckSparseTensors(model.graph(), path));
   if (onnx_checks) {
     try {
       if (HasExternalData(model.graph())) onnx::checker::check_model(path);
@@ -532,14 +379,7 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   OPSCOPE_RETURN_IF_ERROR(CheckTensorPayloads(model.graph(), path));
   OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(model.graph(), path));
   OPSCOPE_RETURN_IF_ERROR(ResolveInputs(model, options));
-  if (onnx_checks) {
-    try {
-      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(false, 0, false));
-    } catch (const std::exception& e) {
-      return InvalidArgument(path + ": ONNX shape inference failed: " + OneLine(e.what()));
-    }
-  }
+  if (onnx_checks) OPSCOPE_RETURN_IF_ERROR(InferShapesChecked(model, path));
   OPSCOPE_RETURN_IF_ERROR(BuildGraph(model));
   OPSCOPE_RETURN_IF_ERROR(FoldConstantsAtLoad());
   for (size_t i = 0; i < nodes_.size(); ++i) {

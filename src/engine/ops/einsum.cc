@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "engine/ops/common.h"
+#include "engine/memory_limit.h"
 #include "engine/ops/dnnl_common.h"
 
 namespace opscope::engine {
@@ -378,6 +379,20 @@ class EinsumKernel : public Kernel {
       for (int l : ls) p *= size.at(l);
       return p;
     };
+    // The pairwise product can be far larger than the inputs and the output ("i,j,k->" makes
+    // an i*j intermediate): sized and checked against the tensor memory limit before it exists.
+    std::vector<int64_t> c_dims;
+    for (const auto* ls : {&batch, &m, &nn})
+      for (int l : *ls) c_dims.push_back(size.at(l));
+    int64_t c_numel = 0;
+    if (!CheckedNumel(c_dims, &c_numel) ||
+        static_cast<uint64_t>(c_numel) > SIZE_MAX / sizeof(T))
+      return NodeError(node_, "an intermediate product of shape " + ShapeString(c_dims) +
+                                  " overflows a 64-bit size");
+    if (std::string why = TensorMemoryError(static_cast<size_t>(c_numel) * sizeof(T));
+        !why.empty())
+      return ResourceExhausted("node '" + node_.name + "' (Einsum): an intermediate product of "
+                               "shape " + ShapeString(c_dims) + " " + why);
     const int64_t B = prod(batch), M = prod(m), N = prod(nn), K = prod(k);
     std::vector<int> ao = batch, bo = batch;
     ao.insert(ao.end(), m.begin(), m.end());

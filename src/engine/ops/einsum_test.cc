@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/ops/dnnl_testing.h"
+#include "engine/memory_limit.h"
 
 namespace opscope::engine::testing {
 namespace {
@@ -157,6 +158,25 @@ TEST(Einsum, BadEquationsAreErrorsNamingTheEquation) {
   Node two = MakeNode("Einsum", 1, 1);
   two.attrs.Set("equation", StringAttr("ij,jk->ik"));
   EXPECT_FALSE(FindKernel("", "Einsum")(two).ok());  // 2 operands, 1 input
+}
+
+// Four 1-D operands and a scalar output: the first pairwise product is i*j (4 MB here, both
+// labels are needed later) although no input or output holds more than 4 KB. It is checked
+// against the tensor memory limit before it is allocated (a model with i = j = 2^17 asked for 64 GiB this way).
+TEST(Einsum, IntermediateProductsAreBoundedByTheTensorMemoryLimit) {
+  Tensor a = RandomTensor({1024}, 1), b = RandomTensor({1024}, 2), c = RandomTensor({1024}, 3);
+  Node n = MakeNode("Einsum", 4, 1);
+  n.attrs.Set("equation", StringAttr("i,j,i,j->"));
+  auto kernel = FindKernel("", "Einsum")(n);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+  SetTensorMemoryLimit(size_t{1} << 20);
+  Status st = RunPoisoned(n, {&a, &b, &c, &a}).status();
+  SetTensorMemoryLimit(0);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("intermediate product of shape [1024,1024] would need 4.19 MB"),
+            std::string::npos)
+      << st.message();
+  EXPECT_TRUE(RunPoisoned(n, {&a, &b, &c, &a}).ok());
 }
 
 TEST(Einsum, Cost) {

@@ -66,11 +66,10 @@ class PadKernel : public Kernel {
     }
     int64_t total;
     if (!CheckedNumel(out_shape, &total)) return NodeError(node_, "output size overflows");
-    if (total == 0) {  // before the index maps: one axis of an empty output may still be huge
-      OPSCOPE_ASSIGN_OR_RETURN(Tensor * empty, ctx.Output(0, x->dtype(), out_shape));
-      (void)empty;
-      return Status::Ok();
-    }
+    // The output first: Output() refuses one larger than the tensor memory limit, and the index
+    // maps below are as long as the output's axes (an empty output may have a 2^40 axis).
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x->dtype(), out_shape));
+    if (total == 0) return Status::Ok();
     // Index maps per dimension.
     std::vector<std::vector<int64_t>> maps(r);
     for (int d = 0; d < r; ++d) {
@@ -98,8 +97,6 @@ class PadKernel : public Kernel {
         maps[d][o] = i;
       }
     }
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x->dtype(), out_shape));
-    if (total == 0) return Status::Ok();
     const size_t es = DataTypeSize(x->dtype());
     if (r == 0) {
       CopyTensorData(*x, y);

@@ -1,0 +1,301 @@
+#include "engine/load_checks.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/strings.h"
+
+namespace opscope::engine {
+namespace {
+
+using RankMap = std::unordered_map<std::string, int>;
+
+std::string IntsToString(const std::vector<int64_t>& v) {
+  std::vector<std::string> s;
+  for (int64_t x : v) s.push_back(std::to_string(x));
+  return "[" + Join(s, ", ") + "]";
+}
+
+bool DefaultDomain(const onnx::NodeProto& n) {
+  return n.domain().empty() || n.domain() == "ai.onnx";
+}
+
+bool IsConstant(const onnx::NodeProto& n) {
+  return n.op_type() == "Constant" && n.output_size() == 1 && DefaultDomain(n);
+}
+
+// The largest stride, dilation, kernel size, pad or block size accepted: larger ones are surely
+// corrupt, and smaller bounds keep libonnx's shape arithmetic (int64) from overflowing.
+constexpr int64_t kMaxAttrSize = (int64_t{1} << 31) - 1;
+
+const std::set<std::string> kConvs = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose"};
+const std::set<std::string> kPools = {"MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
+
+// Nodes whose libonnx 1.12 shape inference indexes per-axis lists and the weight's dims by the
+// input's rank unchecked (convPoolShapeInference, convTransposeShapeInference, maxUnpool): their
+// inputs' ranks must be checked before libonnx infers them.
+bool RankSensitive(const onnx::NodeProto& n) {
+  return DefaultDomain(n) && (kConvs.count(n.op_type()) > 0 || kPools.count(n.op_type()) > 0);
+}
+
+void NoteRank(const onnx::ValueInfoProto& v, RankMap* ranks) {
+  if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+    (*ranks)[v.name()] = v.type().tensor_type().shape().dim_size();
+}
+
+// Ranks known before any inference: graph inputs, initializers, Constant values (libonnx infers
+// a Constant before any consumer).
+RankMap InitialRanks(const onnx::GraphProto& g) {
+  RankMap ranks;
+  for (const auto& v : g.input()) NoteRank(v, &ranks);
+  for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  for (const auto& n : g.node())
+    if (IsConstant(n))
+      for (const auto& a : n.attribute())
+        if (a.name() == "value" && a.has_t()) ranks.emplace(n.output(0), a.t().dims_size());
+  return ranks;
+}
+
+// Checks one node (see CheckNodeAttributes) against the ranks known so far.
+Status CheckNode(const onnx::NodeProto& n, int index, const RankMap& ranks,
+                 const std::string& path) {
+  const std::string& op = n.op_type();
+  std::string name = n.name().empty() ? op + "_" + std::to_string(index) : n.name();
+  std::string where = path + ": node '" + name + "' (" + op + ")";
+  // Any node: an attribute given twice would be checked here in one form and used by the
+  // kernel in the other (the checker, which refuses it, does not run past opset 17).
+  std::set<std::string> seen;
+  for (const auto& a : n.attribute())
+    if (!seen.insert(a.name()).second)
+      return InvalidArgument(where + ": attribute '" + a.name() + "' is given twice");
+  if (!DefaultDomain(n)) return Status::Ok();
+  const bool conv = kConvs.count(op) > 0, pool = kPools.count(op) > 0;
+  const bool block = op == "DepthToSpace" || op == "SpaceToDepth";
+  if (!conv && !pool && !block) return Status::Ok();
+  auto bad = [&](const onnx::AttributeProto& a, const std::string& value, const std::string& why) {
+    return InvalidArgument(where + ": attribute " + a.name() + " = " + value + ": " + why);
+  };
+  auto find = [&](const std::string& attr) -> const onnx::AttributeProto* {
+    for (const auto& a : n.attribute())
+      if (a.name() == attr) return &a;
+    return nullptr;
+  };
+  auto check_int = [&](const std::string& attr, int64_t lo) -> Status {
+    const onnx::AttributeProto* a = find(attr);
+    if (!a) return Status::Ok();
+    if (a->type() != onnx::AttributeProto::INT)
+      return bad(*a, "(not an integer)", "must be a single integer");
+    if (a->i() < lo || a->i() > kMaxAttrSize)
+      return bad(*a, std::to_string(a->i()),
+                 "must be between " + std::to_string(lo) + " and " + std::to_string(kMaxAttrSize));
+    return Status::Ok();
+  };
+  if (block) return check_int("blocksize", 1);
+  if (conv) OPSCOPE_RETURN_IF_ERROR(check_int("group", 1));
+  // Spatial rank: from the data input, else the weight, else the first list attribute given.
+  int spatial = -1;
+  std::string spatial_from;
+  const int w_input = op == "QLinearConv" ? 3 : 1;
+  auto rank_of = [&](int i) {
+    if (i >= n.input_size()) return -1;
+    auto it = ranks.find(n.input(i));
+    return it == ranks.end() ? -1 : it->second;
+  };
+  if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" || op == "QLinearConv") {
+    // libonnx 1.12's inference indexes the per-axis lists (dilations, strides, pads, kernel
+    // shape taken from the weight's dims 2..) by the input's spatial axes and reads the
+    // weight's dim 1 without checking either (a rank-2 input is a null dereference); its Conv
+    // inference segfaults when the weight's rank differs from the input's.
+    const int r = rank_of(0), rw = rank_of(w_input);
+    const std::string w_name = w_input < n.input_size() ? n.input(w_input) : "";
+    auto rank_error = [&](const std::string& what) {
+      return InvalidArgument(where + ": " + what + "; " + op +
+                             " needs input and weight of the same rank, at least 3 (N, C and "
+                             "one or more spatial axes)");
+    };
+    if (r >= 0 && r < 3)
+      return rank_error("input '" + n.input(0) + "' has rank " + std::to_string(r));
+    if (rw >= 0 && rw < 3)
+      return rank_error("weight '" + w_name + "' has rank " + std::to_string(rw));
+    if (r >= 0 && rw >= 0 && r != rw)
+      return rank_error("input '" + n.input(0) + "' has rank " + std::to_string(r) +
+                        " but weight '" + w_name + "' has rank " + std::to_string(rw));
+  }
+  if (int r = rank_of(0); r >= 2) {
+    spatial = r - 2;
+    spatial_from = "input '" + n.input(0) + "' has rank " + std::to_string(r);
+  } else if (int rw = conv ? rank_of(w_input) : -1; rw >= 2) {
+    spatial = rw - 2;
+    spatial_from = "weight '" + n.input(w_input) + "' has rank " + std::to_string(rw);
+  }
+  struct ListRule {
+    const char* name;
+    int64_t lo;
+    int per_dim;  // values per spatial dimension
+  };
+  static const ListRule kRules[] = {{"kernel_shape", 1, 1},   {"strides", 1, 1},
+                                    {"dilations", 1, 1},      {"pads", 0, 2},
+                                    {"output_padding", 0, 1}, {"output_shape", 1, 1}};
+  for (const ListRule& rule : kRules) {
+    const onnx::AttributeProto* a = find(rule.name);
+    if (!a) continue;
+    if (a->type() != onnx::AttributeProto::INTS)
+      return bad(*a, "(not a list of integers)", "must be a list of integers");
+    std::vector<int64_t> v(a->ints().begin(), a->ints().end());
+    for (int64_t x : v)
+      if (x < rule.lo || x > kMaxAttrSize)
+        return bad(*a, IntsToString(v),
+                   std::string("every value must be between ") + std::to_string(rule.lo) + " and " +
+                       std::to_string(kMaxAttrSize));
+    if (spatial < 0) {
+      if (v.size() % rule.per_dim != 0)
+        return bad(*a, IntsToString(v), "needs 2 values (begin and end) per spatial dimension");
+      spatial = static_cast<int>(v.size()) / rule.per_dim;
+      spatial_from =
+          std::string("attribute ") + rule.name + " has " + std::to_string(v.size()) + " values";
+      continue;
+    }
+    const size_t want = static_cast<size_t>(spatial) * rule.per_dim;
+    if (v.size() != want)
+      return bad(*a, IntsToString(v),
+                 "has " + std::to_string(v.size()) + " values, " + std::to_string(want) +
+                     " expected (" + (rule.per_dim == 2 ? "begin and end for " : "one for ") +
+                     "each of " + std::to_string(spatial) + " spatial dimensions: " + spatial_from +
+                     ")");
+  }
+  return Status::Ok();
+}
+
+Status CheckSparse(const onnx::SparseTensorProto& s, const std::string& what) {
+  (void)s;
+  return Unsupported(what +
+                     " is a sparse tensor, which the engine does not support; store it "
+                     "as a dense tensor (onnx.numpy_helper.from_array of the dense array)");
+}
+
+}  // namespace
+
+// libonnx's messages span several lines ("...\n\n==> Context: Bad node spec for node. Name: n0
+// OpType: Relu"); errors are one line, so the lines are joined with "; " (a space after a line
+// that ends in ':', "input 'x' of node:\nname: n0 OpType: Relu").
+std::string OneLine(const std::string& msg) {
+  std::string out;
+  for (const std::string& line : Split(msg, '\n')) {
+    std::string t = Trim(line);
+    if (t.empty()) continue;
+    if (!out.empty()) out += out.back() == ':' ? " " : "; ";
+    out += t;
+  }
+  return out;
+}
+
+Status CheckSparseTensors(const onnx::GraphProto& g, const std::string& path) {
+  for (const auto& s : g.sparse_initializer()) {
+    const std::string name = s.values().name();
+    OPSCOPE_RETURN_IF_ERROR(CheckSparse(s, path + ": sparse initializer '" + name + "'"));
+  }
+  int index = 0;
+  for (const auto& n : g.node()) {
+    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+    ++index;
+    for (const auto& a : n.attribute()) {
+      std::string what =
+          path + ": node '" + name + "' (" + n.op_type() + ") attribute '" + a.name() + "'";
+      if (a.has_sparse_tensor()) OPSCOPE_RETURN_IF_ERROR(CheckSparse(a.sparse_tensor(), what));
+      for (const auto& s : a.sparse_tensors()) OPSCOPE_RETURN_IF_ERROR(CheckSparse(s, what));
+      if (a.has_g()) OPSCOPE_RETURN_IF_ERROR(CheckSparseTensors(a.g(), path));
+      for (const auto& sub : a.graphs()) OPSCOPE_RETURN_IF_ERROR(CheckSparseTensors(sub, path));
+    }
+  }
+  return Status::Ok();
+}
+
+// Checks the size attributes of convolutions, pools and DepthToSpace/SpaceToDepth before
+// libonnx's shape inference sees them: it divides by strides and by blocksize squared unchecked
+// (strides=[0,0] is SIGFPE in libonnx 1.12), and the kernels rely on them too. Lengths are
+// checked against the spatial rank where it is known before inference (graph inputs and
+// initializers; value_info may be stale), otherwise against each other. InferShapesChecked
+// checks the rank-sensitive nodes again with the ranks libonnx inferred.
+Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
+  const RankMap ranks = InitialRanks(g);
+  int index = 0;
+  for (const auto& n : g.node()) OPSCOPE_RETURN_IF_ERROR(CheckNode(n, index++, ranks, path));
+  return Status::Ok();
+}
+
+Status InferShapesChecked(onnx::ModelProto& model, const std::string& path) {
+  onnx::GraphProto* g = model.mutable_graph();
+  // The graph's nodes are parked in `all` and lent back to the graph one segment at a time
+  // (the pointers move, nothing is copied); they go back in their order whatever happens.
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> all;
+  all.Swap(g->mutable_node());
+  struct Restore {
+    onnx::GraphProto* g;
+    google::protobuf::RepeatedPtrField<onnx::NodeProto>* all;
+    ~Restore() {
+      auto* nodes = g->mutable_node();
+      while (!nodes->empty()) (void)nodes->ReleaseLast();
+      nodes->Swap(all);
+    }
+  } restore{g, &all};
+
+  std::unordered_map<std::string, onnx::NodeProto*> constant_of;  // output -> Constant node
+  for (auto& n : all)
+    if (IsConstant(n)) constant_of[n.output(0)] = &n;
+  RankMap ranks = InitialRanks(*g);
+  for (auto& n : all)
+    if (IsConstant(n))
+      for (const auto& a : n.attribute())
+        if (a.name() == "value" && a.has_t()) ranks.emplace(n.output(0), a.t().dims_size());
+
+  int begin = 0;
+  std::unordered_set<std::string> pending;  // outputs of the segment not inferred yet
+  auto infer = [&](int end) -> Status {
+    if (end <= begin) return Status::Ok();
+    auto* nodes = g->mutable_node();
+    // libonnx reads a Constant's value as input data (Reshape's shape, ...) only when the
+    // Constant is in the graph it infers: each segment gets the Constants its nodes read.
+    std::unordered_set<const onnx::NodeProto*> lent;
+    for (int i = begin; i < end; ++i)
+      for (const auto& in : all.Get(i).input()) {
+        auto it = constant_of.find(in);
+        if (it != constant_of.end() && lent.insert(it->second).second)
+          nodes->AddAllocated(it->second);
+      }
+    for (int i = begin; i < end; ++i)
+      if (!lent.count(&all.Get(i))) nodes->AddAllocated(all.Mutable(i));
+    Status st;
+    try {
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions(false, 0, false));
+    } catch (const std::exception& e) {
+      st = InvalidArgument(path + ": ONNX shape inference failed: " + OneLine(e.what()));
+    }
+    while (!nodes->empty()) (void)nodes->ReleaseLast();
+    begin = end;
+    pending.clear();
+    for (const auto& v : g->value_info()) NoteRank(v, &ranks);
+    for (const auto& v : g->output()) NoteRank(v, &ranks);
+    return st;
+  };
+
+  for (int i = 0; i < all.size(); ++i) {
+    const onnx::NodeProto& n = all.Get(i);
+    if (RankSensitive(n)) {
+      bool from_segment = false;
+      for (const auto& in : n.input()) from_segment = from_segment || pending.count(in) > 0;
+      if (from_segment) OPSCOPE_RETURN_IF_ERROR(infer(i));
+      OPSCOPE_RETURN_IF_ERROR(CheckNode(n, i, ranks, path));
+    }
+    for (const auto& out : n.output()) pending.insert(out);
+  }
+  return infer(all.size());
+}
+
+}  // namespace opscope::engine

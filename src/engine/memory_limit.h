@@ -1,0 +1,22 @@
+// The memory all owning tensors of the process may hold together (Tensor's constructor reserves
+// against it). By default the machine's memory: physical RAM, or the cgroup's memory.max when
+// that is smaller. A model whose shapes ask for more is refused with one line (see
+// TensorMemoryError) instead of being killed by the kernel's out-of-memory killer part way
+// through zero-filling its tensors.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace opscope::engine {
+
+// 0 restores the default.
+void SetTensorMemoryLimit(size_t bytes);
+size_t TensorMemoryLimit();
+// Bytes held by owning tensors now.
+size_t LiveTensorBytes();
+// Empty when `bytes` more fit under the limit, else the reason, e.g. "would need 17.18 GB, more
+// than the 16.50 GB (this machine's memory)".
+std::string TensorMemoryError(size_t bytes);
+
+}  // namespace opscope::engine
