@@ -244,13 +244,16 @@ bool HasDegradation(const profile::Profile& p, const std::string& text) {
 
 // The recorder inside the program writes its closed ranges when the program dies of a signal.
 TEST(RunCli, CrashedProgramKeepsItsClosedRangesAndIsCalledCrashed) {
-  for (const std::string how : {"crash", "abort"}) {
+  // overflow: a stack overflow leaves no stack for the handler; it runs on the recorder's
+  // alternate stack (overflow-thread: the one installed for a second thread when it recorded).
+  for (const std::string how : {"crash", "abort", "overflow", "overflow-thread"}) {
     std::string err;
     auto p = RunJson("-- sh -c 'ulimit -c 0; exec " + Bin("run_signal_app") + " " + how + "'",
                      &err);
     EXPECT_EQ(CountRanges(p, "frame"), 3) << how << "\n" << err;
     EXPECT_EQ(CountRanges(p, "doomed"), 1) << how << ": the open range ends at the crash";
-    EXPECT_TRUE(HasDegradation(p, how == "crash" ? "crashed (SIGSEGV" : "crashed (SIGABRT")) << err;
+    if (how == "overflow-thread") EXPECT_EQ(CountRanges(p, "thread_frame"), 1) << err;
+    EXPECT_TRUE(HasDegradation(p, how == "abort" ? "crashed (SIGABRT" : "crashed (SIGSEGV")) << err;
     EXPECT_FALSE(HasDegradation(p, "annotate the program")) << err;
   }
 }

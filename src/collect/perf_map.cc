@@ -1,7 +1,13 @@
 #include "collect/perf_map.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/files.h"
 #include "base/strings.h"
@@ -57,6 +63,38 @@ PerfMap PerfMap::Parse(std::string_view text) {
 
 StatusOr<PerfMap> PerfMap::Load(const std::string& path) {
   OPSCOPE_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return Parse(text);
+}
+
+StatusOr<PerfMap> PerfMap::LoadTrusted(const std::string& path, uint32_t owner) {
+  // O_NOFOLLOW: a link is refused by open itself; O_NONBLOCK: a FIFO cannot block the open.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound(path + ": no such file");
+    if (errno == ELOOP) return PermissionDenied(path + " is a symbolic link");
+    return PermissionDenied(path + ": " + std::strerror(errno));
+  }
+  struct stat st;
+  std::string why;
+  if (::fstat(fd, &st) != 0) why = std::string("cannot stat it: ") + std::strerror(errno);
+  else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+  else if (st.st_uid != owner && st.st_uid != 0)
+    why = "owned by uid " + std::to_string(st.st_uid) + ", not by the recorded process's uid " +
+          std::to_string(owner) + " or root";
+  else if (st.st_mode & S_IWOTH) why = "writable by other users";
+  if (!why.empty()) {
+    ::close(fd);
+    return PermissionDenied(path + ": " + why);
+  }
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
   return Parse(text);
 }
 

@@ -21,6 +21,11 @@ class PerfMap {
   // Malformed lines are skipped and counted (bad_lines()).
   static PerfMap Parse(std::string_view text);
   static StatusOr<PerfMap> Load(const std::string& path);
+  // Load for a map in a shared folder (/tmp): another user may have planted the file, so it is
+  // read only when it is a regular file (a symbolic link is not followed), owned by `owner` (the
+  // recorded process's user) or by root, and not writable by others. NotFound when there is no
+  // file; PermissionDenied, saying which rule failed, when one is there but not trusted.
+  static StatusOr<PerfMap> LoadTrusted(const std::string& path, uint32_t owner);
   static std::string PathFor(int pid) { return "/tmp/perf-" + std::to_string(pid) + ".map"; }
 
   // The symbol containing `addr`; later lines win when ranges overlap (a JIT reusing memory).

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,8 +124,47 @@ thread_local ThreadBuf* t_buf = nullptr;
 
 int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 
+// ---- Alternate signal stacks ------------------------------------------------------------------
+// A stack overflow faults with no stack left to run a handler on, so the deadly-signal handler
+// (below) runs on an alternate stack. sigaltstack is per thread: one is installed for the thread
+// that starts the recorder and for every thread when it first records, unless the program gave
+// that thread one of its own. Threads that never record get none (an overflow there loses the
+// file, as before).
+constexpr size_t kAltStackBytes = 64 * 1024;  // the handler needs ~13 KiB (two fixed buffers)
+
+struct AltStack {
+  void* mem = nullptr;
+  ~AltStack() {  // thread exit: unhook and free it, unless a handler is running on it
+    if (mem == nullptr) return;
+    stack_t cur{};
+    if (sigaltstack(nullptr, &cur) != 0 || cur.ss_sp != mem || (cur.ss_flags & SS_ONSTACK)) return;
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    if (sigaltstack(&off, nullptr) == 0) munmap(mem, kAltStackBytes);
+  }
+};
+thread_local AltStack t_alt_stack;
+
+void EnsureAltStack() {
+  if (t_alt_stack.mem != nullptr) return;
+  stack_t cur{};
+  if (sigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;  // the program's
+  void* mem = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (mem == MAP_FAILED) return;
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = kAltStackBytes;
+  if (sigaltstack(&ss, nullptr) != 0) {
+    munmap(mem, kAltStackBytes);
+    return;
+  }
+  t_alt_stack.mem = mem;
+}
+
 ThreadBuf* Buf() {
   if (t_buf) return t_buf;
+  EnsureAltStack();
   ThreadBuf* b = new ThreadBuf;
   b->tid = Gettid();
   std::lock_guard<std::mutex> lock(g->mu);
@@ -355,7 +395,7 @@ void InstallDeadlySignalHandlers() {
     struct sigaction mine {};
     mine.sa_handler = OnDeadlySignal;
     sigemptyset(&mine.sa_mask);
-    mine.sa_flags = SA_RESTART;
+    mine.sa_flags = SA_RESTART | SA_ONSTACK;  // on the alternate stack where there is one
     g_prev[sig] = cur;
     sigaction(sig, &mine, nullptr);
   }
@@ -381,6 +421,7 @@ bool Init(const char* source) {
     g_cpu_time = !(cpu && cpu[0] == '0');
     pthread_atfork(nullptr, nullptr, AtForkChild);
     std::atexit(Flush);
+    EnsureAltStack();
     InstallDeadlySignalHandlers();
   }
   g_active.store(true, std::memory_order_release);

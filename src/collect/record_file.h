@@ -86,6 +86,7 @@ struct RecordMeta {
   std::vector<std::string> degradations;
   std::string host, kernel, arch, cpu_model, created;
   int logical_cpus = 0;
+  int64_t uid = -1;  // effective uid of the recorder (and so of the recorded command); -1: unknown
 };
 
 struct RecordEnd {
@@ -188,7 +189,6 @@ class RecordReader {
 
  private:
   Status Parse(const std::string& origin);
-  size_t NextValidChunk(size_t from) const;
   // The file's bytes: mapped read-only (Open) or owned (FromBytes). Recordings with DWARF stacks
   // run to gigabytes; only the chunks a reader touches are paged in.
   std::shared_ptr<const void> storage_;

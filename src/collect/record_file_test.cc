@@ -401,6 +401,54 @@ TEST(Symbolize, JitCodeFromPerfMapAndUnknownAnonymousCode) {
   EXPECT_EQ(anon.function, "[unknown]");
 }
 
+// The same map made writable by every user is not trusted: the JIT frame stays [unknown] and a
+// warning says why.
+TEST(Symbolize, PerfMapWritableByOthersIsSkippedWithAWarning) {
+  const int pid = (1 << 30) + 2;  // above pid_max
+  std::string map_path = PerfMap::PathFor(pid);
+  {
+    FILE* f = fopen(map_path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fprintf(f, "7f0000001000 200 planted_name\n");
+    fclose(f);
+  }
+  ASSERT_EQ(chmod(map_path.c_str(), 0666), 0);
+  RecordMeta meta;
+  std::string bytes(kRecordMagic, sizeof kRecordMagic);
+  bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(meta));
+  EventBatch b;
+  b.AddMmap({pid, pid, 1, 0x7f0000000000, 0x10000, 0, "//anon"});
+  RawSample s;
+  s.pid = s.tid = pid;
+  s.period = 1;
+  s.ips = {0x7f0000001010};
+  b.AddSample(s);
+  bytes += MakeChunk(ChunkType::kEvents, b.bytes());
+  auto r = RecordReader::FromBytes(bytes, "jit");
+  ASSERT_TRUE(r.ok());
+  auto sec = Symbolize(*r);
+  std::remove(map_path.c_str());
+  ASSERT_TRUE(sec.ok());
+  ASSERT_EQ(sec->samples.size(), 1u);
+  EXPECT_EQ(sec->frames[sec->samples[0].stack[0]].function, "[unknown]");
+  bool warned = false;
+  for (const auto& w : sec->warnings)
+    warned = warned || (w.find("JIT symbol map not read") != std::string::npos &&
+                        w.find("writable by other users") != std::string::npos);
+  EXPECT_TRUE(warned);
+}
+
+// The recorder's uid travels in the meta chunk.
+TEST(RecordFile, MetaCarriesTheRecorderUid) {
+  RecordMeta meta;
+  meta.uid = 4242;
+  std::string bytes(kRecordMagic, sizeof kRecordMagic);
+  bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(meta));
+  auto r = RecordReader::FromBytes(bytes, "uid");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->meta().uid, 4242);
+}
+
 // Mapped "files" named by a record file are only opened when they are regular files: a FIFO
 // would block symbolization forever; a text file is refused by libelf; nothing of either
 // reaches the frames.

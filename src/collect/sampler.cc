@@ -175,6 +175,7 @@ RecordMeta BaseMeta(const SamplerOptions& opt) {
   m.arch = h.arch;
   m.cpu_model = h.cpu_model;
   m.logical_cpus = h.logical_cpus;
+  m.uid = static_cast<int64_t>(::geteuid());
   m.created = IsoTimeNow();
   return m;
 }

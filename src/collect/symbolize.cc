@@ -137,8 +137,16 @@ void Builder::Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out)
   if (!mod) {
     if (!s.jit_loaded) {
       s.jit_loaded = true;
-      auto jit = PerfMap::Load(PerfMap::PathFor(s.pid));
+      // The map sits in /tmp under a pid-derived name: trusted only when the recorded
+      // process's user (or root) wrote it, so no other user can plant names in a profile.
+      const uint32_t owner =
+          reader_.meta().uid >= 0 ? static_cast<uint32_t>(reader_.meta().uid) : ::geteuid();
+      auto jit = PerfMap::LoadTrusted(PerfMap::PathFor(s.pid), owner);
       if (jit.ok()) s.jit = std::make_unique<PerfMap>(std::move(*jit));
+      else if (jit.status().code() != StatusCode::kNotFound)
+        Warn("perfmap:" + std::to_string(s.pid),
+             "JIT symbol map not read: " + jit.status().message() + "; the JIT frames of pid " +
+                 std::to_string(s.pid) + " stay [unknown]");
     }
     if (s.jit) {
       if (const PerfMap::Entry* e = s.jit->Find(pc)) {
