@@ -44,6 +44,21 @@ bool RankSensitive(const onnx::NodeProto& n) {
   return DefaultDomain(n) && (kConvs.count(n.op_type()) > 0 || kPools.count(n.op_type()) > 0);
 }
 
+// True when a subgraph of `n` (If/Loop/Scan bodies, at any depth) holds a rank-sensitive node.
+bool SubgraphHasRankSensitive(const onnx::NodeProto& n) {
+  auto in_graph = [](const onnx::GraphProto& g) {
+    for (const auto& m : g.node())
+      if (RankSensitive(m) || SubgraphHasRankSensitive(m)) return true;
+    return false;
+  };
+  for (const auto& a : n.attribute()) {
+    if (a.has_g() && in_graph(a.g())) return true;
+    for (const auto& g : a.graphs())
+      if (in_graph(g)) return true;
+  }
+  return false;
+}
+
 void NoteRank(const onnx::ValueInfoProto& v, RankMap* ranks) {
   if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
     (*ranks)[v.name()] = v.type().tensor_type().shape().dim_size();
@@ -268,8 +283,13 @@ Status InferShapesChecked(onnx::ModelProto& model, const std::string& path) {
         if (it != constant_of.end() && lent.insert(it->second).second)
           nodes->AddAllocated(it->second);
       }
+    // A node whose subgraph holds a conv or pool is not inferred at all: libonnx would infer the
+    // subgraph in one go, with ranks no one checked. Its outputs stay untyped, which later
+    // nodes' inference handles (the engine does not use the inferred types; each kernel checks
+    // the real shapes when it runs).
     for (int i = begin; i < end; ++i)
-      if (!lent.count(&all.Get(i))) nodes->AddAllocated(all.Mutable(i));
+      if (!lent.count(&all.Get(i)) && !SubgraphHasRankSensitive(all.Get(i)))
+        nodes->AddAllocated(all.Mutable(i));
     Status st;
     try {
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),

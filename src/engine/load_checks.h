@@ -33,7 +33,9 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path);
 // inferred in segments that end before such a node whose inputs come from the segment, and the
 // node is checked (CheckNodeAttributes' rules) against the ranks just inferred. Every node is
 // inferred once. A Conv whose weight is a Reshape's output of the wrong rank is refused here
-// instead of crashing libonnx (SEGV in convPoolShapeInference).
+// instead of crashing libonnx (SEGV in convPoolShapeInference). A node whose subgraphs hold a
+// conv or pool (If, Loop, Scan) is left out of libonnx's inference: libonnx would infer the
+// subgraph in one go.
 Status InferShapesChecked(onnx::ModelProto& model, const std::string& path);
 
 }  // namespace opscope::engine

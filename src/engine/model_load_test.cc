@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/load_checks.h"
 #include "engine/onnx_io.h"
 #include "engine/memory_limit.h"
 #include "engine/testing/kernel_runner.h"
@@ -685,6 +686,68 @@ TEST(ModelLoadTest, ComputedConvRanksAreCheckedBeforeLibonnxInfersTheConv) {
     ExpectRefused(s, c.needles);
   }
   fs::remove_all(dir);
+}
+
+// The same Conv inside an If branch (weight and shape as Constants of the branch) crashed
+// libonnx's inference of the If, which infers the branch in one go. The engine does not run If
+// yet, so this calls the guarded inference directly: such a node is left out of libonnx's
+// inference.
+TEST(ModelLoadTest, SubgraphsWithConvsAreNotHandedToLibonnxInference) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {1, 2, 8});
+  auto constant = [](onnx::GraphProto* g, const std::string& out, onnx::TensorProto t) {
+    auto* n = g->add_node();
+    n->set_op_type("Constant");
+    n->set_name(out);
+    n->add_output(out);
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = std::move(t);
+  };
+  onnx::TensorProto w, shape, cond;
+  w.set_data_type(onnx::TensorProto::FLOAT);
+  w.add_dims(24);
+  for (int i = 0; i < 24; ++i) w.add_float_data(1.f);
+  shape.set_data_type(onnx::TensorProto::INT64);
+  shape.add_dims(5);
+  for (int64_t d : {4, 2, 3, 1, 1}) shape.add_int64_data(d);
+  cond.set_data_type(onnx::TensorProto::BOOL);
+  cond.add_int32_data(1);
+  constant(m.mutable_graph(), "cond", cond);
+  auto* node = AddNode(m, "If", {"cond"}, "y", "if");
+  auto branch = [&](const std::string& name, bool conv) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* g = a->mutable_g();
+    g->set_name(name);
+    std::string out = name + "_y";
+    if (conv) {
+      constant(g, "wc", w);
+      constant(g, "sc", shape);
+      auto* r = g->add_node();
+      r->set_op_type("Reshape");
+      r->add_input("wc"), r->add_input("sc"), r->add_output("w5");
+      auto* c = g->add_node();
+      c->set_op_type("Conv");
+      c->add_input("x"), c->add_input("w5"), c->add_output(out);
+    } else {
+      auto* id = g->add_node();
+      id->set_op_type("Identity");
+      id->add_input("x"), id->add_output(out);
+    }
+    g->add_output()->set_name(out);
+    g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::FLOAT);
+  };
+  branch("then_branch", true);
+  branch("else_branch", false);
+  AddValue(m.mutable_graph()->mutable_output(), "y", {});
+  Status st = InferShapesChecked(m, "if.onnx");
+  EXPECT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(m.graph().node_size(), 2);  // the nodes are back, in their order
+  EXPECT_EQ(m.graph().node(1).op_type(), "If");
 }
 
 // Sparse initializers and sparse Constant values: refused with the tensor's name before the

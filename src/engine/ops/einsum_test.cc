@@ -162,7 +162,7 @@ TEST(Einsum, BadEquationsAreErrorsNamingTheEquation) {
 
 // Four 1-D operands and a scalar output: the first pairwise product is i*j (4 MB here, both
 // labels are needed later) although no input or output holds more than 4 KB. It is checked
-// against the tensor memory limit before it is allocated (a model with i = j = 2^17 asked for 64 GiB this way).
+// against the tensor memory limit before it is allocated.
 TEST(Einsum, IntermediateProductsAreBoundedByTheTensorMemoryLimit) {
   Tensor a = RandomTensor({1024}, 1), b = RandomTensor({1024}, 2), c = RandomTensor({1024}, 3);
   Node n = MakeNode("Einsum", 4, 1);
