@@ -240,7 +240,7 @@ TEST(RecordFile, CorruptMetaChunkIsCalledCorruptNotTruncated) {
   auto r = RecordReader::FromBytes(bad_crc, "m.rec");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
-  const std::string& m = r.status().message();
+  const std::string m = r.status().message();  // a copy: status() returns by value
   EXPECT_EQ(m.find("right after the magic"), std::string::npos) << m;
   EXPECT_NE(m.find("meta chunk"), std::string::npos) << m;
   EXPECT_NE(m.find("checksum"), std::string::npos) << m;

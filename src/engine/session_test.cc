@@ -812,7 +812,7 @@ TEST(SessionTest, UnsupportedNodesAreGroupedByOperatorOnOneLine) {
   std::string path = b.Save("unsupported.onnx");
   auto s = Session::Load(path, {});
   ASSERT_FALSE(s.ok());
-  const std::string& msg = s.status().message();
+  const std::string msg = s.status().message();  // a copy: status() returns by value
   EXPECT_EQ(s.status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(msg, path +
                      ": 14 unsupported nodes (ai.onnx opset 13, com.microsoft domain opset 1): "
