@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "opscope/status.h"
 #include "opscope/observer.h"
 #include "opscope/tensor.h"
 

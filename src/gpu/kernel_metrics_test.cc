@@ -11,7 +11,7 @@
 #include "base/testing/golden.h"
 #include "gpu/builder.h"
 #include "gpu/decoder.h"
-#include "gpu/kernel_bound.h"
+#include "profile/gpu_kernel_bound.h"
 #include "gpu/summary.h"
 #include "gpu/trace_forge_test_util.h"
 #include "profile/profile_json.h"
@@ -24,6 +24,8 @@ namespace {
 using testing::ForgeWarStory;
 using testing::kWarStoryAttention;
 using testing::TraceForge;
+using profile::ClassifyKernelBound;
+using profile::LowAchievedOccupancy;
 constexpr uint32_t kTid = 77;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/strings.h"
-#include "gpu/kernel_bound.h"
+#include "profile/gpu_kernel_bound.h"
 #include "gpu/occupancy.h"
 #include "gpu/summary.h"
 
@@ -138,7 +138,7 @@ std::string FormatGpuReport(const profile::Profile& p, const GpuSummary& s, bool
   if (!s.throughput.empty()) {
     out += fmt::format("Kernel throughput (--metrics: CUPTI range profiler, {} replay pass(es) per kernel; "
                        "% of peak; bound at {:.0f}%):\n",
-                       g.metrics_passes, kBoundPct);
+                       g.metrics_passes, profile::kBoundPct);
     out += fmt::format(" {:>6} {:>8} {:>5} {:>5} {:>5} {:>8} {:>8} {:>5} {:>8} {:>11}  {:<24} {}\n", "Time%",
                        "Launches", "SM", "Mem", "DRAM", "Ach.occ", "Th.occ", "Regs", "Shared", "Avg time",
                        "Bound", "Name");

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/strings.h"
-#include "gpu/kernel_bound.h"
+#include "profile/gpu_kernel_bound.h"
 #include "gpu/occupancy.h"
 
 namespace opscope::gpu {
@@ -167,8 +167,8 @@ std::vector<KernelThroughputRow> ThroughputRows(const profile::GpuSection& g) {
     for (int i = 0; i < 4; ++i)
       if (sum.weight[i] > 0) *fields[i] = sum.value[i] / sum.weight[i];
     r.pct = total > 0 ? 100.0 * r.duration_ns / total : 0;
-    r.bound = ClassifyKernelBound(r.sm_pct, r.memory_pct, r.dram_pct);
-    r.low_occupancy = r.bound == "latency" && LowAchievedOccupancy(r.achieved_occupancy_pct);
+    r.bound = profile::ClassifyKernelBound(r.sm_pct, r.memory_pct, r.dram_pct);
+    r.low_occupancy = r.bound == "latency" && profile::LowAchievedOccupancy(r.achieved_occupancy_pct);
     out.push_back(r);
   }
   std::stable_sort(out.begin(), out.end(), [](const KernelThroughputRow& a, const KernelThroughputRow& b) {

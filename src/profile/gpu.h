@@ -25,8 +25,8 @@ struct GpuKernel {
   double dram_throughput_pct = -1;    // DRAM throughput, % of peak
   double achieved_occupancy_pct = -1; // active warps, % of the SM's maximum
   double metrics_duration_ns = -1;    // the kernel's time under replay (gpu__time_duration)
-  // "compute", "memory" or "latency" from the two throughputs (gpu/kernel_bound.h); "" = no
-  // metrics.
+  // "compute", "memory" or "latency" from the two throughputs (profile/gpu_kernel_bound.h);
+  // "" = no metrics.
   std::string bound;
 };
 

@@ -14,12 +14,13 @@
 
 #include <string>
 
-namespace opscope::gpu {
+namespace opscope::profile {
 
 inline constexpr double kBoundPct = 60.0;
 inline constexpr double kLowAchievedOccupancyPct = 25.0;
 
-// Header-only (no CUDA, no gpu layer library) so the analysis rules read the same thresholds.
+// Header-only, in the hub, so the gpu layer (which classifies) and the analysis rules (which
+// advise) read the same thresholds.
 
 // The memory throughput the classification uses: `memory_pct` if known (>= 0), else `dram_pct`.
 inline double BoundMemoryPct(double memory_pct, double dram_pct) {
@@ -40,4 +41,4 @@ inline bool LowAchievedOccupancy(double achieved_occupancy_pct) {
   return achieved_occupancy_pct >= 0 && achieved_occupancy_pct < kLowAchievedOccupancyPct;
 }
 
-}  // namespace opscope::gpu
+}  // namespace opscope::profile
