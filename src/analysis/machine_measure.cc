@@ -23,31 +23,68 @@ namespace opscope::analysis {
 
 namespace {
 
-constexpr int kFmaAccumulators = 8;
-typedef float Vec16 __attribute__((vector_size(64)));  // 16 floats: 1 zmm, 2 ymm or 4 xmm
+// The peak kernel: independent multiply-add chains on full-width vectors. The number of chains
+// must cover the FMA latency times the FMA ports (4-5 cycles x 2 ports on current x86 cores, so
+// at least 10) while every accumulator, the multiplier and the addend stay in registers: 16 ymm
+// registers on AVX2 (12 chains + 2 constants), 32 zmm on AVX-512. A wider vector type than the
+// ISA's registers (the kernel used to run 8 chains of 16 floats on AVX2, i.e. 16 ymm registers of
+// accumulators + 2 constants) spills to the stack and measured a third of the real peak. The
+// chains are inlined into each target-specific function so that they compile for its ISA.
+constexpr int kFmaChains = 12;
 
-// Returns a value depending on every accumulator so the loop cannot be removed.
-__attribute__((target_clones("avx512f", "arch=haswell", "default"), noinline))
-float FmaKernel(long iters, float seed) {
-  Vec16 acc[kFmaAccumulators];
-  for (int k = 0; k < kFmaAccumulators; ++k)
-    for (int l = 0; l < 16; ++l) acc[k][l] = seed + 0.001f * (k * 16 + l);
-  Vec16 mul, add;
-  for (int l = 0; l < 16; ++l) {
+template <typename V, int kLanes>
+__attribute__((always_inline)) inline float FmaChains(long iters, float seed) {
+  V acc[kFmaChains];
+  for (int k = 0; k < kFmaChains; ++k)
+    for (int l = 0; l < kLanes; ++l) acc[k][l] = seed + 0.001f * (k * kLanes + l);
+  V mul, add;
+  for (int l = 0; l < kLanes; ++l) {
     mul[l] = 0.9999999f;
     add[l] = 1e-7f;
   }
   for (long i = 0; i < iters; ++i) {
-#pragma GCC unroll 8
-    for (int k = 0; k < kFmaAccumulators; ++k) acc[k] = acc[k] * mul + add;
+#pragma GCC unroll 12
+    for (int k = 0; k < kFmaChains; ++k) acc[k] = acc[k] * mul + add;
   }
-  Vec16 s = acc[0];
-  for (int k = 1; k < kFmaAccumulators; ++k) s += acc[k];
+  V s = acc[0];
+  for (int k = 1; k < kFmaChains; ++k) s += acc[k];
   float r = 0;
-  for (int l = 0; l < 16; ++l) r += s[l];
+  for (int l = 0; l < kLanes; ++l) r += s[l];
   return r;
 }
-constexpr double kFlopsPerIter = kFmaAccumulators * 16 * 2.0;
+
+typedef float Vec16 __attribute__((vector_size(64)));  // one zmm
+typedef float Vec8 __attribute__((vector_size(32)));   // one ymm
+typedef float Vec4 __attribute__((vector_size(16)));   // one xmm
+
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx512f,fma"), noinline)) float FmaAvx512(long iters, float seed) {
+  return FmaChains<Vec16, 16>(iters, seed);
+}
+__attribute__((target("avx2,fma"), noinline)) float FmaAvx2(long iters, float seed) {
+  return FmaChains<Vec8, 8>(iters, seed);
+}
+#endif
+// 128-bit vectors: SSE on old x86, NEON (32 registers, fused multiply-add) on AArch64.
+__attribute__((noinline)) float Fma128(long iters, float seed) {
+  return FmaChains<Vec4, 4>(iters, seed);
+}
+
+// The widest kernel this CPU runs, and its floating-point operations per iteration.
+struct FmaChoice {
+  float (*fn)(long, float);
+  double flops_per_iter;
+};
+
+FmaChoice ChooseFma() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return {FmaAvx512, kFmaChains * 16 * 2.0};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {FmaAvx2, kFmaChains * 8 * 2.0};
+#endif
+  return {Fma128, kFmaChains * 4 * 2.0};
+}
 
 volatile float g_sink;
 
@@ -85,10 +122,11 @@ double BestAndSpread(std::vector<double> v, double* spread_pct) {
 
 double MeasurePeakGflops(int threads, double seconds, int repeats, double* spread_pct) {
   // Calibrate the iteration count on one thread.
+  const FmaChoice fma = ChooseFma();
   long iters = 1 << 16;
   for (;;) {
     int64_t t0 = NowNs();
-    g_sink = FmaKernel(iters, 1.0f);
+    g_sink = fma.fn(iters, 1.0f);
     double dt = (NowNs() - t0) / 1e9;
     if (dt > seconds / 8 || iters > (1L << 40)) {
       iters = static_cast<long>(iters * (seconds / std::max(dt, 1e-6)));
@@ -99,8 +137,8 @@ double MeasurePeakGflops(int threads, double seconds, int repeats, double* sprea
   iters = std::max(iters, 1L << 16);
   std::vector<double> runs;
   for (int r = 0; r < repeats; ++r) {
-    double dt = TimeParallel(threads, [&](int t) { g_sink = FmaKernel(iters, 1.0f + t); });
-    runs.push_back(kFlopsPerIter * iters * threads / dt / 1e9);
+    double dt = TimeParallel(threads, [&](int t) { g_sink = fma.fn(iters, 1.0f + t); });
+    runs.push_back(fma.flops_per_iter * iters * threads / dt / 1e9);
   }
   return BestAndSpread(std::move(runs), spread_pct);
 }
