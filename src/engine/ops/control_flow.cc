@@ -102,9 +102,8 @@ Status CopyOut(KernelContext& ctx, int i, const Tensor& t) {
 
 // Stacks equally shaped tensors along a new axis `axis` of the result (0 <= axis <= rank).
 // `reverse`: the last tensor comes first.
-Status StackOut(KernelContext& ctx, const Node& n, int i, const std::vector<Tensor>& parts,
-                int64_t axis, bool reverse, DataType empty_type, const std::string& what) {
-  if (!ctx.output_wanted(i)) return Status::Ok();
+StatusOr<Tensor> Stack(const Node& n, const std::vector<Tensor>& parts, int64_t axis, bool reverse,
+                       DataType empty_type, const std::string& what) {
   std::vector<int64_t> per = parts.empty() ? std::vector<int64_t>{} : parts[0].shape();
   const DataType dt = parts.empty() ? empty_type : parts[0].dtype();
   for (const Tensor& p : parts)
@@ -118,19 +117,42 @@ Status StackOut(KernelContext& ctx, const Node& n, int i, const std::vector<Tens
   std::vector<int64_t> shape = per;
   const int64_t L = static_cast<int64_t>(parts.size());
   shape.insert(shape.begin() + axis, L);
-  OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(i, dt, shape));
-  if (L == 0) return Status::Ok();
+  Tensor out(dt, shape);
+  if (L == 0) return out;
   int64_t outer = 1, inner = static_cast<int64_t>(DataTypeSize(dt));
   for (int64_t d = 0; d < axis; ++d) outer *= per[d];
   for (size_t d = axis; d < per.size(); ++d) inner *= per[d];
-  char* dst = static_cast<char*>(out->raw());
+  char* dst = static_cast<char*>(out.raw());
   for (int64_t t = 0; t < L; ++t) {
     const int64_t pos = reverse ? L - 1 - t : t;
     const char* src = static_cast<const char*>(parts[t].raw());
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(dst + (o * L + pos) * inner, src + o * inner, static_cast<size_t>(inner));
   }
-  return Status::Ok();
+  return out;
+}
+
+Status StackOut(KernelContext& ctx, const Node& n, int i, const std::vector<Tensor>& parts,
+                int64_t axis, bool reverse, DataType empty_type, const std::string& what) {
+  if (!ctx.output_wanted(i)) return Status::Ok();
+  OPSCOPE_ASSIGN_OR_RETURN(Tensor t, Stack(n, parts, axis, reverse, empty_type, what));
+  return CopyOut(ctx, i, t);
+}
+
+// Slice `index` of `x` along `axis`, the axis removed.
+Tensor SliceAxis(const Tensor& x, int64_t axis, int64_t index) {
+  std::vector<int64_t> shape = x.shape();
+  const int64_t L = shape[axis];
+  shape.erase(shape.begin() + axis);
+  Tensor out(x.dtype(), shape);
+  int64_t outer = 1, inner = static_cast<int64_t>(DataTypeSize(x.dtype()));
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
+  for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  const char* src = static_cast<const char*>(x.raw());
+  char* dst = static_cast<char*>(out.raw());
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + o * inner, src + (o * L + index) * inner, static_cast<size_t>(inner));
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------- If
@@ -240,14 +262,23 @@ class LoopKernel : public Kernel {
 // -------------------------------------------------------------------------------------- Scan
 // Opset 9+: inputs are N states then M scan inputs; body (state x N, slice x M) -> (state x N,
 // scan x K); outputs states x N, scan outputs x K. Axes and directions per input/output.
+// Scan-8 (batched): input 0 is sequence_lens (optional), then states [batch, ...] and scan
+// inputs [batch, sequence, ...]; each batch entry is scanned on its own along axis 1, in the
+// direction `directions` gives, and outputs are stacked back along axis 0.
 class ScanKernel : public Kernel {
  public:
   ScanKernel(const Node& n, const AttrValue* body, int states, int m, int k)
-      : node_(n), body_(*body), n_(states), m_(m), k_(k) {
+      : node_(n), body_(*body), n_(states), m_(m), k_(k), batched_(n.opset < 9) {
     in_axes_ = n.attrs.Ints("scan_input_axes", std::vector<int64_t>(m, 0));
-    in_dirs_ = n.attrs.Ints("scan_input_directions", std::vector<int64_t>(m, 0));
+    in_dirs_ =
+        n.attrs.Ints(batched_ ? "directions" : "scan_input_directions", std::vector<int64_t>(m, 0));
     out_axes_ = n.attrs.Ints("scan_output_axes", std::vector<int64_t>(k, 0));
     out_dirs_ = n.attrs.Ints("scan_output_directions", std::vector<int64_t>(k, 0));
+    if (batched_) {  // per batch entry: sequence axis 0 in, 0 out, forward out
+      in_axes_.assign(m, 0);
+      out_axes_.assign(k, 0);
+      out_dirs_.assign(k, 0);
+    }
   }
 
   Status Check() const {
@@ -258,30 +289,106 @@ class ScanKernel : public Kernel {
       return Status::Ok();
     };
     OPSCOPE_RETURN_IF_ERROR(len(in_axes_, m_, "scan_input_axes"));
-    OPSCOPE_RETURN_IF_ERROR(len(in_dirs_, m_, "scan_input_directions"));
+    OPSCOPE_RETURN_IF_ERROR(len(in_dirs_, m_, batched_ ? "directions" : "scan_input_directions"));
     OPSCOPE_RETURN_IF_ERROR(len(out_axes_, k_, "scan_output_axes"));
     OPSCOPE_RETURN_IF_ERROR(len(out_dirs_, k_, "scan_output_directions"));
     for (int64_t d : in_dirs_)
-      if (d != 0 && d != 1) return NodeError(node_, "scan_input_directions must be 0 or 1");
+      if (d != 0 && d != 1) return NodeError(node_, "scan input directions must be 0 or 1");
     for (int64_t d : out_dirs_)
       if (d != 0 && d != 1) return NodeError(node_, "scan_output_directions must be 0 or 1");
     return Status::Ok();
   }
 
   Status Run(KernelContext& ctx) override {
+    const int first = batched_ ? 1 : 0;
+    for (int j = 0; j < n_ + m_; ++j)
+      if (!ctx.input(first + j))
+        return NodeError(node_, (j < n_ ? "state input " + std::to_string(j)
+                                        : "scan input " + std::to_string(j - n_)) +
+                                    " is missing");
+    std::vector<Tensor> states;
+    std::vector<std::vector<Tensor>> scans;
+    if (!batched_) {
+      std::vector<const Tensor*> st, sc;
+      for (int j = 0; j < n_; ++j) st.push_back(ctx.input(j));
+      for (int j = 0; j < m_; ++j) sc.push_back(ctx.input(n_ + j));
+      OPSCOPE_RETURN_IF_ERROR(Scan(ctx, st, sc, &states, &scans));
+      for (int j = 0; j < n_ && j < ctx.num_outputs(); ++j)
+        OPSCOPE_RETURN_IF_ERROR(CopyOut(ctx, j, states[j]));
+      for (int k = 0; k < k_ && n_ + k < ctx.num_outputs(); ++k) {
+        int64_t axis = out_axes_[k];
+        const int64_t rank = scans[k].empty() ? 1 : scans[k][0].rank() + 1;
+        if (!NormalizeAxis(&axis, rank))
+          return NodeError(node_, "scan_output_axes[" + std::to_string(k) +
+                                      "] = " + std::to_string(out_axes_[k]) +
+                                      " is out of range for rank " + std::to_string(rank));
+        OPSCOPE_RETURN_IF_ERROR(StackOut(ctx, node_, n_ + k, scans[k], axis, out_dirs_[k] != 0,
+                                         DataType::kFloat32, "scan output " + std::to_string(k)));
+      }
+      return Status::Ok();
+    }
+    // Scan-8: one scan per batch entry.
+    int64_t batch = -1, seq = -1;
+    for (int j = 0; j < n_ + m_; ++j) {
+      const Tensor& t = *ctx.input(1 + j);
+      if (t.rank() < (j < n_ ? 1 : 2) || (batch >= 0 && t.dim(0) != batch))
+        return NodeError(node_,
+                         "every state and scan input needs the batch axis first, of one "
+                         "size; input '" +
+                             node_.input_names[1 + j] + "' has shape " + ShapeString(t.shape()));
+      batch = t.dim(0);
+      if (j >= n_) seq = t.dim(1);
+    }
+    if (const Tensor* lens = ctx.input(0)) {
+      for (int64_t l : ReadInts(*lens))
+        if (l != seq)
+          return Unsupported("node '" + node_.name + "' (Scan): sequence_lens value " +
+                             std::to_string(l) + " is shorter than the sequence (" +
+                             std::to_string(seq) + "); only full-length sequences are supported");
+    }
+    std::vector<std::vector<Tensor>> per_state(n_), per_scan(k_);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<Tensor> held;
+      held.reserve(n_ + m_);
+      for (int j = 0; j < n_ + m_; ++j) held.push_back(SliceAxis(*ctx.input(1 + j), 0, b));
+      std::vector<const Tensor*> st, sc;
+      for (int j = 0; j < n_; ++j) st.push_back(&held[j]);
+      for (int j = 0; j < m_; ++j) sc.push_back(&held[n_ + j]);
+      OPSCOPE_RETURN_IF_ERROR(Scan(ctx, st, sc, &states, &scans));
+      for (int j = 0; j < n_; ++j) per_state[j].push_back(std::move(states[j]));
+      for (int k = 0; k < k_; ++k) {
+        OPSCOPE_ASSIGN_OR_RETURN(Tensor t, Stack(node_, scans[k], 0, false, DataType::kFloat32,
+                                                 "scan output " + std::to_string(k)));
+        per_scan[k].push_back(std::move(t));
+      }
+    }
+    for (int j = 0; j < n_ && j < ctx.num_outputs(); ++j)
+      OPSCOPE_RETURN_IF_ERROR(StackOut(ctx, node_, j, per_state[j], 0, false, DataType::kFloat32,
+                                       "state " + std::to_string(j)));
+    for (int k = 0; k < k_ && n_ + k < ctx.num_outputs(); ++k)
+      OPSCOPE_RETURN_IF_ERROR(StackOut(ctx, node_, n_ + k, per_scan[k], 0, false,
+                                       DataType::kFloat32, "scan output " + std::to_string(k)));
+    return Status::Ok();
+  }
+
+ private:
+  // One scan: states in, scan inputs along in_axes_/in_dirs_; final states and, per scan
+  // output, its per-iteration values in iteration order.
+  Status Scan(KernelContext& ctx, const std::vector<const Tensor*>& state_in,
+              const std::vector<const Tensor*>& scan_in, std::vector<Tensor>* states_out,
+              std::vector<std::vector<Tensor>>* scans) {
+    const int first = batched_ ? 1 : 0;
     std::vector<Tensor> states(n_);
     for (int j = 0; j < n_; ++j) {
-      const Tensor* v = ctx.input(j);
-      if (!v) return NodeError(node_, "state input " + std::to_string(j) + " is missing");
+      const Tensor* v = state_in[j];
       OPSCOPE_RETURN_IF_ERROR(
-          CheckBound(node_, body_, j, *v, "state input '" + node_.input_names[j] + "'"));
+          CheckBound(node_, body_, j, *v, "state input '" + node_.input_names[first + j] + "'"));
       states[j] = Tensor::Borrow(v->dtype(), v->shape(), const_cast<void*>(v->raw()));
     }
     int64_t L = -1;
     std::vector<int64_t> axes(m_);
     for (int j = 0; j < m_; ++j) {
-      const Tensor* x = ctx.input(n_ + j);
-      if (!x) return NodeError(node_, "scan input " + std::to_string(j) + " is missing");
+      const Tensor* x = scan_in[j];
       axes[j] = in_axes_[j];
       if (!NormalizeAxis(&axes[j], x->rank()))
         return NodeError(node_, "scan_input_axes[" + std::to_string(j) +
@@ -293,26 +400,14 @@ class ScanKernel : public Kernel {
                                     std::to_string(L) + " and " + std::to_string(len) + ")");
       L = len;
     }
-    if (m_ == 0) return NodeError(node_, "has no scan inputs");
-    std::vector<std::vector<Tensor>> scans(k_);
+    scans->assign(k_, {});
     std::vector<Tensor> slices(m_), outs;
     for (int64_t t = 0; t < L; ++t) {
       for (int j = 0; j < m_; ++j) {
-        const Tensor& x = *ctx.input(n_ + j);
-        const int64_t pos = in_dirs_[j] ? L - 1 - t : t;
-        std::vector<int64_t> shape = x.shape();
-        shape.erase(shape.begin() + axes[j]);
-        if (slices[j].shape() != shape || slices[j].dtype() != x.dtype())
-          slices[j] = Tensor(x.dtype(), shape);
-        int64_t outer = 1, inner = static_cast<int64_t>(DataTypeSize(x.dtype()));
-        for (int64_t d = 0; d < axes[j]; ++d) outer *= x.dim(static_cast<int>(d));
-        for (int d = static_cast<int>(axes[j]) + 1; d < x.rank(); ++d) inner *= x.dim(d);
-        const char* src = static_cast<const char*>(x.raw());
-        char* dst = static_cast<char*>(slices[j].raw());
-        for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(dst + o * inner, src + (o * L + pos) * inner, static_cast<size_t>(inner));
-        OPSCOPE_RETURN_IF_ERROR(CheckBound(node_, body_, n_ + j, slices[j],
-                                           "scan input '" + node_.input_names[n_ + j] + "'"));
+        slices[j] = SliceAxis(*scan_in[j], axes[j], in_dirs_[j] ? L - 1 - t : t);
+        OPSCOPE_RETURN_IF_ERROR(
+            CheckBound(node_, body_, n_ + j, slices[j],
+                       "scan input '" + node_.input_names[first + n_ + j] + "'"));
       }
       std::vector<const Tensor*> in;
       for (const Tensor& s : states) in.push_back(&s);
@@ -321,27 +416,26 @@ class ScanKernel : public Kernel {
       if (static_cast<int>(outs.size()) != n_ + k_)
         return NodeError(node_, "the body returned " + std::to_string(outs.size()) + " values");
       for (int j = 0; j < n_; ++j) states[j] = std::move(outs[j]);
-      for (int k = 0; k < k_; ++k) scans[k].push_back(std::move(outs[n_ + k]));
+      for (int k = 0; k < k_; ++k) (*scans)[k].push_back(std::move(outs[n_ + k]));
     }
-    for (int j = 0; j < n_ && j < ctx.num_outputs(); ++j)
-      OPSCOPE_RETURN_IF_ERROR(CopyOut(ctx, j, states[j]));
-    for (int k = 0; k < k_ && n_ + k < ctx.num_outputs(); ++k) {
-      int64_t axis = out_axes_[k];
-      const int64_t rank = scans[k].empty() ? 1 : scans[k][0].rank() + 1;
-      if (!NormalizeAxis(&axis, rank))
-        return NodeError(node_, "scan_output_axes[" + std::to_string(k) +
-                                    "] = " + std::to_string(out_axes_[k]) +
-                                    " is out of range for rank " + std::to_string(rank));
-      OPSCOPE_RETURN_IF_ERROR(StackOut(ctx, node_, n_ + k, scans[k], axis, out_dirs_[k] != 0,
-                                       DataType::kFloat32, "scan output " + std::to_string(k)));
+    // States still borrowed from the inputs (no iteration) are copied: the caller keeps them.
+    states_out->clear();
+    for (int j = 0; j < n_; ++j) {
+      if (L > 0) {
+        states_out->push_back(std::move(states[j]));
+        continue;
+      }
+      Tensor c(state_in[j]->dtype(), state_in[j]->shape());
+      CopyTensorData(*state_in[j], &c);
+      states_out->push_back(std::move(c));
     }
     return Status::Ok();
   }
 
- private:
   Node node_;
   AttrValue body_;
   int n_, m_, k_;
+  bool batched_;
   std::vector<int64_t> in_axes_, in_dirs_, out_axes_, out_dirs_;
 };
 
@@ -415,18 +509,15 @@ StatusOr<std::unique_ptr<Kernel>> Create_Loop(const Node& node) {
 }
 
 StatusOr<std::unique_ptr<Kernel>> Create_Scan(const Node& node) {
-  if (node.opset < 9)
-    return Unsupported("node '" + node.name +
-                       "' (Scan): Scan-8 (batched, with sequence_lens) "
-                       "is not supported; convert the model to opset 9 or later");
   OPSCOPE_ASSIGN_OR_RETURN(const AttrValue* b, NeedGraph(node, "body"));
   const AttrValue* ms = node.attrs.Find("num_scan_inputs");
   if (!ms) return NodeError(node, "needs the attribute num_scan_inputs");
   const int64_t m = ms->i;
-  const int total = static_cast<int>(node.inputs.size());
+  const bool batched = node.opset < 9;  // Scan-8: input 0 is sequence_lens
+  const int total = static_cast<int>(node.inputs.size()) - (batched ? 1 : 0);
   if (m < 1 || m > total)
     return NodeError(node, "num_scan_inputs = " + std::to_string(m) + " but the node has " +
-                               Count(total, "input"));
+                               Count(std::max(total, 0), "state or scan input"));
   const int n = total - static_cast<int>(m);
   const size_t bi = b->graph_input_types.size(), bo = b->graph_output_types.size();
   if (bi != static_cast<size_t>(total))
