@@ -532,5 +532,51 @@ TEST(ControlFlow, CapturedValuesSurviveFusionFoldingAndTheArena) {
   }
 }
 
+// The condition turns constant after the planning run (Size of a static-shaped input), but
+// the branch reads the input's values: the If must still run every time, not be folded.
+TEST(ControlFlow, IfOnAConditionFoldedAfterPlanningStillRunsEveryTime) {
+  GraphProto then_g, else_g, g;
+  AddNode(&then_g, "Neg", {"x"}, {"t"}, "Neg_t");
+  AddValue(then_g.mutable_output(), "t", TensorProto::FLOAT, {2, 3});
+  AddNode(&else_g, "Abs", {"x"}, {"e"}, "Abs_e");
+  AddValue(else_g.mutable_output(), "e", TensorProto::FLOAT, {2, 3});
+  AddValue(g.mutable_input(), "x", TensorProto::FLOAT, {2, 3});
+  Int64Init(&g, "six", {}, {6});
+  AddNode(&g, "Size", {"x"}, {"n"}, "Size_0");
+  AddNode(&g, "Equal", {"n", "six"}, {"c"}, "Equal_0");
+  auto* n = AddNode(&g, "If", {"c"}, {"y"}, "If_0");
+  GraphAttr(n, "then_branch", then_g);
+  GraphAttr(n, "else_branch", else_g);
+  AddValue(g.mutable_output(), "y", TensorProto::FLOAT, {2, 3});
+  auto s = Session::Load(Save(Model(g), "if_fold.onnx"), SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  for (int run = 0; run < 3; ++run) {
+    std::vector<float> x = {1.f * run, 2, 3, 4, 5, -6.f * run};
+    ASSERT_TRUE((*s)->SetInput("x", Floats({2, 3}, x)).ok());
+    ASSERT_TRUE((*s)->Run().ok());
+    std::vector<float> want;
+    for (float v : x) want.push_back(-v);
+    EXPECT_EQ(Values(*(*s)->Output("y")), want) << "run " << run;
+  }
+}
+
+TEST(ControlFlow, SequenceValuesInSubgraphsAreRefusedNamingTheSubgraph) {
+  GraphProto g = LoopGraph(false);
+  auto* in = g.mutable_node(0)->mutable_attribute(0)->mutable_g()->mutable_input(2);
+  in->mutable_type()->clear_tensor_type();
+  in->mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
+      ->set_elem_type(TensorProto::FLOAT);
+  auto s = Session::Load(Save(Model(g, 18), "loop_seq.onnx"), SessionOptions{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("subgraph 'Loop_0/body': input 'acc' is not a tensor "
+                                      "(sequences, maps and optionals are not supported)"),
+            std::string::npos)
+      << s.status().message();
+  EXPECT_EQ(s.status().code(), StatusCode::kUnsupported);
+}
+
 }  // namespace
 }  // namespace opscope::engine
