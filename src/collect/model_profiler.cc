@@ -188,7 +188,8 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   for (int r = 0; r < runs; ++r)
     for (size_t s = 0; s < steps.size(); ++s)
       if (steps[s].parent_step >= 0)
-        step_ns[r * steps.size() + steps[s].parent_step] -= timer.duration_ns(r, static_cast<int>(s));
+        step_ns[r * steps.size() + steps[s].parent_step] -=
+            timer.duration_ns(r, static_cast<int>(s));
   for (int64_t& d : step_ns) d = std::max<int64_t>(d, 0);
   for (size_t s = 0; s < steps.size(); ++s) {
     const engine::StepInfo& st = steps[s];
@@ -235,7 +236,8 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
         op.attribution = "measured inside '" + steps[st.parent_step].name + "'";
       else if (st.parent_step < 0 && op.attribution == "measured" &&
                (op.op_type == "If" || op.op_type == "Loop" || op.op_type == "Scan"))
-        op.attribution = "measured, exclusive of its subgraph nodes (listed as '" + op.name + "/...')";
+        op.attribution =
+            "measured, exclusive of its subgraph nodes (listed as '" + op.name + "/...')";
     }
     // Timeline events: one per node per run (fused nodes share their step's interval, split).
     for (int r = 0; r < runs; ++r) {

@@ -193,7 +193,8 @@ class GridSampleKernel : public Kernel {
   Cost EstimateCost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) const override {
     // A multiply-add per tap per output element (4 bilinear, 8 trilinear, 16 bicubic, 0 nearest).
     const bool vol = !in.empty() && in[0].shape.size() == 5;
-    const int taps = mode_ == GsMode::kNearest ? 0 : mode_ == GsMode::kBilinear ? (vol ? 8 : 4) : 16;
+    const int taps =
+        mode_ == GsMode::kNearest ? 0 : mode_ == GsMode::kBilinear ? (vol ? 8 : 4) : 16;
     return {out.empty() ? 0 : static_cast<double>(out[0].numel()) * 2 * taps, CompulsoryBytes(in, out)};
   }
 

@@ -272,7 +272,8 @@ TEST(Reduce, MaxAndMinOfBoolAreAnyAndAll) {
     for (int r = 0; r < 3; ++r) {
       bool any = false, all = true;
       for (int c = 0; c < 4; ++c) any |= v[r * 4 + c] != 0, all &= v[r * 4 + c] != 0;
-      EXPECT_EQ((*out)[0].data<uint8_t>()[r], std::string(op) == "ReduceMax" ? any : all) << op << r;
+      EXPECT_EQ((*out)[0].data<uint8_t>()[r], std::string(op) == "ReduceMax" ? any : all)
+          << op << r;
     }
   }
   Node sum = MakeNode("ReduceSum", 2, 1, 20);
