@@ -4,7 +4,8 @@ set -euo pipefail
 src=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 "$src/tools/gen_models.py" "$tmp" bev_demo twin_matmul >/dev/null
+/usr/bin/python3 "$src/tools/gen_models.py" "$tmp" bev_demo twin_matmul control_flow >/dev/null
 cmp "$tmp/bev_demo.onnx" "$src/models/bev_demo.onnx"
 cmp "$tmp/twin_matmul.onnx" "$src/tests/models/twin_matmul.onnx"
+cmp "$tmp/control_flow.onnx" "$src/tests/models/control_flow.onnx"
 echo "models reproduce byte for byte"

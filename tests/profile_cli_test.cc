@@ -322,6 +322,38 @@ TEST(ProfileCliTest, FourTimesTheWorkMeasuresClearlySlower) {
   EXPECT_NEAR(sum / p->e2e.stats.median, 1.0, 0.10) << "per-op sum " << sum << " vs e2e " << p->e2e.stats.median;
 }
 
+// Control flow: every node of a Loop body and of an If inside it is a row of its own, named
+// after its parents; the loop's row is exclusive of its body, so no time is counted twice; a
+// branch's node costs what its iterations cost (2 of 4 iterations take each branch here).
+TEST(ProfileCliTest, SubgraphNodesAreRowsOfTheirOwnAndParentsAreExclusive) {
+  auto r = Profile({kSrc + "/tests/models/control_flow.onnx", "--threads", "1", "--warmup", "1",
+                    "--runs", "3", "--no-overhead", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = profile::FromJsonString(r.out, "stdout");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  std::map<std::string, const profile::OpRecord*> by_name;
+  for (const auto& op : p->ops) by_name[op.name] = &op;
+  for (const char* n : {"lstm", "Loop_0", "Loop_0/body/early", "Loop_0/body/If_0",
+                        "Loop_0/body/If_0/then_branch/fast_mm", "Loop_0/body/If_0/then_branch/fast_tanh",
+                        "Loop_0/body/If_0/else_branch/slow_mm", "Loop_0/body/scan_copy"})
+    ASSERT_TRUE(by_name.count(n)) << n;
+  EXPECT_EQ(by_name["Loop_0"]->attribution,
+            "measured, exclusive of its subgraph nodes (listed as 'Loop_0/...')");
+  EXPECT_EQ(by_name["Loop_0/body/If_0"]->attribution, "measured inside 'Loop_0'");
+  EXPECT_EQ(by_name["Loop_0/body/If_0/then_branch/fast_mm"]->attribution,
+            "measured inside 'Loop_0/body/If_0'");
+  // 2 iterations x 2*64*64 FLOPs in each branch's MatMul.
+  EXPECT_DOUBLE_EQ(by_name["Loop_0/body/If_0/then_branch/fast_mm"]->flops, 2 * 2 * 64 * 64);
+  EXPECT_DOUBLE_EQ(by_name["Loop_0/body/If_0/else_branch/slow_mm"]->flops, 2 * 2 * 64 * 64);
+  // Nested intervals: in every run the rows (exclusive parents) add up to no more than the run.
+  for (size_t run = 0; run < p->e2e.runs_ms.size(); ++run) {
+    double sum = 0;
+    for (const auto& op : p->ops) sum += op.runs_ms[run];
+    EXPECT_LE(sum, p->e2e.runs_ms[run]) << "run " << run;
+    EXPECT_GT(by_name["Loop_0/body/If_0/then_branch/fast_mm"]->runs_ms[run], 0) << run;
+  }
+}
+
 // The float values of a TensorProto file as --save-outputs writes them.
 std::vector<float> ReadFloats(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -74,6 +74,10 @@ struct StepInfo {
   std::vector<int> nodes;           // indices into nodes()
   // Channels-last (NHWC in memory) input 0 / output 0, from the second run on.
   bool channels_last_in = false, channels_last_out = false;
+  // A step of a control-flow subgraph (If branch, Loop/Scan body): the step of the If/Loop/Scan
+  // node that runs it, -1 for the main graph. Its OnStepBegin/End nest inside the parent's
+  // (once per iteration for a loop body); the profile reports the parent exclusive of them.
+  int parent_step = -1;
 };
 
 class Session {
