@@ -1,6 +1,6 @@
 // html_big_profile OUT.json [OPS] [RUNS]: writes a synthetic model profile shaped like a large
 // transformer (OPS nodes, default 5000, in encoder/layer.N/... scopes, with fused steps, per-run
-// times, op events for every run, machine ceilings and findings) for bench/html_load.sh, which
+// times, op events for every run, machine ceilings and findings) for bench/html_load.py, which
 // measures how fast its HTML report opens in headless Chromium.
 #include <cmath>
 #include <cstdio>

@@ -44,12 +44,13 @@ StatusOr<GateVerdict> EvaluateGate(const profile::Profile& before, const profile
     std::string why;
     if (slower)
       why = fmt::format("slower than the --fail-above {}% threshold, and the interval excludes 0",
-                        BoundedSigned(t, 1).substr(1));
+                        fmt::format("{:g}", t));
     else if (e.delta_pct > t)
-      why = fmt::format("over the {}% threshold but the interval includes 0: within the noise",
-                        BoundedSigned(t, 1).substr(1));
+      why = fmt::format(
+          "over the --fail-above {}% threshold but the interval includes 0: within the noise",
+          fmt::format("{:g}", t));
     else
-      why = fmt::format("within the --fail-above {}% threshold", BoundedSigned(t, 1).substr(1));
+      why = fmt::format("within the --fail-above {}% threshold", fmt::format("{:g}", t));
     v.lines.push_back(std::string("diff gate: ") + (slower ? "FAIL" : "pass") + ": " + what + ": " +
                       why);
     v.failed = v.failed || slower;
@@ -89,7 +90,7 @@ StatusOr<GateVerdict> EvaluateGate(const profile::Profile& before, const profile
           "noise; profile with --runs 10 or more");
     std::stable_sort(v.slower_ops.begin(), v.slower_ops.end(),
                      [](const GateOp& x, const GateOp& y) { return x.delta_pct > y.delta_pct; });
-    std::string thr = BoundedSigned(t, 1).substr(1);
+    std::string thr = fmt::format("{:g}", t);
     std::string line;
     if (!v.slower_ops.empty()) {
       std::vector<std::string> names;

@@ -51,7 +51,7 @@ std::string FlameColour(const std::string& name) {
 }  // namespace
 
 std::string RooflineSection(const profile::Profile& p) {
-  std::string out = "<section id=\"roofline\">\n<h2>Roofline</h2>\n";
+  std::string out = "<section id=\"roofline\" class=\"deferred\">\n<h2>Roofline</h2>\n";
   auto ceil = analysis::CeilingsFromMeta(p.meta);
   const bool have_ceilings = ceil && ceil->Usable();
   struct Pt {
@@ -303,7 +303,7 @@ void LayoutFlame(const FlameNode& n, double x, double total, int depth, double w
 }  // namespace
 
 std::string FlameSection(const profile::Profile& p) {
-  std::string out = "<section id=\"flame\">\n<h2>Flame graph</h2>\n";
+  std::string out = "<section id=\"flame\" class=\"deferred\">\n<h2>Flame graph</h2>\n";
   std::string what, unit;
   FlameNode root = BuildFlameTree(p, &what, &unit);
   if (root.value <= 0) {
@@ -357,7 +357,7 @@ int RepresentativeRun(const profile::Profile& p) {
 }
 
 std::string TimelineSection(const profile::Profile& p) {
-  std::string out = "<section id=\"timeline\">\n<h2>Timeline</h2>\n";
+  std::string out = "<section id=\"timeline\" class=\"deferred\">\n<h2>Timeline</h2>\n";
   struct Ev {
     int64_t start, end;
     std::string label, title, fill, href;

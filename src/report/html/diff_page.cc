@@ -146,9 +146,10 @@ std::string RenderDiffPage(const profile::Profile& before, const profile::Profil
       "type\" data-table=\"difftable\" data-count=\"difftable-count\" aria-label=\"filter "
       "nodes\"><span "
       "id=\"difftable-count\" class=\"muted\"></span></div>\n";
+  const bool big = d.nodes.size() > 300;  // fixed layout, as the profile page's op table
   out += fmt::format(
-      "<div class=\"tablewrap\"><table id=\"difftable\" class=\"sortable\" "
-      "data-rows=\"{}\">\n<thead><tr><th>node</th>"
+      "<div class=\"tablewrap\"><table id=\"difftable\" class=\"sortable{}\" "
+      "data-rows=\"{}\">\n{}<thead><tr><th>node</th>"
       "<th>op type</th><th>change</th><th class=\"num\" data-sort=\"num\">before</th><th "
       "class=\"num\" "
       "data-sort=\"num\">after</th><th class=\"num\" data-sort=\"num\">Δ ms</th><th class=\"num\" "
@@ -156,7 +157,13 @@ std::string RenderDiffPage(const profile::Profile& before, const profile::Profil
       "<th class=\"num\" data-sort=\"num\">95% CI</th><th>verdict</th><th>before "
       "runs</th><th>after runs</th></tr></thead>"
       "\n<tbody>\n",
-      d.nodes.size());
+      big ? " fixed\" style=\"width:1300px" : "", d.nodes.size(),
+      big ? "<colgroup><col style=\"width:320px\"><col style=\"width:130px\"><col "
+            "style=\"width:90px\">"
+            "<col style=\"width:90px\"><col style=\"width:90px\"><col style=\"width:80px\"><col "
+            "style=\"width:70px\"><col style=\"width:130px\"><col style=\"width:120px\"><col "
+            "style=\"width:90px\"><col style=\"width:90px\"></colgroup>\n"
+          : "");
   int i = 0;
   for (const auto& r : rows) {
     const auto& n = *r.n;

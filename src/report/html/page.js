@@ -211,6 +211,12 @@
     var result = location.hash === '#selftest' ? selftest() : {};
     result.ready_ms = performance.now();
     result.layout_height = layout;
+    if (location.hash === '#timing') {
+      // What scrolling through every deferred section would cost, all at once.
+      $all('section.deferred').forEach(function (s) { s.style.contentVisibility = 'visible'; });
+      result.all_layout_height = document.body.getBoundingClientRect().height;
+      result.all_ms = performance.now();
+    }
     pre.textContent = JSON.stringify(result);
     document.body.appendChild(pre);
   }

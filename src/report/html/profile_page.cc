@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "analysis/hygiene.h"
 #include "analysis/machine.h"
@@ -254,30 +255,35 @@ std::string OpTable(const profile::Profile& p) {
     out +=
         "<button type=\"button\" class=\"expand-all\" data-table=\"optable\">expand all</button>";
   out += "<span id=\"optable-count\" class=\"muted\"></span></div>\n";
+  // Column label, numeric, width in px (used by the fixed layout of large tables).
+  std::vector<std::tuple<std::string, bool, int>> heads = {
+      {"#", true, 48},      {"node", false, 300},  {"op type", false, 130}, {"status", false, 130},
+      {"median", true, 84}, {"trimmed", true, 84}, {"share", true, 60},     {"runs", true, 84},
+      {"CV", true, 56},     {"FLOPs", true, 72},   {"bytes", true, 80},     {"GFLOP/s", true, 72},
+      {"GB/s", true, 64},   {"FLOP/B", true, 64}};
+  if (cols.roofline) heads.emplace_back("bound", false, 110);
+  for (const auto& ev : cols.counters) heads.emplace_back(ev + "/run", true, 90);
+  heads.emplace_back("outputs", false, 160);
+  // Above kFixedLayoutRows rows the table gets a fixed layout: the browser then sizes columns
+  // from the first row instead of measuring every cell (several times faster to open at 5,000
+  // ops, docs/html-report.md).
+  constexpr size_t kFixedLayoutRows = 300;
+  const bool fixed = p.ops.size() + groups > kFixedLayoutRows;
+  int total_w = 0;
+  for (const auto& h : heads) total_w += std::get<2>(h);
   out += fmt::format(
-      "<div class=\"tablewrap\"><table id=\"optable\" class=\"sortable\" "
-      "data-rows=\"{}\">\n<thead><tr>",
-      p.ops.size() + groups);
-  auto th = [&](const std::string& t, bool num) {
-    out += std::string(num ? "<th class=\"num\" data-sort=\"num\">" : "<th>") + Escape(t) + "</th>";
-  };
-  th("#", true);
-  th("node", false);
-  th("op type", false);
-  th("status", false);
-  th("median", true);
-  th("trimmed", true);
-  th("share", true);
-  th("runs", true);
-  th("CV", true);
-  th("FLOPs", true);
-  th("bytes", true);
-  th("GFLOP/s", true);
-  th("GB/s", true);
-  th("FLOP/B", true);
-  if (cols.roofline) th("bound", false);
-  for (const auto& ev : cols.counters) th(ev + "/run", true);
-  th("outputs", false);
+      "<div class=\"tablewrap\"><table id=\"optable\" class=\"sortable{}\" data-rows=\"{}\"{}>\n",
+      fixed ? " fixed" : "", p.ops.size() + groups,
+      fixed ? fmt::format(" style=\"width:{}px\"", total_w) : "");
+  if (fixed) {
+    out += "<colgroup>";
+    for (const auto& h : heads) out += fmt::format("<col style=\"width:{}px\">", std::get<2>(h));
+    out += "</colgroup>\n";
+  }
+  out += "<thead><tr>";
+  for (const auto& [label, num, w] : heads)
+    out += std::string(num ? "<th class=\"num\" data-sort=\"num\">" : "<th>") + Escape(label) +
+           "</th>";
   out += "</tr></thead>\n<tbody>\n";
 
   auto op_row = [&](int i) {
@@ -394,7 +400,8 @@ std::string Breakdown(const profile::Profile& p) {
     return v;
   };
   std::string out =
-      "<section id=\"breakdown\">\n<h2>Where the time goes</h2>\n<div class=\"charts\">\n";
+      "<section id=\"breakdown\" class=\"deferred\">\n<h2>Where the time goes</h2>\n<div "
+      "class=\"charts\">\n";
   out += "<div><h3>By op type</h3>\n" +
          BarChart("optype-chart", "time by op type", bars(by_type), 20, "other types") + "</div>\n";
   out += "<div><h3>By network stage</h3>\n";
@@ -464,7 +471,7 @@ std::string StatTable(const profile::Profile& p) {
 std::string RangeTable(const profile::Profile& p) {
   if (p.ranges.empty()) return "";
   auto rr = analysis::SummarizeRanges(p);
-  std::string out = "<section id=\"ranges\">\n<h2>Ranges</h2>\n";
+  std::string out = "<section id=\"ranges\" class=\"deferred\">\n<h2>Ranges</h2>\n";
   if (!rr.headline.empty()) out += "<p>Per run: " + Escape(rr.headline) + "</p>\n";
   out += fmt::format(
       "<div class=\"tablewrap\"><table id=\"rangetable\" class=\"sortable\" "
@@ -570,7 +577,7 @@ std::string HotFunctions(const profile::Profile& p) {
   std::stable_sort(v.begin(), v.end(),
                    [](auto& a, auto& b) { return a.second.first > b.second.first; });
   if (v.size() > 100) v.resize(100);
-  std::string out = "<section id=\"functions\">\n<h2>Hot functions</h2>\n";
+  std::string out = "<section id=\"functions\" class=\"deferred\">\n<h2>Hot functions</h2>\n";
   out += "<p class=\"muted\">" +
          Escape(fmt::format(
              "{} samples of {} at {:.0f} Hz; the 100 functions with the most self time.",
