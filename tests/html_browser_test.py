@@ -2,9 +2,9 @@
 """Loads every kind of opscope HTML report in headless Chromium and checks what a reader sees.
 
 Pages: the demo model profile (through `opscope profile -o FILE.html`), a model profile with
-call-stack samples, a `record` of a real program, a `run` profile of the pipeline example, and a
-diff (`opscope diff A B -o diff.html`). For each page, the page's own self-test hook
-(`#selftest`, src/report/html/page.js) reports JavaScript errors, table row counts, whether
+call-stack samples, a `record` of a real program, a `run` profile of the pipeline example, a diff
+(`opscope diff A B -o diff.html`) and a `stat` profile (the counter table). For each page, the
+page's own self-test hook (`#selftest`, src/report/html/page.js) reports JavaScript errors, table row counts, whether
 sorting a numeric column orders the rows, and the size of every chart; this driver adds the
 browser's console output (any console message or Content-Security-Policy violation fails) and
 the op count from the profile JSON. The demo page is also loaded without its script (what a reader
@@ -106,6 +106,8 @@ def main():
         run([opscope, "run", "-r", "2", "-o", P("run.json"), "--", os.path.join(build, "examples", "pipeline_example"), "1"])
         run([render, P("run.json"), P("run.html")])
         run([opscope, "diff", P("a.json"), P("b.json"), "-o", P("diff.html")])
+        run([opscope, "stat", "-r", "2", "-o", P("stat.json"), "--", "true"])
+        run([render, P("stat.json"), P("stat.html")])
         n_ops = len(json.load(open(P("a.json")))["ops"])
         a_names = {o["name"] for o in json.load(open(P("a.json")))["ops"]}
         b_names = {o["name"] for o in json.load(open(P("b.json")))["ops"]}
@@ -116,6 +118,7 @@ def main():
             ("record", P("record.html"), 0, ["flame-chart"], "functable"),
             ("run", P("run.html"), 0, ["timeline-chart"], "rangetable"),
             ("diff", P("diff.html"), len(a_names | b_names), ["optype-delta-chart"], "difftable"),
+            ("stat", P("stat.html"), 0, ["latency-chart"], "countertable"),
         ]
         problems = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:

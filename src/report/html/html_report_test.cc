@@ -10,6 +10,7 @@
 
 #include "analysis/diff.h"
 #include "analysis/machine.h"
+#include "base/testing/golden.h"
 #include "report/format.h"
 #include "report/html/charts.h"
 #include "report/html/html_page.h"
@@ -264,6 +265,35 @@ TEST(HtmlReport, RegisteredByExtension) {
   std::string out;
   ASSERT_TRUE(f->write(ModelProfile(), {}, &out).ok());
   EXPECT_EQ(out.rfind("<!DOCTYPE html>", 0), 0u);
+}
+
+// The page without the embedded style sheet and script (tested by hash above), so the golden file
+// shows the structure a change to the C++ renders differently. Regenerate with
+//   OPSCOPE_UPDATE_GOLDEN=1 build/release/src/report/html/html_report_test
+std::string Structure(std::string html) {
+  auto cut = [&](const std::string& open, const std::string& close) {
+    size_t a = html.find(open), b = html.find(close, a);
+    if (a != std::string::npos && b != std::string::npos)
+      html.replace(a + open.size(), b - a - open.size(), "…");
+  };
+  cut("<style>", "</style>");
+  cut("<script>", "</script>");
+  cut("script-src 'sha256-", "'\">");
+  return html;
+}
+
+TEST(HtmlReport, GoldenPages) {
+  const std::string dir = std::string(OPSCOPE_SOURCE_DIR) + "/src/report/html/testdata/";
+  profile::Profile p = ModelProfile();
+  ::opscope::testing::ExpectMatchesGolden(dir + "model.profile.html",
+                                          Structure(RenderProfilePage(p)));
+  profile::Profile q = p;
+  q.ops[2].runs_ms = {5.5, 5.6, 5.55};
+  q.e2e.runs_ms = {12, 12.5, 12.2};
+  profile::FinalizeStats(q);
+  ::opscope::testing::ExpectMatchesGolden(
+      dir + "model.diff.html",
+      Structure(RenderDiffPage(p, q, analysis::DiffProfiles(p, q), "a.json", "b.json")));
 }
 
 }  // namespace
