@@ -73,6 +73,10 @@ def check_page(browser, tmp, name, page, expect_rows, charts, table):
             problems.append(f"table {table}: sorting by '{t.get('sort_column')}' did not order the rows")
         if t.get("rows_after_sort") != t["rows"]:
             problems.append(f"table {table}: sorting lost rows")
+        if "filter_ok" in t and not t["filter_ok"]:
+            problems.append(f"table {table}: filtering by op type left non-matching rows (or none)")
+        if "rows_after_filter" in t and t["rows_after_filter"] != t["rows"]:
+            problems.append(f"table {table}: clearing the filter did not bring every row back")
     for c in charts:
         box = res["charts"].get(c)
         if not box:

@@ -98,8 +98,8 @@
         tr.classList.toggle('nomatch', !hit);
         any = any || hit;
       });
-      if (any && q) u.forEach(function (tr) { tr.classList.remove('nomatch'); });
-      u[0].classList.toggle('filtered', !any);
+      // A step whose source node matches opens, so the match is visible.
+      if (any && q && u.length > 1 && u[0].classList.contains('group')) setOpen(u[0], true);
       u.forEach(function (tr) { tr.classList.toggle('filtered', !any); });
       total += 1;
       shown += any ? 1 : 0;
@@ -193,6 +193,26 @@
         t.sorted = ok;
         t.sort_column = ths[col].textContent;
         t.rows_after_sort = table.tBodies[0].rows.length;
+      }
+      var input = document.querySelector('input.filter[data-table="' + table.id + '"]');
+      var first = table.querySelector('tr[data-type]:not(.group)');
+      if (input && first) {
+        // Filter by the first row's type: every row left visible must match it, and at least that one.
+        var q = first.getAttribute('data-type');
+        input.value = q;
+        input.dispatchEvent(new Event('input'));
+        var visible = $all('tr[data-op]', table).filter(function (tr) {
+          return !tr.classList.contains('filtered') && !tr.classList.contains('nomatch');
+        });
+        t.filter_ok = visible.length > 0 && visible.every(function (tr) {
+          var hay = (tr.getAttribute('data-name') + '\n' + tr.getAttribute('data-type')).toLowerCase();
+          return hay.indexOf(q.toLowerCase()) >= 0;
+        });
+        input.value = '';
+        input.dispatchEvent(new Event('input'));
+        t.rows_after_filter = $all('tr', table.tBodies[0]).filter(function (tr) {
+          return !tr.classList.contains('filtered');
+        }).length;
       }
       r.tables[table.id] = t;
     });
