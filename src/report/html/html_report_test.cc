@@ -258,6 +258,26 @@ TEST(HtmlReport, DiffPutsRegressionsFirst) {
   EXPECT_NE(html.find("id=\"optype-delta-chart\""), std::string::npos);
 }
 
+TEST(HtmlReport, FiveThousandOpsGetEveryRowAndAFixedLayout) {
+  profile::Profile p = ModelProfile();
+  p.ops.clear();
+  p.op_events.clear();
+  for (int i = 0; i < 5000; ++i) {
+    p.ops.push_back(Op("/encoder/layer." + std::to_string(i / 40) + "/MatMul_" + std::to_string(i),
+                       "MatMul", {0.1, 0.11, 0.1}, 1e7, 1e6));
+    p.ops.back().index = i;
+    for (int run = 0; run < 3; ++run)
+      p.op_events.push_back({i, run, 1, run * 1000000000LL + i * 100000LL, 90000});
+  }
+  profile::FinalizeStats(p);
+  std::string html = RenderProfilePage(p);
+  EXPECT_EQ(Count(html, " data-op=\""), 5000u);
+  EXPECT_NE(html.find("class=\"sortable fixed\""), std::string::npos);
+  EXPECT_NE(html.find("<colgroup>"), std::string::npos);
+  EXPECT_EQ(Count(html, "<rect class=\"ev\""), 5000u) << "one run on the timeline";
+  EXPECT_NE(html.find("class=\"deferred\""), std::string::npos);
+}
+
 TEST(HtmlReport, RegisteredByExtension) {
   const Format* f = FormatForPath("out/report.html");
   ASSERT_NE(f, nullptr);
