@@ -278,6 +278,44 @@ TEST(HtmlReport, FiveThousandOpsGetEveryRowAndAFixedLayout) {
   EXPECT_NE(html.find("class=\"deferred\""), std::string::npos);
 }
 
+TEST(HtmlReport, GpuProfileGetsKernelAndCopyTablesAndLanes) {
+  profile::Profile p;
+  p.meta.kind = "gpu";
+  p.meta.source = "./infer";
+  p.gpu.emplace();
+  p.gpu->device_name = "Test GPU";
+  profile::GpuKernel k;
+  k.name = "gemm<float>";
+  k.stream = 7;
+  k.start_ns = 1000;
+  k.end_ns = 51000;
+  p.gpu->kernels = {k, k};
+  p.gpu->kernels[1].start_ns = 60000;
+  p.gpu->kernels[1].end_ns = 90000;
+  profile::GpuMemcpy m;
+  m.kind = "HtoD";
+  m.bytes = 1 << 20;
+  m.pageable = true;
+  m.stream = 7;
+  m.start_ns = 0;
+  m.end_ns = 900;
+  p.gpu->memcpys = {m};
+  profile::Range r;
+  r.name = "infer";
+  r.start_ns = 0;
+  r.end_ns = 95000;
+  p.ranges = {r};
+  std::string html = RenderProfilePage(p);
+  EXPECT_NE(html.find("id=\"kerneltable\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"copytable\""), std::string::npos);
+  EXPECT_NE(html.find("HtoD (pageable)"), std::string::npos);
+  EXPECT_NE(html.find("GPU kernels · stream 7"), std::string::npos);
+  EXPECT_NE(html.find("GPU copies · stream 7"), std::string::npos);
+  EXPECT_NE(html.find("ranges · thread 0 · depth 0"), std::string::npos);
+  EXPECT_NE(html.find("The whole recording"), std::string::npos);
+  EXPECT_EQ(Count(html, "<rect class=\"ev\""), 4u);
+}
+
 TEST(HtmlReport, RegisteredByExtension) {
   const Format* f = FormatForPath("out/report.html");
   ASSERT_NE(f, nullptr);
