@@ -99,7 +99,7 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
 }
 
 void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out) {
-  struct Agg { double ms = 0, share = 0; int count = 0; double flops = 0, bytes = 0; };
+  struct Agg { double ms = 0, share = 0; int count = 0; double flops = 0, bytes = 0, int_ops = 0; };
   std::map<std::string, Agg> agg;
   for (const auto& op : p.ops) {
     Agg& a = agg[op.op_type];
@@ -108,6 +108,7 @@ void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out)
     a.count++;
     a.flops += op.flops;
     a.bytes += op.bytes;
+    a.int_ops += op.int_ops;
   }
   std::vector<std::pair<std::string, Agg>> rows(agg.begin(), agg.end());
   std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
@@ -115,7 +116,8 @@ void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out)
   TextTable t({"op type", "time/run", "share", "nodes", "FLOPs", "bytes"});
   t.AlignRight({1, 2, 3, 4, 5});
   for (const auto& [type, a] : rows)
-    t.AddRow({type, HumanMs(a.ms), F("%.1f%%", a.share * 100), std::to_string(a.count), HumanCount(a.flops),
+    t.AddRow({type, HumanMs(a.ms), F("%.1f%%", a.share * 100), std::to_string(a.count),
+              a.int_ops > 0 && a.flops == 0 ? HumanCount(a.int_ops) + " int" : HumanCount(a.flops),
               HumanBytes(a.bytes)});
   *out += t.Render(o.color);
 }
