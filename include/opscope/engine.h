@@ -65,6 +65,7 @@ struct NodeInfo {
   std::string status;               // "executed", "fused", "folded"
   std::vector<std::vector<int64_t>> input_shapes, output_shapes;
   double flops = 0, bytes = 0;      // per run, from the operator's cost function
+  double int_ops = 0;               // integer operations per run (quantized kernels)
 };
 
 // One unit of execution: a node, or a fused group of nodes (nodes[0] is the anchor).

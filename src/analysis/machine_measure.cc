@@ -5,6 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -87,6 +90,57 @@ FmaChoice ChooseFma() {
 }
 
 volatile float g_sink;
+volatile int32_t g_isink;
+
+// The integer roof: what the engine's quantized GEMM (engine/ops/quant_common.cc) issues per
+// pair of int16 multiply-adds, acc = acc + madd(x, m), on independent accumulators (enough to
+// cover the multiply's latency on two ports). The multiply input depends on the accumulator so
+// the compiler cannot hoist it. Each vpmaddwd is 16 multiply-adds = 32 integer ops.
+constexpr int kIntAccumulators = 12;
+#if defined(__x86_64__)
+[[gnu::target("avx2"), gnu::noinline]] int32_t MaddKernelAvx2(long iters, int32_t seed) {
+  __m256i acc[kIntAccumulators];
+  for (int k = 0; k < kIntAccumulators; ++k) acc[k] = _mm256_set1_epi32(seed + k);
+  const __m256i m = _mm256_set1_epi16(3), one = _mm256_set1_epi32(1);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kIntAccumulators; ++k)
+      acc[k] = _mm256_add_epi32(_mm256_madd_epi16(acc[k], m), one);
+  }
+  __m256i s = acc[0];
+  for (int k = 1; k < kIntAccumulators; ++k) s = _mm256_add_epi32(s, acc[k]);
+  return _mm256_extract_epi32(s, 0) + _mm256_extract_epi32(s, 7);
+}
+#endif
+// Portable twin: int32 lanes, one multiply-add each (2 ops), 8 lanes per vector.
+typedef int32_t IVec8 __attribute__((vector_size(32)));
+[[gnu::noinline]] int32_t MaddKernelBaseline(long iters, int32_t seed) {
+  IVec8 acc[kIntAccumulators];
+  for (int k = 0; k < kIntAccumulators; ++k)
+    for (int l = 0; l < 8; ++l) acc[k][l] = seed + k + l;
+  IVec8 m = {3, 3, 3, 3, 3, 3, 3, 3}, one = {1, 1, 1, 1, 1, 1, 1, 1};
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kIntAccumulators; ++k) acc[k] = acc[k] * m + one;
+  }
+  IVec8 s = acc[0];
+  for (int k = 1; k < kIntAccumulators; ++k) s += acc[k];
+  return s[0] + s[7];
+}
+bool HaveAvx2() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+int32_t MaddKernel(long iters, int32_t seed) {
+#if defined(__x86_64__)
+  if (HaveAvx2()) return MaddKernelAvx2(iters, seed);
+#endif
+  return MaddKernelBaseline(iters, seed);
+}
+double IntOpsPerIter() { return kIntAccumulators * (HaveAvx2() ? 32.0 : 16.0); }
 
 // Runs fn(thread_index) on `threads` threads started together; returns the wall time in seconds
 // of the slowest thread's call.
@@ -139,6 +193,27 @@ double MeasurePeakGflops(int threads, double seconds, int repeats, double* sprea
   for (int r = 0; r < repeats; ++r) {
     double dt = TimeParallel(threads, [&](int t) { g_sink = fma.fn(iters, 1.0f + t); });
     runs.push_back(fma.flops_per_iter * iters * threads / dt / 1e9);
+  }
+  return BestAndSpread(std::move(runs), spread_pct);
+}
+
+double MeasurePeakGopsInt8(int threads, double seconds, int repeats, double* spread_pct) {
+  long iters = 1 << 16;
+  for (;;) {
+    int64_t t0 = NowNs();
+    g_isink = MaddKernel(iters, 1);
+    double dt = (NowNs() - t0) / 1e9;
+    if (dt > seconds / 8 || iters > (1L << 40)) {
+      iters = static_cast<long>(iters * (seconds / std::max(dt, 1e-6)));
+      break;
+    }
+    iters *= 4;
+  }
+  iters = std::max(iters, 1L << 16);
+  std::vector<double> runs;
+  for (int r = 0; r < repeats; ++r) {
+    double dt = TimeParallel(threads, [&](int t) { g_isink = MaddKernel(iters, 1 + t); });
+    runs.push_back(IntOpsPerIter() * iters * threads / dt / 1e9);
   }
   return BestAndSpread(std::move(runs), spread_pct);
 }
@@ -306,6 +381,10 @@ MachineCeilings MeasureMachine(const MeasureOptions& opts) {
   c.peak_gflops_all = threads == 1 ? c.peak_gflops_one
                                    : MeasurePeakGflops(threads, opts.seconds_per_test,
                                                        opts.repeats, &spread[1]);
+  c.peak_gops_int8_one = MeasurePeakGopsInt8(1, opts.seconds_per_test, opts.repeats);
+  c.peak_gops_int8_all = threads == 1 ? c.peak_gops_int8_one
+                                      : MeasurePeakGopsInt8(threads, opts.seconds_per_test,
+                                                            opts.repeats);
   size_t dram = opts.dram_bytes_per_array;
   if (dram == 0) dram = std::max<size_t>(8 * llc, 64u << 20);
   c.triad_gbps = MeasureTriadGbps(dram, threads, opts.seconds_per_test, opts.repeats, &spread[2]);

@@ -33,9 +33,11 @@
 #include "base/files.h"
 #include "base/strings.h"
 #include "engine/graph.h"
+#include "engine/int_cost.h"
 #include "engine/kernel.h"
 #include "engine/memory_plan.h"
 #include "engine/onnx_io.h"
+#include "engine/ops/quant_conv.h"
 #include "opscope/engine.h"
 
 namespace opscope::engine {
@@ -157,6 +159,7 @@ class SessionImpl final : public Session {
   Status ResolveInputs(onnx::ModelProto& model, const SessionOptions& options);
   Status FoldConstantsAtLoad();
   void Fuse();
+  void FuseQdq();
   void FuseBatchNorm(int conv, int bn);
   bool TryPostOp(int producer_step, int consumer_node);
   Status RunStep(int s, bool planning);
@@ -1034,6 +1037,7 @@ Status SessionImpl::FoldConstantsAtLoad() {
     Cost c = kernels_[i]->EstimateCost(in_d, out_d);
     node_infos_[i].flops = c.flops;
     node_infos_[i].bytes = c.bytes;
+    node_infos_[i].int_ops = IntegerOpsOf(kernels_[i].get(), in_d, out_d);
     node_infos_[i].status = "folded";
     kernels_[i].reset();
   }
@@ -1138,7 +1142,132 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
   return steps_[producer_step].kernel->AddPostOp(op);
 }
 
+// QDQ graphs: DequantizeLinear(x) -> Conv/MatMul/Gemm(DequantizeLinear(constant W)) [-> Relu]
+// [-> QuantizeLinear] becomes one step running an integer kernel on the quantized x and W
+// (ops/quant_conv.h); the weight's DequantizeLinear was folded at load, its quantized inputs are
+// still constants. Step nodes: {op, DQ(x), [Relu], [Q]}; the step reads only DQ(x)'s input.
+// Anything else (non-constant or non-scalar activation parameters, a DQ(x) with other readers,
+// unsupported axes) keeps the float path, which computes the same result.
+void SessionImpl::FuseQdq() {
+  auto const_tensor = [&](const Node& n, size_t k) -> const Tensor* {
+    if (k >= n.inputs.size() || n.inputs[k] < 0) return nullptr;
+    const Value& v = values_[n.inputs[k]];
+    return v.is_const ? &v.tensor : nullptr;
+  };
+  auto has_input = [](const Node& n, size_t k) { return k < n.inputs.size() && n.inputs[k] >= 0; };
+  // Per-tensor parameters of a Q/DQ node: constant float scale > 0 and an optional constant zp.
+  auto scalar_params = [&](const Node& n, float* s, int32_t* z, DataType* zt) {
+    const Tensor* st = const_tensor(n, 1);
+    if (!st || st->dtype() != DataType::kFloat32 || st->numel() != 1) return false;
+    *s = st->data<float>()[0];
+    if (!(*s > 0) || !std::isfinite(*s)) return false;
+    *z = 0;
+    *zt = DataType::kUint8;
+    if (has_input(n, 2)) {
+      const Tensor* zp = const_tensor(n, 2);
+      if (!zp || zp->numel() != 1 ||
+          (zp->dtype() != DataType::kUint8 && zp->dtype() != DataType::kInt8))
+        return false;
+      *zt = zp->dtype();
+      *z = zp->dtype() == DataType::kUint8 ? zp->data<uint8_t>()[0] : zp->data<int8_t>()[0];
+    }
+    return true;
+  };
+  auto live_single = [&](int node) {
+    int st = node_step_[node];
+    return st >= 0 && steps_[st].active && steps_[st].nodes.size() == 1 && steps_[st].nodes[0] == node;
+  };
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (!steps_[s].active || steps_[s].nodes.size() != 1) continue;
+    const int a = steps_[s].nodes[0];
+    const Node& an = nodes_[a];
+    const bool conv = an.op_type == "Conv", gemm = an.op_type == "Gemm";
+    if (!conv && !gemm && an.op_type != "MatMul") continue;
+    if (an.inputs.size() < 2 || an.inputs[0] < 0 || an.inputs[1] < 0 || an.outputs.empty()) continue;
+    const int dqx = values_[an.inputs[0]].producer, dqw = values_[an.inputs[1]].producer;
+    if (dqx < 0 || dqw < 0 || nodes_[dqx].op_type != "DequantizeLinear" ||
+        nodes_[dqw].op_type != "DequantizeLinear" || !live_single(dqx) ||
+        SoleConsumer(an.inputs[0]) != a || !values_[an.inputs[1]].is_const ||
+        nodes_[dqx].inputs.empty() || nodes_[dqx].inputs[0] < 0)
+      continue;
+    QdqFusion f;
+    DataType xzt;
+    if (!scalar_params(nodes_[dqx], &f.x_scale, &f.x_zero_point, &xzt)) continue;
+    // Weights: constant uint8/int8 with per-tensor or per-output-channel parameters.
+    const Node& wn = nodes_[dqw];
+    const Tensor* wq = const_tensor(wn, 0);
+    const Tensor* ws = const_tensor(wn, 1);
+    if (!wq || !ws || (wq->dtype() != DataType::kUint8 && wq->dtype() != DataType::kInt8) ||
+        ws->dtype() != DataType::kFloat32 || wn.attrs.Int("block_size", 0) != 0)
+      continue;
+    if (has_input(wn, 2) && (!const_tensor(wn, 2) || const_tensor(wn, 2)->dtype() != wq->dtype()))
+      continue;
+    if (conv ? wq->rank() < 3 : wq->rank() != 2) continue;
+    const bool trans_b = gemm && an.attrs.Int("transB", 0) != 0;
+    if (gemm && (an.attrs.Int("transA", 0) != 0 || an.attrs.Float("alpha", 1.f) != 1.f ||
+                 an.attrs.Float("beta", 1.f) != 1.f))
+      continue;
+    const int64_t channels = conv ? wq->dim(0) : (trans_b ? wq->dim(0) : wq->dim(1));
+    const int64_t want_axis = conv ? 0 : (trans_b ? 0 : 1);
+    if (ws->numel() != 1) {
+      int64_t axis = wn.attrs.Int("axis", 1);
+      if (axis < 0) axis += wq->rank();
+      if (axis != want_axis || ws->rank() != 1 || ws->numel() != channels) continue;
+    }
+    f.w = *wq;
+    f.w_scale.assign(ws->data<float>(), ws->data<float>() + ws->numel());
+    bool scales_ok = true;
+    for (float v : f.w_scale) scales_ok &= v > 0 && std::isfinite(v);
+    if (!scales_ok) continue;
+    f.w_zero_point.assign(f.w_scale.size(), 0);
+    if (const Tensor* wz = const_tensor(wn, 2)) {
+      if (wz->numel() != ws->numel()) continue;
+      for (int64_t i = 0; i < wz->numel(); ++i)
+        f.w_zero_point[i] = wz->dtype() == DataType::kUint8 ? wz->data<uint8_t>()[i]
+                                                            : wz->data<int8_t>()[i];
+    }
+    if (has_input(an, 2)) {  // bias: a constant float vector over the output channels
+      const Tensor* b = const_tensor(an, 2);
+      if (!b || b->dtype() != DataType::kFloat32 || b->numel() != channels ||
+          (gemm && b->rank() == 2 && b->dim(0) != 1) || b->rank() > 2)
+        continue;
+      f.bias.assign(b->data<float>(), b->data<float>() + b->numel());
+    }
+    std::vector<int> chain = {a, dqx};
+    int out = an.outputs[0];
+    int c = SoleConsumer(out);
+    if (c >= 0 && nodes_[c].op_type == "Relu" && live_single(c) && node_step_[c] > static_cast<int>(s)) {
+      f.relu = true;
+      chain.push_back(c);
+      out = nodes_[c].outputs[0];
+      c = SoleConsumer(out);
+    }
+    if (c >= 0 && nodes_[c].op_type == "QuantizeLinear" && live_single(c) &&
+        node_step_[c] > static_cast<int>(s) && !nodes_[c].attrs.Has("output_dtype") &&
+        scalar_params(nodes_[c], &f.y_scale, &f.y_zero_point, &f.y_type)) {
+      f.quantize_output = true;
+      chain.push_back(c);
+      out = nodes_[c].outputs[0];
+    }
+    auto k = conv ? CreateQdqConv(an, std::move(f)) : CreateQdqMatMul(an, std::move(f));
+    if (!k.ok()) continue;
+    kernels_[a] = std::move(k).value();
+    steps_[s].kernel = kernels_[a].get();
+    steps_[s].inputs = {nodes_[dqx].inputs[0]};
+    steps_[s].outputs = {out};
+    for (size_t i = 1; i < chain.size(); ++i) {
+      Step& other = steps_[node_step_[chain[i]]];
+      other.active = false;
+      other.nodes.clear();
+      node_step_[chain[i]] = static_cast<int>(s);
+      node_infos_[chain[i]].status = "fused";
+      steps_[s].nodes.push_back(chain[i]);
+    }
+  }
+}
+
 void SessionImpl::Fuse() {
+  FuseQdq();
   // Producers that accept post-ops: the oneDNN ops, and the elementwise arithmetic kernels
   // (a residual Add followed by Relu becomes one pass).
   static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm",
@@ -1372,12 +1501,17 @@ Status SessionImpl::CheckPlan() const {
         return fail(st.nodes[0],
                     "it reads '" + values_[in].name + "', which no earlier step computes");
     for (int g : node_graphs_[st.nodes[0]]) OPSCOPE_RETURN_IF_ERROR(CheckSubgraphPlan(g, ready));
+    // A fused node reads the previous node's output, constants, or a value of the step itself:
+    // one of its inputs or another of its nodes' outputs (QDQ steps: {op, DQ(x), Relu, Q}).
+    std::set<int> inside(st.inputs.begin(), st.inputs.end());
+    for (int m : st.nodes)
+      for (int o : nodes_[m].outputs) inside.insert(o);
     for (size_t k = 1; k < st.nodes.size(); ++k) {
       const Node& n = nodes_[st.nodes[k]];
       const Node& prev = nodes_[st.nodes[k - 1]];
       int chained = prev.outputs.empty() ? -1 : prev.outputs[0];
       for (int in : n.inputs)
-        if (in >= 0 && in != chained && !values_[in].is_const)
+        if (in >= 0 && in != chained && !values_[in].is_const && !inside.count(in))
           return fail(st.nodes[k], "fused after '" + nodes_[st.nodes[0]].name + "', it reads '" +
                                        values_[in].name + "', which is not a constant");
     }
@@ -1443,14 +1577,19 @@ void SessionImpl::FinishPlanning() {
   }
   // Intermediate values inside a fused step are never materialized; every op that can be fused
   // after an anchor preserves its shape, so they take the step output's shape and type.
+  // In a QDQ step the DequantizeLinear output has its input's shape, and every value before
+  // the final QuantizeLinear is float.
   for (const Step& st : steps_) {
     if (st.nodes.size() < 2 || st.outputs.empty() || st.outputs[0] < 0) continue;
     const Value& out = values_[st.outputs[0]];
+    const bool ends_in_q = nodes_[st.nodes.back()].op_type == "QuantizeLinear";
     for (int n : st.nodes)
       for (int o : nodes_[n].outputs)
         if (o >= 0 && !values_[o].seen) {
-          values_[o].shape = out.shape;
-          values_[o].dtype = out.dtype;
+          const Node& nd = nodes_[n];
+          const bool dq = nd.op_type == "DequantizeLinear" && !nd.inputs.empty() && nd.inputs[0] >= 0;
+          values_[o].shape = dq ? values_[nd.inputs[0]].shape : out.shape;
+          values_[o].dtype = dq || ends_in_q ? DataType::kFloat32 : out.dtype;
         }
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -1483,6 +1622,7 @@ void SessionImpl::FinishPlanning() {
     }
     info.flops = c.flops;
     info.bytes = c.bytes;
+    info.int_ops = k ? IntegerOpsOf(k, in_d, out_d) : 0;
   }
   // 2. Static shapes, then fold nodes whose inputs are all constant now (Shape of static tensors
   //    and what follows from it), using the values the planning run computed.

@@ -66,15 +66,21 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
                "FLOPs", "bytes", "GFLOP/s", "GB/s"});
   t.AlignRight({0, 5, 6, 7, 8, 9, 10, 11, 12});
   double cum = 0;
+  bool any_int = false;
   for (size_t i = 0; i < shown; ++i) {
     const auto* op = ops[i];
     if (op->share < o.threshold) break;
     cum += op->share;
     double sec = op->stats.trimmed_mean / 1e3;
+    // Quantized kernels: integer ops in the FLOPs columns, marked "int".
+    const bool integer = op->int_ops > 0;
+    any_int |= integer;
+    const double work = integer ? op->int_ops : op->flops;
+    const std::string mark = integer ? " int" : "";
     t.AddRow({std::to_string(i + 1), op->name, op->op_type, ShapesCell(op->input_shapes),
               ShapesCell(op->output_shapes), HumanMs(op->stats.median), HumanMs(op->stats.trimmed_mean),
-              F("%.1f%%", op->share * 100), F("%.1f%%", cum * 100), HumanCount(op->flops),
-              HumanBytes(op->bytes), sec > 0 && op->flops > 0 ? F("%.2f", op->flops / sec / 1e9) : "-",
+              F("%.1f%%", op->share * 100), F("%.1f%%", cum * 100), HumanCount(work) + mark,
+              HumanBytes(op->bytes), sec > 0 && work > 0 ? F("%.2f", work / sec / 1e9) + mark : "-",
               sec > 0 && op->bytes > 0 ? F("%.2f", op->bytes / sec / 1e9) : "-"});
     if (op->status == "fused")
       t.AddNote("   fused in step '" + op->step + "' with " + Join(op->fused_with, ", ") + "; " + op->attribution);
@@ -86,13 +92,14 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
     }
   }
   *out += t.Render(o.color);
+  if (any_int) *out += "\"int\": integer operations (G ops/s) of a quantized kernel, not FLOPs.\n";
   int folded = 0;
   for (const auto& op : p.ops) folded += op.status == "folded";
   if (folded) *out += std::to_string(folded) + " node(s) folded at load time (zero run time).\n";
 }
 
 void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out) {
-  struct Agg { double ms = 0, share = 0; int count = 0; double flops = 0, bytes = 0; };
+  struct Agg { double ms = 0, share = 0; int count = 0; double flops = 0, bytes = 0, int_ops = 0; };
   std::map<std::string, Agg> agg;
   for (const auto& op : p.ops) {
     Agg& a = agg[op.op_type];
@@ -101,6 +108,7 @@ void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out)
     a.count++;
     a.flops += op.flops;
     a.bytes += op.bytes;
+    a.int_ops += op.int_ops;
   }
   std::vector<std::pair<std::string, Agg>> rows(agg.begin(), agg.end());
   std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
@@ -108,7 +116,8 @@ void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out)
   TextTable t({"op type", "time/run", "share", "nodes", "FLOPs", "bytes"});
   t.AlignRight({1, 2, 3, 4, 5});
   for (const auto& [type, a] : rows)
-    t.AddRow({type, HumanMs(a.ms), F("%.1f%%", a.share * 100), std::to_string(a.count), HumanCount(a.flops),
+    t.AddRow({type, HumanMs(a.ms), F("%.1f%%", a.share * 100), std::to_string(a.count),
+              a.int_ops > 0 && a.flops == 0 ? HumanCount(a.int_ops) + " int" : HumanCount(a.flops),
               HumanBytes(a.bytes)});
   *out += t.Render(o.color);
 }
