@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "base/clock.h"
+#include "base/launch.h"
 #include "base/strings.h"
 #include "base/target_signals.h"
 #include "cli/checks.h"
@@ -66,6 +67,11 @@ class RecordCommandCli : public Command {
       (*writer)->Discard();
       return ReportError(nothing ? NothingWritten(**writer) : result.status());
     }
+    if (!result->exec_error.ok()) {
+      (*writer)->Discard();
+      ReportError(result->exec_error);
+      return ExitCodeForStartError(result->exec_error);
+    }
     for (const auto& d : result->meta.degradations)
       if (!quiet_) std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
     const int got = signals.received();
@@ -109,7 +115,7 @@ class RecordCommandCli : public Command {
         if (w.find("no debug info") != std::string::npos || w.find("lost") != std::string::npos)
           std::fprintf(stderr, "opscope: note: %s\n", w.c_str());
     }
-    return got != 0 ? TargetSignals::ExitCodeFor(got) : 0;
+    return TargetExitCode(result->exit_code, got);
   }
 
  private:
@@ -151,7 +157,7 @@ class RecordCommandCli : public Command {
                  static_cast<double>(r.kept_ns) / 1e9, static_cast<unsigned long long>(r.samples),
                  static_cast<unsigned long long>(w->bytes_kept()), output_.c_str(), r.exit.c_str(),
                  ShellQuote(output_).c_str());
-    return got != 0 ? TargetSignals::ExitCodeFor(got) : code;
+    return got != 0 ? TargetExitCode(r.exit_code, got) : code;
   }
 
   double freq_ = 997;
