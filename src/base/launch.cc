@@ -87,6 +87,12 @@ Status ExecErrorStatus(int err, const std::string& path) {
   const std::string q = Quoted(path);
   switch (err) {
     case ENOENT:
+      // The file is there but exec said ENOENT: what it names to run it is missing.
+      if (access(path.c_str(), F_OK) == 0)
+        return InvalidArgument(
+            "cannot run " + q +
+            ": its #! interpreter or ELF loader does not "
+            "exist (check the first line, or the architecture it was built for)");
       return NotFound("command not found: " + q + " (no such file)");
     case EACCES:
     case EPERM:
@@ -143,9 +149,16 @@ StatusOr<LaunchedTarget> LaunchedTarget::Start(const LaunchOptions& o, TargetSig
   if (o.argv.empty()) return InvalidArgument("no command given");
   OPSCOPE_ASSIGN_OR_RETURN(std::string path, ResolveCommand(o.argv[0]));
   std::vector<std::string> env = TargetEnvironment(o);
-  std::vector<char*> cargv, cenv;
+  std::vector<char*> cargv, cenv, sh_argv;
   for (const std::string& a : o.argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  // As execvp does: an executable file without #! that the kernel refuses (ENOEXEC) is a script
+  // for /bin/sh.
+  static char kSh[] = "sh";
+  sh_argv.push_back(kSh);
+  sh_argv.push_back(path.data());
+  for (size_t i = 1; i < o.argv.size(); ++i) sh_argv.push_back(cargv[i]);
+  sh_argv.push_back(nullptr);
   for (std::string& kv : env) cenv.push_back(kv.data());
   cenv.push_back(nullptr);
 
@@ -177,7 +190,11 @@ StatusOr<LaunchedTarget> LaunchedTarget::Start(const LaunchOptions& o, TargetSig
     while (r < 0 && errno == EINTR);
     if (r != 1) _exit(127);  // the parent gave up before Go()
     execve(path.c_str(), cargv.data(), cenv.data());
-    const int e = errno;
+    int e = errno;
+    if (e == ENOEXEC) {
+      execve("/bin/sh", sh_argv.data(), cenv.data());
+      e = ENOEXEC;  // report the program's refusal, not the shell's
+    }
     WriteFull(err[1], &e, sizeof e);
     _exit(e == ENOENT ? 127 : 126);
   }

@@ -90,15 +90,31 @@ TEST(LaunchTest, NotExecutableIs126WithThePath) {
 }
 
 TEST(LaunchTest, ExecFailureAfterForkComesBackThroughThePipe) {
-  // Executable, but not a format the kernel runs and without #!: exec fails with ENOEXEC after
-  // the fork; the error must not look like a program that exited 126.
-  const std::string path = TempPath("garbage");
-  std::ofstream(path) << std::string("\x01\x02\x03\x04 not a program", 20);
+  // Executable, but what its #! line names does not exist: exec fails with ENOENT after the fork;
+  // the error must not look like a program that ran and exited 127.
+  const std::string path = TempPath("bad_interp.sh");
+  std::ofstream(path) << "#!/nonexistent/interpreter\necho should not run\n";
   chmod(path.c_str(), 0755);
   Ran r = RunArgv({path});
   EXPECT_EQ(r.start.code(), StatusCode::kInvalidArgument) << r.start.message();
   EXPECT_EQ(ExitCodeForStartError(r.start), 126);
-  EXPECT_NE(r.start.message().find("not an executable format"), std::string::npos);
+  EXPECT_NE(r.start.message().find("cannot run '" + path + "': its #! interpreter"),
+            std::string::npos)
+      << r.start.message();
+}
+
+TEST(LaunchTest, ScriptWithoutShebangRunsWithSh) {
+  // As execvp: the kernel refuses it (ENOEXEC), /bin/sh runs it, with the arguments.
+  const std::string path = TempPath("plain_script");
+  const std::string out = TempPath("plain_script.out");
+  std::ofstream(path) << "echo \"$1\" > " << out << "\nexit 4\n";
+  chmod(path.c_str(), 0755);
+  Ran r = RunArgv({path, "arg1"});
+  ASSERT_TRUE(r.start.ok()) << r.start.message();
+  EXPECT_EQ(r.exit.exit_code, 4);
+  std::stringstream ss;
+  ss << std::ifstream(out).rdbuf();
+  EXPECT_EQ(ss.str(), "arg1\n");
 }
 
 TEST(LaunchTest, EnvironmentChangesAndPreloadReachTheTarget) {

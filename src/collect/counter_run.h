@@ -19,6 +19,7 @@
 #include "base/launch.h"
 #include "base/status.h"
 #include "base/target_signals.h"
+#include "collect/attach.h"
 #include "collect/perf_event.h"
 #include "profile/stat.h"
 
@@ -41,6 +42,14 @@ struct CountedRun {
 StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
                                 const std::vector<EventSpec>& events, PerfEventOpener& opener,
                                 TargetSignals* signals = nullptr);
+
+// `stat -p/-t/-a/-C`: counts what `what` names (ResolveAttach) from now until WaitForStop: one
+// CounterSet per thread (cpu=-1, no inherit; the threads present now) or per CPU (pid=-1).
+// run.counters are the sums; run.tasks the per-thread counts, largest first. The attached
+// processes are not signalled; *stop says what ended the count.
+StatusOr<CountedRun> CountAttached(const AttachSpec& spec, const ResolvedAttach& what,
+                                   const std::vector<EventSpec>& events, PerfEventOpener& opener,
+                                   const TargetSignals& signals, StopReason* stop);
 
 // Converts kernel readings into the profile's form: time events in ms, others as counts;
 // `value` scaled for multiplexing.

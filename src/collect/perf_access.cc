@@ -8,6 +8,7 @@
 
 #include "base/files.h"
 #include "base/strings.h"
+#include "collect/perf_event.h"
 
 namespace opscope::collect {
 namespace {
@@ -40,6 +41,15 @@ PerfAccess ReadPerfAccess() {
     a.cap_sys_admin = caps >> kCapSysAdmin & 1;
     a.cap_perfmon = caps >> kCapPerfmon & 1;
   }
+  return a;
+}
+
+PerfAccess AccessOf(const PerfEventOpener& opener) {
+  PerfAccess a = ReadPerfAccess();
+  a.paranoid = opener.Paranoid();
+  a.root = false;
+  a.cap_perfmon = opener.Privileged();
+  a.cap_sys_admin = false;
   return a;
 }
 

@@ -41,6 +41,9 @@ struct PerfAccess {
 
 // This process's view of the machine.
 PerfAccess ReadPerfAccess();
+// The same, with paranoid and the perf privilege as `opener` plays them (a test's fake kernel).
+class PerfEventOpener;
+PerfAccess AccessOf(const PerfEventOpener& opener);
 
 struct AccessNeeds {
   bool system_wide = false;        // -a / -C: CPU-wide events

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -23,30 +24,14 @@
 #include "base/files.h"
 #include "base/host.h"
 #include "base/launch.h"
+#include "collect/attach.h"
+#include "collect/perf_access.h"
 #include "collect/ring_buffer.h"
 #include "base/strings.h"
 #include "collect/symbolize.h"
 
 namespace opscope::collect {
 namespace {
-
-std::vector<int> OnlineCpus() {
-  std::vector<int> cpus;
-  std::string online = Trim(ReadSysFile("/sys/devices/system/cpu/online"));
-  for (const auto& part : Split(online, ',', true)) {
-    auto range = Split(part, '-');
-    int64_t a = 0, b = 0;
-    if (!ParseInt64(range[0], &a)) continue;
-    b = a;
-    if (range.size() == 2 && !ParseInt64(range[1], &b)) continue;
-    for (int64_t c = a; c <= b; ++c) cpus.push_back(static_cast<int>(c));
-  }
-  if (cpus.empty()) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    for (long c = 0; c < std::max(1L, n); ++c) cpus.push_back(static_cast<int>(c));
-  }
-  return cpus;
-}
 
 const char* CStr(const char* p, const char* end) {
   // Ensures the string is terminated inside the record.
@@ -400,12 +385,119 @@ bool DecodePerfRecord(const perf_event_header* rec, const perf_event_attr& attr,
   }
 }
 
+namespace {
+
+// Executable mappings that existed before sampling started (the kernel reports only new ones):
+// read from /proc/PID/maps, as MMAP records of `pid`. A process that is gone or unreadable adds
+// nothing.
+void SynthesizeMmaps(pid_t pid, EventBatch* batch) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string range, perms, off, dev, inode, path;
+    ls >> range >> perms >> off >> dev >> inode;
+    std::getline(ls, path);
+    path = Trim(path);
+    if (perms.size() < 3 || perms[2] != 'x' || path.empty()) continue;
+    auto dash = range.find('-');
+    if (dash == std::string::npos) continue;
+    RawMmap m;
+    m.pid = m.tid = pid;
+    m.start = std::strtoull(range.substr(0, dash).c_str(), nullptr, 16);
+    m.len = std::strtoull(range.substr(dash + 1).c_str(), nullptr, 16) - m.start;
+    m.pgoff = std::strtoull(off.c_str(), nullptr, 16);
+    m.filename = path;
+    batch->AddMmap(m);
+  }
+}
+
+// The names of threads that existed before sampling started, as COMM records.
+void SynthesizeComms(pid_t pid, const std::vector<pid_t>& tids, EventBatch* batch) {
+  for (pid_t tid : tids) {
+    RawComm c;
+    c.pid = pid;
+    c.tid = tid;
+    c.comm = CommOf(tid);
+    if (!c.comm.empty()) batch->AddComm(c);
+  }
+}
+
+// Drains `set` into `writer` on its own thread until Stop(). `round` runs on that thread before
+// each drain round (the attach recorder adds the threads created meanwhile there, so the event
+// list is only touched by one thread). After a failed write (disk full) sampling stops: the rings
+// are still drained, so the target never blocks on them, but nothing more is written.
+class DrainThread {
+ public:
+  DrainThread(EventSet* set, RecordWriter* writer, std::function<void()> round)
+      : set_(set), writer_(writer), round_(std::move(round)), t0_(NowNs()) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~DrainThread() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    done_.store(true, std::memory_order_release);
+    thread_.join();
+  }
+  // Samples, lost counts and the write error, once stopped.
+  void Fill(RecordResult* r) const {
+    r->samples = set_->samples;
+    r->lost = set_->lost;
+    if (!status_.ok()) {
+      r->write_error = status_;
+      r->samples = samples_kept_;
+      r->kept_ns = kept_ns_;
+    }
+  }
+
+ private:
+  void Write() {
+    if (batch_.size() > 0 && status_.ok()) {
+      Status s = writer_->WriteEvents(batch_);
+      if (s.ok()) {
+        samples_kept_ = set_->samples;
+      } else {
+        status_ = s;
+        kept_ns_ = NowNs() - t0_;
+        set_->DisableAll();
+      }
+    }
+    batch_.clear();
+  }
+  void Loop() {
+    while (!done_.load(std::memory_order_acquire)) {
+      set_->Wait(100);
+      if (round_) round_();
+      set_->DrainAll(&batch_);
+      Write();
+    }
+    set_->DrainAll(&batch_);
+    Write();
+  }
+
+  EventSet* set_;
+  RecordWriter* writer_;
+  std::function<void()> round_;
+  int64_t t0_;
+  std::atomic<bool> done_{false};
+  EventBatch batch_;
+  Status status_;
+  uint64_t samples_kept_ = 0;
+  int64_t kept_ns_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
 StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const RecordOptions& opt,
                                      RecordWriter* writer, TargetSignals* signals) {
   OPSCOPE_RETURN_IF_ERROR(CheckOptions(opt.sampler));
   std::optional<TargetSignals> local_signals;
   if (signals == nullptr) signals = &local_signals.emplace();
   if (argv.empty()) return InvalidArgument("no command given: use `opscope record -- CMD [ARGS]`");
+  // A refusal that no rung of the ladder can get around is said before the command starts.
+  OPSCOPE_RETURN_IF_ERROR(
+      CheckPerfAccess(AccessOf(opt.sampler.opener ? *opt.sampler.opener : SystemOpener()), {}));
   RecordResult result;
   result.meta = BaseMeta(opt.sampler);
   result.meta.command = ShellJoin(argv);
@@ -444,42 +536,11 @@ StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const
   result.meta.pid = child;
   if (Status st = writer->WriteMeta(result.meta); !st.ok()) return abort_child(st);
 
-  int64_t t0 = NowNs();
-  std::atomic<bool> done{false};
-  Status drain_status;
-  // After a failed write (disk full) sampling stops: the rings are still drained, so the
-  // command never blocks on them, but nothing more is written.
-  uint64_t samples_kept = 0;
-  int64_t kept_ns = 0;
-  std::thread drainer([&] {
-    EventBatch batch;
-    auto write_batch = [&] {
-      if (batch.size() > 0 && drain_status.ok()) {
-        Status s = writer->WriteEvents(batch);
-        if (s.ok()) {
-          samples_kept = set.samples;
-        } else {
-          drain_status = s;
-          kept_ns = NowNs() - t0;
-          set.DisableAll();
-        }
-      }
-      batch.clear();
-    };
-    while (!done.load(std::memory_order_acquire)) {
-      set.Wait(100);
-      set.DrainAll(&batch);
-      write_batch();
-    }
-    set.DrainAll(&batch);
-    write_batch();
-  });
-
+  DrainThread drain(&set, writer, nullptr);
   Status exec = target.Go();
   const TargetExit end = target.Wait();
   result.wall_ns = end.wall_ns;
-  done.store(true, std::memory_order_release);
-  drainer.join();
+  drain.Stop();
   set.CloseAll();
   if (!exec.ok()) {
     result.exec_error = exec;
@@ -488,13 +549,91 @@ StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const
   result.exit = end.Describe();
   result.exit_code = end.exit_code;
   result.term_signal = end.term_signal;
-  result.samples = set.samples;
-  result.lost = set.lost;
-  if (!drain_status.ok()) {
-    result.write_error = drain_status;
-    result.samples = samples_kept;
-    result.kept_ns = kept_ns;
+  drain.Fill(&result);
+  return result;
+}
+
+StatusOr<RecordResult> RecordAttached(const AttachSpec& spec, const ResolvedAttach& what,
+                                      const RecordOptions& opt, RecordWriter* writer,
+                                      const TargetSignals& signals) {
+  OPSCOPE_RETURN_IF_ERROR(CheckOptions(opt.sampler));
+  RecordResult result;
+  result.meta = BaseMeta(opt.sampler);
+  result.meta.command = "attached to " + what.description;
+  result.meta.pid = what.tasks.empty() ? -1 : what.tasks.front().pid;
+
+  EventSet set;
+  SampleTarget target;
+  std::set<pid_t> watched;
+  if (spec.system_wide()) {
+    target.tasks = {-1};
+    target.cpus = what.cpus;
+  } else {
+    for (const auto& t : what.tasks) target.tasks.push_back(t.tid);
   }
+  OPSCOPE_ASSIGN_OR_RETURN(std::vector<int> fds,
+                           OpenSampleEvents(opt.sampler, target, &set.attr, &result.meta));
+  for (size_t i = 0; i < fds.size(); ++i) {
+    Status st = set.Add(fds[i], -1, opt.sampler.ring_pages);
+    if (!st.ok()) {
+      for (size_t j = i + 1; j < fds.size(); ++j) close(fds[j]);
+      return st;
+    }
+  }
+  for (pid_t t : target.tasks) watched.insert(t);
+  OPSCOPE_RETURN_IF_ERROR(writer->WriteMeta(result.meta));
+
+  // What the processes had mapped and were called before we came: the kernel only reports
+  // changes from now on.
+  EventBatch initial;
+  std::set<pid_t> pids;
+  if (spec.system_wide()) {
+    if (DIR* d = opendir("/proc")) {
+      while (dirent* e = readdir(d)) {
+        int64_t pid = 0;
+        if (ParseInt64(e->d_name, &pid) && pid > 0) pids.insert(static_cast<pid_t>(pid));
+      }
+      closedir(d);
+    }
+  } else {
+    for (const auto& t : what.tasks) pids.insert(t.pid);
+  }
+  for (pid_t pid : pids) {
+    SynthesizeMmaps(pid, &initial);
+    std::vector<pid_t> tids;
+    if (spec.system_wide()) {
+      tids = ThreadsOf(pid);
+    } else {
+      for (const auto& t : what.tasks)
+        if (t.pid == pid) tids.push_back(t.tid);
+    }
+    SynthesizeComms(pid, tids, &initial);
+  }
+  OPSCOPE_RETURN_IF_ERROR(writer->WriteEvents(initial));
+
+  // Threads the -p processes create from now on get their own event (inherit events cannot be
+  // mmapped per thread), found by rescanning /proc/PID/task each drain round.
+  PerfEventOpener& opener = opt.sampler.opener ? *opt.sampler.opener : SystemOpener();
+  auto rescan = [&] {
+    for (pid_t pid : spec.pids)
+      for (pid_t tid : ThreadsOf(pid)) {
+        if (!watched.insert(tid).second) continue;
+        const int fd = opener.Open(set.attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) continue;  // it ended meanwhile
+        if (set.Add(fd, tid, opt.sampler.ring_pages).ok())
+          ioctl(set.events.back()->fd, PERF_EVENT_IOC_ENABLE, 0);
+      }
+  };
+  set.EnableAll();
+  const int64_t t0 = NowNs();
+  DrainThread drain(&set, writer, rescan);
+  const StopReason stop = WaitForStop(spec, what, signals, nullptr);
+  set.DisableAll();
+  drain.Stop();
+  result.wall_ns = NowNs() - t0;
+  set.CloseAll();
+  result.exit = "attached " + DescribeStop(stop, spec, signals.received());
+  drain.Fill(&result);
   return result;
 }
 
@@ -530,29 +669,6 @@ struct Sampler::State {
   }
 };
 
-// Mappings that existed before sampling started: read from /proc/self/maps.
-static void SynthesizeMmaps(EventBatch* batch) {
-  std::ifstream in("/proc/self/maps");
-  std::string line;
-  pid_t pid = getpid();
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string range, perms, off, dev, inode, path;
-    ls >> range >> perms >> off >> dev >> inode;
-    std::getline(ls, path);
-    path = Trim(path);
-    if (perms.size() < 3 || perms[2] != 'x' || path.empty()) continue;
-    auto dash = range.find('-');
-    RawMmap m;
-    m.pid = m.tid = pid;
-    m.start = std::stoull(range.substr(0, dash), nullptr, 16);
-    m.len = std::stoull(range.substr(dash + 1), nullptr, 16) - m.start;
-    m.pgoff = std::stoull(off, nullptr, 16);
-    m.filename = path;
-    batch->AddMmap(m);
-  }
-}
-
 Sampler::~Sampler() {
   if (state_ && state_->drainer.joinable()) {
     state_->done = true;
@@ -584,7 +700,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Start(const SamplerOptions& opt) {
   st.bytes.assign(kRecordMagic, sizeof kRecordMagic);
   st.bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(st.meta));
   EventBatch initial;
-  SynthesizeMmaps(&initial);
+  SynthesizeMmaps(getpid(), &initial);
   st.bytes += MakeChunk(ChunkType::kEvents, initial.bytes());
   std::atomic<bool> started{false};
   st.drainer = std::thread([&st, &started] {
@@ -603,7 +719,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Start(const SamplerOptions& opt) {
     }
     st.set.DisableAll();
     st.set.DrainAll(&batch);
-    SynthesizeMmaps(&batch);  // JIT code and libraries loaded while sampling
+    SynthesizeMmaps(getpid(), &batch);  // JIT code and libraries loaded while sampling
     st.bytes += MakeChunk(ChunkType::kEvents, batch.bytes());
     st.set.CloseAll();
   });

@@ -30,6 +30,7 @@
 
 #include "base/status.h"
 #include "base/target_signals.h"
+#include "collect/attach.h"
 #include "collect/perf_event.h"
 #include "collect/record_file.h"
 #include "profile/samples.h"
@@ -109,6 +110,14 @@ struct RecordResult {
 // command and finishes the file.
 StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const RecordOptions& opt,
                                      RecordWriter* writer, TargetSignals* signals = nullptr);
+
+// `record -p/-t/-a/-C`: samples what `what` names (attach.h: ResolveAttach) until WaitForStop
+// (--duration, a signal opscope received, or every attached process exited), without signalling
+// the attached processes. Mappings and thread names that existed before are synthesized from
+// /proc; threads the processes create meanwhile are followed. result.exit says what stopped it.
+StatusOr<RecordResult> RecordAttached(const AttachSpec& spec, const ResolvedAttach& what,
+                                      const RecordOptions& opt, RecordWriter* writer,
+                                      const TargetSignals& signals);
 
 // Samples every thread of the calling process (threads created later included) between Start()
 // and Stop(); the engine's `profile --sample` brackets its measured runs with it.
