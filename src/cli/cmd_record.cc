@@ -33,13 +33,14 @@ class RecordCommandCli : public Command {
     app->add_option("-m,--mmap-pages", ring_pages_, "Ring buffer data pages per CPU (power of two, default 256)")
         ->check(WholeNumberIn(1, 1 << 20));
     app->add_flag("-q,--quiet", quiet_, "Print nothing but errors");
-    app->add_option("-p,--pid", pids_, "Attach to running processes PID[,PID...] (all their threads)");
+    app->add_option("-p,--pid", pids_,
+                    "Attach to running processes PID[,PID...] (all their threads)");
     app->add_option("-t,--tid", tids_, "Attach to threads TID[,TID...]");
     app->add_flag("-a,--all-cpus", attach_.all_cpus, "System-wide: every task on every CPU");
     app->add_option("-C,--cpu", cpus_, "System-wide on these CPUs only (e.g. 0-3,6)");
     app->add_option("--duration", attach_.duration_s,
-                    "With -p/-t/-a/-C: stop after S seconds (default: Ctrl-C, SIGINT or SIGTERM, or "
-                    "when the processes exit)")
+                    "With -p/-t/-a/-C: stop after S seconds (default: Ctrl-C, SIGINT or "
+                    "SIGTERM, or when the processes exit)")
         ->check(NumberIn(0, 1e7, false));
     app->add_option("command", command_, "The command to run (after --)");
   }

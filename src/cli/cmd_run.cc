@@ -92,7 +92,9 @@ class RunCommand : public Command {
     ro.nvtx = !no_nvtx_;
     ro.cpu_time = !no_cpu_time_;
     ro.stdout_to_stderr = output_.empty() && format != "table";
-    ro.on_note = [](const std::string& what) { std::fprintf(stderr, "opscope: %s\n", what.c_str()); };
+    ro.on_note = [](const std::string& what) {
+      std::fprintf(stderr, "opscope: %s\n", what.c_str());
+    };
     TargetSignals signals;
     auto ran = collect::RunRanges(ro, &signals, &p);
     if (!ran.ok()) return ReportError(ran.status());

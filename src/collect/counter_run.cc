@@ -100,8 +100,7 @@ void Accumulate(profile::CounterReading* sum, const profile::CounterReading& r) 
   sum->enabled_ns += r.enabled_ns;
   sum->running_ns += r.running_ns;
   sum->supported = sum->supported || r.supported;
-  sum->running_fraction =
-      sum->enabled_ns > 0 ? std::min(1.0, sum->running_ns / sum->enabled_ns) : sum->running_fraction;
+  if (sum->enabled_ns > 0) sum->running_fraction = std::min(1.0, sum->running_ns / sum->enabled_ns);
 }
 
 }  // namespace

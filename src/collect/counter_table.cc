@@ -109,12 +109,15 @@ std::string FormatStatTasks(const profile::StatSection& s) {
     if (s.runs[0].counters[i].supported) cols.push_back(i);
   std::string out = "\n Per thread:\n";
   std::string header = fmt::format("{:>9} {:>9}  {:<16}", "pid", "tid", "comm");
-  for (size_t c : cols) header += fmt::format(" {:>18}", s.runs[0].counters[c].event +
-                                                  (s.runs[0].counters[c].unit == "ms" ? " ms" : ""));
+  for (size_t c : cols) {
+    const profile::CounterReading& r = s.runs[0].counters[c];
+    header += fmt::format(" {:>18}", r.event + (r.unit == "ms" ? " ms" : ""));
+  }
   out += header + "\n";
   const size_t shown = std::min<size_t>(tasks.size(), 20);
   for (size_t t = 0; t < shown; ++t) {
-    std::string line = fmt::format("{:>9} {:>9}  {:<16}", tasks[t].pid, tasks[t].tid, tasks[t].comm);
+    std::string line =
+        fmt::format("{:>9} {:>9}  {:<16}", tasks[t].pid, tasks[t].tid, tasks[t].comm);
     for (size_t c : cols) {
       const auto& r = tasks[t].counters;
       line += fmt::format(" {:>18}", c < r.size() ? FormatValue(r[c].value, r[c].unit) : "-");
@@ -122,7 +125,8 @@ std::string FormatStatTasks(const profile::StatSection& s) {
     out += line + "\n";
   }
   if (shown < tasks.size())
-    out += fmt::format("  ... {} more threads (all of them in the JSON profile)\n", tasks.size() - shown);
+    out += fmt::format("  ... {} more threads (all of them in the JSON profile)\n",
+                       tasks.size() - shown);
   return out;
 }
 

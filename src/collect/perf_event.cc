@@ -435,7 +435,8 @@ StatusOr<int> OpenWithFallback(PerfEventOpener& opener, perf_event_attr* attr, p
       case Fallback::kUnsupported:
       case Fallback::kFailed:
         if (fd == -ESRCH) return NotFound(PerfErrorText(ESRCH, spec, opener));
-        if (fd == -EMFILE || fd == -ENFILE) return ResourceExhausted(PerfErrorText(-fd, spec, opener));
+        if (fd == -EMFILE || fd == -ENFILE)
+          return ResourceExhausted(PerfErrorText(-fd, spec, opener));
         return Unavailable(PerfErrorText(-fd, spec, opener));
     }
   }
@@ -537,7 +538,8 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
         AddOnce(degradations, UserOnlyDegradation(opener));
         continue;
       }
-      if (next == Fallback::kRefused) return PermissionDenied(PerfErrorText(-fd, slot.spec, opener));
+      if (next == Fallback::kRefused)
+        return PermissionDenied(PerfErrorText(-fd, slot.spec, opener));
       // Rung 1: no PMU (or not this event) -> cycles becomes cpu-clock; others are not counted.
       if (next == Fallback::kCpuClock) {
         EventSpec clock = *ParseEvent("cpu-clock");

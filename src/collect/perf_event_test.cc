@@ -186,7 +186,8 @@ std::string SampleInvocation(RecordingPerfEventOpener& fake, const SampleTarget&
   std::string out;
   for (const std::string& d : meta.degradations) out += "# degradation: " + d + "\n";
   if (fds.ok()) {
-    out += "# event " + meta.event + " (" + meta.unit + "), " + std::to_string(fds->size()) + " fds\n";
+    out += "# event " + meta.event + " (" + meta.unit + "), " + std::to_string(fds->size()) +
+           " fds\n";
     for (int fd : *fds) close(fd);
   }
   return out + "\n" + fake.Dump();

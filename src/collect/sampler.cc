@@ -218,9 +218,9 @@ StatusOr<std::vector<int>> OpenSampleEvents(const SamplerOptions& opt, const Sam
         EventSpec spec;
         spec.name = attr->type == PERF_TYPE_HARDWARE ? "cycles" : "cpu-clock";
         spec.type = attr->type;
+        const std::string on_cpu = cpu >= 0 ? " on CPU " + std::to_string(cpu) : "";
         const std::string where = task == -1 ? "CPU " + std::to_string(cpu)
-                                              : "task " + std::to_string(task) +
-                                                    (cpu >= 0 ? " on CPU " + std::to_string(cpu) : "");
+                                              : "task " + std::to_string(task) + on_cpu;
         const std::string text = PerfErrorText(-fd, spec, opener) + " (" + where + ")";
         if (fd == -EACCES || fd == -EPERM) return PermissionDenied(text);
         if (fd == -ESRCH) return NotFound(text);

@@ -12,7 +12,7 @@ static void from_json(const nlohmann::json& j, CounterReading& v) { READING_FIEL
 static void to_json(nlohmann::json& j, const TaskCounts& v) { TASK_FIELDS(OPSCOPE_JSON_PUT); }
 static void from_json(const nlohmann::json& j, TaskCounts& v) { TASK_FIELDS(OPSCOPE_JSON_GET); }
 
-// `tasks` and `attached` are written only in attach mode, so `stat -- CMD` profiles keep their form.
+// `tasks` and `attached` are written only in attach mode: `stat -- CMD` profiles keep their form.
 #define RUN_FIELDS(X) X(counters); X(wall_ms); X(exit_code); X(term_signal); X(note)
 static void to_json(nlohmann::json& j, const StatRun& v) {
   RUN_FIELDS(OPSCOPE_JSON_PUT);
