@@ -131,7 +131,7 @@ TEST(RecordCli, LibraryLoadedLaterIsSymbolized) {
 TEST(RecordCli, CommandNotFound) {
   std::string rec = TempPath("nf.rec");
   Result r = Shell(kOpscope + " record -o " + rec + " -- no-such-command-opscope-xyz");
-  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.exit_code, 127) << r.out;
   EXPECT_NE(r.out.find("command not found: 'no-such-command-opscope-xyz'"), std::string::npos) << r.out;
   EXPECT_EQ(access(rec.c_str(), F_OK), -1) << "no file should be left behind";
 }
@@ -139,7 +139,7 @@ TEST(RecordCli, CommandNotFound) {
 TEST(RecordCli, CrashingCommandStillGivesAProfile) {
   std::string rec = TempPath("crash.rec");
   Result r = Shell(kOpscope + " record -o " + rec + " -- sh -c 'kill -SEGV $$'");
-  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.out;
   EXPECT_NE(r.out.find("killed by signal 11"), std::string::npos) << r.out;
   Result rep = Shell(kOpscope + " report " + rec);
   EXPECT_EQ(rep.exit_code, 0) << rep.out;
@@ -337,7 +337,10 @@ struct SignalledRecord {
   bool target_alive = false;
 };
 
-SignalledRecord RecordAndSignal(const std::string& name, int sig, bool whole_group) {
+// `to_target_group`: the signal goes to the command's own process group and not to opscope, as
+// a terminal's Ctrl-C does while opscope has handed the terminal to the command.
+SignalledRecord RecordAndSignal(const std::string& name, int sig, bool whole_group,
+                    bool to_target_group = false) {
   SignalledRecord s;
   const std::string dir = TempPath(name);
   mkdir(dir.c_str(), 0755);
@@ -349,7 +352,10 @@ SignalledRecord RecordAndSignal(const std::string& name, int sig, bool whole_gro
       dir + "/out.txt", dir + "/err.txt");
   EXPECT_GT(pid, 0);
   EXPECT_TRUE(opscope::testing::WaitForFile(ready));
-  kill(whole_group ? -pid : pid, sig);
+  if (to_target_group)
+    kill(-static_cast<pid_t>(std::atoi(opscope::testing::ReadAll(pidfile).c_str())), sig);
+  else
+    kill(whole_group ? -pid : pid, sig);
   s.exit_code = opscope::testing::WaitForExit(pid, 10);
   s.err = opscope::testing::ReadAll(dir + "/err.txt");
   const pid_t target = static_cast<pid_t>(std::atoi(opscope::testing::ReadAll(pidfile).c_str()));
@@ -380,6 +386,27 @@ TEST(RecordCli, SigtermAndCtrlCExitWith128PlusTheSignal) {
   EXPECT_EQ(group.exit_code, 128 + SIGINT) << group.err;
   EXPECT_FALSE(group.target_alive);
   EXPECT_EQ(Shell(kOpscope + " report " + group.rec).exit_code, 0);
+}
+
+TEST(RecordCli, TerminalCtrlCThatReachesOnlyTheCommandStillExits130) {
+  SignalledRecord s = RecordAndSignal("sigint_target_group", SIGINT, false, true);
+  EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
+  EXPECT_NE(s.err.find("killed by signal 2 (SIGINT"), std::string::npos) << s.err;
+  EXPECT_EQ(Shell(kOpscope + " report " + s.rec).exit_code, 0);
+}
+
+// One exit-status rule for every command that runs a target (README "Exit codes").
+TEST(RecordCli, ExitsWithTheCommandsStatus) {
+  const std::string rec = TempPath("status.rec");
+  EXPECT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- false").exit_code, 1);
+  EXPECT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- sh -c 'exit 3'").exit_code, 3);
+  const std::string noexec = TempPath("noexec.sh");
+  std::ofstream(noexec) << "#!/bin/sh\necho should not run\n";
+  chmod(noexec.c_str(), 0644);
+  Result r = Shell(kOpscope + " record -q -o " + rec + " -- " + noexec);
+  EXPECT_EQ(r.exit_code, 126) << r.out;
+  EXPECT_NE(r.out.find("cannot run '" + noexec + "': not executable"), std::string::npos) << r.out;
+  std::remove(rec.c_str());
 }
 
 // A full disk (here: a file size limit, which gives the same short write) keeps the readable

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -20,12 +21,14 @@ using testing::RunShell;
 std::string Tmp() { return testing::PerTestTempDir("opscope_run_cli"); }
 std::string Bin(const std::string& name) { return std::string(OPSCOPE_BINARY_DIR) + "/tests/bin/" + name; }
 
-profile::Profile RunJson(const std::string& args, std::string* err = nullptr) {
+// `expected_exit`: opscope exits with the program's own status (128+N for signal N).
+profile::Profile RunJson(const std::string& args, std::string* err = nullptr,
+                         int expected_exit = 0) {
   std::string tmp = Tmp();
   std::string out = tmp + "/run.json";
   unlink(out.c_str());
   auto r = RunShell(Opscope() + " run -o " + out + " " + args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, expected_exit) << args << "\n" << r.err;
   if (err) *err = r.err;
   auto p = profile::LoadProfile(out);
   EXPECT_TRUE(p.ok()) << p.status().message();
@@ -128,7 +131,7 @@ TEST(RunCli, ProgramRunsWithoutOpscope) {
 TEST(RunCli, ArgumentsAfterDoubleDashReachTheProgram) {
   auto p = RunJson("-- sh -c 'test \"$1\" = -l' sh -l");
   for (const auto& d : p.meta.degradations) EXPECT_EQ(d.find("exited with status"), std::string::npos) << d;
-  auto q = RunJson("-- sh -c 'test \"$1\" = -l' sh -x");
+  auto q = RunJson("-- sh -c 'test \"$1\" = -l' sh -x", nullptr, 1);
   bool failed = false;
   for (const auto& d : q.meta.degradations) failed |= d.find("exited with status 1") != std::string::npos;
   EXPECT_TRUE(failed);
@@ -136,9 +139,24 @@ TEST(RunCli, ArgumentsAfterDoubleDashReachTheProgram) {
 
 TEST(RunCli, MissingCommandIsAOneLineError) {
   auto r = RunShell(Opscope() + " run -- /nonexistent/prog");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("opscope: error: /nonexistent/prog"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("opscope: error: command not found: '/nonexistent/prog' (no such file)"),
+            std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+// One exit-status rule for every command that runs a target (README "Exit codes").
+TEST(RunCli, ExitsWithTheProgramsStatus) {
+  EXPECT_EQ(RunShell(Opscope() + " run -- false").exit_code, 1);
+  EXPECT_EQ(RunShell(Opscope() + " run -- sh -c 'exit 3'").exit_code, 3);
+  EXPECT_EQ(RunShell(Opscope() + " run -- sh -c 'kill -SEGV $$'").exit_code, 128 + SIGSEGV);
+  EXPECT_EQ(RunShell(Opscope() + " run -- opscope-no-such-command-xyz").exit_code, 127);
+  const std::string noexec = Tmp() + "/noexec.sh";
+  std::ofstream(noexec) << "#!/bin/sh\necho should not run\n";
+  chmod(noexec.c_str(), 0644);
+  auto r = RunShell(Opscope() + " run -- " + noexec);
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_NE(r.err.find("cannot run '" + noexec + "': not executable"), std::string::npos) << r.err;
 }
 
 TEST(RunCli, DebugBuiltTargetIsReported) {
@@ -247,7 +265,7 @@ TEST(RunCli, CrashedProgramKeepsItsClosedRangesAndIsCalledCrashed) {
   for (const std::string how : {"crash", "abort"}) {
     std::string err;
     auto p = RunJson("-- sh -c 'ulimit -c 0; exec " + Bin("run_signal_app") + " " + how + "'",
-                     &err);
+                     &err, 128 + (how == "crash" ? SIGSEGV : SIGABRT));
     EXPECT_EQ(CountRanges(p, "frame"), 3) << how << "\n" << err;
     EXPECT_EQ(CountRanges(p, "doomed"), 1) << how << ": the open range ends at the crash";
     EXPECT_TRUE(HasDegradation(p, how == "crash" ? "crashed (SIGSEGV" : "crashed (SIGABRT")) << err;
@@ -257,7 +275,7 @@ TEST(RunCli, CrashedProgramKeepsItsClosedRangesAndIsCalledCrashed) {
 
 TEST(RunCli, ProgramThatDiesBeforeAnyRangeIsNotToldToAnnotate) {
   std::string err;
-  auto p = RunJson("-- sh -c 'kill -TERM $$'", &err);
+  auto p = RunJson("-- sh -c 'kill -TERM $$'", &err, 128 + SIGTERM);
   EXPECT_TRUE(p.ranges.empty());
   EXPECT_TRUE(HasDegradation(p, "no ranges recorded: the program was killed by SIGTERM")) << err;
   EXPECT_FALSE(HasDegradation(p, "annotate the program")) << err;

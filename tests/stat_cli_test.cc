@@ -167,7 +167,10 @@ struct SignalledStat {
   bool target_alive = false;
 };
 
-SignalledStat StatAndSignal(const std::string& name, int sig, bool whole_group) {
+// `to_target_group`: the signal goes to the command's own process group and not to opscope, as
+// a terminal's Ctrl-C does while opscope has handed the terminal to the command.
+SignalledStat StatAndSignal(const std::string& name, int sig, bool whole_group,
+                    bool to_target_group = false) {
   const std::string dir = testing::TempDir() + "/" + name;
   mkdir(dir.c_str(), 0755);
   const std::string ready = dir + "/ready", pidfile = dir + "/pid", out = dir + "/stat.json";
@@ -178,11 +181,16 @@ SignalledStat StatAndSignal(const std::string& name, int sig, bool whole_group) 
   SignalledStat s;
   EXPECT_GT(pid, 0);
   EXPECT_TRUE(testing::WaitForFile(ready));
-  kill(whole_group ? -pid : pid, sig);
+  int64_t target = 0;
+  if (to_target_group) {
+    EXPECT_TRUE(ParseInt64(Trim(testing::ReadAll(pidfile)), &target) && target > 0);
+    kill(-static_cast<pid_t>(target), sig);
+  } else {
+    kill(whole_group ? -pid : pid, sig);
+  }
   s.exit_code = testing::WaitForExit(pid, 10);
   s.err = testing::ReadAll(dir + "/err.txt");
   s.json = testing::ReadAll(out);
-  int64_t target = 0;
   if (ParseInt64(Trim(testing::ReadAll(pidfile)), &target) && target > 0) {
     s.target_alive = kill(static_cast<pid_t>(target), 0) == 0;
     if (s.target_alive) kill(static_cast<pid_t>(target), SIGKILL);
@@ -212,6 +220,13 @@ TEST(StatCliTest, SigintToOpscopesPidAloneStopsIt) {
   EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
   EXPECT_NE(s.json.find("\"stat\""), std::string::npos) << s.err;
   EXPECT_FALSE(s.target_alive);
+}
+
+TEST(StatCliTest, TerminalCtrlCThatReachesOnlyTheCommandStillExits130) {
+  SignalledStat s = StatAndSignal("sigint_target_group", SIGINT, false, true);
+  EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
+  EXPECT_NE(s.err.find("terminated by signal SIGINT"), std::string::npos) << s.err;
+  EXPECT_NE(s.json.find("\"stat\""), std::string::npos) << s.err;
 }
 
 TEST(StatCliTest, CtrlCToTheWholeGroupReportsWhatWasCounted) {

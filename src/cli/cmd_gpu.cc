@@ -16,6 +16,7 @@
 
 #include "base/files.h"
 #include "base/strings.h"
+#include "base/launch.h"
 #include "base/target_signals.h"
 #include "cli/command.h"
 #ifdef OPSCOPE_HAVE_GPU_LAYER
@@ -114,7 +115,7 @@ class GpuCommand : public Command {
       std::fprintf(stderr, "opscope: received signal %d (%s): passed it to the program\n",
                    signals.received(), strsignal(signals.received()));
     int code = Finish(run, dir);
-    if (signals.received() != 0) code = TargetSignals::ExitCodeFor(signals.received());
+    if (signals.received() != 0) code = TargetExitCode(code, signals.received());
     if (keep_dir_.empty()) fs::remove_all(dir, ec);
     return code;
 #endif
@@ -124,6 +125,10 @@ class GpuCommand : public Command {
 #ifdef OPSCOPE_HAVE_GPU_LAYER
   int Finish(const StatusOr<gpu::TracedRun>& run, const std::string& dir) {
     if (!run.ok()) return ReportError(run.status());
+    if (!run->exec_error.ok()) {
+      ReportError(run->exec_error);
+      return ExitCodeForStartError(run->exec_error);
+    }
     if (run->term_signal)
       std::fprintf(stderr, "opscope: the program died of signal %d (%s); reporting what was traced\n",
                    run->term_signal, strsignal(run->term_signal));

@@ -99,12 +99,44 @@ std::string EventComment(const std::string& event, const profile::StatSection& s
 
 }  // namespace
 
+// Attach mode: the counts of each thread (largest first, at most 20), the first four counted
+// events as columns.
+std::string FormatStatTasks(const profile::StatSection& s) {
+  if (s.runs.size() != 1 || s.runs[0].tasks.empty()) return "";
+  const auto& tasks = s.runs[0].tasks;
+  std::vector<size_t> cols;
+  for (size_t i = 0; i < s.runs[0].counters.size() && cols.size() < 4; ++i)
+    if (s.runs[0].counters[i].supported) cols.push_back(i);
+  std::string out = "\n Per thread:\n";
+  std::string header = fmt::format("{:>9} {:>9}  {:<16}", "pid", "tid", "comm");
+  for (size_t c : cols) {
+    const profile::CounterReading& r = s.runs[0].counters[c];
+    header += fmt::format(" {:>18}", r.event + (r.unit == "ms" ? " ms" : ""));
+  }
+  out += header + "\n";
+  const size_t shown = std::min<size_t>(tasks.size(), 20);
+  for (size_t t = 0; t < shown; ++t) {
+    std::string line =
+        fmt::format("{:>9} {:>9}  {:<16}", tasks[t].pid, tasks[t].tid, tasks[t].comm);
+    for (size_t c : cols) {
+      const auto& r = tasks[t].counters;
+      line += fmt::format(" {:>18}", c < r.size() ? FormatValue(r[c].value, r[c].unit) : "-");
+    }
+    out += line + "\n";
+  }
+  if (shown < tasks.size())
+    out += fmt::format("  ... {} more threads (all of them in the JSON profile)\n",
+                       tasks.size() - shown);
+  return out;
+}
+
 std::string FormatStatTable(const profile::Profile& p) {
   if (!p.stat) return "";
   const profile::StatSection& s = *p.stat;
   std::string out;
   const size_t runs = s.runs.size();
-  out += fmt::format("\n Performance counter stats for '{}'{}:\n\n", Join(s.command, " "),
+  out += fmt::format("\n Performance counter stats for '{}'{}:\n\n",
+                     s.command.empty() && !s.attached.empty() ? s.attached : Join(s.command, " "),
                      runs > 1 ? fmt::format(" ({} runs)", runs) : "");
   for (const EventRow& row : Rows(s)) {
     const profile::CounterReading& c = *row.first;
@@ -124,6 +156,7 @@ std::string FormatStatTable(const profile::Profile& p) {
     std::string text = fmt::format("{:>18} {:<4} {:<28} {:<28}{}", value, unit, name, comment, tail);
     out += Trim(text).empty() ? "" : text.substr(0, text.find_last_not_of(' ') + 1) + "\n";
   }
+  out += FormatStatTasks(s);
   if (s.summary.count("wall-ms")) {
     const Stats& w = s.summary.at("wall-ms");
     out += fmt::format("\n{:>18.6f} seconds time elapsed{}\n", w.mean / 1000,
@@ -193,6 +226,7 @@ std::string FormatStatSeparated(const profile::Profile& p, const std::string& se
           Plain(st.median), Plain(st.trimmed_mean), Plain(st.min), Plain(st.max),
           fmt::format("{:.2f}", st.cv * 100)});
   }
+  out += FormatStatTasks(s);
   if (s.summary.count("wall-ms")) {
     const Stats& w = s.summary.at("wall-ms");
     line({Plain(w.mean), "ms", "wall-time", "100.00", Plain(w.median), Plain(w.trimmed_mean),
