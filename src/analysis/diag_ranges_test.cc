@@ -5,6 +5,8 @@
 #include "analysis/diag_test_util.h"
 #include "analysis/range_stats.h"
 #include "collect/ranges_reader.h"
+#include "report/format.h"
+#include "report/range_table.h"
 
 namespace opscope::analysis {
 namespace {
@@ -66,12 +68,17 @@ TEST(DiagRanges, BadRecords) {
   collect::RangeFileInfo info;
   EXPECT_EQ(collect::ParseRangeRecords("hello\n", "f", &r, &info).code(), StatusCode::kDataLoss);
   EXPECT_EQ(collect::ParseRangeRecords("", "f", &r, &info).code(), StatusCode::kDataLoss);
-  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 2\n", "f", &r, &info).code(), StatusCode::kDataLoss);
-  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 5 2 0 0 0 -1\nname 0 a\n", "f", &r, &info).code(),
+  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 2\n", "f", &r, &info).code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 5 2 0 0 0 -1\nname 0 a\n", "f",
+                                       &r, &info)
+                .code(),
             StatusCode::kDataLoss);  // ends before it starts
-  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 2 5 9 0 0 -1\n", "f", &r, &info).code(),
+  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 2 5 9 0 0 -1\n", "f", &r, &info)
+                .code(),
             StatusCode::kDataLoss);  // missing name
-  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nbogus 1\n", "f", &r, &info).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nbogus 1\n", "f", &r, &info).code(),
+            StatusCode::kDataLoss);
   // Truncations of a valid file never crash; either parse or a DataLoss.
   std::string full = kRecords;
   for (size_t n = 0; n < full.size(); n += 7) {
@@ -109,18 +116,21 @@ TEST(DiagRanges, Summary) {
   EXPECT_EQ(rep.ranges[4].path, "post-processing");
   EXPECT_DOUBLE_EQ(rep.top_total_ms, 200 + 1 + 60 + 20);
   EXPECT_NEAR(rep.ranges[0].share_of_top, 200.0 / 281, 1e-12);
-  EXPECT_TRUE(rep.headline.starts_with("pre-processing 100.000 ms (71.2%), loader, \"io\" 500.0 us"))
+  EXPECT_TRUE(
+      rep.headline.starts_with("pre-processing 100.000 ms (71.2%), loader, \"io\" 500.0 us"))
       << rep.headline;
 }
 
 TEST(DiagRanges, GoldenTableCsvTrace) {
   profile::Profile p = RunProfile();
   RangeReport rep = SummarizeRanges(p);
-  testing::ExpectGolden("pipeline_ranges.table.txt", FormatRangeTable(rep, false));
-  std::string csv = RangesToCsv(rep);
+  testing::ExpectGolden("pipeline_ranges.table.txt", report::FormatRangeTable(rep, false));
+  std::string csv = report::RangesToCsv(rep);
   testing::ExpectGolden("pipeline_ranges.csv", csv);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
-  auto j = nlohmann::json::parse(RangesToChromeTrace(p));
+  std::string trace;
+  ASSERT_TRUE(report::FindFormat("chrome")->write(p, {}, &trace).ok());
+  auto j = nlohmann::json::parse(trace);
   int complete = 0;
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "X") {

@@ -4,8 +4,7 @@
 // ranges (for top-level rows) and of their parent row. The headline lists the top-level stages
 // in the order they first ran: "pre-processing 238 ms (72.1%), network 60.0 ms (18.2%), ...".
 //
-// Writers for the CSV and Chrome-trace forms of ranges live here too (pure string producers);
-// the Chrome trace has one complete ("X") event per range instance on its thread.
+// The table and CSV forms are in report/range_table.h; the Chrome trace is report's "chrome".
 #pragma once
 
 #include <map>
@@ -19,17 +18,18 @@ namespace opscope::analysis {
 
 struct RangeSummary {
   std::string name;
-  std::string path;          // parent names and this one joined by '/'
+  std::string path;  // parent names and this one joined by '/'
   std::string domain;
   int depth = 0;
-  int parent_row = -1;       // index into RangeReport::ranges
+  int parent_row = -1;  // index into RangeReport::ranges
   int64_t calls = 0;
-  Stats ms;                  // over instances' durations
-  double total_ms = 0;        // over all instances of all measured runs
-  double per_run_ms = 0;      // total_ms / measured runs (meta.runs, at least 1)
-  double share_of_top = 0;   // top-level rows: total / sum of top-level totals; others: the same ratio
-  double share_of_parent = 0;// total / parent row's total (1 for top level)
-  int threads = 0;           // distinct threads it ran on
+  Stats ms;               // over instances' durations
+  double total_ms = 0;    // over all instances of all measured runs
+  double per_run_ms = 0;  // total_ms / measured runs (meta.runs, at least 1)
+  double share_of_top =
+      0;  // top-level rows: total / sum of top-level totals; others: the same ratio
+  double share_of_parent = 0;              // total / parent row's total (1 for top level)
+  int threads = 0;                         // distinct threads it ran on
   std::map<std::string, double> counters;  // summed over instances
   int64_t first_start_ns = 0;
 };
@@ -38,13 +38,9 @@ struct RangeReport {
   std::vector<RangeSummary> ranges;  // depth-first: each parent followed by its children
   double top_total_ms = 0;           // sum of the top-level rows' totals
   int runs = 1;                      // measured runs the totals cover
-  std::string headline;              // per run: "pre-processing 238 ms (72.1%), network 60.0 ms (18.2%)"
+  std::string headline;  // per run: "pre-processing 238 ms (72.1%), network 60.0 ms (18.2%)"
 };
 
 RangeReport SummarizeRanges(const profile::Profile& p);
-
-std::string FormatRangeTable(const RangeReport& r, bool color);
-std::string RangesToCsv(const RangeReport& r);
-std::string RangesToChromeTrace(const profile::Profile& p);
 
 }  // namespace opscope::analysis

@@ -4,9 +4,9 @@
 // writes its records to a private temporary folder, which is read back, nested, summarised and
 // removed.
 #include <dirent.h>
-#include <signal.h>
 #include <fmt/format.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +28,7 @@
 #include "base/target_signals.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/target_build.h"
 #include "collect/counter_run.h"
 #include "collect/ranges_reader.h"
@@ -81,13 +82,6 @@ double ClockCostPerRangeNs(bool cpu_time) {
   return static_cast<double>(NowNs() - t0) / kIters;
 }
 
-std::string FormatFromPath(const std::string& path) {
-  if (EndsWith(path, ".csv")) return "csv";
-  if (EndsWith(path, ".trace.json") || EndsWith(path, ".chrome.json")) return "chrome";
-  if (EndsWith(path, ".json")) return "json";
-  return "table";
-}
-
 }  // namespace
 
 class RunCommand : public Command {
@@ -97,11 +91,14 @@ class RunCommand : public Command {
     return "per-range profile of a program annotated with NVTX or opscope/annotate.h";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")->check(WholeNumberIn(1, 100000));
-    app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")->check(WholeNumberIn(0, 100000));
-    app->add_option("-o,--output", output_, "output file; format from the extension (.json, .csv, .trace.json)");
-    app->add_option("--format", format_, "table, json, csv or chrome")
-        ->check(CLI::IsMember({"table", "json", "csv", "chrome"}));
+    app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")
+        ->check(WholeNumberIn(1, 100000));
+    app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")
+        ->check(WholeNumberIn(0, 100000));
+    AddOutputOptions(app, &out_,
+                     ".json is the profile, .csv one row per range, .trace.json a "
+                     "timeline (one process per run)");
+    app->add_flag("--wide", wide_, "show long range names whole");
     app->add_flag("--no-nvtx", no_nvtx_, "do not inject the NVTX recorder");
     app->add_flag("--no-cpu-time", no_cpu_time_,
                   "do not record each range's thread CPU time (saves two clock reads per range)");
@@ -109,9 +106,7 @@ class RunCommand : public Command {
   }
 
   int Run() override {
-    std::string format = !format_.empty() ? format_ : output_.empty() ? "table" : FormatFromPath(output_);
-    if (!output_.empty())
-      if (Status st = CheckWritable(output_); !st.ok()) return ReportError(st);
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
     auto exe = collect::ResolveExecutable(command_[0]);
     if (!exe.ok()) return ReportError(exe.status());
 
@@ -127,9 +122,11 @@ class RunCommand : public Command {
 
     // Runtime libraries.
     std::string lib_dir = RuntimeLibDir();
-    std::string rt = lib_dir + "/libopscope_ranges_rt.so", nvtx = lib_dir + "/libopscope_ranges_nvtx.so";
+    std::string rt = lib_dir + "/libopscope_ranges_rt.so",
+                nvtx = lib_dir + "/libopscope_ranges_nvtx.so";
     if (access(rt.c_str(), R_OK) != 0)
-      return ReportError(NotFound(rt + ": opscope's range recorder library is missing (rebuild opscope, "
+      return ReportError(NotFound(rt +
+                                  ": opscope's range recorder library is missing (rebuild opscope, "
                                   "or point OPSCOPE_LIB_DIR at the folder that holds it)"));
     bool use_nvtx = !no_nvtx_;
     if (use_nvtx && access(nvtx.c_str(), R_OK) != 0) {
@@ -140,15 +137,21 @@ class RunCommand : public Command {
     if (use_nvtx && user_inj && user_inj[0]) {
       use_nvtx = false;
       Degrade(&p, fmt::format("NVTX ranges not recorded: NVTX_INJECTION64_PATH is already set ({}) "
-                              "and NVTX loads only one tool", user_inj));
+                              "and NVTX loads only one tool",
+                              user_inj));
     }
 
     char tmpl[] = "/tmp/opscope-run-XXXXXX";
     if (mkdtemp(tmpl) == nullptr)
-      return ReportError(PermissionDenied(std::string("cannot create a temporary folder in /tmp: ") + std::strerror(errno)));
+      return ReportError(PermissionDenied(
+          std::string("cannot create a temporary folder in /tmp: ") + std::strerror(errno)));
     std::string tmp = tmpl;
 
-    bool quiet_child = output_.empty() && format != "table";
+    // The program's stdout goes to stderr when opscope's data (other than the table) goes to
+    // stdout.
+    bool quiet_child = false;
+    for (const auto& t : out_.targets)
+      quiet_child |= t.path.empty() && std::string(t.format->name) != "table";
     int total = warmup_ + runs_;
     TargetSignals signals;
     std::string death;  // how the last run that died of a signal ended, for the empty-profile note
@@ -164,7 +167,8 @@ class RunCommand : public Command {
           preload += " " + kv.substr(11);
           continue;
         }
-        if (StartsWith(kv, "OPSCOPE_RANGES_OUT=") || StartsWith(kv, "OPSCOPE_RANGES_CPU=")) continue;
+        if (StartsWith(kv, "OPSCOPE_RANGES_OUT=") || StartsWith(kv, "OPSCOPE_RANGES_CPU="))
+          continue;
         if (StartsWith(kv, "ASAN_OPTIONS=")) {
           asan = kv.substr(13);
           continue;
@@ -175,7 +179,8 @@ class RunCommand : public Command {
       env.push_back("LD_PRELOAD=" + preload);
       // An AddressSanitizer-built program refuses to start when a preloaded library comes before
       // its runtime; the recorder does not use ASan, so the order check is safe to skip.
-      env.push_back("ASAN_OPTIONS=" + asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0");
+      env.push_back("ASAN_OPTIONS=" + asan + (asan.empty() ? "" : ":") +
+                    "verify_asan_link_order=0");
       env.push_back("OPSCOPE_RANGES_OUT=" + prefix);
       env.push_back(std::string("OPSCOPE_RANGES_CPU=") + (no_cpu_time_ ? "0" : "1"));
       if (use_nvtx) env.push_back("NVTX_INJECTION64_PATH=" + nvtx);
@@ -208,14 +213,15 @@ class RunCommand : public Command {
       p.clocks.push_back(profile::ClockSample{run, ts.cpu_mhz_avg, ts.max_temp_c});
       if (WIFSIGNALED(status)) {
         death = DescribeDeath(WTERMSIG(status), signals.received());
-        Degrade(&p, fmt::format("run {}: the program {}; the ranges it had open end then", run,
-                                death));
+        Degrade(&p,
+                fmt::format("run {}: the program {}; the ranges it had open end then", run, death));
       } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-        Degrade(&p, fmt::format("run {}: the program exited with status {}", run, WEXITSTATUS(status)));
+        Degrade(&p,
+                fmt::format("run {}: the program exited with status {}", run, WEXITSTATUS(status)));
       if (signals.received() != 0)
         Degrade(&p, fmt::format("run {}: opscope received {} and passed it to the program; "
-                                "reporting what was recorded", run,
-                                collect::SignalName(signals.received())));
+                                "reporting what was recorded",
+                                run, collect::SignalName(signals.received())));
       if (run < 0) continue;
       p.e2e.runs_ms.push_back(ms);
       std::vector<profile::Range> ranges;
@@ -227,15 +233,16 @@ class RunCommand : public Command {
       int unclosed = 0;
       for (const auto& inf : infos) unclosed += inf.unclosed;
       if (unclosed > 0)
-        Degrade(&p, WIFSIGNALED(status)
-                        ? fmt::format("run {}: {} range(s) were still open when it died", run,
-                                      unclosed)
-                        : fmt::format("run {}: {} range(s) were still open at exit and end at exit",
-                                      run, unclosed));
+        Degrade(&p,
+                WIFSIGNALED(status)
+                    ? fmt::format("run {}: {} range(s) were still open when it died", run, unclosed)
+                    : fmt::format("run {}: {} range(s) were still open at exit and end at exit",
+                                  run, unclosed));
       collect::AssignNesting(&ranges);
       int32_t base = static_cast<int32_t>(p.ranges.size());
       for (auto& r : ranges) {
         if (r.parent >= 0) r.parent += base;
+        r.run = run;
         p.ranges.push_back(std::move(r));
       }
     }
@@ -248,9 +255,10 @@ class RunCommand : public Command {
     else if (p.ranges.empty() && p.e2e.runs_ms.empty())
       Degrade(&p, "no ranges recorded: no measured run took place");
     else if (p.ranges.empty())
-      Degrade(&p, "no ranges recorded: annotate the program with include/opscope/annotate.h "
-                  "(OPSCOPE_RANGE(\"stage\")) or NVTX (nvtxRangePushA/nvtxRangePop); a statically "
-                  "linked program cannot load the recorder");
+      Degrade(&p,
+              "no ranges recorded: annotate the program with include/opscope/annotate.h "
+              "(OPSCOPE_RANGE(\"stage\")) or NVTX (nvtxRangePushA/nvtxRangePop); a statically "
+              "linked program cannot load the recorder");
     profile::FinalizeStats(p);
     if (!p.ranges.empty() && p.e2e.stats.median > 0) {
       // opscope's own cost, estimated from what the recorder does per range.
@@ -259,37 +267,25 @@ class RunCommand : public Command {
       profile::Overhead o;
       o.observed_median_ms = p.e2e.stats.median;
       o.baseline_median_ms = std::max(0.0, o.observed_median_ms - per_run * per_range_ns / 1e6);
-      o.pct = o.baseline_median_ms > 0 ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100 : 0;
-      o.method = fmt::format("estimated: {:.0f} ranges per run × {:.0f} ns per range (clock reads "
-                             "timed on this machine + {:.0f} ns bookkeeping measured by "
-                             "bench/annotate_overhead)", per_run, per_range_ns, kBookkeepingNs);
+      o.pct = o.baseline_median_ms > 0
+                  ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100
+                  : 0;
+      o.method = fmt::format(
+          "estimated: {:.0f} ranges per run × {:.0f} ns per range (clock reads "
+          "timed on this machine + {:.0f} ns bookkeeping measured by "
+          "bench/annotate_overhead)",
+          per_run, per_range_ns, kBookkeepingNs);
       p.overhead = o;
     }
     analysis::Diagnose(&p, nullptr);  // ranges only: no op has FLOPs for a roofline
     if (Status st = profile::Validate(p); !st.ok()) return ReportError(st);
 
-    analysis::RangeReport rep = analysis::SummarizeRanges(p);
-    auto render = [&](const std::string& f, bool color) -> std::string {
-      if (f == "json") return profile::ToJsonString(p);
-      if (f == "csv") return analysis::RangesToCsv(rep);
-      if (f == "chrome") return analysis::RangesToChromeTrace(p);
-      std::string out = analysis::FormatRangeTable(rep, color);
-      analysis::RepeatReport rr = analysis::AnalyzeRepeats(p.e2e.runs_ms);
-      out += "\nwhole program: " + rr.words + "\n";
-      analysis::ThrottleReport tr = analysis::DetectThrottling(p.clocks);
-      if (!tr.summary.empty()) out += "clocks: " + tr.summary + "\n";
-      if (p.overhead) out += fmt::format("opscope overhead: {:.2f}% ({})\n", p.overhead->pct, p.overhead->method);
-      out += "target build: " + (verdict.kind == "unknown" ? verdict.evidence : verdict.kind + " — " + verdict.evidence) + "\n\n";
-      out += analysis::FormatFindings(p.findings, color);
-      return out;
-    };
-    if (output_.empty()) {
-      std::fputs(render(format, UseColor(1)).c_str(), stdout);
-    } else {
-      if (Status st = WriteFileAtomic(output_, render(format, false)); !st.ok()) return ReportError(st);
-      std::fputs(render("table", UseColor(1)).c_str(), stdout);
-      std::fprintf(stdout, "\nwrote %s (%s)\n", output_.c_str(), format.c_str());
-    }
+    (void)verdict;  // recorded in p.meta; the range section prints it
+    report::ReportOptions ro;
+    ro.color = UseColor(1);
+    ro.wide = wide_;
+    ro.only = {"ranges"};
+    if (Status st = EmitProfile(p, out_, ro); !st.ok()) return ReportError(st);
     return signals.received() != 0 ? TargetSignals::ExitCodeFor(signals.received()) : 0;
   }
 
@@ -314,7 +310,8 @@ class RunCommand : public Command {
   static constexpr double kBookkeepingNs = 250;
 
   int runs_ = 1, warmup_ = 0;
-  std::string output_, format_;
+  OutputChoice out_;
+  bool wide_ = false;
   bool no_nvtx_ = false, no_cpu_time_ = false;
   std::vector<std::string> command_;
 };

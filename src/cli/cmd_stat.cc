@@ -7,17 +7,17 @@
 
 #include <cstdio>
 
+#include "analysis/format.h"
+#include "analysis/rules.h"
 #include "base/files.h"
 #include "base/strings.h"
 #include "base/target_signals.h"
-#include "analysis/format.h"
-#include "analysis/rules.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/target_build.h"
 #include "collect/counter_metrics.h"
 #include "collect/counter_run.h"
-#include "collect/counter_table.h"
 #include "collect/perf_event.h"
 #include "profile/profile_io.h"
 
@@ -28,28 +28,38 @@ class StatCommand : public Command {
  public:
   const char* Name() const override { return "stat"; }
   const char* Help() const override {
-    return "counters for a whole program (and its threads and children), repeated runs, bound verdict";
+    return "counters for a whole program (and its threads and children), repeated runs, bound "
+           "verdict";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-r,--repeat", repeat_, "run the command N times; report mean, median, "
+    app->add_option("-r,--repeat", repeat_,
+                    "run the command N times; report mean, median, "
                     "trimmed mean, min, max, cv per event")
         ->check(WholeNumberIn(1, 100000));
-    app->add_option("-e,--event", events_, "events, comma-separated: generic names (cycles, "
+    app->add_option("-e,--event", events_,
+                    "events, comma-separated: generic names (cycles, "
                     "instructions, task-clock, page-faults, ...), hw-cache names "
                     "(L1-dcache-load-misses), raw rNNNN, libpfm4 names; :u/:k modifiers")
         ->allow_extra_args(false);
-    app->add_flag("--json", json_, "machine output: the whole profile as JSON (stderr, or -o FILE)");
-    app->add_option("-x,--field-separator", sep_, "machine output: separated values with SEP "
+    app->add_flag("--json", json_,
+                  "machine output: the whole profile as JSON (stderr, or -o FILE)");
+    app->add_option("-x,--field-separator", sep_,
+                    "machine output: separated values with SEP "
                     "(stderr, or -o FILE)")
         ->check(NonEmpty());
-    app->add_option("-o,--output", output_, "write the result to FILE (FILE.json: the profile; "
-                    "FILE.csv: separated values; else the table)");
+    app->add_option(
+           "-o,--output", out_.paths,
+           "write the result to FILE, in the format its "
+           "extension names: .json the profile, .csv `perf stat -x,` lines, .txt the table "
+           "(repeatable)")
+        ->allow_extra_args(false);
     app->add_option("command", command_, "the command and its arguments, after --");
   }
 
   int Run() override {
     if (command_.empty())
-      return ReportError(InvalidArgument("no command given: usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"));
+      return ReportError(InvalidArgument(
+          "no command given: usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"));
     if (json_ && !sep_.empty()) return ReportError(InvalidArgument("choose one of --json and -x"));
     std::vector<collect::EventSpec> events = collect::DefaultStatEvents();
     if (!events_.empty()) {
@@ -57,10 +67,9 @@ class StatCommand : public Command {
       if (!parsed.ok()) return ReportError(parsed.status());
       events = std::move(parsed).value();
     }
-    if (!output_.empty()) {
-      Status st = CheckWritable(output_);
-      if (!st.ok()) return ReportError(st);
-    }
+    if (json_) out_.format = "json";
+    if (!sep_.empty()) out_.format = "stat-csv";
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
 
     profile::Profile p;
     FillMeta(p.meta);
@@ -76,7 +85,8 @@ class StatCommand : public Command {
         return r->run.exit_code;
       }
       for (const std::string& d : r->degradations) {
-        if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end()) continue;
+        if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end())
+          continue;
         std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
         s.degradations.push_back(d);
         p.meta.degradations.push_back(d);
@@ -85,8 +95,10 @@ class StatCommand : public Command {
       exit_code = r->run.exit_code;
       const int sig = r->run.term_signal;
       if (sig != 0)
-        std::fprintf(stderr, "opscope: the command was terminated by signal %s (%d)%s; counts up to "
-                     "that point are reported\n", collect::SignalName(sig).c_str(), sig,
+        std::fprintf(stderr,
+                     "opscope: the command was terminated by signal %s (%d)%s; counts up to "
+                     "that point are reported\n",
+                     collect::SignalName(sig).c_str(), sig,
                      repeat_ > 1 ? (" in run " + std::to_string(i + 1)).c_str() : "");
       s.runs.push_back(std::move(r->run));
       if (signals.received() != 0 || sig == SIGINT || sig == SIGTERM || sig == SIGKILL ||
@@ -97,8 +109,10 @@ class StatCommand : public Command {
       }
     }
     if (const int got = signals.received(); got != 0) {
-      std::fprintf(stderr, "opscope: received %s: passed it to the command; reporting what was "
-                   "counted\n", collect::SignalName(got).c_str());
+      std::fprintf(stderr,
+                   "opscope: received %s: passed it to the command; reporting what was "
+                   "counted\n",
+                   collect::SignalName(got).c_str());
       exit_code = TargetSignals::ExitCodeFor(got);
     }
     collect::SummarizeStat(s);
@@ -110,7 +124,8 @@ class StatCommand : public Command {
     RecordTargetBuild(command_[0], &p.meta);
     analysis::Diagnose(&p, nullptr);
     Status valid = profile::Validate(p);
-    if (!valid.ok()) return ReportError(Internal("stat produced an invalid profile: " + valid.message()));
+    if (!valid.ok())
+      return ReportError(Internal("stat produced an invalid profile: " + valid.message()));
 
     Status out = Emit(p);
     if (!out.ok()) return ReportError(out);
@@ -126,33 +141,21 @@ class StatCommand : public Command {
     if (!events_.empty()) m.extra["events"] = Join(events_, ",");
   }
 
+  // Data goes to stderr (the command's stdout is its own) or to the -o files; the terminal gets
+  // the table when every target is a file.
   Status Emit(const profile::Profile& p) {
-    enum class Format { kTable, kJson, kSeparated } format = Format::kTable;
-    std::string sep = sep_;
-    if (json_) format = Format::kJson;
-    else if (!sep_.empty()) format = Format::kSeparated;
-    else if (EndsWith(output_, ".json")) format = Format::kJson;
-    else if (EndsWith(output_, ".csv")) format = Format::kSeparated, sep = ",";
-    std::string text = format == Format::kJson        ? profile::ToJsonString(p) + "\n"
-                       : format == Format::kSeparated ? collect::FormatStatSeparated(p, sep)
-                                                      : collect::FormatStatTable(p);
-    std::string findings = p.findings.empty() ? "" : "\n" + analysis::FormatFindings(p.findings, UseColor(2));
-    if (output_.empty()) {
-      std::fputs(text.c_str(), stderr);
-      if (format == Format::kTable) std::fputs(findings.c_str(), stderr);
-      return Status::Ok();
-    }
-    // The file gets the chosen format; the terminal still gets the table.
-    if (format != Format::kTable) std::fputs(collect::FormatStatTable(p).c_str(), stderr);
-    std::fputs(findings.c_str(), stderr);
-    return WriteFileAtomic(output_, text);
+    report::ReportOptions o;
+    o.separator = sep_.empty() ? "," : sep_;
+    o.color = UseColor(2);
+    o.only = {"stat"};
+    return EmitProfile(p, out_, o, stderr);
   }
 
   int repeat_ = 1;
   std::vector<std::string> events_;
   bool json_ = false;
   std::string sep_;
-  std::string output_;
+  OutputChoice out_;
   std::vector<std::string> command_;
 };
 
