@@ -4,9 +4,9 @@
 // writes its records to a private temporary folder, which is read back, nested, summarised and
 // removed.
 #include <dirent.h>
+#include <signal.h>
 #include <fmt/format.h>
 #include <limits.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,6 +82,7 @@ double ClockCostPerRangeNs(bool cpu_time) {
   return static_cast<double>(NowNs() - t0) / kIters;
 }
 
+
 }  // namespace
 
 class RunCommand : public Command {
@@ -91,13 +92,10 @@ class RunCommand : public Command {
     return "per-range profile of a program annotated with NVTX or opscope/annotate.h";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")
-        ->check(WholeNumberIn(1, 100000));
-    app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")
-        ->check(WholeNumberIn(0, 100000));
-    AddOutputOptions(app, &out_,
-                     ".json is the profile, .csv one row per range, .trace.json a "
-                     "timeline (one process per run)");
+    app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")->check(WholeNumberIn(1, 100000));
+    app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")->check(WholeNumberIn(0, 100000));
+    AddOutputOptions(app, &out_, ".json is the profile, .csv one row per range, .trace.json a "
+                                 "timeline (one process per run)");
     app->add_flag("--wide", wide_, "show long range names whole");
     app->add_flag("--no-nvtx", no_nvtx_, "do not inject the NVTX recorder");
     app->add_flag("--no-cpu-time", no_cpu_time_,
@@ -122,11 +120,9 @@ class RunCommand : public Command {
 
     // Runtime libraries.
     std::string lib_dir = RuntimeLibDir();
-    std::string rt = lib_dir + "/libopscope_ranges_rt.so",
-                nvtx = lib_dir + "/libopscope_ranges_nvtx.so";
+    std::string rt = lib_dir + "/libopscope_ranges_rt.so", nvtx = lib_dir + "/libopscope_ranges_nvtx.so";
     if (access(rt.c_str(), R_OK) != 0)
-      return ReportError(NotFound(rt +
-                                  ": opscope's range recorder library is missing (rebuild opscope, "
+      return ReportError(NotFound(rt + ": opscope's range recorder library is missing (rebuild opscope, "
                                   "or point OPSCOPE_LIB_DIR at the folder that holds it)"));
     bool use_nvtx = !no_nvtx_;
     if (use_nvtx && access(nvtx.c_str(), R_OK) != 0) {
@@ -137,21 +133,17 @@ class RunCommand : public Command {
     if (use_nvtx && user_inj && user_inj[0]) {
       use_nvtx = false;
       Degrade(&p, fmt::format("NVTX ranges not recorded: NVTX_INJECTION64_PATH is already set ({}) "
-                              "and NVTX loads only one tool",
-                              user_inj));
+                              "and NVTX loads only one tool", user_inj));
     }
 
     char tmpl[] = "/tmp/opscope-run-XXXXXX";
     if (mkdtemp(tmpl) == nullptr)
-      return ReportError(PermissionDenied(
-          std::string("cannot create a temporary folder in /tmp: ") + std::strerror(errno)));
+      return ReportError(PermissionDenied(std::string("cannot create a temporary folder in /tmp: ") + std::strerror(errno)));
     std::string tmp = tmpl;
 
-    // The program's stdout goes to stderr when opscope's data (other than the table) goes to
-    // stdout.
+    // The program's stdout goes to stderr when opscope's data (other than the table) goes to stdout.
     bool quiet_child = false;
-    for (const auto& t : out_.targets)
-      quiet_child |= t.path.empty() && std::string(t.format->name) != "table";
+    for (const auto& t : out_.targets) quiet_child |= t.path.empty() && std::string(t.format->name) != "table";
     int total = warmup_ + runs_;
     TargetSignals signals;
     std::string death;  // how the last run that died of a signal ended, for the empty-profile note
@@ -167,8 +159,7 @@ class RunCommand : public Command {
           preload += " " + kv.substr(11);
           continue;
         }
-        if (StartsWith(kv, "OPSCOPE_RANGES_OUT=") || StartsWith(kv, "OPSCOPE_RANGES_CPU="))
-          continue;
+        if (StartsWith(kv, "OPSCOPE_RANGES_OUT=") || StartsWith(kv, "OPSCOPE_RANGES_CPU=")) continue;
         if (StartsWith(kv, "ASAN_OPTIONS=")) {
           asan = kv.substr(13);
           continue;
@@ -179,8 +170,7 @@ class RunCommand : public Command {
       env.push_back("LD_PRELOAD=" + preload);
       // An AddressSanitizer-built program refuses to start when a preloaded library comes before
       // its runtime; the recorder does not use ASan, so the order check is safe to skip.
-      env.push_back("ASAN_OPTIONS=" + asan + (asan.empty() ? "" : ":") +
-                    "verify_asan_link_order=0");
+      env.push_back("ASAN_OPTIONS=" + asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0");
       env.push_back("OPSCOPE_RANGES_OUT=" + prefix);
       env.push_back(std::string("OPSCOPE_RANGES_CPU=") + (no_cpu_time_ ? "0" : "1"));
       if (use_nvtx) env.push_back("NVTX_INJECTION64_PATH=" + nvtx);
@@ -213,15 +203,14 @@ class RunCommand : public Command {
       p.clocks.push_back(profile::ClockSample{run, ts.cpu_mhz_avg, ts.max_temp_c});
       if (WIFSIGNALED(status)) {
         death = DescribeDeath(WTERMSIG(status), signals.received());
-        Degrade(&p,
-                fmt::format("run {}: the program {}; the ranges it had open end then", run, death));
+        Degrade(&p, fmt::format("run {}: the program {}; the ranges it had open end then", run,
+                                death));
       } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-        Degrade(&p,
-                fmt::format("run {}: the program exited with status {}", run, WEXITSTATUS(status)));
+        Degrade(&p, fmt::format("run {}: the program exited with status {}", run, WEXITSTATUS(status)));
       if (signals.received() != 0)
         Degrade(&p, fmt::format("run {}: opscope received {} and passed it to the program; "
-                                "reporting what was recorded",
-                                run, collect::SignalName(signals.received())));
+                                "reporting what was recorded", run,
+                                collect::SignalName(signals.received())));
       if (run < 0) continue;
       p.e2e.runs_ms.push_back(ms);
       std::vector<profile::Range> ranges;
@@ -233,11 +222,11 @@ class RunCommand : public Command {
       int unclosed = 0;
       for (const auto& inf : infos) unclosed += inf.unclosed;
       if (unclosed > 0)
-        Degrade(&p,
-                WIFSIGNALED(status)
-                    ? fmt::format("run {}: {} range(s) were still open when it died", run, unclosed)
-                    : fmt::format("run {}: {} range(s) were still open at exit and end at exit",
-                                  run, unclosed));
+        Degrade(&p, WIFSIGNALED(status)
+                        ? fmt::format("run {}: {} range(s) were still open when it died", run,
+                                      unclosed)
+                        : fmt::format("run {}: {} range(s) were still open at exit and end at exit",
+                                      run, unclosed));
       collect::AssignNesting(&ranges);
       int32_t base = static_cast<int32_t>(p.ranges.size());
       for (auto& r : ranges) {
@@ -255,10 +244,9 @@ class RunCommand : public Command {
     else if (p.ranges.empty() && p.e2e.runs_ms.empty())
       Degrade(&p, "no ranges recorded: no measured run took place");
     else if (p.ranges.empty())
-      Degrade(&p,
-              "no ranges recorded: annotate the program with include/opscope/annotate.h "
-              "(OPSCOPE_RANGE(\"stage\")) or NVTX (nvtxRangePushA/nvtxRangePop); a statically "
-              "linked program cannot load the recorder");
+      Degrade(&p, "no ranges recorded: annotate the program with include/opscope/annotate.h "
+                  "(OPSCOPE_RANGE(\"stage\")) or NVTX (nvtxRangePushA/nvtxRangePop); a statically "
+                  "linked program cannot load the recorder");
     profile::FinalizeStats(p);
     if (!p.ranges.empty() && p.e2e.stats.median > 0) {
       // opscope's own cost, estimated from what the recorder does per range.
@@ -267,14 +255,10 @@ class RunCommand : public Command {
       profile::Overhead o;
       o.observed_median_ms = p.e2e.stats.median;
       o.baseline_median_ms = std::max(0.0, o.observed_median_ms - per_run * per_range_ns / 1e6);
-      o.pct = o.baseline_median_ms > 0
-                  ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100
-                  : 0;
-      o.method = fmt::format(
-          "estimated: {:.0f} ranges per run × {:.0f} ns per range (clock reads "
-          "timed on this machine + {:.0f} ns bookkeeping measured by "
-          "bench/annotate_overhead)",
-          per_run, per_range_ns, kBookkeepingNs);
+      o.pct = o.baseline_median_ms > 0 ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100 : 0;
+      o.method = fmt::format("estimated: {:.0f} ranges per run × {:.0f} ns per range (clock reads "
+                             "timed on this machine + {:.0f} ns bookkeeping measured by "
+                             "bench/annotate_overhead)", per_run, per_range_ns, kBookkeepingNs);
       p.overhead = o;
     }
     analysis::Diagnose(&p, nullptr);  // ranges only: no op has FLOPs for a roofline

@@ -7,11 +7,11 @@
 
 #include <cstdio>
 
-#include "analysis/format.h"
-#include "analysis/rules.h"
 #include "base/files.h"
 #include "base/strings.h"
 #include "base/target_signals.h"
+#include "analysis/format.h"
+#include "analysis/rules.h"
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -28,38 +28,30 @@ class StatCommand : public Command {
  public:
   const char* Name() const override { return "stat"; }
   const char* Help() const override {
-    return "counters for a whole program (and its threads and children), repeated runs, bound "
-           "verdict";
+    return "counters for a whole program (and its threads and children), repeated runs, bound verdict";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-r,--repeat", repeat_,
-                    "run the command N times; report mean, median, "
+    app->add_option("-r,--repeat", repeat_, "run the command N times; report mean, median, "
                     "trimmed mean, min, max, cv per event")
         ->check(WholeNumberIn(1, 100000));
-    app->add_option("-e,--event", events_,
-                    "events, comma-separated: generic names (cycles, "
+    app->add_option("-e,--event", events_, "events, comma-separated: generic names (cycles, "
                     "instructions, task-clock, page-faults, ...), hw-cache names "
                     "(L1-dcache-load-misses), raw rNNNN, libpfm4 names; :u/:k modifiers")
         ->allow_extra_args(false);
-    app->add_flag("--json", json_,
-                  "machine output: the whole profile as JSON (stderr, or -o FILE)");
-    app->add_option("-x,--field-separator", sep_,
-                    "machine output: separated values with SEP "
+    app->add_flag("--json", json_, "machine output: the whole profile as JSON (stderr, or -o FILE)");
+    app->add_option("-x,--field-separator", sep_, "machine output: separated values with SEP "
                     "(stderr, or -o FILE)")
         ->check(NonEmpty());
-    app->add_option(
-           "-o,--output", out_.paths,
-           "write the result to FILE, in the format its "
-           "extension names: .json the profile, .csv `perf stat -x,` lines, .txt the table "
-           "(repeatable)")
+    app->add_option("-o,--output", out_.paths, "write the result to FILE, in the format its "
+                    "extension names: .json the profile, .csv `perf stat -x,` lines, .txt the table "
+                    "(repeatable)")
         ->allow_extra_args(false);
     app->add_option("command", command_, "the command and its arguments, after --");
   }
 
   int Run() override {
     if (command_.empty())
-      return ReportError(InvalidArgument(
-          "no command given: usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"));
+      return ReportError(InvalidArgument("no command given: usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"));
     if (json_ && !sep_.empty()) return ReportError(InvalidArgument("choose one of --json and -x"));
     std::vector<collect::EventSpec> events = collect::DefaultStatEvents();
     if (!events_.empty()) {
@@ -85,8 +77,7 @@ class StatCommand : public Command {
         return r->run.exit_code;
       }
       for (const std::string& d : r->degradations) {
-        if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end())
-          continue;
+        if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end()) continue;
         std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
         s.degradations.push_back(d);
         p.meta.degradations.push_back(d);
@@ -95,10 +86,8 @@ class StatCommand : public Command {
       exit_code = r->run.exit_code;
       const int sig = r->run.term_signal;
       if (sig != 0)
-        std::fprintf(stderr,
-                     "opscope: the command was terminated by signal %s (%d)%s; counts up to "
-                     "that point are reported\n",
-                     collect::SignalName(sig).c_str(), sig,
+        std::fprintf(stderr, "opscope: the command was terminated by signal %s (%d)%s; counts up to "
+                     "that point are reported\n", collect::SignalName(sig).c_str(), sig,
                      repeat_ > 1 ? (" in run " + std::to_string(i + 1)).c_str() : "");
       s.runs.push_back(std::move(r->run));
       if (signals.received() != 0 || sig == SIGINT || sig == SIGTERM || sig == SIGKILL ||
@@ -109,10 +98,8 @@ class StatCommand : public Command {
       }
     }
     if (const int got = signals.received(); got != 0) {
-      std::fprintf(stderr,
-                   "opscope: received %s: passed it to the command; reporting what was "
-                   "counted\n",
-                   collect::SignalName(got).c_str());
+      std::fprintf(stderr, "opscope: received %s: passed it to the command; reporting what was "
+                   "counted\n", collect::SignalName(got).c_str());
       exit_code = TargetSignals::ExitCodeFor(got);
     }
     collect::SummarizeStat(s);
@@ -124,8 +111,7 @@ class StatCommand : public Command {
     RecordTargetBuild(command_[0], &p.meta);
     analysis::Diagnose(&p, nullptr);
     Status valid = profile::Validate(p);
-    if (!valid.ok())
-      return ReportError(Internal("stat produced an invalid profile: " + valid.message()));
+    if (!valid.ok()) return ReportError(Internal("stat produced an invalid profile: " + valid.message()));
 
     Status out = Emit(p);
     if (!out.ok()) return ReportError(out);

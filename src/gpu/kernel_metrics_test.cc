@@ -7,15 +7,15 @@
 #include <cmath>
 #include <limits>
 
-#include "analysis/gpu_summary.h"
 #include "analysis/rules.h"
 #include "base/testing/golden.h"
 #include "gpu/builder.h"
 #include "gpu/decoder.h"
 #include "gpu/kernel_bound.h"
+#include "analysis/gpu_summary.h"
+#include "report/gpu_table.h"
 #include "gpu/trace_forge_test_util.h"
 #include "profile/profile_json.h"
-#include "report/gpu_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
