@@ -124,6 +124,7 @@ TEST(DiagRanges, GoldenTableCsvTrace) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
   std::string trace;
   ASSERT_TRUE(report::FindFormat("chrome")->write(p, {}, &trace).ok());
+  testing::ExpectGolden("pipeline_ranges.trace.json", trace);
   auto j = nlohmann::json::parse(trace);
   int complete = 0;
   for (const auto& e : j["traceEvents"]) {

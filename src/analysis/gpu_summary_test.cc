@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/testing/golden.h"
+#include "report/format.h"
 #include "report/gpu_table.h"
 
 namespace opscope::analysis {
@@ -231,6 +233,14 @@ TEST(GpuSummaryTest, ReportMentionsEverySection) {
   GpuSummary s = Summarize(p);
   p.findings = GpuFindings(p, s);
   std::string r = report::FormatGpuReport(p, s, /*gpu_trace=*/true);
+  ::opscope::testing::ExpectMatchesGolden(
+      std::string(OPSCOPE_SOURCE_DIR) + "/src/report/testdata/five_iterations.gpu-trace.txt", r);
+  // The same text through the registry: the gpu section of the table format.
+  report::ReportOptions o;
+  o.gpu_trace = true;
+  std::string table;
+  ASSERT_TRUE(report::FindFormat("table")->write(p, o, &table).ok());
+  EXPECT_NE(table.find(r), std::string::npos);
   for (const char* want :
        {"GPU activities:", "API calls (runtime):", "Per layer", "Copies:", "repeated: 5 x",
         "Idle and waiting:", "5 'infer' iterations", "Theoretical occupancy",

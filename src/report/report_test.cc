@@ -311,6 +311,10 @@ TEST(ReportTest, OpStacksFromNodeNames) {
   std::string svg;
   ASSERT_TRUE(FindFormat("svg")->write(p, o, &svg).ok());
   EXPECT_NE(svg.find("data-n=\"backbone\""), std::string::npos);
+  CheckGolden("small.op-scope.svg", svg);
+  // The Search and Reset controls are clickable (text has pointer-events:none otherwise).
+  EXPECT_NE(svg.find("#search,#reset{cursor:pointer;pointer-events:all}"), std::string::npos);
+  EXPECT_NE(svg.find("id=\"details\""), std::string::npos);
   std::string pb;
   ASSERT_TRUE(FindFormat("pprof")->write(p, o, &pb).ok());
   EXPECT_EQ(static_cast<unsigned char>(pb[0]), 0x1f);
