@@ -19,14 +19,14 @@ Status PrepareOutput(OutputChoice& out, const std::string& default_format) {
 
 Status EmitProfile(const profile::Profile& p, const OutputChoice& out,
                    const report::ReportOptions& o, FILE* stream) {
-  OPSCOPE_RETURN_IF_ERROR(report::WriteOutputs(p, out.targets, o, stream, stderr));
+  // The table first, then the files and their "wrote" lines (what a terminal user reads last).
   if (!report::WritesToStream(out.targets) && !report::WritesFormat(out.targets, "table")) {
     std::string t;
     OPSCOPE_RETURN_IF_ERROR(report::FindFormat("table")->write(p, o, &t));
     std::fwrite(t.data(), 1, t.size(), stream);
     std::fflush(stream);
   }
-  return Status::Ok();
+  return report::WriteOutputs(p, out.targets, o, stream, stderr);
 }
 
 }  // namespace opscope::cli

@@ -25,11 +25,8 @@ namespace {
 
 constexpr size_t kMaxRows = 40;
 
-bool g_wide = false;  // set for one render by FormatGpuReport (single-threaded rendering)
-std::string Clip(const std::string& s, size_t n) { return ClipName(s, n, g_wide); }
-
-void ActivityTable(std::string& out, const char* title, const std::vector<ActivityRow>& rows,
-                   bool show_type) {
+void ActivityTable(std::string& out, bool wide, const char* title,
+                   const std::vector<ActivityRow>& rows, bool show_type) {
   if (rows.empty()) return;
   out += fmt::format("{}\n {:>7} {:>11} {:>8} {:>11} {:>11} {:>11}  {}\n", title, "Time(%)", "Time",
                      "Calls", "Avg", "Min", "Max", "Name");
@@ -37,7 +34,8 @@ void ActivityTable(std::string& out, const char* title, const std::vector<Activi
     const ActivityRow& r = rows[i];
     out += fmt::format(" {:>6.2f}% {:>11} {:>8} {:>11} {:>11} {:>11}  {}{}\n", r.pct,
                        FormatNs(r.total_ns), r.calls, FormatNs(r.avg_ns), FormatNs(r.min_ns),
-                       FormatNs(r.max_ns), Clip(r.name, 100), show_type ? " (" + r.type + ")" : "");
+                       FormatNs(r.max_ns), ClipName(r.name, 100, wide),
+                       show_type ? " (" + r.type + ")" : "");
   }
   if (rows.size() > kMaxRows)
     out += fmt::format("  ... {} more rows in the JSON profile\n", rows.size() - kMaxRows);
@@ -60,7 +58,7 @@ std::vector<ActivityRow> OfApi(const std::vector<ActivityRow>& rows, const std::
 
 std::string FormatGpuReport(const profile::Profile& p, const analysis::GpuSummary& s,
                             bool gpu_trace, bool findings, bool wide) {
-  g_wide = wide;
+  auto Clip = [wide](const std::string& name, size_t n) { return ClipName(name, n, wide); };
   std::string out;
   if (!p.gpu) return "no GPU activity recorded\n";
   const profile::GpuSection& g = *p.gpu;
@@ -74,9 +72,9 @@ std::string FormatGpuReport(const profile::Profile& p, const analysis::GpuSummar
                      g.kernels.size(), g.memcpys.size(), g.memsets.size(), g.api_calls.size(),
                      p.ranges.size());
 
-  ActivityTable(out, "GPU activities:", s.gpu_activities, false);
-  ActivityTable(out, "API calls (runtime):", OfApi(s.api_calls, "runtime"), false);
-  ActivityTable(out, "API calls (driver):", OfApi(s.api_calls, "driver"), false);
+  ActivityTable(out, wide, "GPU activities:", s.gpu_activities, false);
+  ActivityTable(out, wide, "API calls (runtime):", OfApi(s.api_calls, "runtime"), false);
+  ActivityTable(out, wide, "API calls (driver):", OfApi(s.api_calls, "driver"), false);
 
   bool any_range = std::any_of(s.layers.begin(), s.layers.end(),
                                [](const LayerRow& l) { return l.instances > 0; });
