@@ -471,5 +471,37 @@ TEST(ProfileCliTest, CountersAndSamplesPerNode) {
   EXPECT_NE(rep.out.find("heavy (MatMul)"), std::string::npos) << rep.out;
 }
 
+// `opscope ops --format json`: the operator list for scripts, the same list as the table.
+TEST(ProfileCliTest, OpsAsJson) {
+  auto table = RunCommand({OpscopeBinary(), "ops"});
+  auto json = RunCommand({OpscopeBinary(), "ops", "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  EXPECT_EQ(j["schema"], "opscope.ops/1");
+  ASSERT_TRUE(j["operators"].is_array());
+  for (const auto& op : j["operators"])
+    EXPECT_NE(table.out.find("  " + op.get<std::string>() + "\n"), std::string::npos) << op;
+  EXPECT_NE(table.out.find(std::to_string(j["operators"].size()) + " ONNX operators"), std::string::npos);
+}
+
+// Several -o in one pass, status lines on stderr, and a contradicting extension refused before
+// any work.
+TEST(ProfileCliTest, SeveralOutputsInOnePass) {
+  std::string model = kSrc + "/tests/models/twin_matmul.onnx";
+  std::string dir = TempDir();
+  ExpectError(Profile({model, "-o", dir + "/a.json", "--format", "csv"}), "the .json extension means json");
+  auto r = Profile({model, "--runs", "2", "--warmup", "0", "--no-overhead", "-o", dir + "/p.json", "-o",
+                    dir + "/p.trace.json", "-o", dir + "/p.csv", "-o", dir + "/p.folded"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"p.json", "p.trace.json", "p.csv", "p.folded"}) {
+    EXPECT_FALSE(ReadAll(dir + "/" + f).empty()) << f;
+    EXPECT_NE(r.err.find(std::string("opscope: wrote ") + dir + "/" + f), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(r.out.find("wrote"), std::string::npos) << "status lines belong on stderr";
+  EXPECT_NE(r.out.find("Hot operators"), std::string::npos) << "the table still goes to the terminal";
+  EXPECT_TRUE(nlohmann::json::parse(ReadAll(dir + "/p.trace.json"), nullptr, false).is_object());
+}
+
 }  // namespace
 }  // namespace opscope::testing

@@ -88,13 +88,45 @@ TEST(RunCli, CsvAndChromeTrace) {
   ASSERT_EQ(tr.exit_code, 0) << tr.err;
   auto j = nlohmann::json::parse(testing::ReadAll(trace), nullptr, false);
   ASSERT_FALSE(j.is_discarded());
-  int complete = 0;
-  for (const auto& e : j["traceEvents"])
+  int complete = 0, runs = 0;
+  bool named = false;
+  for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "X") {
       ++complete;
+      runs += e["cat"] == "run";
       EXPECT_GT(e["tid"].get<int>(), 0);
+      EXPECT_EQ(e["pid"], 1) << "run 0 is process 1";
     }
-  EXPECT_EQ(complete, 3 + 3 + 1);  // outer ×3, inner ×3, left-open
+    named |= e["ph"] == "M" && e["name"] == "thread_name";
+  }
+  EXPECT_EQ(complete, 3 + 3 + 1 + 1);  // outer ×3, inner ×3, left-open, the run's slice
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(named);
+  EXPECT_FALSE(j.contains("displayTimeUnit"));
+  // Status lines go to stderr, the table to stdout.
+  EXPECT_NE(tr.err.find("opscope: wrote " + trace + " (chrome)"), std::string::npos) << tr.err;
+  EXPECT_EQ(tr.out.find("opscope: wrote"), std::string::npos) << tr.out;
+}
+
+// `opscope report` renders a saved run profile: the range table (it once said "no samples").
+TEST(RunCli, ReportRendersRunProfiles) {
+  std::string json = Tmp() + "/r.json", csv = Tmp() + "/r.csv";
+  auto r = RunShell(Opscope() + " run -r 2 -o " + json + " -o " + csv + " -- " + Bin("run_annotate_c_app"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(testing::ReadAll(csv).empty());
+  auto rep = RunShell(Opscope() + " report " + json);
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("pipeline (per run, mean of 2 runs)"), std::string::npos) << rep.out;
+  EXPECT_EQ(rep.out.find("no samples"), std::string::npos) << rep.out;
+  auto same = RunShell(Opscope() + " report " + json + " --format csv");
+  EXPECT_EQ(same.out, testing::ReadAll(csv));
+  auto trace = RunShell(Opscope() + " report " + json + " --format chrome");
+  auto j = nlohmann::json::parse(trace.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  std::set<int> pids;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X") pids.insert(e["pid"].get<int>());
+  EXPECT_EQ(pids, (std::set<int>{1, 2})) << "one process per run";
 }
 
 TEST(RunCli, CHeaderNestingAndUnclosedRange) {

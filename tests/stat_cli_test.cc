@@ -254,5 +254,32 @@ TEST(StatCliTest, CommandCanReadTheTerminal) {
   EXPECT_NE(r.out.find("got-hello"), std::string::npos) << r.out << r.err;
 }
 
+// `stat -x,` is read by scripts written for `perf stat -x,`: the same columns, units and metric
+// names, line for line, as the perf on this machine writes for the same events.
+TEST(StatCliTest, SeparatedValuesMatchPerfColumns) {
+  Result perf = testing::RunShell("perf stat -x, -r 2 -e task-clock,page-faults true");
+  if (perf.exit_code != 0 || perf.err.find("task-clock") == std::string::npos)
+    GTEST_SKIP() << "perf stat does not work here: " << perf.err;
+  Result ours = Opscope("stat -x, -r 2 -e task-clock,page-faults -- true");
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  auto lines = [](const std::string& text) {
+    std::vector<std::vector<std::string>> out;
+    for (const std::string& line : Split(text, '\n', true))
+      if (line.find(",task-clock,") != std::string::npos || line.find(",page-faults,") != std::string::npos)
+        out.push_back(Split(line, ','));
+    return out;
+  };
+  auto p = lines(perf.err), o = lines(ours.err);
+  ASSERT_EQ(p.size(), 2u) << perf.err;
+  ASSERT_EQ(o.size(), 2u) << ours.err;
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(o[i].size(), p[i].size()) << ours.err << "\nperf:\n" << perf.err;
+    for (size_t c : {1, 2, 7}) EXPECT_EQ(o[i][c], p[i][c]) << "column " << c;  // unit, event, metric unit
+    EXPECT_TRUE(o[i][3].ends_with("%")) << "variance column with -r: " << o[i][3];
+    double v;
+    for (size_t c : {0, 4, 5, 6}) EXPECT_TRUE(ParseDouble(o[i][c], &v)) << "column " << c << ": " << o[i][c];
+  }
+}
+
 }  // namespace
 }  // namespace opscope

@@ -27,6 +27,7 @@
 #include "base/target_signals.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/target_build.h"
 #include "collect/counter_run.h"
 #include "collect/range_run.h"
@@ -38,12 +39,6 @@ extern char** environ;
 namespace opscope::cli {
 namespace {
 
-std::string FormatFromPath(const std::string& path) {
-  if (EndsWith(path, ".csv")) return "csv";
-  if (EndsWith(path, ".trace.json") || EndsWith(path, ".chrome.json")) return "chrome";
-  if (EndsWith(path, ".json")) return "json";
-  return "table";
-}
 
 }  // namespace
 
@@ -56,9 +51,9 @@ class RunCommand : public Command {
   void Setup(CLI::App* app) override {
     app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")->check(WholeNumberIn(1, 100000));
     app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")->check(WholeNumberIn(0, 100000));
-    app->add_option("-o,--output", output_, "output file; format from the extension (.json, .csv, .trace.json)");
-    app->add_option("--format", format_, "table, json, csv or chrome")
-        ->check(CLI::IsMember({"table", "json", "csv", "chrome"}));
+    AddOutputOptions(app, &out_, ".json is the profile, .csv one row per range, .trace.json a "
+                                 "timeline (one process per run)");
+    app->add_flag("--wide", wide_, "show long range names whole");
     app->add_flag("--no-nvtx", no_nvtx_, "do not inject the NVTX recorder");
     app->add_flag("--no-cpu-time", no_cpu_time_,
                   "do not record each range's thread CPU time (saves two clock reads per range)");
@@ -66,9 +61,7 @@ class RunCommand : public Command {
   }
 
   int Run() override {
-    std::string format = !format_.empty() ? format_ : output_.empty() ? "table" : FormatFromPath(output_);
-    if (!output_.empty())
-      if (Status st = CheckWritable(output_); !st.ok()) return ReportError(st);
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
     auto exe = ResolveCommand(command_[0]);
     if (!exe.ok()) {
       ReportError(exe.status());
@@ -91,7 +84,9 @@ class RunCommand : public Command {
     ro.runs = runs_;
     ro.nvtx = !no_nvtx_;
     ro.cpu_time = !no_cpu_time_;
-    ro.stdout_to_stderr = output_.empty() && format != "table";
+    // Machine output on stdout: the program's own stdout goes to stderr so as not to mix in.
+    for (const auto& t : out_.targets)
+      ro.stdout_to_stderr |= t.path.empty() && std::string(t.format->name) != "table";
     ro.on_note = [](const std::string& what) {
       std::fprintf(stderr, "opscope: %s\n", what.c_str());
     };
@@ -105,34 +100,19 @@ class RunCommand : public Command {
     analysis::Diagnose(&p, nullptr);  // ranges only: no op has FLOPs for a roofline
     if (Status st = profile::Validate(p); !st.ok()) return ReportError(st);
 
-    analysis::RangeReport rep = analysis::SummarizeRanges(p);
-    auto render = [&](const std::string& f, bool color) -> std::string {
-      if (f == "json") return profile::ToJsonString(p);
-      if (f == "csv") return analysis::RangesToCsv(rep);
-      if (f == "chrome") return analysis::RangesToChromeTrace(p);
-      std::string out = analysis::FormatRangeTable(rep, color);
-      analysis::RepeatReport rr = analysis::AnalyzeRepeats(p.e2e.runs_ms);
-      out += "\nwhole program: " + rr.words + "\n";
-      analysis::ThrottleReport tr = analysis::DetectThrottling(p.clocks);
-      if (!tr.summary.empty()) out += "clocks: " + tr.summary + "\n";
-      if (p.overhead) out += fmt::format("opscope overhead: {:.2f}% ({})\n", p.overhead->pct, p.overhead->method);
-      out += "target build: " + (verdict.kind == "unknown" ? verdict.evidence : verdict.kind + " — " + verdict.evidence) + "\n\n";
-      out += analysis::FormatFindings(p.findings, color);
-      return out;
-    };
-    if (output_.empty()) {
-      std::fputs(render(format, UseColor(1)).c_str(), stdout);
-    } else {
-      if (Status st = WriteFileAtomic(output_, render(format, false)); !st.ok()) return ReportError(st);
-      std::fputs(render("table", UseColor(1)).c_str(), stdout);
-      std::fprintf(stdout, "\nwrote %s (%s)\n", output_.c_str(), format.c_str());
-    }
+    (void)verdict;  // recorded in p.meta; the range section prints it
+    report::ReportOptions o;
+    o.color = UseColor(1);
+    o.wide = wide_;
+    o.only = {"ranges"};
+    if (Status st = EmitProfile(p, out_, o); !st.ok()) return ReportError(st);
     return TargetExitCode(ran->exit_code, signals.received());
   }
 
  private:
   int runs_ = 1, warmup_ = 0;
-  std::string output_, format_;
+  OutputChoice out_;
+  bool wide_ = false;
   bool no_nvtx_ = false, no_cpu_time_ = false;
   std::vector<std::string> command_;
 };

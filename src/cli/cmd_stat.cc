@@ -14,11 +14,11 @@
 #include "analysis/rules.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/target_build.h"
 #include "collect/attach.h"
 #include "collect/counter_metrics.h"
 #include "collect/counter_run.h"
-#include "collect/counter_table.h"
 #include "collect/perf_event.h"
 #include "profile/profile_io.h"
 
@@ -43,8 +43,10 @@ class StatCommand : public Command {
     app->add_option("-x,--field-separator", sep_, "machine output: separated values with SEP "
                     "(stderr, or -o FILE)")
         ->check(NonEmpty());
-    app->add_option("-o,--output", output_, "write the result to FILE (FILE.json: the profile; "
-                    "FILE.csv: separated values; else the table)");
+    app->add_option("-o,--output", out_.paths, "write the result to FILE, in the format its "
+                    "extension names: .json the profile, .csv `perf stat -x,` lines, .txt the table "
+                    "(repeatable)")
+        ->allow_extra_args(false);
     app->add_option("-p,--pid", pids_, "attach to running processes PID[,PID...] (their threads, "
                     "counted per thread)");
     app->add_option("-t,--tid", tids_, "attach to threads TID[,TID...]");
@@ -68,10 +70,9 @@ class StatCommand : public Command {
       if (!parsed.ok()) return ReportError(parsed.status());
       events = std::move(parsed).value();
     }
-    if (!output_.empty()) {
-      Status st = CheckWritable(output_);
-      if (!st.ok()) return ReportError(st);
-    }
+    if (json_) out_.format = "json";
+    if (!sep_.empty()) out_.format = "stat-csv";
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
 
     profile::Profile p;
     FillMeta(p.meta);
@@ -147,26 +148,14 @@ class StatCommand : public Command {
     if (!events_.empty()) m.extra["events"] = Join(events_, ",");
   }
 
+  // Data goes to stderr (the command's stdout is its own) or to the -o files; the terminal gets
+  // the table when every target is a file.
   Status Emit(const profile::Profile& p) {
-    enum class Format { kTable, kJson, kSeparated } format = Format::kTable;
-    std::string sep = sep_;
-    if (json_) format = Format::kJson;
-    else if (!sep_.empty()) format = Format::kSeparated;
-    else if (EndsWith(output_, ".json")) format = Format::kJson;
-    else if (EndsWith(output_, ".csv")) format = Format::kSeparated, sep = ",";
-    std::string text = format == Format::kJson        ? profile::ToJsonString(p) + "\n"
-                       : format == Format::kSeparated ? collect::FormatStatSeparated(p, sep)
-                                                      : collect::FormatStatTable(p);
-    std::string findings = p.findings.empty() ? "" : "\n" + analysis::FormatFindings(p.findings, UseColor(2));
-    if (output_.empty()) {
-      std::fputs(text.c_str(), stderr);
-      if (format == Format::kTable) std::fputs(findings.c_str(), stderr);
-      return Status::Ok();
-    }
-    // The file gets the chosen format; the terminal still gets the table.
-    if (format != Format::kTable) std::fputs(collect::FormatStatTable(p).c_str(), stderr);
-    std::fputs(findings.c_str(), stderr);
-    return WriteFileAtomic(output_, text);
+    report::ReportOptions o;
+    o.separator = sep_.empty() ? "," : sep_;
+    o.color = UseColor(2);
+    o.only = {"stat"};
+    return EmitProfile(p, out_, o, stderr);
   }
 
   // -p/-t/-a/-C: what to attach to, checked (processes exist, permissions) before anything opens.
@@ -198,7 +187,7 @@ class StatCommand : public Command {
   std::vector<std::string> events_;
   bool json_ = false;
   std::string sep_;
-  std::string output_;
+  OutputChoice out_;
   std::vector<std::string> command_;
   std::string pids_, tids_, cpus_;
   collect::AttachSpec attach_;

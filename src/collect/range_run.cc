@@ -169,6 +169,7 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
     const int32_t base = static_cast<int32_t>(p->ranges.size());
     for (auto& r : ranges) {
       if (r.parent >= 0) r.parent += base;
+      r.run = run;
       p->ranges.push_back(std::move(r));
     }
   }

@@ -1,4 +1,6 @@
-#include "gpu/summary.h"
+#include "analysis/gpu_summary.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -7,13 +9,10 @@
 #include <set>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "base/strings.h"
 #include "profile/gpu_kernel_bound.h"
-#include "gpu/occupancy.h"
 
-namespace opscope::gpu {
+namespace opscope::analysis {
 namespace {
 
 using Interval = std::pair<int64_t, int64_t>;
@@ -44,15 +43,19 @@ int64_t IntersectionLength(const std::vector<Interval>& a, const std::vector<Int
   while (i < a.size() && j < b.size()) {
     int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
     if (hi > lo) n += hi - lo;
-    if (a[i].second < b[j].second) ++i; else ++j;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
   }
   return n;
 }
 
 std::vector<Interval> Clip(const std::vector<Interval>& v, Interval w) {
   std::vector<Interval> out;
-  auto it = std::lower_bound(v.begin(), v.end(), Interval{w.first, w.first},
-                             [](const Interval& a, const Interval& b) { return a.second < b.first; });
+  auto it =
+      std::lower_bound(v.begin(), v.end(), Interval{w.first, w.first},
+                       [](const Interval& a, const Interval& b) { return a.second < b.first; });
   for (; it != v.end() && it->first < w.second; ++it) {
     int64_t lo = std::max(it->first, w.first), hi = std::min(it->second, w.second);
     if (hi > lo) out.push_back({lo, hi});
@@ -87,17 +90,21 @@ std::vector<ActivityRow> Rows(const std::map<std::pair<std::string, std::string>
     r.pct = all > 0 ? 100.0 * a.total / all : 0;
     rows.push_back(r);
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const ActivityRow& x, const ActivityRow& y) { return x.total_ns > y.total_ns; });
+  std::stable_sort(rows.begin(), rows.end(), [](const ActivityRow& x, const ActivityRow& y) {
+    return x.total_ns > y.total_ns;
+  });
   return rows;
 }
 
 bool IsSynchronousCopyApi(const profile::GpuApiCall& a) {
-  if (a.api == "runtime") return StartsWith(a.name, "cudaMemcpy") && a.name.find("Async") == std::string::npos;
+  if (a.api == "runtime")
+    return StartsWith(a.name, "cudaMemcpy") && a.name.find("Async") == std::string::npos;
   return false;  // driver calls nested in runtime calls would count twice
 }
 
 // Iteration windows: instances of the chosen range, sorted by start.
-std::vector<Interval> IterationWindows(const profile::Profile& p, const SummaryOptions& o, std::string* name) {
+std::vector<Interval> IterationWindows(const profile::Profile& p, const SummaryOptions& o,
+                                       std::string* name) {
   std::map<std::string, std::pair<int64_t, int64_t>> top;  // name -> (count, total ns)
   for (const profile::Range& r : p.ranges) {
     bool eligible = o.iteration_range.empty() ? r.parent == -1 : r.name == o.iteration_range;
@@ -117,14 +124,16 @@ std::vector<Interval> IterationWindows(const profile::Profile& p, const SummaryO
   std::vector<Interval> w;
   if (best.empty()) return w;
   for (const profile::Range& r : p.ranges)
-    if (r.name == best && (o.iteration_range.empty() ? r.parent == -1 : true)) w.push_back({r.start_ns, r.end_ns});
+    if (r.name == best && (o.iteration_range.empty() ? r.parent == -1 : true))
+      w.push_back({r.start_ns, r.end_ns});
   std::sort(w.begin(), w.end());
   *name = best;
   return w;
 }
 
 int IterationOf(const std::vector<Interval>& windows, int64_t ts) {
-  auto it = std::upper_bound(windows.begin(), windows.end(), Interval{ts, std::numeric_limits<int64_t>::max()});
+  auto it = std::upper_bound(windows.begin(), windows.end(),
+                             Interval{ts, std::numeric_limits<int64_t>::max()});
   if (it == windows.begin()) return -1;
   --it;
   return ts <= it->second ? static_cast<int>(it - windows.begin()) : -1;
@@ -171,13 +180,16 @@ std::vector<KernelThroughputRow> ThroughputRows(const profile::GpuSection& g) {
     r.low_occupancy = r.bound == "latency" && profile::LowAchievedOccupancy(r.achieved_occupancy_pct);
     out.push_back(r);
   }
-  std::stable_sort(out.begin(), out.end(), [](const KernelThroughputRow& a, const KernelThroughputRow& b) {
-    return a.duration_ns > b.duration_ns;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KernelThroughputRow& a, const KernelThroughputRow& b) {
+                     return a.duration_ns > b.duration_ns;
+                   });
   return out;
 }
 
-std::string Pct(double part, double whole) { return whole > 0 ? fmt::format("{:.0f}%", 100.0 * part / whole) : "0%"; }
+std::string Pct(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.0f}%", 100.0 * part / whole) : "0%";
+}
 
 }  // namespace
 
@@ -186,7 +198,8 @@ std::string LayerKey(const std::string& name) {
   size_t pos = 0;
   while (pos < name.size()) {
     size_t comma = name.find(", ", pos);
-    std::string_view part(name.data() + pos, (comma == std::string::npos ? name.size() : comma) - pos);
+    std::string_view part(name.data() + pos,
+                          (comma == std::string::npos ? name.size() : comma) - pos);
     bool drop = false;
     if (pos > 0) {
       for (std::string_view key : {"seq = ", "op_id = ", "input_op_ids = "}) {
@@ -225,9 +238,13 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
     gpu_groups[{"kernel", k.name}].Add(static_cast<double>(k.end_ns - k.start_ns));
     s.kernel_ns += static_cast<double>(k.end_ns - k.start_ns);
   }
-  for (const auto& m : g.memcpys) gpu_groups[{"memcpy", "[CUDA memcpy " + m.kind + "]"}].Add(static_cast<double>(m.end_ns - m.start_ns));
-  for (const auto& m : g.memsets) gpu_groups[{"memset", "[CUDA memset]"}].Add(static_cast<double>(m.end_ns - m.start_ns));
-  for (const auto& a : g.api_calls) api_groups[{a.api, a.name}].Add(static_cast<double>(a.end_ns - a.start_ns));
+  for (const auto& m : g.memcpys)
+    gpu_groups[{"memcpy", "[CUDA memcpy " + m.kind + "]"}].Add(
+        static_cast<double>(m.end_ns - m.start_ns));
+  for (const auto& m : g.memsets)
+    gpu_groups[{"memset", "[CUDA memset]"}].Add(static_cast<double>(m.end_ns - m.start_ns));
+  for (const auto& a : g.api_calls)
+    api_groups[{a.api, a.name}].Add(static_cast<double>(a.end_ns - a.start_ns));
   s.gpu_activities = Rows(gpu_groups);
   s.api_calls = Rows(api_groups);
 
@@ -263,14 +280,16 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
 
   // Copies per direction.
   std::map<std::string, CopyDirection> dirs;
-  std::map<std::string, std::pair<double, double>> pageable_time;  // kind -> (pageable ns, pinned ns)
+  std::map<std::string, std::pair<double, double>>
+      pageable_time;  // kind -> (pageable ns, pinned ns)
   for (const auto& m : g.memcpys) {
     CopyDirection& d = dirs[m.kind];
     d.kind = m.kind;
     ++d.count;
     d.bytes += m.bytes;
     d.ns += static_cast<double>(m.end_ns - m.start_ns);
-    (m.pageable ? pageable_time[m.kind].first : pageable_time[m.kind].second) += static_cast<double>(m.end_ns - m.start_ns);
+    (m.pageable ? pageable_time[m.kind].first : pageable_time[m.kind].second) +=
+        static_cast<double>(m.end_ns - m.start_ns);
     if (m.pageable) {
       ++d.pageable_count;
       d.pageable_bytes += m.bytes;
@@ -317,15 +336,21 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
       r.same_content = std::max(r.same_content, n);
     }
     if (r.kind != "HtoD" || r.bytes_each < kMinRepeatedCopyBytes) continue;
-    bool repeated = n_iter >= kMinRepeats
-                        ? r.iterations_with >= std::max<int64_t>(kMinRepeats, static_cast<int64_t>(std::ceil(kRepeatedCopyIterationShare * n_iter)))
-                        : r.count >= kMinRepeats;
+    bool repeated =
+        n_iter >= kMinRepeats
+            ? r.iterations_with >=
+                  std::max<int64_t>(
+                      kMinRepeats,
+                      static_cast<int64_t>(std::ceil(kRepeatedCopyIterationShare * n_iter)))
+            : r.count >= kMinRepeats;
     bool changing = r.fingerprinted >= kMinRepeats &&
-                    static_cast<double>(r.same_content) < kRepeatedCopyIterationShare * static_cast<double>(r.fingerprinted);
+                    static_cast<double>(r.same_content) <
+                        kRepeatedCopyIterationShare * static_cast<double>(r.fingerprinted);
     if (repeated && !changing) s.repeated_copies.push_back(r);
   }
-  std::stable_sort(s.repeated_copies.begin(), s.repeated_copies.end(),
-                   [](const RepeatedCopy& a, const RepeatedCopy& b) { return a.total_ns > b.total_ns; });
+  std::stable_sort(
+      s.repeated_copies.begin(), s.repeated_copies.end(),
+      [](const RepeatedCopy& a, const RepeatedCopy& b) { return a.total_ns > b.total_ns; });
 
   // GPU busy time and gaps.
   std::vector<Interval> busy_raw;
@@ -368,8 +393,14 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   // Iteration split.
   if (windows.empty()) {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-    for (const auto& a : g.api_calls) { lo = std::min(lo, a.start_ns); hi = std::max(hi, a.end_ns); }
-    if (!busy.empty()) { lo = std::min(lo, busy.front().first); hi = std::max(hi, busy.back().second); }
+    for (const auto& a : g.api_calls) {
+      lo = std::min(lo, a.start_ns);
+      hi = std::max(hi, a.end_ns);
+    }
+    if (!busy.empty()) {
+      lo = std::min(lo, busy.front().first);
+      hi = std::max(hi, busy.back().second);
+    }
     if (hi > lo) windows.push_back({lo, hi});
   } else {
     s.split.range = iter_name;
@@ -377,7 +408,8 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   double window_sum = 0, cpu_only = 0, gpu_only = 0, overlap = 0, both = 0;
   for (const Interval& w : windows) {
     std::vector<Interval> gb = Clip(busy, w), hb = Clip(blocked, w);
-    int64_t len = w.second - w.first, lg = Length(gb), lb = Length(hb), gi = IntersectionLength(gb, hb);
+    int64_t len = w.second - w.first, lg = Length(gb), lb = Length(hb),
+            gi = IntersectionLength(gb, hb);
     window_sum += static_cast<double>(len);
     gpu_only += static_cast<double>(gi);
     overlap += static_cast<double>(lg - gi);
@@ -406,25 +438,41 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
     profile::Finding f;
     f.rule = "gpu-repeated-copy";
     f.severity = "warning";
-    f.title = fmt::format("the same {} host-to-device copy is repeated {}", HumanBytes(static_cast<double>(r.bytes_each)),
+    f.title = fmt::format("the same {} host-to-device copy is repeated {}",
+                          HumanBytes(static_cast<double>(r.bytes_each)),
                           n_iter ? "every iteration" : fmt::format("{} times", r.count));
-    f.evidence = n_iter ? fmt::format("{} copies of {} bytes HtoD in {} of {} '{}' iterations, {} of copy time in total",
-                                      r.count, r.bytes_each, r.iterations_with, n_iter, s.split.range, FormatNs(r.total_ns))
-                        : fmt::format("{} copies of {} bytes HtoD, {} of copy time in total (no NVTX iteration range "
-                                      "found: counted over the whole run)", r.count, r.bytes_each, FormatNs(r.total_ns));
+    f.evidence =
+        n_iter
+            ? fmt::format(
+                  "{} copies of {} bytes HtoD in {} of {} '{}' iterations, {} of copy time in "
+                  "total",
+                  r.count, r.bytes_each, r.iterations_with, n_iter, s.split.range,
+                  FormatNs(r.total_ns))
+            : fmt::format(
+                  "{} copies of {} bytes HtoD, {} of copy time in total (no NVTX iteration range "
+                  "found: counted over the whole run)",
+                  r.count, r.bytes_each, FormatNs(r.total_ns));
     if (r.fingerprinted >= kMinRepeats) {
       f.title += " with the same content";
-      f.evidence += fmt::format("; {} of {} fingerprinted copies carried identical bytes", r.same_content, r.fingerprinted);
-      f.suggestion = "the bytes do not change: copy them to the GPU once before the loop and keep the device buffer";
+      f.evidence += fmt::format("; {} of {} fingerprinted copies carried identical bytes",
+                                r.same_content, r.fingerprinted);
+      f.suggestion =
+          "the bytes do not change: copy them to the GPU once before the loop and keep the device "
+          "buffer";
     } else {
       f.evidence += "; content not fingerprinted, so matched by size and direction only";
-      f.suggestion = "if its content does not change between iterations (weights, configuration, lookup tables), "
-                     "copy it to the GPU once before the loop and keep the device buffer";
+      f.suggestion =
+          "if its content does not change between iterations (weights, configuration, lookup "
+          "tables), "
+          "copy it to the GPU once before the loop and keep the device buffer";
     }
     f.ops = {fmt::format("[CUDA memcpy HtoD] {} bytes", r.bytes_each)};
-    f.numbers = {{"bytes_each", static_cast<double>(r.bytes_each)}, {"count", static_cast<double>(r.count)},
-                 {"iterations_with", static_cast<double>(r.iterations_with)}, {"iterations", static_cast<double>(n_iter)},
-                 {"total_ns", r.total_ns}, {"fingerprinted", static_cast<double>(r.fingerprinted)},
+    f.numbers = {{"bytes_each", static_cast<double>(r.bytes_each)},
+                 {"count", static_cast<double>(r.count)},
+                 {"iterations_with", static_cast<double>(r.iterations_with)},
+                 {"iterations", static_cast<double>(n_iter)},
+                 {"total_ns", r.total_ns},
+                 {"fingerprinted", static_cast<double>(r.fingerprinted)},
                  {"same_content", static_cast<double>(r.same_content)}};
     out.push_back(std::move(f));
   }
@@ -435,37 +483,50 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
     f.rule = "gpu-pageable-copy";
     f.severity = d.pageable_bytes >= (1 << 20) ? "warning" : "info";
     f.title = fmt::format("{} {} copies use pageable host memory", d.pageable_count, d.kind);
-    f.evidence = fmt::format("{} of {} {} copies ({}) from/to pageable memory at {:.2f} GB/s{}", d.pageable_count,
-                             d.count, d.kind, HumanBytes(static_cast<double>(d.pageable_bytes)), d.pageable_gbps,
-                             d.pinned_gbps > 0 ? fmt::format(" (pinned copies here: {:.2f} GB/s)", d.pinned_gbps) : "");
-    f.suggestion = "allocate the host buffers with cudaHostAlloc/cudaMallocHost (or cudaHostRegister them): pinned "
-                   "copies are faster and can overlap with kernels through cudaMemcpyAsync";
+    f.evidence = fmt::format(
+        "{} of {} {} copies ({}) from/to pageable memory at {:.2f} GB/s{}", d.pageable_count,
+        d.count, d.kind, HumanBytes(static_cast<double>(d.pageable_bytes)), d.pageable_gbps,
+        d.pinned_gbps > 0 ? fmt::format(" (pinned copies here: {:.2f} GB/s)", d.pinned_gbps) : "");
+    f.suggestion =
+        "allocate the host buffers with cudaHostAlloc/cudaMallocHost (or cudaHostRegister them): "
+        "pinned "
+        "copies are faster and can overlap with kernels through cudaMemcpyAsync";
     f.ops = {"[CUDA memcpy " + d.kind + "]"};
     f.numbers = {{"pageable_count", static_cast<double>(d.pageable_count)},
-                 {"pageable_bytes", static_cast<double>(d.pageable_bytes)}, {"pageable_gbps", d.pageable_gbps},
+                 {"pageable_bytes", static_cast<double>(d.pageable_bytes)},
+                 {"pageable_gbps", d.pageable_gbps},
                  {"pinned_gbps", d.pinned_gbps}};
     out.push_back(std::move(f));
   }
 
   const IterationSplit& sp = s.split;
   if (sp.window_ns > 0 && !p.gpu->kernels.empty()) {
-    double cpu_share = sp.cpu_only_ns / sp.window_ns, wait_share = (sp.gpu_only_ns + sp.both_wait_ns) / sp.window_ns;
-    std::string where = sp.range.empty() ? "of the traced span" : fmt::format("of each '{}' iteration", sp.range);
-    std::map<std::string, double> numbers = {{"window_ns", sp.window_ns}, {"cpu_only_ns", sp.cpu_only_ns},
-                                             {"gpu_only_ns", sp.gpu_only_ns}, {"overlap_ns", sp.overlap_ns},
+    double cpu_share = sp.cpu_only_ns / sp.window_ns,
+           wait_share = (sp.gpu_only_ns + sp.both_wait_ns) / sp.window_ns;
+    std::string where =
+        sp.range.empty() ? "of the traced span" : fmt::format("of each '{}' iteration", sp.range);
+    std::map<std::string, double> numbers = {{"window_ns", sp.window_ns},
+                                             {"cpu_only_ns", sp.cpu_only_ns},
+                                             {"gpu_only_ns", sp.gpu_only_ns},
+                                             {"overlap_ns", sp.overlap_ns},
                                              {"both_wait_ns", sp.both_wait_ns}};
-    std::string evidence = fmt::format("{} {}: CPU only {} ({}), GPU only {} ({}), overlapped {} ({}), both waiting {} ({})",
-                                       FormatNs(sp.window_ns), where, FormatNs(sp.cpu_only_ns), Pct(sp.cpu_only_ns, sp.window_ns),
-                                       FormatNs(sp.gpu_only_ns), Pct(sp.gpu_only_ns, sp.window_ns), FormatNs(sp.overlap_ns),
-                                       Pct(sp.overlap_ns, sp.window_ns), FormatNs(sp.both_wait_ns), Pct(sp.both_wait_ns, sp.window_ns));
+    std::string evidence = fmt::format(
+        "{} {}: CPU only {} ({}), GPU only {} ({}), overlapped {} ({}), both waiting {} ({})",
+        FormatNs(sp.window_ns), where, FormatNs(sp.cpu_only_ns), Pct(sp.cpu_only_ns, sp.window_ns),
+        FormatNs(sp.gpu_only_ns), Pct(sp.gpu_only_ns, sp.window_ns), FormatNs(sp.overlap_ns),
+        Pct(sp.overlap_ns, sp.window_ns), FormatNs(sp.both_wait_ns),
+        Pct(sp.both_wait_ns, sp.window_ns));
     if (cpu_share >= 0.3) {
       profile::Finding f;
       f.rule = "gpu-waits-for-cpu";
       f.severity = cpu_share >= 0.5 ? "warning" : "info";
-      f.title = fmt::format("the GPU is idle {} {} while the CPU works", Pct(sp.cpu_only_ns, sp.window_ns), where);
+      f.title = fmt::format("the GPU is idle {} {} while the CPU works",
+                            Pct(sp.cpu_only_ns, sp.window_ns), where);
       f.evidence = evidence;
-      f.suggestion = "the CPU side (pre/post-processing, launches) is the bottleneck: profile it (`opscope record`), "
-                     "move the work to the GPU, or pipeline it with the GPU work of the previous iteration";
+      f.suggestion =
+          "the CPU side (pre/post-processing, launches) is the bottleneck: profile it (`opscope "
+          "record`), "
+          "move the work to the GPU, or pipeline it with the GPU work of the previous iteration";
       f.numbers = numbers;
       out.push_back(std::move(f));
     }
@@ -473,13 +534,19 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
       profile::Finding f;
       f.rule = "cpu-waits-for-gpu";
       f.severity = "info";
-      f.title = fmt::format("the CPU waits for the GPU {} {}", Pct(sp.gpu_only_ns + sp.both_wait_ns, sp.window_ns), where);
-      f.evidence = evidence + fmt::format("; host blocked in synchronization {} over {} calls, in synchronous copies {}",
-                                          FormatNs(static_cast<double>(s.waiting.sync_ns)), s.waiting.sync_calls,
-                                          FormatNs(static_cast<double>(s.waiting.sync_copy_ns)));
-      f.suggestion = "the GPU work bounds the iteration; if the CPU has independent work (next frame's "
-                     "pre-processing), overlap it with the GPU using streams and asynchronous copies instead of "
-                     "synchronizing early";
+      f.title = fmt::format("the CPU waits for the GPU {} {}",
+                            Pct(sp.gpu_only_ns + sp.both_wait_ns, sp.window_ns), where);
+      f.evidence =
+          evidence +
+          fmt::format(
+              "; host blocked in synchronization {} over {} calls, in synchronous copies {}",
+              FormatNs(static_cast<double>(s.waiting.sync_ns)), s.waiting.sync_calls,
+              FormatNs(static_cast<double>(s.waiting.sync_copy_ns)));
+      f.suggestion =
+          "the GPU work bounds the iteration; if the CPU has independent work (next frame's "
+          "pre-processing), overlap it with the GPU using streams and asynchronous copies instead "
+          "of "
+          "synchronizing early";
       f.numbers = numbers;
       out.push_back(std::move(f));
     }
@@ -494,18 +561,23 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
   }
   for (const auto& [name, e] : by_name) {
     const profile::GpuKernel& k = *e.second;
-    if (s.kernel_ns <= 0 || e.first < 0.1 * s.kernel_ns || k.occupancy <= 0 || k.occupancy >= 0.25) continue;
+    if (s.kernel_ns <= 0 || e.first < 0.1 * s.kernel_ns || k.occupancy <= 0 || k.occupancy >= 0.25)
+      continue;
     profile::Finding f;
     f.rule = "gpu-low-occupancy";
     f.severity = "info";
-    f.title = fmt::format("kernel {} can keep only {:.0f}% of the SM's warps busy", name, 100 * k.occupancy);
-    f.evidence = fmt::format("{} of kernel time; block {}x{}x{}, {} registers/thread, {} bytes shared memory: "
-                             "theoretical occupancy {:.0f}%, limited by {}", Pct(e.first, s.kernel_ns), k.block[0],
-                             k.block[1], k.block[2], k.registers_per_thread, k.static_shared_bytes + k.dynamic_shared_bytes,
-                             100 * k.occupancy, LimiterName(k.occupancy_limiter));
-    f.suggestion = "low occupancy hides memory latency poorly: use larger blocks, fewer registers "
-                   "(__launch_bounds__, -maxrregcount) or less shared memory per block, unless the kernel is "
-                   "deliberately tuned for instruction-level parallelism";
+    f.title = fmt::format("kernel {} can keep only {:.0f}% of the SM's warps busy", name,
+                          100 * k.occupancy);
+    f.evidence = fmt::format(
+        "{} of kernel time; block {}x{}x{}, {} registers/thread, {} bytes shared memory: "
+        "theoretical occupancy {:.0f}%, limited by {}",
+        Pct(e.first, s.kernel_ns), k.block[0], k.block[1], k.block[2], k.registers_per_thread,
+        k.static_shared_bytes + k.dynamic_shared_bytes, 100 * k.occupancy,
+        profile::LimiterName(k.occupancy_limiter));
+    f.suggestion =
+        "low occupancy hides memory latency poorly: use larger blocks, fewer registers "
+        "(__launch_bounds__, -maxrregcount) or less shared memory per block, unless the kernel is "
+        "deliberately tuned for instruction-level parallelism";
     f.ops = {name};
     f.numbers = {{"occupancy", k.occupancy}, {"kernel_ns", e.first}};
     out.push_back(std::move(f));
@@ -520,4 +592,4 @@ std::string FormatNs(double ns) {
   return fmt::format("{:.0f}ns", ns);
 }
 
-}  // namespace opscope::gpu
+}  // namespace opscope::analysis

@@ -28,40 +28,42 @@
 
 #include "profile/profile.h"
 
-namespace opscope::gpu {
+// The terminal form of a GpuSummary is report/gpu_table.h.
+
+namespace opscope::analysis {
 
 inline constexpr int kMinRepeats = 3;
 inline constexpr int64_t kMinRepeatedCopyBytes = 64 * 1024;
 inline constexpr double kRepeatedCopyIterationShare = 0.9;
 
 struct SummaryOptions {
-  std::string iteration_range;    // "" = detect
+  std::string iteration_range;  // "" = detect
   int64_t gap_threshold_ns = 10000;
 };
 
 struct ActivityRow {
   std::string name;
-  std::string type;               // "kernel", "memcpy", "memset", or the API ("runtime", "driver")
+  std::string type;  // "kernel", "memcpy", "memset", or the API ("runtime", "driver")
   int64_t calls = 0;
   double total_ns = 0, min_ns = 0, max_ns = 0, avg_ns = 0;
-  double pct = 0;                 // of the table's total, 0..100
+  double pct = 0;  // of the table's total, 0..100
 };
 
 struct LayerRow {
-  std::string name;               // innermost NVTX range; "(no range)" for the rest
-  int64_t instances = 0;          // range instances that launched at least one kernel or copy
+  std::string name;       // innermost NVTX range; "(no range)" for the rest
+  int64_t instances = 0;  // range instances that launched at least one kernel or copy
   int64_t kernels = 0;
-  double kernel_ns = 0;           // GPU time of the kernels launched in it
-  double copy_ns = 0;             // GPU time of the copies issued in it
-  double pct = 0;                 // kernel_ns of all kernel time, 0..100
-  double range_ns = 0;            // CPU wall time of those instances
+  double kernel_ns = 0;  // GPU time of the kernels launched in it
+  double copy_ns = 0;    // GPU time of the copies issued in it
+  double pct = 0;        // kernel_ns of all kernel time, 0..100
+  double range_ns = 0;   // CPU wall time of those instances
 };
 
 struct CopyDirection {
   std::string kind;
   int64_t count = 0, bytes = 0;
   double ns = 0;
-  double gbps = 0;                // bytes / copy time
+  double gbps = 0;  // bytes / copy time
   int64_t pageable_count = 0, pageable_bytes = 0;
   double pageable_gbps = 0, pinned_gbps = 0;  // 0 when there are none of that kind
 };
@@ -70,34 +72,34 @@ struct RepeatedCopy {
   std::string kind;
   int64_t bytes_each = 0;
   int64_t count = 0;
-  int64_t iterations_with = 0;    // iterations that contain at least one
+  int64_t iterations_with = 0;  // iterations that contain at least one
   double total_ns = 0;
-  bool pageable = false;          // at least one of them from pageable memory
-  int64_t fingerprinted = 0;      // copies whose host bytes the tracer fingerprinted
-  int64_t same_content = 0;       // of those, how many carry the most common content
+  bool pageable = false;      // at least one of them from pageable memory
+  int64_t fingerprinted = 0;  // copies whose host bytes the tracer fingerprinted
+  int64_t same_content = 0;   // of those, how many carry the most common content
 };
 
 struct IdleGaps {
-  int64_t span_ns = 0;            // first GPU activity start to last end
-  int64_t busy_ns = 0;            // union of GPU activity
-  int64_t gaps = 0;               // gaps longer than the threshold
-  int64_t gap_ns = 0;             // their total
+  int64_t span_ns = 0;  // first GPU activity start to last end
+  int64_t busy_ns = 0;  // union of GPU activity
+  int64_t gaps = 0;     // gaps longer than the threshold
+  int64_t gap_ns = 0;   // their total
   int64_t largest_gap_ns = 0;
   int64_t threshold_ns = 0;
 };
 
 struct HostWaiting {
-  int64_t sync_ns = 0;            // in CUDA synchronization (all threads)
+  int64_t sync_ns = 0;  // in CUDA synchronization (all threads)
   int64_t sync_calls = 0;
   std::vector<std::pair<std::string, int64_t>> sync_by_type;  // type -> ns
-  int64_t sync_copy_ns = 0;       // in synchronous cudaMemcpy* calls
+  int64_t sync_copy_ns = 0;                                   // in synchronous cudaMemcpy* calls
   int64_t sync_copy_calls = 0;
 };
 
 struct IterationSplit {
-  std::string range;              // "" when the whole span is one iteration
+  std::string range;  // "" when the whole span is one iteration
   int64_t iterations = 0;
-  double window_ns = 0;           // mean iteration length
+  double window_ns = 0;  // mean iteration length
   double cpu_only_ns = 0, gpu_only_ns = 0, overlap_ns = 0, both_wait_ns = 0;  // means
 };
 
@@ -105,15 +107,15 @@ struct IterationSplit {
 // weighted by their duration under replay.
 struct KernelThroughputRow {
   std::string name;
-  int64_t launches = 0;           // launches with metrics
-  double duration_ns = 0;         // their total duration under replay
-  double pct = 0;                 // of the measured kernels' total duration, 0..100
+  int64_t launches = 0;    // launches with metrics
+  double duration_ns = 0;  // their total duration under replay
+  double pct = 0;          // of the measured kernels' total duration, 0..100
   double sm_pct = -1, memory_pct = -1, dram_pct = -1, achieved_occupancy_pct = -1;  // -1 unknown
   double theoretical_occupancy = 0;  // 0..1, of the first launch (0 if unknown)
   int32_t registers_per_thread = 0;
   int64_t shared_bytes_per_block = 0;  // static + dynamic, of the first launch
-  std::string bound;              // ClassifyKernelBound of the averages
-  bool low_occupancy = false;     // latency-bound with low achieved occupancy
+  std::string bound;                   // ClassifyKernelBound of the averages
+  bool low_occupancy = false;          // latency-bound with low achieved occupancy
 };
 
 struct GpuSummary {
@@ -125,7 +127,7 @@ struct GpuSummary {
   IdleGaps idle;
   HostWaiting waiting;
   IterationSplit split;
-  double kernel_ns = 0;           // total kernel time
+  double kernel_ns = 0;                         // total kernel time
   std::vector<KernelThroughputRow> throughput;  // by duration, descending; empty without metrics
 };
 
@@ -139,10 +141,7 @@ std::string LayerKey(const std::string& range_name);
 // Findings for the copies, idle/waiting time and low occupancy, with their evidence.
 std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSummary& s);
 
-// The terminal report; `gpu_trace` adds the listing of every kernel and copy.
-std::string FormatGpuReport(const profile::Profile& p, const GpuSummary& s, bool gpu_trace);
-
 // "850ns", "12.35us", "1.235ms", "2.500s".
 std::string FormatNs(double ns);
 
-}  // namespace opscope::gpu
+}  // namespace opscope::analysis

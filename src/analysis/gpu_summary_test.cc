@@ -1,8 +1,12 @@
-#include "gpu/summary.h"
+#include "analysis/gpu_summary.h"
 
 #include <gtest/gtest.h>
 
-namespace opscope::gpu {
+#include "base/testing/golden.h"
+#include "report/format.h"
+#include "report/gpu_table.h"
+
+namespace opscope::analysis {
 namespace {
 
 constexpr int64_t kMiB = 1 << 20;
@@ -128,7 +132,8 @@ TEST(GpuSummaryTest, FingerprintsTellConfigurationFromInput) {
   // fingerprint everything: the config (same bytes) is flagged, the input is not.
   auto& g = *p.gpu;
   int i = 0;
-  for (auto& m : g.memcpys) m.content_hash = m.bytes == kMiB ? "00000000000000aa" : "in" + std::to_string(i++);
+  for (auto& m : g.memcpys)
+    m.content_hash = m.bytes == kMiB ? "00000000000000aa" : "in" + std::to_string(i++);
   for (int it = 2; it < 5; ++it) {
     profile::GpuMemcpy in;
     in.kind = "HtoD";
@@ -173,8 +178,9 @@ TEST(GpuSummaryTest, IterationSplit) {
   EXPECT_DOUBLE_EQ(s.split.overlap_ns, 104'000);
   EXPECT_DOUBLE_EQ(s.split.both_wait_ns, 20'000);
   EXPECT_DOUBLE_EQ(s.split.cpu_only_ns, 396'000);
-  EXPECT_DOUBLE_EQ(s.split.cpu_only_ns + s.split.gpu_only_ns + s.split.overlap_ns + s.split.both_wait_ns,
-                   s.split.window_ns);
+  EXPECT_DOUBLE_EQ(
+      s.split.cpu_only_ns + s.split.gpu_only_ns + s.split.overlap_ns + s.split.both_wait_ns,
+      s.split.window_ns);
 }
 
 TEST(GpuSummaryTest, Findings) {
@@ -226,16 +232,27 @@ TEST(GpuSummaryTest, ReportMentionsEverySection) {
   profile::Profile p = FiveIterations();
   GpuSummary s = Summarize(p);
   p.findings = GpuFindings(p, s);
-  std::string r = FormatGpuReport(p, s, /*gpu_trace=*/true);
-  for (const char* want : {"GPU activities:", "API calls (runtime):", "Per layer", "Copies:", "repeated: 5 x",
-                           "Idle and waiting:", "5 'infer' iterations", "Theoretical occupancy", "GPU trace:",
-                           "Findings:", "[CUDA memcpy HtoD] pageable", "13.11GB/s"})
+  std::string r = report::FormatGpuReport(p, s, /*gpu_trace=*/true);
+  ::opscope::testing::ExpectMatchesGolden(
+      std::string(OPSCOPE_SOURCE_DIR) + "/src/report/testdata/five_iterations.gpu-trace.txt", r);
+  // The same text through the registry: the gpu section of the table format.
+  report::ReportOptions o;
+  o.gpu_trace = true;
+  std::string table;
+  ASSERT_TRUE(report::FindFormat("table")->write(p, o, &table).ok());
+  EXPECT_NE(table.find(r), std::string::npos);
+  for (const char* want :
+       {"GPU activities:", "API calls (runtime):", "Per layer", "Copies:", "repeated: 5 x",
+        "Idle and waiting:", "5 'infer' iterations", "Theoretical occupancy",
+        "GPU trace:", "Findings:", "[CUDA memcpy HtoD] pageable", "13.11GB/s"})
     EXPECT_NE(r.find(want), std::string::npos) << want << "\n" << r;
 }
 
 TEST(GpuSummaryTest, LayerKeyDropsPyTorchCounters) {
-  EXPECT_EQ(LayerKey("aten::addmm, seq = 12, op_id = 345, sizes = [[8, 16], [16, 4]], input_op_ids = [3, 4]"),
-            "aten::addmm, sizes = [[8, 16], [16, 4]]");
+  EXPECT_EQ(
+      LayerKey(
+          "aten::addmm, seq = 12, op_id = 345, sizes = [[8, 16], [16, 4]], input_op_ids = [3, 4]"),
+      "aten::addmm, sizes = [[8, 16], [16, 4]]");
   EXPECT_EQ(LayerKey("aten::relu, seq = 7"), "aten::relu");
   EXPECT_EQ(LayerKey("conv1 + relu1"), "conv1 + relu1");
   EXPECT_EQ(LayerKey("a, seq = x"), "a, seq = x");  // not a counter
@@ -264,8 +281,8 @@ TEST(GpuSummaryTest, EmptyProfile) {
   p.gpu.emplace();
   s = Summarize(p);
   EXPECT_EQ(s.idle.span_ns, 0);
-  EXPECT_FALSE(FormatGpuReport(p, s, true).empty());
+  EXPECT_FALSE(report::FormatGpuReport(p, s, true).empty());
 }
 
 }  // namespace
-}  // namespace opscope::gpu
+}  // namespace opscope::analysis

@@ -1,21 +1,20 @@
 // Golden tests of the stat table and separated-values output, on synthetic sections: one from a
 // machine with a PMU (multiplexed cache events, several runs, an outlier) and one from a machine
 // without (the fallback). Regenerate with OPSCOPE_UPDATE_GOLDEN=1 and review the diff.
-#include "collect/counter_table.h"
+#include "report/stat_table.h"
 
 #include <gtest/gtest.h>
-
 
 #include "base/testing/golden.h"
 #include "collect/counter_metrics.h"
 #include "profile/profile_io.h"
 
-namespace opscope::collect {
+namespace opscope::report {
 namespace {
 
 void CompareGolden(const std::string& name, const std::string& actual) {
   ::opscope::testing::ExpectMatchesGolden(
-      std::string(OPSCOPE_SOURCE_DIR) + "/src/collect/testdata/table/" + name, actual);
+      std::string(OPSCOPE_SOURCE_DIR) + "/src/report/testdata/stat/" + name, actual);
 }
 
 profile::CounterReading Reading(const std::string& event, double value, double fraction = 1,
@@ -40,11 +39,16 @@ profile::Profile WithPmu() {
   for (double j : jitter) {
     profile::StatRun run;
     run.wall_ms = 500 * j;
-    run.counters = {Reading("task-clock", 1980 * j, 1, "ms"), Reading("context-switches", 12),
-                    Reading("page-faults", 4100), Reading("cycles", 7.9e9 * j),
-                    Reading("instructions", 4.1e9), Reading("branches", 4.0e8),
-                    Reading("branch-misses", 1.2e6), Reading("cache-references", 2.0e8, 0.62),
-                    Reading("cache-misses", 9.0e7, 0.62), Reading("LLC-load-misses", 1.1e7, 0.62)};
+    run.counters = {Reading("task-clock", 1980 * j, 1, "ms"),
+                    Reading("context-switches", 12),
+                    Reading("page-faults", 4100),
+                    Reading("cycles", 7.9e9 * j),
+                    Reading("instructions", 4.1e9),
+                    Reading("branches", 4.0e8),
+                    Reading("branch-misses", 1.2e6),
+                    Reading("cache-references", 2.0e8, 0.62),
+                    Reading("cache-misses", 9.0e7, 0.62),
+                    Reading("LLC-load-misses", 1.1e7, 0.62)};
     profile::CounterReading l1 = Reading("L1-dcache-load-misses", 0);
     l1.supported = false;
     l1.running_fraction = 0;
@@ -52,7 +56,7 @@ profile::Profile WithPmu() {
     run.counters.push_back(l1);
     s.runs.push_back(run);
   }
-  SummarizeStat(s);
+  collect::SummarizeStat(s);
   p.stat = s;
   return p;
 }
@@ -77,7 +81,7 @@ profile::Profile WithoutPmu() {
   s.runs.push_back(run);
   s.degradations = {"cycles unavailable (no hardware PMU): using cpu-clock",
                     "not counted (no hardware PMU here, or the CPU lacks them): instructions"};
-  SummarizeStat(s);
+  collect::SummarizeStat(s);
   p.stat = s;
   p.meta.degradations = s.degradations;
   return p;
@@ -112,4 +116,4 @@ TEST(StatTableTest, JsonRoundTripKeepsNewFields) {
 }
 
 }  // namespace
-}  // namespace opscope::collect
+}  // namespace opscope::report
