@@ -7,6 +7,7 @@
 #
 #   bench/engine_vs_ort.sh [REPS=3] [RUNS=20] [WARMUP=5]
 #   MODELS="mobilenet_style" bench/engine_vs_ort.sh ...   (a subset of the four models)
+#   MODELS="models/corpus/models/isnet_quint8.onnx" bench/engine_vs_ort.sh 3 5 2  (any .onnx path)
 # Needs a release build (scripts/build.sh) and installs onnxruntime-node from npm into bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,12 +31,14 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 
 table="| model | threads | opscope median (ms) | ONNX Runtime median (ms) | ratio opscope/ORT |\n|---|---|---|---|---|\n"
 for model in ${MODELS:-resnet_style mobilenet_style transformer_encoder bev_demo}; do
+  path="$OUT/models/$model.onnx"
+  if [[ $model == *.onnx ]]; then path=$model; model=$(basename "$model" .onnx); fi
   for threads in 1 2; do
     ours=(); theirs=()
     for ((r = 0; r < REPS; r++)); do
-      o=$($OPSCOPE profile "$OUT/models/$model.onnx" --threads "$threads" --warmup "$WARMUP" --runs "$RUNS" \
+      o=$($OPSCOPE profile "$path" --threads "$threads" --warmup "$WARMUP" --runs "$RUNS" \
             --format json | /usr/bin/python3 -c 'import json,sys; p=json.load(sys.stdin); print(p["overhead"]["baseline_median_ms"])')
-      t=$(node bench/ort_bench.js "$OUT/models/$model.onnx" "$threads" "$WARMUP" "$RUNS" | \
+      t=$(node bench/ort_bench.js "$path" "$threads" "$WARMUP" "$RUNS" | \
             /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')
       ours+=("$o"); theirs+=("$t")
     done

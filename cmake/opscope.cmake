@@ -6,7 +6,13 @@
 function(opscope_layer name)
   cmake_parse_arguments(L "" "" "SOURCES;DEPS;PUBLIC_DEPS" ${ARGN})
   add_library(opscope_${name} STATIC ${L_SOURCES})
-  target_include_directories(opscope_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  # The include firewall: the layer's include path is a folder holding one link, NAME -> src/NAME,
+  # so `#include "NAME/x.h"` resolves for the layer and for whoever links it, and a header of a
+  # layer that is not linked does not resolve at all (src/ itself is never on the path).
+  set(firewall ${PROJECT_BINARY_DIR}/include_firewall/${name})
+  file(MAKE_DIRECTORY ${firewall})
+  file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/${name} ${firewall}/${name} SYMBOLIC)
+  target_include_directories(opscope_${name} PUBLIC ${firewall} ${PROJECT_SOURCE_DIR}/include)
   target_link_libraries(opscope_${name} PUBLIC ${L_PUBLIC_DEPS} PRIVATE ${L_DEPS})
 endfunction()
 

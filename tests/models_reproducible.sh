@@ -4,7 +4,11 @@ set -euo pipefail
 src=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 "$src/tools/gen_models.py" "$tmp" bev_demo twin_matmul >/dev/null
+/usr/bin/python3 "$src/tools/gen_models.py" "$tmp" bev_demo twin_matmul control_flow >/dev/null
 cmp "$tmp/bev_demo.onnx" "$src/models/bev_demo.onnx"
 cmp "$tmp/twin_matmul.onnx" "$src/tests/models/twin_matmul.onnx"
+cmp "$tmp/control_flow.onnx" "$src/tests/models/control_flow.onnx"
+/usr/bin/python3 "$src/tools/gen_quant_models.py" "$tmp" qdq_convnet qlinear_ops >/dev/null
+cmp "$tmp/qdq_convnet.onnx" "$src/tests/models/qdq_convnet.onnx"
+cmp "$tmp/qlinear_ops.onnx" "$src/tests/models/qlinear_ops.onnx"
 echo "models reproduce byte for byte"

@@ -322,6 +322,38 @@ TEST(ProfileCliTest, FourTimesTheWorkMeasuresClearlySlower) {
   EXPECT_NEAR(sum / p->e2e.stats.median, 1.0, 0.10) << "per-op sum " << sum << " vs e2e " << p->e2e.stats.median;
 }
 
+// Control flow: every node of a Loop body and of an If inside it is a row of its own, named
+// after its parents; the loop's row is exclusive of its body, so no time is counted twice; a
+// branch's node costs what its iterations cost (2 of 4 iterations take each branch here).
+TEST(ProfileCliTest, SubgraphNodesAreRowsOfTheirOwnAndParentsAreExclusive) {
+  auto r = Profile({kSrc + "/tests/models/control_flow.onnx", "--threads", "1", "--warmup", "1",
+                    "--runs", "3", "--no-overhead", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = profile::FromJsonString(r.out, "stdout");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  std::map<std::string, const profile::OpRecord*> by_name;
+  for (const auto& op : p->ops) by_name[op.name] = &op;
+  for (const char* n : {"lstm", "Loop_0", "Loop_0/body/early", "Loop_0/body/If_0",
+                        "Loop_0/body/If_0/then_branch/fast_mm", "Loop_0/body/If_0/then_branch/fast_tanh",
+                        "Loop_0/body/If_0/else_branch/slow_mm", "Loop_0/body/scan_copy"})
+    ASSERT_TRUE(by_name.count(n)) << n;
+  EXPECT_EQ(by_name["Loop_0"]->attribution,
+            "measured, exclusive of its subgraph nodes (listed as 'Loop_0/...')");
+  EXPECT_EQ(by_name["Loop_0/body/If_0"]->attribution, "measured inside 'Loop_0'");
+  EXPECT_EQ(by_name["Loop_0/body/If_0/then_branch/fast_mm"]->attribution,
+            "measured inside 'Loop_0/body/If_0'");
+  // 2 iterations x 2*64*64 FLOPs in each branch's MatMul.
+  EXPECT_DOUBLE_EQ(by_name["Loop_0/body/If_0/then_branch/fast_mm"]->flops, 2 * 2 * 64 * 64);
+  EXPECT_DOUBLE_EQ(by_name["Loop_0/body/If_0/else_branch/slow_mm"]->flops, 2 * 2 * 64 * 64);
+  // Nested intervals: in every run the rows (exclusive parents) add up to no more than the run.
+  for (size_t run = 0; run < p->e2e.runs_ms.size(); ++run) {
+    double sum = 0;
+    for (const auto& op : p->ops) sum += op.runs_ms[run];
+    EXPECT_LE(sum, p->e2e.runs_ms[run]) << "run " << run;
+    EXPECT_GT(by_name["Loop_0/body/If_0/then_branch/fast_mm"]->runs_ms[run], 0) << run;
+  }
+}
+
 // The float values of a TensorProto file as --save-outputs writes them.
 std::vector<float> ReadFloats(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -437,6 +469,38 @@ TEST(ProfileCliTest, CountersAndSamplesPerNode) {
   auto rep = RunCommand({OpscopeBinary(), "report", json, "--group", "op"});
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   EXPECT_NE(rep.out.find("heavy (MatMul)"), std::string::npos) << rep.out;
+}
+
+// `opscope ops --format json`: the operator list for scripts, the same list as the table.
+TEST(ProfileCliTest, OpsAsJson) {
+  auto table = RunCommand({OpscopeBinary(), "ops"});
+  auto json = RunCommand({OpscopeBinary(), "ops", "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  EXPECT_EQ(j["schema"], "opscope.ops/1");
+  ASSERT_TRUE(j["operators"].is_array());
+  for (const auto& op : j["operators"])
+    EXPECT_NE(table.out.find("  " + op.get<std::string>() + "\n"), std::string::npos) << op;
+  EXPECT_NE(table.out.find(std::to_string(j["operators"].size()) + " ONNX operators"), std::string::npos);
+}
+
+// Several -o in one pass, status lines on stderr, and a contradicting extension refused before
+// any work.
+TEST(ProfileCliTest, SeveralOutputsInOnePass) {
+  std::string model = kSrc + "/tests/models/twin_matmul.onnx";
+  std::string dir = TempDir();
+  ExpectError(Profile({model, "-o", dir + "/a.json", "--format", "csv"}), "the .json extension means json");
+  auto r = Profile({model, "--runs", "2", "--warmup", "0", "--no-overhead", "-o", dir + "/p.json", "-o",
+                    dir + "/p.trace.json", "-o", dir + "/p.csv", "-o", dir + "/p.folded"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"p.json", "p.trace.json", "p.csv", "p.folded"}) {
+    EXPECT_FALSE(ReadAll(dir + "/" + f).empty()) << f;
+    EXPECT_NE(r.err.find(std::string("opscope: wrote ") + dir + "/" + f), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(r.out.find("wrote"), std::string::npos) << "status lines belong on stderr";
+  EXPECT_NE(r.out.find("Hot operators"), std::string::npos) << "the table still goes to the terminal";
+  EXPECT_TRUE(nlohmann::json::parse(ReadAll(dir + "/p.trace.json"), nullptr, false).is_object());
 }
 
 }  // namespace

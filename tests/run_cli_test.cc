@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -20,12 +21,14 @@ using testing::RunShell;
 std::string Tmp() { return testing::PerTestTempDir("opscope_run_cli"); }
 std::string Bin(const std::string& name) { return std::string(OPSCOPE_BINARY_DIR) + "/tests/bin/" + name; }
 
-profile::Profile RunJson(const std::string& args, std::string* err = nullptr) {
+// `expected_exit`: opscope exits with the program's own status (128+N for signal N).
+profile::Profile RunJson(const std::string& args, std::string* err = nullptr,
+                         int expected_exit = 0) {
   std::string tmp = Tmp();
   std::string out = tmp + "/run.json";
   unlink(out.c_str());
   auto r = RunShell(Opscope() + " run -o " + out + " " + args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, expected_exit) << args << "\n" << r.err;
   if (err) *err = r.err;
   auto p = profile::LoadProfile(out);
   EXPECT_TRUE(p.ok()) << p.status().message();
@@ -85,13 +88,45 @@ TEST(RunCli, CsvAndChromeTrace) {
   ASSERT_EQ(tr.exit_code, 0) << tr.err;
   auto j = nlohmann::json::parse(testing::ReadAll(trace), nullptr, false);
   ASSERT_FALSE(j.is_discarded());
-  int complete = 0;
-  for (const auto& e : j["traceEvents"])
+  int complete = 0, runs = 0;
+  bool named = false;
+  for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "X") {
       ++complete;
+      runs += e["cat"] == "run";
       EXPECT_GT(e["tid"].get<int>(), 0);
+      EXPECT_EQ(e["pid"], 1) << "run 0 is process 1";
     }
-  EXPECT_EQ(complete, 3 + 3 + 1);  // outer ×3, inner ×3, left-open
+    named |= e["ph"] == "M" && e["name"] == "thread_name";
+  }
+  EXPECT_EQ(complete, 3 + 3 + 1 + 1);  // outer ×3, inner ×3, left-open, the run's slice
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(named);
+  EXPECT_FALSE(j.contains("displayTimeUnit"));
+  // Status lines go to stderr, the table to stdout.
+  EXPECT_NE(tr.err.find("opscope: wrote " + trace + " (chrome)"), std::string::npos) << tr.err;
+  EXPECT_EQ(tr.out.find("opscope: wrote"), std::string::npos) << tr.out;
+}
+
+// `opscope report` renders a saved run profile: the range table (it once said "no samples").
+TEST(RunCli, ReportRendersRunProfiles) {
+  std::string json = Tmp() + "/r.json", csv = Tmp() + "/r.csv";
+  auto r = RunShell(Opscope() + " run -r 2 -o " + json + " -o " + csv + " -- " + Bin("run_annotate_c_app"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(testing::ReadAll(csv).empty());
+  auto rep = RunShell(Opscope() + " report " + json);
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("pipeline (per run, mean of 2 runs)"), std::string::npos) << rep.out;
+  EXPECT_EQ(rep.out.find("no samples"), std::string::npos) << rep.out;
+  auto same = RunShell(Opscope() + " report " + json + " --format csv");
+  EXPECT_EQ(same.out, testing::ReadAll(csv));
+  auto trace = RunShell(Opscope() + " report " + json + " --format chrome");
+  auto j = nlohmann::json::parse(trace.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  std::set<int> pids;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X") pids.insert(e["pid"].get<int>());
+  EXPECT_EQ(pids, (std::set<int>{1, 2})) << "one process per run";
 }
 
 TEST(RunCli, CHeaderNestingAndUnclosedRange) {
@@ -128,7 +163,7 @@ TEST(RunCli, ProgramRunsWithoutOpscope) {
 TEST(RunCli, ArgumentsAfterDoubleDashReachTheProgram) {
   auto p = RunJson("-- sh -c 'test \"$1\" = -l' sh -l");
   for (const auto& d : p.meta.degradations) EXPECT_EQ(d.find("exited with status"), std::string::npos) << d;
-  auto q = RunJson("-- sh -c 'test \"$1\" = -l' sh -x");
+  auto q = RunJson("-- sh -c 'test \"$1\" = -l' sh -x", nullptr, 1);
   bool failed = false;
   for (const auto& d : q.meta.degradations) failed |= d.find("exited with status 1") != std::string::npos;
   EXPECT_TRUE(failed);
@@ -136,9 +171,24 @@ TEST(RunCli, ArgumentsAfterDoubleDashReachTheProgram) {
 
 TEST(RunCli, MissingCommandIsAOneLineError) {
   auto r = RunShell(Opscope() + " run -- /nonexistent/prog");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("opscope: error: /nonexistent/prog"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("opscope: error: command not found: '/nonexistent/prog' (no such file)"),
+            std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+// One exit-status rule for every command that runs a target (README "Exit codes").
+TEST(RunCli, ExitsWithTheProgramsStatus) {
+  EXPECT_EQ(RunShell(Opscope() + " run -- false").exit_code, 1);
+  EXPECT_EQ(RunShell(Opscope() + " run -- sh -c 'exit 3'").exit_code, 3);
+  EXPECT_EQ(RunShell(Opscope() + " run -- sh -c 'kill -SEGV $$'").exit_code, 128 + SIGSEGV);
+  EXPECT_EQ(RunShell(Opscope() + " run -- opscope-no-such-command-xyz").exit_code, 127);
+  const std::string noexec = Tmp() + "/noexec.sh";
+  std::ofstream(noexec) << "#!/bin/sh\necho should not run\n";
+  chmod(noexec.c_str(), 0644);
+  auto r = RunShell(Opscope() + " run -- " + noexec);
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_NE(r.err.find("cannot run '" + noexec + "': not executable"), std::string::npos) << r.err;
 }
 
 TEST(RunCli, DebugBuiltTargetIsReported) {
@@ -249,7 +299,7 @@ TEST(RunCli, CrashedProgramKeepsItsClosedRangesAndIsCalledCrashed) {
   for (const std::string how : {"crash", "abort", "overflow", "overflow-thread"}) {
     std::string err;
     auto p = RunJson("-- sh -c 'ulimit -c 0; exec " + Bin("run_signal_app") + " " + how + "'",
-                     &err);
+                     &err, 128 + (how == "crash" ? SIGSEGV : SIGABRT));
     EXPECT_EQ(CountRanges(p, "frame"), 3) << how << "\n" << err;
     EXPECT_EQ(CountRanges(p, "doomed"), 1) << how << ": the open range ends at the crash";
     if (how == "overflow-thread") EXPECT_EQ(CountRanges(p, "thread_frame"), 1) << err;
@@ -260,7 +310,7 @@ TEST(RunCli, CrashedProgramKeepsItsClosedRangesAndIsCalledCrashed) {
 
 TEST(RunCli, ProgramThatDiesBeforeAnyRangeIsNotToldToAnnotate) {
   std::string err;
-  auto p = RunJson("-- sh -c 'kill -TERM $$'", &err);
+  auto p = RunJson("-- sh -c 'kill -TERM $$'", &err, 128 + SIGTERM);
   EXPECT_TRUE(p.ranges.empty());
   EXPECT_TRUE(HasDegradation(p, "no ranges recorded: the program was killed by SIGTERM")) << err;
   EXPECT_FALSE(HasDegradation(p, "annotate the program")) << err;

@@ -167,7 +167,10 @@ struct SignalledStat {
   bool target_alive = false;
 };
 
-SignalledStat StatAndSignal(const std::string& name, int sig, bool whole_group) {
+// `to_target_group`: the signal goes to the command's own process group and not to opscope, as
+// a terminal's Ctrl-C does while opscope has handed the terminal to the command.
+SignalledStat StatAndSignal(const std::string& name, int sig, bool whole_group,
+                    bool to_target_group = false) {
   const std::string dir = testing::TempDir() + "/" + name;
   mkdir(dir.c_str(), 0755);
   const std::string ready = dir + "/ready", pidfile = dir + "/pid", out = dir + "/stat.json";
@@ -178,11 +181,16 @@ SignalledStat StatAndSignal(const std::string& name, int sig, bool whole_group) 
   SignalledStat s;
   EXPECT_GT(pid, 0);
   EXPECT_TRUE(testing::WaitForFile(ready));
-  kill(whole_group ? -pid : pid, sig);
+  int64_t target = 0;
+  if (to_target_group) {
+    EXPECT_TRUE(ParseInt64(Trim(testing::ReadAll(pidfile)), &target) && target > 0);
+    kill(-static_cast<pid_t>(target), sig);
+  } else {
+    kill(whole_group ? -pid : pid, sig);
+  }
   s.exit_code = testing::WaitForExit(pid, 10);
   s.err = testing::ReadAll(dir + "/err.txt");
   s.json = testing::ReadAll(out);
-  int64_t target = 0;
   if (ParseInt64(Trim(testing::ReadAll(pidfile)), &target) && target > 0) {
     s.target_alive = kill(static_cast<pid_t>(target), 0) == 0;
     if (s.target_alive) kill(static_cast<pid_t>(target), SIGKILL);
@@ -214,6 +222,13 @@ TEST(StatCliTest, SigintToOpscopesPidAloneStopsIt) {
   EXPECT_FALSE(s.target_alive);
 }
 
+TEST(StatCliTest, TerminalCtrlCThatReachesOnlyTheCommandStillExits130) {
+  SignalledStat s = StatAndSignal("sigint_target_group", SIGINT, false, true);
+  EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
+  EXPECT_NE(s.err.find("terminated by signal SIGINT"), std::string::npos) << s.err;
+  EXPECT_NE(s.json.find("\"stat\""), std::string::npos) << s.err;
+}
+
 TEST(StatCliTest, CtrlCToTheWholeGroupReportsWhatWasCounted) {
   SignalledStat s = StatAndSignal("sigint_group", SIGINT, true);
   EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
@@ -237,6 +252,33 @@ TEST(StatCliTest, CommandCanReadTheTerminal) {
       " stat -e task-clock -- sh -c 'read x && echo got-\\$x'\" /dev/null");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("got-hello"), std::string::npos) << r.out << r.err;
+}
+
+// `stat -x,` is read by scripts written for `perf stat -x,`: the same columns, units and metric
+// names, line for line, as the perf on this machine writes for the same events.
+TEST(StatCliTest, SeparatedValuesMatchPerfColumns) {
+  Result perf = testing::RunShell("perf stat -x, -r 2 -e task-clock,page-faults true");
+  if (perf.exit_code != 0 || perf.err.find("task-clock") == std::string::npos)
+    GTEST_SKIP() << "perf stat does not work here: " << perf.err;
+  Result ours = Opscope("stat -x, -r 2 -e task-clock,page-faults -- true");
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  auto lines = [](const std::string& text) {
+    std::vector<std::vector<std::string>> out;
+    for (const std::string& line : Split(text, '\n', true))
+      if (line.find(",task-clock,") != std::string::npos || line.find(",page-faults,") != std::string::npos)
+        out.push_back(Split(line, ','));
+    return out;
+  };
+  auto p = lines(perf.err), o = lines(ours.err);
+  ASSERT_EQ(p.size(), 2u) << perf.err;
+  ASSERT_EQ(o.size(), 2u) << ours.err;
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(o[i].size(), p[i].size()) << ours.err << "\nperf:\n" << perf.err;
+    for (size_t c : {1, 2, 7}) EXPECT_EQ(o[i][c], p[i][c]) << "column " << c;  // unit, event, metric unit
+    EXPECT_TRUE(o[i][3].ends_with("%")) << "variance column with -r: " << o[i][3];
+    double v;
+    for (size_t c : {0, 4, 5, 6}) EXPECT_TRUE(ParseDouble(o[i][c], &v)) << "column " << c << ": " << o[i][c];
+  }
 }
 
 }  // namespace

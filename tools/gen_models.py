@@ -4,7 +4,7 @@
     /usr/bin/python3 tools/gen_models.py OUT_DIR [NAME ...]
 
 Names: bev_demo (the README's demo), twin_matmul (a test model: one MatMul with 4x the work of
-its twin), resnet_style, mobilenet_style, transformer_encoder (benchmark models). Without names,
+its twin), control_flow (a test model: LSTM, then a Loop whose body holds an If), resnet_style, mobilenet_style, transformer_encoder (benchmark models). Without names,
 all are written. Uses Debian's python3-onnx and python3-numpy; run it with /usr/bin/python3.
 """
 import os
@@ -231,7 +231,53 @@ def transformer_encoder():
                    [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, d])], 17, "transformer_encoder")
 
 
-MODELS = {"bev_demo": bev_demo, "twin_matmul": twin_matmul, "resnet_style": resnet_style,
+def control_flow():
+    """LSTM over 16 steps, then a Loop of 4 iterations whose body branches (If) on the iteration
+    number: MatMul+Tanh for iterations 0-1, MatMul+Sigmoid after. Used by the tests of subgraph
+    profiling (rows named Loop_0/body/If_0/then_branch/...)."""
+    b = Builder(11)
+    t, i, h = 16, 32, 64
+    w = b.const("lstm.W", b.weights((1, 4 * h, i), i))
+    r = b.const("lstm.R", b.weights((1, 4 * h, h), h))
+    bias = b.const("lstm.B", np.zeros((1, 8 * h), np.float32))
+    y, yh, yc = b.node("LSTM", ["x", w, r, bias], "lstm", outputs=3, hidden_size=h)
+    h0 = b.node("Reshape", [yh, b.const("h_shape", np.array([1, h], np.int64))], "flatten_h")
+
+    def branch(name, act, seed):
+        g = Builder(seed)
+        mm = g.node("MatMul", ["h_in", g.const(name + ".W", g.weights((h, h), h))], name + "_mm")
+        out = g.node(act, [mm], name + "_" + act.lower())
+        return helper.make_graph(g.nodes, name, [], [helper.make_tensor_value_info(
+            out, TensorProto.FLOAT, [1, h])], g.inits)
+
+    body = Builder(12)
+    two = body.const("two", np.array(2, np.int64))
+    early = body.node("Less", ["iter", two], "early")
+    body.nodes.append(helper.make_node("If", [early], ["h_next"], name="If_0",
+                                       then_branch=branch("fast", "Tanh", 13),
+                                       else_branch=branch("slow", "Sigmoid", 14)))
+    body.nodes.append(helper.make_node("Identity", ["cond"], ["cond_out"], name="keep_going"))
+    body.nodes.append(helper.make_node("Identity", ["h_next"], ["h_scan"], name="scan_copy"))
+    body_g = helper.make_graph(
+        body.nodes, "loop_body",
+        [helper.make_tensor_value_info("iter", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [1, h])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_next", TensorProto.FLOAT, [1, h]),
+         helper.make_tensor_value_info("h_scan", TensorProto.FLOAT, [1, h])], body.inits)
+    trips = b.const("trips", np.array(4, np.int64))
+    go = b.const("go", np.array(True))
+    b.nodes.append(helper.make_node("Loop", [trips, go, h0], ["h_final", "h_all"], name="Loop_0",
+                                    body=body_g))
+    return b.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [t, 1, i])],
+                   [helper.make_tensor_value_info("h_final", TensorProto.FLOAT, [1, h]),
+                    helper.make_tensor_value_info("h_all", TensorProto.FLOAT, [4, 1, h]),
+                    helper.make_tensor_value_info(y, TensorProto.FLOAT, [t, 1, 1, h])],
+                   13, "control_flow")
+
+
+MODELS = {"bev_demo": bev_demo, "twin_matmul": twin_matmul, "control_flow": control_flow, "resnet_style": resnet_style,
           "mobilenet_style": mobilenet_style, "transformer_encoder": transformer_encoder}
 
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "opscope/status.h"
 #include "opscope/observer.h"
 #include "opscope/tensor.h"
 
@@ -65,6 +65,7 @@ struct NodeInfo {
   std::string status;               // "executed", "fused", "folded"
   std::vector<std::vector<int64_t>> input_shapes, output_shapes;
   double flops = 0, bytes = 0;      // per run, from the operator's cost function
+  double int_ops = 0;               // integer operations per run (quantized kernels)
 };
 
 // One unit of execution: a node, or a fused group of nodes (nodes[0] is the anchor).
@@ -74,6 +75,10 @@ struct StepInfo {
   std::vector<int> nodes;           // indices into nodes()
   // Channels-last (NHWC in memory) input 0 / output 0, from the second run on.
   bool channels_last_in = false, channels_last_out = false;
+  // A step of a control-flow subgraph (If branch, Loop/Scan body): the step of the If/Loop/Scan
+  // node that runs it, -1 for the main graph. Its OnStepBegin/End nest inside the parent's
+  // (once per iteration for a loop body); the profile reports the parent exclusive of them.
+  int parent_step = -1;
 };
 
 class Session {

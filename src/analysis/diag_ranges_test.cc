@@ -5,6 +5,8 @@
 #include "analysis/diag_test_util.h"
 #include "analysis/range_stats.h"
 #include "collect/ranges_reader.h"
+#include "report/format.h"
+#include "report/range_table.h"
 
 namespace opscope::analysis {
 namespace {
@@ -116,11 +118,14 @@ TEST(DiagRanges, Summary) {
 TEST(DiagRanges, GoldenTableCsvTrace) {
   profile::Profile p = RunProfile();
   RangeReport rep = SummarizeRanges(p);
-  testing::ExpectGolden("pipeline_ranges.table.txt", FormatRangeTable(rep, false));
-  std::string csv = RangesToCsv(rep);
+  testing::ExpectGolden("pipeline_ranges.table.txt", report::FormatRangeTable(rep, false));
+  std::string csv = report::RangesToCsv(rep);
   testing::ExpectGolden("pipeline_ranges.csv", csv);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
-  auto j = nlohmann::json::parse(RangesToChromeTrace(p));
+  std::string trace;
+  ASSERT_TRUE(report::FindFormat("chrome")->write(p, {}, &trace).ok());
+  testing::ExpectGolden("pipeline_ranges.trace.json", trace);
+  auto j = nlohmann::json::parse(trace);
   int complete = 0;
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "X") {

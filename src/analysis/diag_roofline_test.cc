@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "analysis/diag_test_util.h"
 #include "analysis/format.h"
 #include "analysis/machine_measure.h"
@@ -174,6 +176,65 @@ TEST(DiagRoofline, NothingAboveSaneCeilings) {
   for (const auto& pt : points) EXPECT_EQ(pt.above_roof, "") << pt.name;
   EXPECT_EQ(FormatRoofline(points, Ceilings(), false, 10).find("above the machine ceilings"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace opscope::analysis
+
+namespace opscope::analysis {
+namespace {
+
+// A quantized Conv is placed against the int8 roof with its integer ops, not against the float
+// peak with zero FLOPs.
+TEST(DiagRoofline, Int8OpsUseTheIntegerCeiling) {
+  MachineCeilings c;
+  c.peak_gflops_all = c.peak_gflops_one = 100;
+  c.peak_gops_int8_all = c.peak_gops_int8_one = 400;  // ridge 40 op/B
+  c.triad_gbps = 10;
+  c.threads = 2;
+  c.method = "manual";
+  // 30 G int ops over 100 MB = 300 op/B; 30e9 / 0.1 s = 300 GOP/s = 75% of the int8 peak (it
+  // would be "above the roof" against the float peak).
+  profile::OpRecord op = testing::MakeOp("qconv", "ConvInteger", 100, 0, 100e6);
+  op.int_ops = 30e9;
+  auto points = ComputeRoofline(testing::MakeProfile({op}), c);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].cls, BoundClass::kCompute);
+  EXPECT_NEAR(points[0].pct_of_roof, 75, 1e-6);
+  EXPECT_NEAR(points[0].intensity, 300, 1e-6);
+  EXPECT_TRUE(points[0].above_roof.empty()) << points[0].above_roof;
+  EXPECT_NE(points[0].reason.find("GOP/s"), std::string::npos) << points[0].reason;
+  EXPECT_NE(points[0].reason.find("int8 peak"), std::string::npos) << points[0].reason;
+  // Without an int8 ceiling: the float peak, said so.
+  c.peak_gops_int8_all = c.peak_gops_int8_one = 0;
+  points = ComputeRoofline(testing::MakeProfile({op}), c);
+  EXPECT_NE(points[0].reason.find("no int8 ceiling"), std::string::npos) << points[0].reason;
+}
+
+TEST(DiagMachine, Int8CeilingRoundTripsAndIsMeasured) {
+  MachineCeilings c;
+  c.peak_gflops_all = 10;
+  c.peak_gops_int8_all = 123.5;
+  c.peak_gops_int8_one = 61.25;
+  c.triad_gbps = 5;
+  auto back = CeilingsFromJson(CeilingsToJson(c), "test");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->peak_gops_int8_all, 123.5);
+  EXPECT_EQ(back->PeakGopsInt8(1), 61.25);
+  profile::Meta meta;
+  CeilingsToMeta(c, &meta);
+  auto m = CeilingsFromMeta(meta);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->peak_gops_int8_all, 123.5);
+  // A file without the field (written before it existed) reads as 0 = unknown.
+  auto old = CeilingsFromJson("{\"schema\": \"opscope.machine/2\", \"peak_gflops_all\": 3, "
+                              "\"triad_gbps\": 2}", "old");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->PeakGopsInt8(2), 0);
+  // The measurement itself: short, but positive and finite.
+  const double g = MeasurePeakGopsInt8(1, 0.02, 2);
+  EXPECT_GT(g, 0);
+  EXPECT_TRUE(std::isfinite(g));
 }
 
 }  // namespace

@@ -284,3 +284,36 @@ TEST(DiagRules, UnannotatedTimeInRun) {
 
 }  // namespace
 }  // namespace opscope::analysis
+
+namespace opscope::analysis {
+namespace {
+
+// Dynamic quantization: a DynamicQuantizeLinear per ConvInteger, run as steps of their own.
+TEST(DiagRules, QuantConversionNamesUnfusedQdqNodesWithTheirShare) {
+  std::vector<profile::OpRecord> ops;
+  for (int i = 0; i < 4; ++i) {
+    ops.push_back(testing::MakeOp("dq" + std::to_string(i), "DynamicQuantizeLinear", 1.0, 4e5, 5e5));
+    ops.push_back(testing::MakeOp("ci" + std::to_string(i), "ConvInteger", 4.0, 0, 2e5));
+    ops.back().int_ops = 4e8;
+  }
+  profile::OpRecord fused = testing::MakeOp("q_fused", "QuantizeLinear", 0.1, 1e3, 1e3);
+  fused.status = "fused";
+  ops.push_back(fused);
+  auto p = testing::MakeProfile(ops, Steady(20.1));
+  auto c = Ceilings();
+  auto f = RunRules(p, &c);
+  const profile::Finding* q = FindRule(f, "quant-conversion");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->severity, "warning");  // 4 of 20.1 ms = 19.9%, just under the critical 20%
+  EXPECT_NE(q->evidence.find("DynamicQuantizeLinear×4"), std::string::npos) << q->evidence;
+  EXPECT_NE(q->evidence.find("1 other Q/DQ node(s) were fused"), std::string::npos) << q->evidence;
+  EXPECT_EQ(q->ops.size(), 4u);
+  EXPECT_NEAR(q->numbers.at("share"), 4.0 / 20.1, 1e-3);
+  // All conversions fused (QDQ model): no finding.
+  for (auto& op : p.ops)
+    if (op.op_type == "DynamicQuantizeLinear") op.status = "fused";
+  EXPECT_EQ(FindRule(RunRules(p, &c), "quant-conversion"), nullptr);
+}
+
+}  // namespace
+}  // namespace opscope::analysis

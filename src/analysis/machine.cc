@@ -17,7 +17,13 @@ double MachineCeilings::PeakGflops(int threads) const {
   return peak_gflops_all > 0 ? peak_gflops_all : peak_gflops_one;
 }
 
-#define CEILING_FIELDS(X) X(peak_gflops_all) X(peak_gflops_one) X(triad_gbps) X(llc_gbps) \
+double MachineCeilings::PeakGopsInt8(int threads) const {
+  if (threads == 1 && peak_gops_int8_one > 0) return peak_gops_int8_one;
+  return peak_gops_int8_all > 0 ? peak_gops_int8_all : peak_gops_int8_one;
+}
+
+#define CEILING_FIELDS(X) X(peak_gflops_all) X(peak_gflops_one) X(peak_gops_int8_all) \
+  X(peak_gops_int8_one) X(triad_gbps) X(llc_gbps) \
   X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method) X(cpu_flags) X(cpus) \
   X(spread_pct) X(spread_of) X(repeats)
 
@@ -46,7 +52,8 @@ StatusOr<MachineCeilings> CeilingsFromJson(const std::string& text, const std::s
   } catch (const nlohmann::json::exception& e) {
     return DataLoss(origin + ": malformed machine file: " + e.what());
   }
-  if (c.peak_gflops_all < 0 || c.peak_gflops_one < 0 || c.triad_gbps < 0 || c.llc_gbps < 0)
+  if (c.peak_gflops_all < 0 || c.peak_gflops_one < 0 || c.triad_gbps < 0 || c.llc_gbps < 0 ||
+      c.peak_gops_int8_all < 0 || c.peak_gops_int8_one < 0)
     return DataLoss(origin + ": negative ceiling; re-create it with `opscope machine`");
   return c;
 }
@@ -55,6 +62,10 @@ void CeilingsToMeta(const MachineCeilings& c, profile::Meta* meta) {
   auto num = [](double v) { return fmt::format("{:.6g}", v); };
   meta->extra["machine.peak_gflops_all"] = num(c.peak_gflops_all);
   meta->extra["machine.peak_gflops_one"] = num(c.peak_gflops_one);
+  if (c.peak_gops_int8_all > 0 || c.peak_gops_int8_one > 0) {
+    meta->extra["machine.peak_gops_int8_all"] = num(c.peak_gops_int8_all);
+    meta->extra["machine.peak_gops_int8_one"] = num(c.peak_gops_int8_one);
+  }
   meta->extra["machine.triad_gbps"] = num(c.triad_gbps);
   meta->extra["machine.llc_gbps"] = num(c.llc_gbps);
   meta->extra["machine.llc_bytes"] = num(c.llc_bytes);
@@ -79,6 +90,8 @@ std::optional<MachineCeilings> CeilingsFromMeta(const profile::Meta& meta) {
   };
   num("machine.peak_gflops_all", &c.peak_gflops_all);
   num("machine.peak_gflops_one", &c.peak_gflops_one);
+  num("machine.peak_gops_int8_all", &c.peak_gops_int8_all);
+  num("machine.peak_gops_int8_one", &c.peak_gops_int8_one);
   num("machine.triad_gbps", &c.triad_gbps);
   num("machine.llc_gbps", &c.llc_gbps);
   num("machine.llc_bytes", &c.llc_bytes);

@@ -19,6 +19,11 @@ namespace opscope::analysis {
 struct MachineCeilings {
   double peak_gflops_all = 0;  // float32 FLOP/s with every core busy, GFLOP/s
   double peak_gflops_one = 0;  // one core
+  // Integer ceiling of the engine's quantized kernels: int16-pair multiply-adds into int32
+  // (vpmaddwd + vpaddd on x86), G integer ops/s (a multiply-add = 2), all cores / one core.
+  // 0 when not measured (files written before it existed); int8 ops then have no compute roof.
+  double peak_gops_int8_all = 0;
+  double peak_gops_int8_one = 0;
   double triad_gbps = 0;       // STREAM-style triad on arrays much larger than the LLC, GB/s
   double llc_gbps = 0;         // the same triad on arrays that fit in the last-level cache
   double llc_bytes = 0;        // last-level cache size used for the LLC level, 0 if unknown
@@ -43,6 +48,8 @@ struct MachineCeilings {
   bool Usable() const { return (peak_gflops_all > 0 || peak_gflops_one > 0) && triad_gbps > 0; }
   // The compute roof for a workload that used `threads` threads (1 → the one-core figure).
   double PeakGflops(int threads) const;
+  // The integer roof for `threads` threads, 0 if unknown.
+  double PeakGopsInt8(int threads) const;
 };
 
 std::string CeilingsToJson(const MachineCeilings& c);

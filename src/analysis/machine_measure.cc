@@ -5,6 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -23,33 +26,121 @@ namespace opscope::analysis {
 
 namespace {
 
-constexpr int kFmaAccumulators = 8;
-typedef float Vec16 __attribute__((vector_size(64)));  // 16 floats: 1 zmm, 2 ymm or 4 xmm
+// The peak kernel: independent multiply-add chains on full-width vectors. The number of chains
+// must cover the FMA latency times the FMA ports (4-5 cycles x 2 ports on current x86 cores, so
+// at least 10) while every accumulator, the multiplier and the addend stay in registers: 16 ymm
+// registers on AVX2 (12 chains + 2 constants), 32 zmm on AVX-512. A wider vector type than the
+// ISA's registers (the kernel used to run 8 chains of 16 floats on AVX2, i.e. 16 ymm registers of
+// accumulators + 2 constants) spills to the stack and measured a third of the real peak. The
+// chains are inlined into each target-specific function so that they compile for its ISA.
+constexpr int kFmaChains = 12;
 
-// Returns a value depending on every accumulator so the loop cannot be removed.
-__attribute__((target_clones("avx512f", "arch=haswell", "default"), noinline))
-float FmaKernel(long iters, float seed) {
-  Vec16 acc[kFmaAccumulators];
-  for (int k = 0; k < kFmaAccumulators; ++k)
-    for (int l = 0; l < 16; ++l) acc[k][l] = seed + 0.001f * (k * 16 + l);
-  Vec16 mul, add;
-  for (int l = 0; l < 16; ++l) {
+template <typename V, int kLanes>
+__attribute__((always_inline)) inline float FmaChains(long iters, float seed) {
+  V acc[kFmaChains];
+  for (int k = 0; k < kFmaChains; ++k)
+    for (int l = 0; l < kLanes; ++l) acc[k][l] = seed + 0.001f * (k * kLanes + l);
+  V mul, add;
+  for (int l = 0; l < kLanes; ++l) {
     mul[l] = 0.9999999f;
     add[l] = 1e-7f;
   }
   for (long i = 0; i < iters; ++i) {
-#pragma GCC unroll 8
-    for (int k = 0; k < kFmaAccumulators; ++k) acc[k] = acc[k] * mul + add;
+#pragma GCC unroll 12
+    for (int k = 0; k < kFmaChains; ++k) acc[k] = acc[k] * mul + add;
   }
-  Vec16 s = acc[0];
-  for (int k = 1; k < kFmaAccumulators; ++k) s += acc[k];
+  V s = acc[0];
+  for (int k = 1; k < kFmaChains; ++k) s += acc[k];
   float r = 0;
-  for (int l = 0; l < 16; ++l) r += s[l];
+  for (int l = 0; l < kLanes; ++l) r += s[l];
   return r;
 }
-constexpr double kFlopsPerIter = kFmaAccumulators * 16 * 2.0;
+
+typedef float Vec16 __attribute__((vector_size(64)));  // one zmm
+typedef float Vec8 __attribute__((vector_size(32)));   // one ymm
+typedef float Vec4 __attribute__((vector_size(16)));   // one xmm
+
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx512f,fma"), noinline)) float FmaAvx512(long iters, float seed) {
+  return FmaChains<Vec16, 16>(iters, seed);
+}
+__attribute__((target("avx2,fma"), noinline)) float FmaAvx2(long iters, float seed) {
+  return FmaChains<Vec8, 8>(iters, seed);
+}
+#endif
+// 128-bit vectors: SSE on old x86, NEON (32 registers, fused multiply-add) on AArch64.
+__attribute__((noinline)) float Fma128(long iters, float seed) {
+  return FmaChains<Vec4, 4>(iters, seed);
+}
+
+// The widest kernel this CPU runs, and its floating-point operations per iteration.
+struct FmaChoice {
+  float (*fn)(long, float);
+  double flops_per_iter;
+};
+
+FmaChoice ChooseFma() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return {FmaAvx512, kFmaChains * 16 * 2.0};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {FmaAvx2, kFmaChains * 8 * 2.0};
+#endif
+  return {Fma128, kFmaChains * 4 * 2.0};
+}
 
 volatile float g_sink;
+volatile int32_t g_isink;
+
+// The integer roof: what the engine's quantized GEMM (engine/ops/quant_common.cc) issues per
+// pair of int16 multiply-adds, acc = acc + madd(x, m), on independent accumulators (enough to
+// cover the multiply's latency on two ports). The multiply input depends on the accumulator so
+// the compiler cannot hoist it. Each vpmaddwd is 16 multiply-adds = 32 integer ops.
+constexpr int kIntAccumulators = 12;
+#if defined(__x86_64__)
+[[gnu::target("avx2"), gnu::noinline]] int32_t MaddKernelAvx2(long iters, int32_t seed) {
+  __m256i acc[kIntAccumulators];
+  for (int k = 0; k < kIntAccumulators; ++k) acc[k] = _mm256_set1_epi32(seed + k);
+  const __m256i m = _mm256_set1_epi16(3), one = _mm256_set1_epi32(1);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kIntAccumulators; ++k)
+      acc[k] = _mm256_add_epi32(_mm256_madd_epi16(acc[k], m), one);
+  }
+  __m256i s = acc[0];
+  for (int k = 1; k < kIntAccumulators; ++k) s = _mm256_add_epi32(s, acc[k]);
+  return _mm256_extract_epi32(s, 0) + _mm256_extract_epi32(s, 7);
+}
+#endif
+// Portable twin: int32 lanes, one multiply-add each (2 ops), 8 lanes per vector.
+typedef int32_t IVec8 __attribute__((vector_size(32)));
+[[gnu::noinline]] int32_t MaddKernelBaseline(long iters, int32_t seed) {
+  IVec8 acc[kIntAccumulators];
+  for (int k = 0; k < kIntAccumulators; ++k)
+    for (int l = 0; l < 8; ++l) acc[k][l] = seed + k + l;
+  IVec8 m = {3, 3, 3, 3, 3, 3, 3, 3}, one = {1, 1, 1, 1, 1, 1, 1, 1};
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kIntAccumulators; ++k) acc[k] = acc[k] * m + one;
+  }
+  IVec8 s = acc[0];
+  for (int k = 1; k < kIntAccumulators; ++k) s += acc[k];
+  return s[0] + s[7];
+}
+bool HaveAvx2() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+int32_t MaddKernel(long iters, int32_t seed) {
+#if defined(__x86_64__)
+  if (HaveAvx2()) return MaddKernelAvx2(iters, seed);
+#endif
+  return MaddKernelBaseline(iters, seed);
+}
+double IntOpsPerIter() { return kIntAccumulators * (HaveAvx2() ? 32.0 : 16.0); }
 
 // Runs fn(thread_index) on `threads` threads started together; returns the wall time in seconds
 // of the slowest thread's call.
@@ -85,10 +176,11 @@ double BestAndSpread(std::vector<double> v, double* spread_pct) {
 
 double MeasurePeakGflops(int threads, double seconds, int repeats, double* spread_pct) {
   // Calibrate the iteration count on one thread.
+  const FmaChoice fma = ChooseFma();
   long iters = 1 << 16;
   for (;;) {
     int64_t t0 = NowNs();
-    g_sink = FmaKernel(iters, 1.0f);
+    g_sink = fma.fn(iters, 1.0f);
     double dt = (NowNs() - t0) / 1e9;
     if (dt > seconds / 8 || iters > (1L << 40)) {
       iters = static_cast<long>(iters * (seconds / std::max(dt, 1e-6)));
@@ -99,8 +191,29 @@ double MeasurePeakGflops(int threads, double seconds, int repeats, double* sprea
   iters = std::max(iters, 1L << 16);
   std::vector<double> runs;
   for (int r = 0; r < repeats; ++r) {
-    double dt = TimeParallel(threads, [&](int t) { g_sink = FmaKernel(iters, 1.0f + t); });
-    runs.push_back(kFlopsPerIter * iters * threads / dt / 1e9);
+    double dt = TimeParallel(threads, [&](int t) { g_sink = fma.fn(iters, 1.0f + t); });
+    runs.push_back(fma.flops_per_iter * iters * threads / dt / 1e9);
+  }
+  return BestAndSpread(std::move(runs), spread_pct);
+}
+
+double MeasurePeakGopsInt8(int threads, double seconds, int repeats, double* spread_pct) {
+  long iters = 1 << 16;
+  for (;;) {
+    int64_t t0 = NowNs();
+    g_isink = MaddKernel(iters, 1);
+    double dt = (NowNs() - t0) / 1e9;
+    if (dt > seconds / 8 || iters > (1L << 40)) {
+      iters = static_cast<long>(iters * (seconds / std::max(dt, 1e-6)));
+      break;
+    }
+    iters *= 4;
+  }
+  iters = std::max(iters, 1L << 16);
+  std::vector<double> runs;
+  for (int r = 0; r < repeats; ++r) {
+    double dt = TimeParallel(threads, [&](int t) { g_isink = MaddKernel(iters, 1 + t); });
+    runs.push_back(IntOpsPerIter() * iters * threads / dt / 1e9);
   }
   return BestAndSpread(std::move(runs), spread_pct);
 }
@@ -268,6 +381,10 @@ MachineCeilings MeasureMachine(const MeasureOptions& opts) {
   c.peak_gflops_all = threads == 1 ? c.peak_gflops_one
                                    : MeasurePeakGflops(threads, opts.seconds_per_test,
                                                        opts.repeats, &spread[1]);
+  c.peak_gops_int8_one = MeasurePeakGopsInt8(1, opts.seconds_per_test, opts.repeats);
+  c.peak_gops_int8_all = threads == 1 ? c.peak_gops_int8_one
+                                      : MeasurePeakGopsInt8(threads, opts.seconds_per_test,
+                                                            opts.repeats);
   size_t dram = opts.dram_bytes_per_array;
   if (dram == 0) dram = std::max<size_t>(8 * llc, 64u << 20);
   c.triad_gbps = MeasureTriadGbps(dram, threads, opts.seconds_per_test, opts.repeats, &spread[2]);

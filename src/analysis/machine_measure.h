@@ -30,6 +30,9 @@ struct MeasureOptions {
 // Peak float32 GFLOP/s with `threads` threads (the best repeat). `spread_pct`, when given,
 // receives how far the median repeat fell below the best one, percent (the noise check).
 double MeasurePeakGflops(int threads, double seconds, int repeats, double* spread_pct = nullptr);
+// Peak integer G ops/s of the engine's int16-pair multiply-add (see machine_measure.cc), same
+// protocol as MeasurePeakGflops.
+double MeasurePeakGopsInt8(int threads, double seconds, int repeats, double* spread_pct = nullptr);
 // Triad GB/s with `threads` threads over arrays of `bytes_per_array` bytes each (as above).
 double MeasureTriadGbps(size_t bytes_per_array, int threads, double seconds, int repeats,
                         double* spread_pct = nullptr);

@@ -4,8 +4,7 @@
 // ranges (for top-level rows) and of their parent row. The headline lists the top-level stages
 // in the order they first ran: "pre-processing 238 ms (72.1%), network 60.0 ms (18.2%), ...".
 //
-// Writers for the CSV and Chrome-trace forms of ranges live here too (pure string producers);
-// the Chrome trace has one complete ("X") event per range instance on its thread.
+// The table and CSV forms are in report/range_table.h; the Chrome trace is report's "chrome".
 #pragma once
 
 #include <map>
@@ -43,8 +42,5 @@ struct RangeReport {
 
 RangeReport SummarizeRanges(const profile::Profile& p);
 
-std::string FormatRangeTable(const RangeReport& r, bool color);
-std::string RangesToCsv(const RangeReport& r);
-std::string RangesToChromeTrace(const profile::Profile& p);
 
 }  // namespace opscope::analysis

@@ -71,12 +71,20 @@ std::string CounterConfirmation(const std::map<std::string, double>& counters, B
 
 std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const MachineCeilings& c) {
   std::vector<RooflinePoint> out;
-  double peak = c.PeakGflops(p.meta.threads);
+  const double float_peak = c.PeakGflops(p.meta.threads);
+  const double int8_peak = c.PeakGopsInt8(p.meta.threads);
   double bw = c.triad_gbps;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const profile::OpRecord& op = p.ops[i];
     bool dm = IsDataMovementOp(op.op_type);
-    if (op.flops <= 0 && op.bytes <= 0 && !dm) continue;
+    // Quantized kernels count integer ops: their work and roof are the integer ones (the int8
+    // ceiling of `opscope machine`; the float peak, said so, for files without one).
+    const bool integer = op.int_ops > 0;
+    const double work = integer ? op.int_ops : op.flops;
+    const double peak = integer && int8_peak > 0 ? int8_peak : float_peak;
+    const char* unit = integer ? "GOP/s" : "GFLOP/s";
+    const char* iunit = integer ? "op/B" : "FLOP/B";
+    if (work <= 0 && op.bytes <= 0 && !dm) continue;
     double t_ms = op.stats.trimmed_mean > 0 ? op.stats.trimmed_mean : op.stats.median;
     if (op.status == "folded" || t_ms <= 0) continue;
     RooflinePoint r;
@@ -86,11 +94,12 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
     r.time_ms = t_ms;
     r.share = op.share;
     r.flops = op.flops;
+    r.int_ops = op.int_ops;
     r.bytes = op.bytes;
     double t_s = t_ms / 1e3;
-    r.achieved_gflops = op.flops / t_s / 1e9;
+    r.achieved_gflops = work / t_s / 1e9;
     r.achieved_gbps = op.bytes / t_s / 1e9;
-    r.intensity = op.bytes > 0 ? op.flops / op.bytes : 0;
+    r.intensity = op.bytes > 0 ? work / op.bytes : 0;
     if (peak > 0 && bw > 0) {
       double ridge = peak / bw;
       bool compute_side = op.bytes <= 0 || r.intensity >= ridge;
@@ -102,13 +111,13 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
       else
         r.pct_of_roof = 100.0 * r.achieved_gbps / bw;
       if (r.achieved_gflops > kAboveRoofFactor * peak)
-        r.above_roof = fmt::format("achieves {:.1f} GFLOP/s, above the compute roof of {:.1f} "
-                                   "GFLOP/s", r.achieved_gflops, peak);
+        r.above_roof = fmt::format("achieves {:.1f} {}, above the compute roof of {:.1f} {}",
+                                   r.achieved_gflops, unit, peak, unit);
       else if (c.llc_bytes > 0 && op.bytes > c.llc_bytes && r.achieved_gbps > kAboveRoofFactor * bw)
         r.above_roof = fmt::format("moves {:.1f} GB/s of {} (more than the {} LLC), above the "
                                    "memory roof of {:.1f} GB/s", r.achieved_gbps,
                                    HumanBytes(op.bytes), HumanBytes(c.llc_bytes), bw);
-      double ideal_us = std::max(op.flops / (peak * 1e9), op.bytes / (bw * 1e9)) * 1e6;
+      double ideal_us = std::max(work / (peak * 1e9), op.bytes / (bw * 1e9)) * 1e6;
       if (dm) {
         r.cls = BoundClass::kDataMovement;
         r.reason = fmt::format("{} moves {} and computes nothing ({:.1f}% of memory bandwidth)",
@@ -120,14 +129,17 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
                                r.pct_of_roof, ideal_us, t_ms * 1e3);
       } else if (compute_side) {
         r.cls = BoundClass::kCompute;
-        r.reason = fmt::format("intensity {:.1f} FLOP/B is right of the ridge ({:.1f} FLOP/B); "
-                               "{:.1f} of {:.1f} GFLOP/s ({:.0f}% of peak)",
-                               r.intensity, ridge, r.achieved_gflops, peak, r.pct_of_roof);
+        r.reason = fmt::format("intensity {:.1f} {} is right of the ridge ({:.1f} {}); "
+                               "{:.1f} of {:.1f} {} ({:.0f}% of {}peak)",
+                               r.intensity, iunit, ridge, iunit, r.achieved_gflops, peak, unit,
+                               r.pct_of_roof,
+                               integer ? (int8_peak > 0 ? "int8 " : "float32 (no int8 ceiling) ")
+                                       : "");
       } else {
         r.cls = BoundClass::kMemory;
-        r.reason = fmt::format("intensity {:.2f} FLOP/B is left of the ridge ({:.1f} FLOP/B); "
+        r.reason = fmt::format("intensity {:.2f} {} is left of the ridge ({:.1f} {}); "
                                "{:.1f} of {:.1f} GB/s ({:.0f}% of bandwidth)",
-                               r.intensity, ridge, r.achieved_gbps, bw, r.pct_of_roof);
+                               r.intensity, iunit, ridge, iunit, r.achieved_gbps, bw, r.pct_of_roof);
       }
     } else {
       r.cls = dm ? BoundClass::kDataMovement : BoundClass::kUnknown;

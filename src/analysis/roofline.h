@@ -1,5 +1,8 @@
 // Roofline and bound classification of every operator that has FLOPs or bytes.
 //
+// Quantized ops (OpRecord::int_ops > 0) are placed against the integer roof instead: their work
+// is their integer ops and their compute ceiling the measured int8 peak.
+//
 // For an op with F floating-point operations and B bytes of compulsory traffic per run, taking
 // t seconds (trimmed mean): intensity I = F/B, attainable = min(peak, I * bandwidth), achieved =
 // F/t. The op is classified as
@@ -49,6 +52,10 @@ struct RooflinePoint {
   double time_ms = 0;           // trimmed mean per run
   double share = 0;
   double flops = 0, bytes = 0;
+  // Integer ops of a quantized kernel; when > 0 they are the op's work: intensity is op/byte,
+  // achieved_gflops / attainable_gflops are G integer ops/s, and the compute roof is the int8
+  // ceiling (MachineCeilings::PeakGopsInt8).
+  double int_ops = 0;
   double intensity = 0;         // FLOP/byte (0 when bytes is 0)
   double attainable_gflops = 0; // min(peak, intensity * bandwidth)
   double achieved_gflops = 0;

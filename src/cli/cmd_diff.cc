@@ -1,13 +1,18 @@
 // `opscope diff BEFORE AFTER`: end-to-end change with a confidence interval, per-node and
-// per-op-type deltas, appeared/disappeared nodes and shape changes.
+// per-op-type deltas, appeared/disappeared nodes and shape changes; `-o diff.html` writes the
+// same as a page (report/html). --fail-above / --fail-op-above make it a CI performance gate
+// (analysis/diff_gate.h): exit 1 when "after" is slower beyond the threshold and the 95% interval
+// excludes 0, with the verdict line on stderr.
 #include <cstdio>
 
 #include "analysis/diff.h"
+#include "analysis/diff_gate.h"
 #include "base/files.h"
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "profile/profile_io.h"
+#include "report/html/html_report.h"
 
 namespace opscope::cli {
 
@@ -18,16 +23,28 @@ class DiffCommand : public Command {
   void Setup(CLI::App* app) override {
     app->add_option("before", before_, "profile JSON before the change")->required();
     app->add_option("after", after_, "profile JSON after the change")->required();
-    app->add_option("--format", format_, "table or json (default: from -o, else table)")
-        ->check(CLI::IsMember({"table", "json"}));
+    app->add_option("--format", format_, "table, json or html (default: from -o, else table)")
+        ->check(CLI::IsMember({"table", "json", "html"}));
     app->add_option("-o,--output", output_, "write to FILE instead of stdout");
     app->add_option("--rows", rows_, "rows per table (default 25)")->check(WholeNumberIn(1, 1000000));
     app->add_flag("--force", force_, "compare profiles of different kinds (e.g. `profile` and `run`) anyway");
+    fail_above_opt_ =
+        app->add_option(
+               "--fail-above", fail_above_,
+               "exit 1 when after is slower end to end by more than PCT percent and the 95% "
+               "interval excludes 0 (a CI gate)")
+            ->check(NumberIn(0, 1e6, false));
+    fail_op_above_opt_ =
+        app->add_option("--fail-op-above", fail_op_above_,
+                        "exit 1 when any node is slower by more than PCT percent and its 95% "
+                        "interval excludes 0")
+            ->check(NumberIn(0, 1e6, false));
   }
 
   int Run() override {
     std::string format = format_;
-    if (format.empty()) format = EndsWith(output_, ".json") ? "json" : "table";
+    if (format.empty())
+      format = EndsWith(output_, ".json") ? "json" : EndsWith(output_, ".html") ? "html" : "table";
     if (!output_.empty())
       if (Status st = CheckWritable(output_); !st.ok()) return ReportError(st);
     auto a = profile::LoadProfile(before_);
@@ -38,21 +55,37 @@ class DiffCommand : public Command {
       return ReportError(InvalidArgument(before_ + " vs " + after_ + ": " + why +
                                          "; compare like with like, or pass --force"));
     analysis::ProfileDiff d = analysis::DiffProfiles(*a, *b);
+    analysis::GateOptions gate;
+    if (fail_above_opt_->count()) gate.fail_above_pct = fail_above_;
+    if (fail_op_above_opt_->count()) gate.fail_op_above_pct = fail_op_above_;
+    analysis::GateVerdict verdict;
+    if (gate.fail_above_pct || gate.fail_op_above_pct) {
+      auto v = analysis::EvaluateGate(*a, *b, d, gate);
+      if (!v.ok()) return ReportError(v.status());
+      verdict = std::move(*v);
+    }
     std::string text = format == "json" ? analysis::DiffToJson(d)
-                                        : analysis::FormatDiff(d, output_.empty() && UseColor(1), rows_);
+                       : format == "html"
+                           ? report::html::RenderDiffPage(*a, *b, d, before_, after_)
+                           : analysis::FormatDiff(d, output_.empty() && UseColor(1), rows_);
     if (output_.empty()) {
       std::fputs(text.c_str(), stdout);
-      return 0;
+    } else {
+      if (Status st = WriteFileAtomic(output_, text); !st.ok()) return ReportError(st);
+      std::fprintf(stdout, "%s\n", d.headline.c_str());
     }
-    if (Status st = WriteFileAtomic(output_, text); !st.ok()) return ReportError(st);
-    std::fprintf(stdout, "%s\n", d.headline.c_str());
-    return 0;
+    std::fflush(stdout);
+    for (const auto& line : verdict.lines) std::fprintf(stderr, "opscope: %s\n", line.c_str());
+    return verdict.failed ? 1 : 0;
   }
 
  private:
   std::string before_, after_, format_, output_;
   size_t rows_ = 25;
   bool force_ = false;
+  double fail_above_ = 0, fail_op_above_ = 0;
+  CLI::Option* fail_above_opt_ = nullptr;
+  CLI::Option* fail_op_above_opt_ = nullptr;
 };
 
 OPSCOPE_REGISTER_COMMAND(DiffCommand);

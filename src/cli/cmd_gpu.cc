@@ -16,14 +16,15 @@
 
 #include "base/files.h"
 #include "base/strings.h"
+#include "base/launch.h"
 #include "base/target_signals.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #ifdef OPSCOPE_HAVE_GPU_LAYER
 #include "analysis/rules.h"
+#include "analysis/gpu_summary.h"
 #include "gpu/launch.h"
-#include "gpu/summary.h"
 #include "profile/profile_io.h"
-#include "report/format.h"
 #endif
 
 namespace opscope::cli {
@@ -38,8 +39,8 @@ class GpuCommand : public Command {
 
   void Setup(CLI::App* app) override {
     app->add_flag("--gpu-trace", gpu_trace_, "also list every kernel and copy with start, duration, size, throughput");
-    app->add_option("-o,--output", output_,
-                    "write the profile to FILE: .json (the profile) or .trace.json (Chrome trace, CPU and GPU tracks)");
+    AddOutputOptions(app, &out_, ".json is the profile, .trace.json a timeline (CPU and GPU tracks)");
+    app->add_flag("--wide", wide_, "show long kernel names whole");
     app->add_option("--iteration-range", iteration_range_,
                     "NVTX range that marks one iteration (default: the most frequent top-level range)");
     app->add_option("--keep-trace", keep_dir_, "write the raw tracer files into DIR and keep them");
@@ -65,11 +66,7 @@ class GpuCommand : public Command {
         "/usr/local/cuda (with CUPTI) is installed"));
 #else
     namespace fs = std::filesystem;
-    if (!output_.empty()) {
-      if (!EndsWith(output_, ".json"))
-        return ReportError(InvalidArgument(output_ + ": opscope gpu writes *.json (the profile) or *.trace.json (Chrome trace)"));
-      if (Status s = CheckWritable(output_); !s.ok()) return ReportError(s);
-    }
+    if (Status s = PrepareOutput(out_, "table"); !s.ok()) return ReportError(s);
     std::error_code ec;
     if (!from_dir_.empty()) {
       if (!command_.empty()) return ReportError(InvalidArgument("--from-trace reports on kept traces: give no program"));
@@ -114,7 +111,7 @@ class GpuCommand : public Command {
       std::fprintf(stderr, "opscope: received signal %d (%s): passed it to the program\n",
                    signals.received(), strsignal(signals.received()));
     int code = Finish(run, dir);
-    if (signals.received() != 0) code = TargetSignals::ExitCodeFor(signals.received());
+    if (signals.received() != 0) code = TargetExitCode(code, signals.received());
     if (keep_dir_.empty()) fs::remove_all(dir, ec);
     return code;
 #endif
@@ -124,6 +121,10 @@ class GpuCommand : public Command {
 #ifdef OPSCOPE_HAVE_GPU_LAYER
   int Finish(const StatusOr<gpu::TracedRun>& run, const std::string& dir) {
     if (!run.ok()) return ReportError(run.status());
+    if (!run->exec_error.ok()) {
+      ReportError(run->exec_error);
+      return ExitCodeForStartError(run->exec_error);
+    }
     if (run->term_signal)
       std::fprintf(stderr, "opscope: the program died of signal %d (%s); reporting what was traced\n",
                    run->term_signal, strsignal(run->term_signal));
@@ -148,10 +149,10 @@ class GpuCommand : public Command {
     }
     if (!keep_dir_.empty()) p.meta.extra["trace_dir"] = dir;
 
-    gpu::SummaryOptions so;
+    analysis::SummaryOptions so;
     so.iteration_range = iteration_range_;
-    gpu::GpuSummary summary = gpu::Summarize(p, so);
-    auto findings = gpu::GpuFindings(p, summary);
+    analysis::GpuSummary summary = analysis::Summarize(p, so);
+    auto findings = analysis::GpuFindings(p, summary);
     p.findings.insert(p.findings.end(), findings.begin(), findings.end());
     if (metrics_ && p.gpu && p.gpu->metrics_passes == 0 && !p.gpu->kernels.empty())
       p.meta.degradations.push_back(
@@ -165,20 +166,12 @@ class GpuCommand : public Command {
         p.findings.insert(p.findings.end(), bound.begin(), bound.end());
       }
     if (Status s = profile::Validate(p); !s.ok()) return ReportError(s);
-    std::fputs(gpu::FormatGpuReport(p, summary, gpu_trace_).c_str(), stdout);
-    std::fflush(stdout);
-    if (!output_.empty()) {
-      Status s;
-      if (EndsWith(output_, ".trace.json")) {
-        std::string text;
-        s = report::FindFormat("chrome")->write(p, {}, &text);
-        if (s.ok()) s = WriteFileAtomic(output_, text);
-      } else {
-        s = profile::SaveProfile(p, output_);
-      }
-      if (!s.ok()) return ReportError(s);
-      std::fprintf(stderr, "opscope: profile written to %s\n", output_.c_str());
-    }
+    report::ReportOptions ro;
+    ro.only = {"gpu"};
+    ro.gpu_trace = gpu_trace_;
+    ro.iteration_range = iteration_range_;
+    ro.wide = wide_;
+    if (Status s = EmitProfile(p, out_, ro); !s.ok()) return ReportError(s);
     return run->exit_code;
   }
 #endif
@@ -188,7 +181,8 @@ class GpuCommand : public Command {
   bool no_driver_check_ = false;
   bool no_fingerprints_ = false;
   bool metrics_ = false;
-  std::string output_;
+  bool wide_ = false;
+  OutputChoice out_;
   std::string iteration_range_;
   std::string keep_dir_;
   std::string from_dir_;

@@ -91,6 +91,11 @@ class MachineCommand : public Command {
       out += fmt::format("{:<34} {:>10.1f} GFLOP/s{}\n", "peak float32, all cores", c.peak_gflops_all,
                          c.threads > 0 ? fmt::format(" ({} threads)", c.threads) : "");
       out += fmt::format("{:<34} {:>10.1f} GFLOP/s\n", "peak float32, one core", c.peak_gflops_one);
+      if (c.peak_gops_int8_all > 0)
+        out += fmt::format("{:<34} {:>10.1f} GOP/s (int16-pair multiply-add, as the int8 kernels)\n",
+                           "peak int8, all cores", c.peak_gops_int8_all);
+      if (c.peak_gops_int8_one > 0)
+        out += fmt::format("{:<34} {:>10.1f} GOP/s\n", "peak int8, one core", c.peak_gops_int8_one);
       out += fmt::format("{:<34} {:>10.1f} GB/s\n", "memory bandwidth (triad, DRAM)", c.triad_gbps);
       if (c.llc_gbps > 0)
         out += fmt::format("{:<34} {:>10.1f} GB/s (arrays of {} in a {} LLC)\n", "memory bandwidth (triad, LLC)",

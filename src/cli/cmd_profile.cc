@@ -36,8 +36,9 @@ class ProfileCommand : public Command {
         "Threads for the engine, 1 to 4 per usable CPU (default: one per usable CPU)");
     app->add_option("--warmup", warmup_, "Warm-up runs, not measured")->capture_default_str()->check(WholeNumberIn(0, 1000000));
     app->add_option("--runs", runs_, "Measured runs")->capture_default_str()->check(WholeNumberIn(1, 1000000));
-    app->add_option("-o,--output", out_.path, "Write the profile to FILE (format from the extension: .json, .csv, .trace.json, .txt)");
-    app->add_option("--format", out_.format, "Write this format to standard output: table, json, csv, chrome");
+    AddOutputOptions(app, &out_, ".json is the profile, .html the report, .trace.json a timeline, "
+                                 ".csv one row per node, .folded/.svg/.pb.gz the op scopes by time");
+    app->add_flag("--wide", wide_, "Show long names whole");
     app->add_option("--top", top_, "Rows in the hotspot table")->capture_default_str()->check(WholeNumberIn(1, 1000000));
     app->add_option("--input", inputs_, "Input from a TensorProto file: NAME=FILE.pb (repeatable)")->allow_extra_args(false);
     app->add_option("--shape", shapes_, "Shape for an input with symbolic dims: NAME=1x3x224x224 (repeatable)")->allow_extra_args(false);
@@ -178,6 +179,8 @@ class ProfileCommand : public Command {
     report::ReportOptions ro;
     ro.top = top_;
     ro.color = UseColor(1) && out_.format.empty();
+    ro.wide = wide_;
+    ro.only = {"ops"};
     st = EmitProfile(*p, out_, ro);
     if (!st.ok()) return ReportError(st);
     return 0;
@@ -191,6 +194,7 @@ class ProfileCommand : public Command {
   OutputChoice out_;
   std::vector<std::string> inputs_, shapes_;
   std::string save_dir_;
+  bool wide_ = false;
   bool no_fuse_ = false, no_channels_last_ = false, no_overhead_ = false, counters_ = false, sample_ = false;
   std::string events_, call_graph_ = "fp", machine_file_;
   double freq_ = 997, peak_gflops_ = 0, peak_gbps_ = 0;

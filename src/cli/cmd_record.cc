@@ -2,11 +2,13 @@
 #include <cstdio>
 
 #include "base/clock.h"
+#include "base/launch.h"
 #include "base/strings.h"
 #include "base/target_signals.h"
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/target_build.h"
+#include "collect/attach.h"
 #include "collect/counter_run.h"
 #include "collect/record_file.h"
 #include "collect/sampler.h"
@@ -31,7 +33,16 @@ class RecordCommandCli : public Command {
     app->add_option("-m,--mmap-pages", ring_pages_, "Ring buffer data pages per CPU (power of two, default 256)")
         ->check(WholeNumberIn(1, 1 << 20));
     app->add_flag("-q,--quiet", quiet_, "Print nothing but errors");
-    app->add_option("command", command_, "The command to run (after --)")->required();
+    app->add_option("-p,--pid", pids_,
+                    "Attach to running processes PID[,PID...] (all their threads)");
+    app->add_option("-t,--tid", tids_, "Attach to threads TID[,TID...]");
+    app->add_flag("-a,--all-cpus", attach_.all_cpus, "System-wide: every task on every CPU");
+    app->add_option("-C,--cpu", cpus_, "System-wide on these CPUs only (e.g. 0-3,6)");
+    app->add_option("--duration", attach_.duration_s,
+                    "With -p/-t/-a/-C: stop after S seconds (default: Ctrl-C, SIGINT or "
+                    "SIGTERM, or when the processes exit)")
+        ->check(NumberIn(0, 1e7, false));
+    app->add_option("command", command_, "The command to run (after --)");
   }
   int Run() override {
     collect::RecordOptions opt;
@@ -57,26 +68,35 @@ class RecordCommandCli : public Command {
       return ReportError(InvalidArgument("--call-graph '" + call_graph_ + "': expected fp or dwarf[,BYTES]"));
     }
     opt.output = output_;
+    auto what = ResolveAttachOptions();
+    if (!what.ok()) return ReportError(what.status());
+    const bool attached = attach_.any();
     TargetSignals signals;
     auto writer = collect::RecordWriter::Create(output_);
     if (!writer.ok()) return ReportError(writer.status());
-    auto result = collect::RecordCommand(command_, opt, writer->get(), &signals);
+    auto result = attached ? collect::RecordAttached(attach_, *what, opt, writer->get(), signals)
+                           : collect::RecordCommand(command_, opt, writer->get(), &signals);
     if (!result.ok()) {
       const bool nothing = (*writer)->failed() && (*writer)->nothing_kept();
       (*writer)->Discard();
       return ReportError(nothing ? NothingWritten(**writer) : result.status());
     }
+    if (!result->exec_error.ok()) {
+      (*writer)->Discard();
+      ReportError(result->exec_error);
+      return ExitCodeForStartError(result->exec_error);
+    }
     for (const auto& d : result->meta.degradations)
       if (!quiet_) std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
     const int got = signals.received();
-    if (got != 0)
+    if (got != 0 && !attached)
       std::fprintf(stderr, "opscope: received %s: passed it to the command; writing what was "
                    "recorded\n", collect::SignalName(got).c_str());
     if (!result->write_error.ok()) return ReportPartial(*result, writer->get(), got);
     collect::RecordEnd end{result->exit, result->exit_code, result->samples, result->lost};
     Status st = (*writer)->WriteEnd(end);
     if (!st.ok()) return ReportKeptSamples(st, *result, writer->get());
-    if (!quiet_) {
+    if (!quiet_ && !attached) {
       profile::Meta target;
       analysis::BuildVerdict v = RecordTargetBuild(command_[0], &target);
       if (v.kind != "release") std::fprintf(stderr, "opscope: note: target build: %s\n", v.evidence.c_str());
@@ -97,7 +117,7 @@ class RecordCommandCli : public Command {
                    "opscope: %s: %s\n"
                    "opscope: %llu samples (%s, %s call graphs, %.0f Hz), %llu lost; symbolized in %.2f s; "
                    "wrote %s\nopscope: run `opscope report %s`\n",
-                   command_[0].c_str(), result->exit.c_str(),
+                   attached ? what->description.c_str() : command_[0].c_str(), result->exit.c_str(),
                    static_cast<unsigned long long>(result->samples), result->meta.event.c_str(),
                    collect::CallGraphName(opt.sampler.call_graph), opt.sampler.frequency_hz,
                    static_cast<unsigned long long>(result->lost), symbolize_s, output_.c_str(),
@@ -109,10 +129,34 @@ class RecordCommandCli : public Command {
         if (w.find("no debug info") != std::string::npos || w.find("lost") != std::string::npos)
           std::fprintf(stderr, "opscope: note: %s\n", w.c_str());
     }
-    return got != 0 ? TargetSignals::ExitCodeFor(got) : 0;
+    // Attached: stopping by a signal is the normal way to end, not a failure.
+    return attached ? 0 : TargetExitCode(result->exit_code, got);
   }
 
  private:
+  // -p/-t/-a/-C: what to attach to, checked (processes exist, permissions) before anything opens.
+  StatusOr<collect::ResolvedAttach> ResolveAttachOptions() {
+    const std::vector<int> online = collect::OnlineCpus();
+    if (!pids_.empty()) {
+      OPSCOPE_ASSIGN_OR_RETURN(attach_.pids, collect::ParsePidList(pids_, "-p"));
+    }
+    if (!tids_.empty()) {
+      OPSCOPE_ASSIGN_OR_RETURN(attach_.tids, collect::ParsePidList(tids_, "-t"));
+    }
+    if (!cpus_.empty()) {
+      OPSCOPE_ASSIGN_OR_RETURN(attach_.cpus, collect::ParseCpuList(cpus_, online));
+    }
+    if (attach_.any() && !command_.empty())
+      return InvalidArgument("give a command to run or -p/-t/-a/-C to attach, not both");
+    if (!attach_.any() && command_.empty())
+      return InvalidArgument("no command given: use `opscope record -- CMD [ARGS]` or attach with "
+                             "-p PID, -t TID, -a or -C CPUS");
+    if (!attach_.any() && attach_.duration_s > 0)
+      return InvalidArgument("--duration applies to -p/-t/-a/-C; a command runs until it exits");
+    if (!attach_.any()) return collect::ResolvedAttach{};
+    return collect::ResolveAttach(attach_, online);
+  }
+
   static Status NothingWritten(const collect::RecordWriter& w) {
     return ResourceExhausted(w.failure().message() + "; nothing could be written, so no record "
                              "file was left: free some space or write elsewhere with -o");
@@ -151,7 +195,7 @@ class RecordCommandCli : public Command {
                  static_cast<double>(r.kept_ns) / 1e9, static_cast<unsigned long long>(r.samples),
                  static_cast<unsigned long long>(w->bytes_kept()), output_.c_str(), r.exit.c_str(),
                  ShellQuote(output_).c_str());
-    return got != 0 ? TargetSignals::ExitCodeFor(got) : code;
+    return got != 0 ? TargetExitCode(r.exit_code, got) : code;
   }
 
   double freq_ = 997;
@@ -161,6 +205,8 @@ class RecordCommandCli : public Command {
   size_t ring_pages_ = 256;
   bool quiet_ = false;
   std::vector<std::string> command_;
+  std::string pids_, tids_, cpus_;
+  collect::AttachSpec attach_;
 };
 
 }  // namespace

@@ -14,10 +14,11 @@
 #include "analysis/rules.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/target_build.h"
+#include "collect/attach.h"
 #include "collect/counter_metrics.h"
 #include "collect/counter_run.h"
-#include "collect/counter_table.h"
 #include "collect/perf_event.h"
 #include "profile/profile_io.h"
 
@@ -42,14 +43,26 @@ class StatCommand : public Command {
     app->add_option("-x,--field-separator", sep_, "machine output: separated values with SEP "
                     "(stderr, or -o FILE)")
         ->check(NonEmpty());
-    app->add_option("-o,--output", output_, "write the result to FILE (FILE.json: the profile; "
-                    "FILE.csv: separated values; else the table)");
+    app->add_option("-o,--output", out_.paths, "write the result to FILE, in the format its "
+                    "extension names: .json the profile, .csv `perf stat -x,` lines, .txt the table "
+                    "(repeatable)")
+        ->allow_extra_args(false);
+    app->add_option("-p,--pid", pids_, "attach to running processes PID[,PID...] (their threads, "
+                    "counted per thread)");
+    app->add_option("-t,--tid", tids_, "attach to threads TID[,TID...]");
+    app->add_flag("-a,--all-cpus", attach_.all_cpus, "system-wide: every CPU");
+    app->add_option("-C,--cpu", cpus_, "system-wide on these CPUs only (e.g. 0-3,6)");
+    app->add_option("--duration", attach_.duration_s,
+                    "with -p/-t/-a/-C: count for S seconds (default: until Ctrl-C, SIGINT or "
+                    "SIGTERM, or until the processes exit)")
+        ->check(NumberIn(0, 1e7, false));
     app->add_option("command", command_, "the command and its arguments, after --");
   }
 
   int Run() override {
-    if (command_.empty())
-      return ReportError(InvalidArgument("no command given: usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"));
+    auto what = ResolveAttachOptions();
+    if (!what.ok()) return ReportError(what.status());
+    const bool attached = attach_.any();
     if (json_ && !sep_.empty()) return ReportError(InvalidArgument("choose one of --json and -x"));
     std::vector<collect::EventSpec> events = collect::DefaultStatEvents();
     if (!events_.empty()) {
@@ -57,19 +70,23 @@ class StatCommand : public Command {
       if (!parsed.ok()) return ReportError(parsed.status());
       events = std::move(parsed).value();
     }
-    if (!output_.empty()) {
-      Status st = CheckWritable(output_);
-      if (!st.ok()) return ReportError(st);
-    }
+    if (json_) out_.format = "json";
+    if (!sep_.empty()) out_.format = "stat-csv";
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
 
     profile::Profile p;
     FillMeta(p.meta);
+    if (attached) p.meta.source = "attached to " + what->description;
     profile::StatSection s;
     s.command = command_;
+    s.attached = what->description;
     int exit_code = 0;
     TargetSignals signals;
     for (int i = 0; i < repeat_ && signals.received() == 0; ++i) {
-      auto r = collect::RunCounted(command_, events, collect::SystemOpener(), &signals);
+      collect::StopReason stop = collect::StopReason::kSignal;
+      auto r = attached ? collect::CountAttached(attach_, *what, events, collect::SystemOpener(),
+                                                 signals, &stop)
+                        : collect::RunCounted(command_, events, collect::SystemOpener(), &signals);
       if (!r.ok()) return ReportError(r.status());
       if (!r->exec_error.ok()) {
         ReportError(r->exec_error);
@@ -96,7 +113,12 @@ class StatCommand : public Command {
         break;
       }
     }
-    if (const int got = signals.received(); got != 0) {
+    if (attached) {
+      // Stopping an attached count by a signal is the normal way to end it, not a failure.
+      if (const int got = signals.received(); got != 0)
+        std::fprintf(stderr, "opscope: received %s: stopped counting (the processes were not "
+                     "signalled)\n", collect::SignalName(got).c_str());
+    } else if (const int got = signals.received(); got != 0) {
       std::fprintf(stderr, "opscope: received %s: passed it to the command; reporting what was "
                    "counted\n", collect::SignalName(got).c_str());
       exit_code = TargetSignals::ExitCodeFor(got);
@@ -107,7 +129,7 @@ class StatCommand : public Command {
     p.stat = std::move(s);
     for (const auto& run : p.stat->runs) p.e2e.runs_ms.push_back(run.wall_ms);
     profile::FinalizeStats(p);
-    RecordTargetBuild(command_[0], &p.meta);
+    if (!attached) RecordTargetBuild(command_[0], &p.meta);
     analysis::Diagnose(&p, nullptr);
     Status valid = profile::Validate(p);
     if (!valid.ok()) return ReportError(Internal("stat produced an invalid profile: " + valid.message()));
@@ -121,39 +143,54 @@ class StatCommand : public Command {
   void FillMeta(profile::Meta& m) {
     profile::FillHostMeta(m);
     m.kind = "stat";
-    m.source = ShellJoin(command_);
+    m.source = command_.empty() ? "attached" : ShellJoin(command_);
     m.extra["perf_event_paranoid"] = std::to_string(collect::SystemOpener().Paranoid());
     if (!events_.empty()) m.extra["events"] = Join(events_, ",");
   }
 
+  // Data goes to stderr (the command's stdout is its own) or to the -o files; the terminal gets
+  // the table when every target is a file.
   Status Emit(const profile::Profile& p) {
-    enum class Format { kTable, kJson, kSeparated } format = Format::kTable;
-    std::string sep = sep_;
-    if (json_) format = Format::kJson;
-    else if (!sep_.empty()) format = Format::kSeparated;
-    else if (EndsWith(output_, ".json")) format = Format::kJson;
-    else if (EndsWith(output_, ".csv")) format = Format::kSeparated, sep = ",";
-    std::string text = format == Format::kJson        ? profile::ToJsonString(p) + "\n"
-                       : format == Format::kSeparated ? collect::FormatStatSeparated(p, sep)
-                                                      : collect::FormatStatTable(p);
-    std::string findings = p.findings.empty() ? "" : "\n" + analysis::FormatFindings(p.findings, UseColor(2));
-    if (output_.empty()) {
-      std::fputs(text.c_str(), stderr);
-      if (format == Format::kTable) std::fputs(findings.c_str(), stderr);
-      return Status::Ok();
+    report::ReportOptions o;
+    o.separator = sep_.empty() ? "," : sep_;
+    o.color = UseColor(2);
+    o.only = {"stat"};
+    return EmitProfile(p, out_, o, stderr);
+  }
+
+  // -p/-t/-a/-C: what to attach to, checked (processes exist, permissions) before anything opens.
+  StatusOr<collect::ResolvedAttach> ResolveAttachOptions() {
+    const std::vector<int> online = collect::OnlineCpus();
+    if (!pids_.empty()) {
+      OPSCOPE_ASSIGN_OR_RETURN(attach_.pids, collect::ParsePidList(pids_, "-p"));
     }
-    // The file gets the chosen format; the terminal still gets the table.
-    if (format != Format::kTable) std::fputs(collect::FormatStatTable(p).c_str(), stderr);
-    std::fputs(findings.c_str(), stderr);
-    return WriteFileAtomic(output_, text);
+    if (!tids_.empty()) {
+      OPSCOPE_ASSIGN_OR_RETURN(attach_.tids, collect::ParsePidList(tids_, "-t"));
+    }
+    if (!cpus_.empty()) {
+      OPSCOPE_ASSIGN_OR_RETURN(attach_.cpus, collect::ParseCpuList(cpus_, online));
+    }
+    if (attach_.any() && !command_.empty())
+      return InvalidArgument("give a command to run or -p/-t/-a/-C to attach, not both");
+    if (!attach_.any() && command_.empty())
+      return InvalidArgument("no command given: usage `opscope stat [-r N] [-e EVENTS] -- CMD "
+                             "[ARGS]`, or attach with -p PID, -t TID, -a or -C CPUS");
+    if (!attach_.any() && attach_.duration_s > 0)
+      return InvalidArgument("--duration applies to -p/-t/-a/-C; a command runs until it exits");
+    if (attach_.any() && repeat_ > 1)
+      return InvalidArgument("-r applies to a command opscope runs; an attached count is one run");
+    if (!attach_.any()) return collect::ResolvedAttach{};
+    return collect::ResolveAttach(attach_, online);
   }
 
   int repeat_ = 1;
   std::vector<std::string> events_;
   bool json_ = false;
   std::string sep_;
-  std::string output_;
+  OutputChoice out_;
   std::vector<std::string> command_;
+  std::string pids_, tids_, cpus_;
+  collect::AttachSpec attach_;
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cstdlib>
 
 #include "base/version.h"
+#include "collect/doctor.h"
+#include "engine/library_versions.h"
 #include "cli/command.h"
 
 namespace opscope::cli {
@@ -38,12 +40,24 @@ bool UseColor(int fd) {
   return IsTerminal(fd) && (nc == nullptr || nc[0] == '\0');
 }
 
+// `opscope --version`: what was built, from which commit, with what, against which libraries.
+std::string VersionText() {
+  const std::string cupti = OPSCOPE_CUPTI_VERSION;
+  return std::string("opscope ") + OPSCOPE_VERSION + "\n" +
+         "commit:   " + OPSCOPE_GIT_COMMIT + "\n" +
+         "build:    " + OPSCOPE_BUILD_TYPE + ", " + OPSCOPE_COMPILER + "\n" +
+         "oneDNN:   " + opscope::engine::OneDnnVersion() + "\n" +
+         "libonnx:  " + opscope::engine::OnnxVersion() + "\n" +
+         "libdw:    " + opscope::collect::LibdwVersion() + "\n" +
+         "CUPTI:    " + (cupti.empty() ? "not built (no CUDA toolkit at build time)" : cupti);
+}
+
 }  // namespace opscope::cli
 
 int main(int argc, char** argv) {
   using namespace opscope::cli;
   CLI::App app{"opscope: find the hot operators of neural-network inference, say why, and what to do"};
-  app.set_version_flag("--version", std::string("opscope ") + OPSCOPE_VERSION + " (" + OPSCOPE_BUILD_TYPE + ")");
+  app.set_version_flag("--version", VersionText());
   app.require_subcommand(1);
   std::vector<std::unique_ptr<Command>> commands;
   std::vector<std::pair<CLI::App*, Command*>> subs;

@@ -1,36 +1,32 @@
 #include "cli/output.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-
-#include "base/files.h"
-
 namespace opscope::cli {
 
+void AddOutputOptions(CLI::App* app, OutputChoice* out, const std::string& what) {
+  app->add_option("-o,--output", out->paths,
+                  "write to FILE, in the format its extension names (repeatable: one pass, many "
+                  "files); " +
+                      what)
+      ->allow_extra_args(false);
+  app->add_option("--format", out->format,
+                  "format NAME (to standard output, or the -o files): " + report::FormatNames());
+}
+
 Status PrepareOutput(OutputChoice& out, const std::string& default_format) {
-  OPSCOPE_ASSIGN_OR_RETURN(out.resolved, report::ChooseFormat(out.path, out.format, default_format));
-  if (!out.path.empty()) OPSCOPE_RETURN_IF_ERROR(CheckWritable(out.path));
+  OPSCOPE_ASSIGN_OR_RETURN(out.targets, report::PlanOutputs(out.paths, out.format, default_format));
   return Status::Ok();
 }
 
-Status EmitProfile(const profile::Profile& p, const OutputChoice& out, const report::ReportOptions& o) {
-  std::string text;
-  OPSCOPE_RETURN_IF_ERROR(out.resolved->write(p, o, &text));
-  if (out.path.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return Status::Ok();
-  }
-  OPSCOPE_RETURN_IF_ERROR(WriteFileAtomic(out.path, text));
-  if (std::string(out.resolved->name) != "table") {
-    const report::Format* table = report::FindFormat("table");
+Status EmitProfile(const profile::Profile& p, const OutputChoice& out,
+                   const report::ReportOptions& o, FILE* stream) {
+  // The table first, then the files and their "wrote" lines (what a terminal user reads last).
+  if (!report::WritesToStream(out.targets) && !report::WritesFormat(out.targets, "table")) {
     std::string t;
-    if (table && table->write(p, o, &t).ok()) std::fwrite(t.data(), 1, t.size(), stdout);
+    OPSCOPE_RETURN_IF_ERROR(report::FindFormat("table")->write(p, o, &t));
+    std::fwrite(t.data(), 1, t.size(), stream);
+    std::fflush(stream);
   }
-  std::fprintf(stdout, "\nwrote %s (%s)\n", out.path.c_str(), out.resolved->name);
-  std::fflush(stdout);
-  return Status::Ok();
+  return report::WriteOutputs(p, out.targets, o, stream, stderr);
 }
 
 }  // namespace opscope::cli

@@ -7,42 +7,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <optional>
 
 #include "base/clock.h"
+#include "base/launch.h"
 #include "base/strings.h"
+#include "collect/perf_access.h"
 
 namespace opscope::collect {
-namespace {
-
-ssize_t ReadFull(int fd, void* buf, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = ::read(fd, static_cast<char*>(buf) + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return got > 0 ? static_cast<ssize_t>(got) : r;
-    got += static_cast<size_t>(r);
-  }
-  return static_cast<ssize_t>(got);
-}
-
-void WriteFull(int fd, const void* buf, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, buf, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    buf = static_cast<const char*>(buf) + w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-}  // namespace
-
-std::string SignalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
-
 profile::CounterReading MakeReading(const CounterSet::Slot& slot, const RawCount& raw) {
   profile::CounterReading r;
   r.event = slot.spec.name;
@@ -69,95 +42,125 @@ StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
   if (argv.empty()) return InvalidArgument("no command given: usage `opscope stat -- CMD [ARGS]`");
   std::optional<TargetSignals> local_signals;
   if (signals == nullptr) signals = &local_signals.emplace();
-  int go[2], err[2];
-  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-    return Internal(std::string("pipe() failed: ") + std::strerror(errno));
-
-  std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-
-  const pid_t child = fork();
-  if (child < 0) {
-    int e = errno;
-    close(go[0]), close(go[1]), close(err[0]), close(err[1]);
-    return Internal(std::string("fork() failed: ") + std::strerror(e));
-  }
-  if (child == 0) {
-    // Only async-signal-safe calls from here on.
-    signals->PrepareChild();
-    close(go[1]);
-    close(err[0]);
-    char byte;
-    ssize_t r;
-    do r = ::read(go[0], &byte, 1);
-    while (r < 0 && errno == EINTR);
-    if (r != 1) _exit(127);  // the parent gave up (counters could not be opened)
-    close(go[0]);
-    execvp(cargv[0], cargv.data());
-    int e = errno;
-    WriteFull(err[1], &e, sizeof(e));
-    _exit(e == ENOENT ? 127 : 126);
-  }
-  close(go[0]);
-  close(err[1]);
-  signals->Attach(child);
-
+  // A refusal that no rung of the ladder can get around is said before the command starts.
+  OPSCOPE_RETURN_IF_ERROR(CheckPerfAccess(AccessOf(opener), {}));
   CountedRun out;
-  auto fail = [&](Status s) -> StatusOr<CountedRun> {
-    close(go[1]);  // the child sees EOF and exits without running the command
-    close(err[0]);
-    int status;
-    TargetSignals::Wait(child, &status);
-    signals->Detach();
-    return s;
-  };
-  StatusOr<CounterSet> set_or = CounterSet::Open(opener, events, StatTarget(child), &out.degradations);
-  if (!set_or.ok()) return fail(set_or.status());
+  LaunchOptions launch;
+  launch.argv = argv;
+  auto started = LaunchedTarget::Start(launch, signals);
+  if (!started.ok()) {
+    if (started.status().code() == StatusCode::kInternal) return started.status();
+    out.exec_error = started.status();
+    out.run.exit_code = ExitCodeForStartError(out.exec_error);
+    out.run.note = out.exec_error.message();
+    return out;
+  }
+  LaunchedTarget& target = *started;
+  StatusOr<CounterSet> set_or =
+      CounterSet::Open(opener, events, StatTarget(target.pid()), &out.degradations);
+  if (!set_or.ok()) {
+    target.Abandon();
+    return set_or.status();
+  }
   CounterSet set = std::move(set_or).value();
   out.user_only = set.user_only();
 
-  const int64_t t0 = NowNs();
-  WriteFull(go[1], "g", 1);
-  close(go[1]);
-  int exec_errno = 0;
-  ssize_t n = ReadFull(err[0], &exec_errno, sizeof(exec_errno));
-  close(err[0]);
-  int status = 0;
-  const pid_t waited = TargetSignals::Wait(child, &status);
-  const int64_t t1 = NowNs();
-  signals->Detach();
-  if (waited < 0) return Internal(std::string("waitpid() failed: ") + std::strerror(errno));
-  if (n == static_cast<ssize_t>(sizeof(exec_errno))) {
-    const std::string cmd = ShellQuote(argv[0]);
-    out.run.exit_code = exec_errno == ENOENT ? 127 : 126;
-    if (exec_errno == ENOENT)
-      out.exec_error = NotFound("command not found: " + cmd +
-                                (argv[0].find('/') == std::string::npos ? " (not in PATH)" : " (no such file)"));
-    else if (exec_errno == EACCES || exec_errno == EPERM)
-      out.exec_error = PermissionDenied("cannot run " + cmd + ": not executable (permission denied); "
-                                        "check its mode (`chmod +x`) and the mount's noexec flag");
-    else if (exec_errno == ENOEXEC)
-      out.exec_error = InvalidArgument("cannot run " + cmd + ": not an executable format (a script "
-                                       "without a #! line?)");
-    else
-      out.exec_error = Internal("cannot run " + cmd + ": " + std::strerror(exec_errno));
-    out.run.note = out.exec_error.message();
+  Status exec = target.Go();
+  const TargetExit end = target.Wait();
+  if (!exec.ok()) {
+    out.exec_error = exec;
+    out.run.exit_code = ExitCodeForStartError(exec);
+    out.run.note = exec.message();
     return out;
   }
   std::vector<RawCount> raw(set.slots().size());
   OPSCOPE_RETURN_IF_ERROR(set.Read(raw));
   profile::StatRun& run = out.run;
-  run.wall_ms = static_cast<double>(t1 - t0) / 1e6;
-  if (WIFEXITED(status)) {
-    run.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    run.term_signal = WTERMSIG(status);
-    run.exit_code = 128 + run.term_signal;
+  run.wall_ms = static_cast<double>(end.wall_ns) / 1e6;
+  run.exit_code = end.exit_code;
+  if (end.term_signal != 0) {
+    run.term_signal = end.term_signal;
     run.note = "terminated by signal " + SignalName(run.term_signal) + " (" +
                std::to_string(run.term_signal) + "); counts are up to that point";
   }
   for (size_t i = 0; i < raw.size(); ++i) run.counters.push_back(MakeReading(set.slots()[i], raw[i]));
+  return out;
+}
+
+namespace {
+
+// Adds `r` into `sum` (same event): values and times add up; the running fraction is recomputed.
+void Accumulate(profile::CounterReading* sum, const profile::CounterReading& r) {
+  if (sum->event.empty()) {
+    *sum = r;
+    return;
+  }
+  sum->value += r.value;
+  sum->raw += r.raw;
+  sum->enabled_ns += r.enabled_ns;
+  sum->running_ns += r.running_ns;
+  sum->supported = sum->supported || r.supported;
+  if (sum->enabled_ns > 0) sum->running_fraction = std::min(1.0, sum->running_ns / sum->enabled_ns);
+}
+
+}  // namespace
+
+StatusOr<CountedRun> CountAttached(const AttachSpec& spec, const ResolvedAttach& what,
+                                   const std::vector<EventSpec>& events, PerfEventOpener& opener,
+                                   const TargetSignals& signals, StopReason* stop) {
+  struct Counted {
+    AttachTask task;  // tid 0 for a CPU
+    CounterSet set;
+  };
+  CountedRun out;
+  std::vector<Counted> sets;
+  auto open = [&](const AttachTask& task, pid_t pid, int cpu) -> Status {
+    CounterTarget t;
+    t.pid = pid;
+    t.cpu = cpu;
+    auto set = CounterSet::Open(opener, events, t, &out.degradations);
+    if (!set.ok()) return set.status();
+    out.user_only = out.user_only || set->user_only();
+    sets.push_back({task, std::move(set).value()});
+    return Status::Ok();
+  };
+  for (const AttachTask& task : what.tasks) {
+    Status st = open(task, task.tid, -1);
+    if (st.code() == StatusCode::kNotFound) continue;  // it ended between the listing and now
+    OPSCOPE_RETURN_IF_ERROR(st);
+  }
+  for (int cpu : what.cpus) OPSCOPE_RETURN_IF_ERROR(open(AttachTask{}, -1, cpu));
+  if (sets.empty()) return NotFound("nothing left to count: every thread has exited");
+
+  const int64_t t0 = NowNs();
+  *stop = WaitForStop(spec, what, signals, nullptr);
+  const int64_t t1 = NowNs();
+  profile::StatRun& run = out.run;
+  run.wall_ms = static_cast<double>(t1 - t0) / 1e6;
+  run.counters.resize(events.size());
+  for (Counted& c : sets) {
+    std::vector<RawCount> raw(c.set.slots().size());
+    OPSCOPE_RETURN_IF_ERROR(c.set.Read(raw));
+    profile::TaskCounts task{c.task.pid, c.task.tid, c.task.comm, {}};
+    for (size_t i = 0; i < raw.size() && i < run.counters.size(); ++i) {
+      profile::CounterReading r = MakeReading(c.set.slots()[i], raw[i]);
+      Accumulate(&run.counters[i], r);
+      task.counters.push_back(std::move(r));
+    }
+    if (c.task.tid != 0) run.tasks.push_back(std::move(task));
+  }
+  // Largest first, by the first time event (task-clock by default), else the first event.
+  size_t key = 0;
+  for (size_t i = 0; i < events.size(); ++i)
+    if (events[i].IsTime()) {
+      key = i;
+      break;
+    }
+  std::stable_sort(run.tasks.begin(), run.tasks.end(), [key](const auto& a, const auto& b) {
+    const double va = key < a.counters.size() ? a.counters[key].value : 0;
+    const double vb = key < b.counters.size() ? b.counters[key].value : 0;
+    return va > vb;
+  });
   return out;
 }
 

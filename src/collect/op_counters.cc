@@ -72,6 +72,7 @@ StatusOr<std::unique_ptr<OpCounters>> OpCounters::Create(Options o) {
   }
   const size_t cells = c->tids_.size() * c->slots_;
   c->begin_.assign(cells, {});
+  c->begin_stack_.assign(kMaxNesting, std::vector<RawCount>(cells));
   c->end_.assign(cells, {});
   c->run_begin_.assign(cells, {});
   c->run_end_.assign(cells, {});
@@ -121,12 +122,19 @@ void OpCounters::OnRunEnd(int) {
 
 void OpCounters::OnStepBegin(int step) {
   const int64_t t0 = NowNs();
-  ReadAll(step_sets_, begin_, /*allow_rdpmc=*/true);
+  if (depth_ < kMaxNesting) ReadAll(step_sets_, begin_stack_[depth_], /*allow_rdpmc=*/true);
+  ++depth_;
   read_ns_ += NowNs() - t0;
 }
 
 void OpCounters::OnStepEnd(int step) {
   const int64_t t0 = NowNs();
+  if (depth_ > 0) --depth_;
+  if (depth_ >= kMaxNesting) {
+    ++nested_too_deep_;
+    return;
+  }
+  const std::vector<RawCount>& begin = begin_stack_[depth_];
   ReadAll(step_sets_, end_, /*allow_rdpmc=*/true);
   read_ns_ += NowNs() - t0;
   ++step_reads_;
@@ -136,7 +144,7 @@ void OpCounters::OnStepEnd(int step) {
     const size_t s = static_cast<size_t>(slot_of_event_[e]);
     for (size_t t = 0; t < tids_.size(); ++t) {
       double fraction = 1;
-      acc[e] += ScaledDelta(begin_[t * slots_ + s], end_[t * slots_ + s], &fraction);
+      acc[e] += ScaledDelta(begin[t * slots_ + s], end_[t * slots_ + s], &fraction);
       min_fraction_[e] = std::min(min_fraction_[e], fraction);
     }
   }

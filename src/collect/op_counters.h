@@ -106,6 +106,13 @@ class OpCounters : public OpObserver {
   size_t slots_ = 0;
   // [thread][slot], flattened.
   std::vector<RawCount> begin_, end_, run_begin_, run_end_;
+  // Steps nest (a control-flow subgraph's steps inside their If/Loop/Scan step): one begin row
+  // per nesting level, preallocated; a parent's counts include its subgraph's. Steps nested
+  // deeper than kMaxNesting are not counted (nested_too_deep_).
+  static constexpr int kMaxNesting = 8;
+  std::vector<std::vector<RawCount>> begin_stack_;
+  int depth_ = 0;
+  int64_t nested_too_deep_ = 0;
   std::vector<double> step_acc_;    // [step][event]
   std::vector<double> whole_acc_;   // [event]
   std::vector<double> min_fraction_;

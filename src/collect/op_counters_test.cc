@@ -161,6 +161,35 @@ TEST(OpCountersTest, PerStepCountsMatchWholeRunAndScaleWithWork) {
   EXPECT_GT(CounterOverheadPct(c, 1000.0), 0);
 }
 
+// Nested steps (a control-flow node's subgraph steps run inside its step): the parent's counts
+// span its whole step, its subgraph's work included; the child's only its own.
+TEST(OpCountersTest, NestedStepsCountTheParentInclusively) {
+  FakePool pool;
+  OpCounters::Options o;
+  o.num_steps = 2;
+  o.tids = pool.tids();
+  o.tids.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
+  o.events = *ParseEventList("page-faults");
+  auto created = OpCounters::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  OpCounters& c = **created;
+  for (int run = 0; run < 3; ++run) {
+    c.OnRunBegin(run);
+    c.OnStepBegin(0);
+    pool.Run(2);  // the parent's own work, before its child
+    c.OnStepBegin(1);
+    pool.Run(1);
+    c.OnStepEnd(1);
+    c.OnStepEnd(0);
+    c.OnRunEnd(run);
+  }
+  const int faults = EventIndex(c, "page-faults");
+  ASSERT_GE(faults, 0);
+  const double ratio = c.StepTotal(0, faults) / c.StepTotal(1, faults);
+  EXPECT_GT(ratio, 2.5);  // 3 units against 1 (a child overwriting the parent's begin gives ~1)
+  EXPECT_LT(ratio, 3.5);
+}
+
 TEST(OpCountersTest, BadArguments) {
   OpCounters::Options o;
   o.tids = {static_cast<pid_t>(syscall(SYS_gettid))};

@@ -12,6 +12,9 @@ OpTimer::OpTimer(int steps, int max_runs)
       max_runs_(max_runs),
       start_(static_cast<size_t>(steps) * max_runs, 0),
       end_(static_cast<size_t>(steps) * max_runs, 0),
+      total_(static_cast<size_t>(steps) * max_runs, 0),
+      count_(static_cast<size_t>(steps) * max_runs, 0),
+      begin_(static_cast<size_t>(steps), 0),
       run_start_(max_runs, 0),
       run_end_(max_runs, 0) {}
 
@@ -24,11 +27,19 @@ void OpTimer::OnRunBegin(int) {
 }
 
 void OpTimer::OnStepBegin(int step) {
-  if (recording_) start_[Index(runs_, step)] = NowNs();
+  if (!recording_) return;
+  const int64_t now = NowNs();
+  const size_t i = Index(runs_, step);
+  if (count_[i]++ == 0) start_[i] = now;
+  begin_[step] = now;
 }
 
 void OpTimer::OnStepEnd(int step) {
-  if (recording_) end_[Index(runs_, step)] = NowNs();
+  if (!recording_) return;
+  const int64_t now = NowNs();
+  const size_t i = Index(runs_, step);
+  end_[i] = now;
+  if (now > begin_[step]) total_[i] += now - begin_[step];
 }
 
 void OpTimer::OnRunEnd(int) {

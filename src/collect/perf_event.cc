@@ -322,7 +322,17 @@ std::string RecordingPerfEventOpener::Dump() const {
         << "\ninherit=" << a.inherit << "\npinned=" << a.pinned << "\nexclusive=" << a.exclusive
         << "\nexclude_user=" << a.exclude_user << "\nexclude_kernel=" << a.exclude_kernel
         << "\nexclude_hv=" << a.exclude_hv << "\nexclude_idle=" << a.exclude_idle
-        << "\nenable_on_exec=" << a.enable_on_exec << "\ninherit_stat=" << a.inherit_stat << "\n\n";
+        << "\nenable_on_exec=" << a.enable_on_exec << "\ninherit_stat=" << a.inherit_stat << "\n";
+    // Sampling events (the sampler's): the fields a counting event leaves at zero.
+    if (a.sample_type != 0 || a.freq)
+      out << "freq=" << a.freq << "\nexclude_callchain_kernel=" << a.exclude_callchain_kernel
+          << "\nsample_regs_user=" << Hex(a.sample_regs_user)
+          << "\nsample_stack_user=" << a.sample_stack_user << "\nmmap=" << a.mmap
+          << "\nmmap2=" << a.mmap2 << "\ncomm=" << a.comm << "\ncomm_exec=" << a.comm_exec
+          << "\ntask=" << a.task << "\nsample_id_all=" << a.sample_id_all
+          << "\nuse_clockid=" << a.use_clockid << "\nclockid=" << a.clockid
+          << "\nwatermark=" << a.watermark << "\nwakeup_watermark=" << a.wakeup_watermark << "\n";
+    out << "\n";
   }
   return out.str();
 }
@@ -364,6 +374,72 @@ std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener&
   if (err == EMFILE)
     return ev + " failed (EMFILE): too many open files; raise the limit with `ulimit -n 65536`";
   return ev + " failed (" + ErrnoName(err) + "): " + std::strerror(err);
+}
+
+Fallback NextFallback(int fd, const perf_event_attr& attr) {
+  if (fd >= 0) return Fallback::kNone;
+  const int err = -fd;
+  if ((err == EACCES || err == EPERM) && !attr.exclude_kernel) return Fallback::kUserOnly;
+  if (err == EACCES || err == EPERM) return Fallback::kRefused;
+  EventSpec probe;
+  probe.type = attr.type;
+  if (probe.NeedsPmu() && IsNoPmuError(err))
+    return attr.type == PERF_TYPE_HARDWARE && attr.config == PERF_COUNT_HW_CPU_CYCLES
+               ? Fallback::kCpuClock
+               : Fallback::kUnsupported;
+  return Fallback::kFailed;
+}
+
+std::string UserOnlyDegradation(const PerfEventOpener& opener) {
+  return "kernel.perf_event_paranoid=" + std::to_string(opener.Paranoid()) +
+         " and no CAP_PERFMON: counting user space only (exclude_kernel); kernel time and "
+         "faults taken in the kernel are not counted. Run `sudo sysctl "
+         "kernel.perf_event_paranoid=1` or give opscope CAP_PERFMON to count them";
+}
+
+std::string CpuClockDegradation(const std::string& requested, int err) {
+  return requested + " unavailable (" + (IsNoPmuError(err) ? std::string("no hardware PMU")
+                                                           : ErrnoName(err)) +
+         "): using cpu-clock";
+}
+
+void SwitchToCpuClock(perf_event_attr* attr) {
+  attr->type = PERF_TYPE_SOFTWARE;
+  attr->config = PERF_COUNT_SW_CPU_CLOCK;
+}
+
+StatusOr<int> OpenWithFallback(PerfEventOpener& opener, perf_event_attr* attr, pid_t pid, int cpu,
+                               const std::string& requested,
+                               std::vector<std::string>* degradations, bool* user_only) {
+  EventSpec spec;
+  spec.name = requested;
+  spec.type = attr->type;
+  spec.config = attr->config;
+  for (;;) {  // each rung changes attr so that it cannot be taken twice
+    const int fd = opener.Open(*attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    switch (NextFallback(fd, *attr)) {
+      case Fallback::kNone:
+        return fd;
+      case Fallback::kUserOnly:
+        attr->exclude_kernel = 1;
+        attr->exclude_hv = 1;
+        if (user_only) *user_only = true;
+        AddOnce(degradations, UserOnlyDegradation(opener));
+        continue;
+      case Fallback::kCpuClock:
+        SwitchToCpuClock(attr);
+        AddOnce(degradations, CpuClockDegradation(requested, -fd));
+        continue;
+      case Fallback::kRefused:
+        return PermissionDenied(PerfErrorText(-fd, spec, opener));
+      case Fallback::kUnsupported:
+      case Fallback::kFailed:
+        if (fd == -ESRCH) return NotFound(PerfErrorText(ESRCH, spec, opener));
+        if (fd == -EMFILE || fd == -ENFILE)
+          return ResourceExhausted(PerfErrorText(-fd, spec, opener));
+        return Unavailable(PerfErrorText(-fd, spec, opener));
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,34 +527,36 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
     // most once per event, whatever order the kernel reports the problems in.
     for (;;) {
       fd = open_one(slot.spec, *group_index);
+      perf_event_attr asked{};
+      asked.type = slot.spec.type;
+      asked.config = slot.spec.config;
+      asked.exclude_kernel = slot.spec.exclude_kernel || set.user_only_;
+      const Fallback next = NextFallback(fd, asked);
       // Rung 2: kernel counting refused -> user space only, for this and every later event.
-      if ((fd == -EACCES || fd == -EPERM) && !set.user_only_ && !slot.spec.exclude_kernel) {
+      if (next == Fallback::kUserOnly) {
         set.user_only_ = true;
-        AddOnce(degradations,
-                "kernel.perf_event_paranoid=" + std::to_string(opener.Paranoid()) +
-                    " and no CAP_PERFMON: counting user space only (exclude_kernel); kernel time and "
-                    "faults taken in the kernel are not counted. Run `sudo sysctl "
-                    "kernel.perf_event_paranoid=1` or give opscope CAP_PERFMON to count them");
+        AddOnce(degradations, UserOnlyDegradation(opener));
         continue;
       }
-      if (fd == -EACCES || fd == -EPERM) return PermissionDenied(PerfErrorText(-fd, slot.spec, opener));
+      if (next == Fallback::kRefused)
+        return PermissionDenied(PerfErrorText(-fd, slot.spec, opener));
       // Rung 1: no PMU (or not this event) -> cycles becomes cpu-clock; others are not counted.
-      if (fd < 0 && slot.spec.NeedsPmu() && IsNoPmuError(-fd)) {
-        if (slot.spec.type == PERF_TYPE_HARDWARE && slot.spec.config == PERF_COUNT_HW_CPU_CYCLES) {
-          EventSpec clock = *ParseEvent("cpu-clock");
-          clock.exclude_user = slot.spec.exclude_user;
-          clock.exclude_kernel = slot.spec.exclude_kernel;
-          clock.exclude_hv = slot.spec.exclude_hv;
-          slot.spec = clock;
-          slot.note = "cpu-clock stands in for " + slot.requested + " (no hardware PMU)";
-          AddOnce(degradations, slot.requested + " unavailable (no hardware PMU): using cpu-clock");
-          if (sw_group < 0) {
-            set.groups_.emplace_back();
-            sw_group = static_cast<int>(set.groups_.size()) - 1;
-          }
-          group_index = &sw_group;
-          continue;
+      if (next == Fallback::kCpuClock) {
+        EventSpec clock = *ParseEvent("cpu-clock");
+        clock.exclude_user = slot.spec.exclude_user;
+        clock.exclude_kernel = slot.spec.exclude_kernel;
+        clock.exclude_hv = slot.spec.exclude_hv;
+        slot.spec = clock;
+        slot.note = "cpu-clock stands in for " + slot.requested + " (no hardware PMU)";
+        AddOnce(degradations, CpuClockDegradation(slot.requested, -fd));
+        if (sw_group < 0) {
+          set.groups_.emplace_back();
+          sw_group = static_cast<int>(set.groups_.size()) - 1;
         }
+        group_index = &sw_group;
+        continue;
+      }
+      if (next == Fallback::kUnsupported) {
         slot.note = "not supported (" + ErrnoName(-fd) + "): no hardware PMU here, or the CPU lacks it";
         no_pmu_names.push_back(slot.requested);
         dropped = true;

@@ -24,7 +24,8 @@
 //   3. still refused: a PermissionDenied status that names kernel.perf_event_paranoid and
 //      CAP_PERFMON and how to change them.
 // Every rung taken is written, in words, into the `degradations` list the caller passes (and from
-// there into meta.degradations and StatSection::degradations).
+// there into meta.degradations and StatSection::degradations). The same ladder (NextFallback,
+// OpenWithFallback) opens the sampler's events, and the same attr tests cover both.
 #pragma once
 
 #include <linux/perf_event.h>
@@ -218,5 +219,31 @@ class CounterSet {
 
 // Human text for an errno from perf_event_open, for messages.
 std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener& opener);
+
+// The fallback ladder, one rung at a time, shared by CounterSet (which also regroups an event
+// that changed rungs) and the sampler (OpenWithFallback). Given what the kernel answered for
+// `attr`, what comes next:
+enum class Fallback {
+  kNone,        // it opened
+  kUserOnly,    // rung 2: EACCES/EPERM while counting kernel space -> exclude_kernel, exclude_hv
+  kCpuClock,    // rung 1: cycles without a PMU -> cpu-clock
+  kUnsupported, // rung 1: another hardware event without a PMU -> not counted
+  kRefused,     // rung 3: still refused: PermissionDenied(PerfErrorText)
+  kFailed,      // any other error
+};
+Fallback NextFallback(int fd_or_errno, const perf_event_attr& attr);
+// The degradation recorded for each rung taken (the words reports show).
+std::string UserOnlyDegradation(const PerfEventOpener& opener);
+std::string CpuClockDegradation(const std::string& requested, int err);
+// Switches a hardware-cycles attr to the software cpu-clock in place (the rest is kept).
+void SwitchToCpuClock(perf_event_attr* attr);
+
+// One event without a group, through the whole ladder: the sampler's opener. Each rung taken is
+// appended (once) to *degradations; *user_only is set when rung 2 was taken. Returns the fd, or
+// PermissionDenied (paranoid, with the fix), NotFound (ESRCH: the task is gone), Unavailable
+// (an event that cannot be opened here).
+StatusOr<int> OpenWithFallback(PerfEventOpener& opener, perf_event_attr* attr, pid_t pid, int cpu,
+                               const std::string& requested,
+                               std::vector<std::string>* degradations, bool* user_only);
 
 }  // namespace opscope::collect

@@ -13,6 +13,7 @@
 
 #include "base/testing/golden.h"
 #include "collect/op_counters.h"
+#include "collect/sampler.h"
 
 namespace opscope::collect {
 namespace {
@@ -172,6 +173,110 @@ TEST(AttrTest, HardwareGroupsAreSplit) {
   ASSERT_TRUE(set.ok());
   EXPECT_EQ(set->slots()[3].group, 0);
   EXPECT_EQ(set->slots()[4].group, 1);  // kMaxHardwareGroup = 4
+}
+
+// The sampler's opens (record, record -p, record -a, profile --sample) through the same ladder.
+std::string SampleInvocation(RecordingPerfEventOpener& fake, const SampleTarget& target,
+                             SamplerOptions opt = {}, Status* status = nullptr) {
+  opt.opener = &fake;
+  perf_event_attr attr{};
+  RecordMeta meta;
+  auto fds = OpenSampleEvents(opt, target, &attr, &meta);
+  if (status) *status = fds.status();
+  std::string out;
+  for (const std::string& d : meta.degradations) out += "# degradation: " + d + "\n";
+  if (fds.ok()) {
+    out += "# event " + meta.event + " (" + meta.unit + "), " + std::to_string(fds->size()) +
+           " fds\n";
+    for (int fd : *fds) close(fd);
+  }
+  return out + "\n" + fake.Dump();
+}
+
+SampleTarget LaunchedChild() {
+  SampleTarget t;
+  t.tasks = {4242};
+  t.cpus = {0, 1};
+  t.inherit = true;
+  t.enable_on_exec = true;
+  return t;
+}
+
+TEST(AttrTest, RecordCommandWithPmu) {
+  RecordingPerfEventOpener fake;
+  CompareGolden("record-default", SampleInvocation(fake, LaunchedChild()));
+}
+
+TEST(AttrTest, RecordCommandNoPmuFallsBackToCpuClock) {
+  RecordingPerfEventOpener fake;
+  fake.no_pmu = true;
+  CompareGolden("record-no-pmu", SampleInvocation(fake, LaunchedChild()));
+}
+
+TEST(AttrTest, RecordUnderParanoid2IsUserOnlyAlready) {
+  RecordingPerfEventOpener fake;
+  fake.paranoid = 2;
+  fake.privileged = false;
+  fake.no_pmu = true;
+  Status st;
+  const std::string dump = SampleInvocation(fake, LaunchedChild(), {}, &st);
+  EXPECT_TRUE(st.ok()) << st.message();
+  // exclude_kernel from the start: no user-only rung, only the cpu-clock one.
+  EXPECT_EQ(dump.find("counting user space only"), std::string::npos) << dump;
+  EXPECT_EQ(fake.calls().size(), 3u);
+}
+
+TEST(AttrTest, RecordDwarfCallGraph) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the golden file holds x86-64's perf_regs mask";
+#endif
+  RecordingPerfEventOpener fake;
+  SamplerOptions opt;
+  opt.call_graph = CallGraph::kDwarf;
+  opt.stack_bytes = 8192;
+  opt.frequency_hz = 499;
+  CompareGolden("record-call-graph-dwarf", SampleInvocation(fake, LaunchedChild(), opt));
+}
+
+TEST(AttrTest, RecordAttachToThreads) {
+  RecordingPerfEventOpener fake;
+  SampleTarget t;
+  t.tasks = {300, 301, 302};
+  CompareGolden("record-p-threads", SampleInvocation(fake, t));
+}
+
+TEST(AttrTest, RecordSystemWide) {
+  RecordingPerfEventOpener fake;
+  SampleTarget t;
+  t.tasks = {-1};
+  t.cpus = {0, 1, 2};
+  CompareGolden("record-a", SampleInvocation(fake, t));
+}
+
+TEST(AttrTest, RecordParanoid3NamesTheSetting) {
+  RecordingPerfEventOpener fake;
+  fake.paranoid = 3;
+  fake.privileged = false;
+  Status st;
+  SampleInvocation(fake, LaunchedChild(), {}, &st);
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("kernel.perf_event_paranoid=3"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("CAP_PERFMON"), std::string::npos) << st.message();
+}
+
+TEST(AttrTest, OneLadderForBothCallers) {
+  perf_event_attr a{};
+  a.type = PERF_TYPE_HARDWARE;
+  a.config = PERF_COUNT_HW_CPU_CYCLES;
+  EXPECT_EQ(NextFallback(3, a), Fallback::kNone);
+  EXPECT_EQ(NextFallback(-ENOENT, a), Fallback::kCpuClock);
+  EXPECT_EQ(NextFallback(-EACCES, a), Fallback::kUserOnly);
+  a.exclude_kernel = 1;
+  EXPECT_EQ(NextFallback(-EACCES, a), Fallback::kRefused);
+  a.config = PERF_COUNT_HW_INSTRUCTIONS;
+  EXPECT_EQ(NextFallback(-EOPNOTSUPP, a), Fallback::kUnsupported);
+  a.type = PERF_TYPE_SOFTWARE;
+  EXPECT_EQ(NextFallback(-ESRCH, a), Fallback::kFailed);
 }
 
 TEST(EventParseTest, GenericAndCacheAndRaw) {

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -22,44 +23,15 @@
 #include "base/clock.h"
 #include "base/files.h"
 #include "base/host.h"
+#include "base/launch.h"
+#include "collect/attach.h"
+#include "collect/perf_access.h"
 #include "collect/ring_buffer.h"
 #include "base/strings.h"
 #include "collect/symbolize.h"
 
 namespace opscope::collect {
 namespace {
-
-int PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group, unsigned long flags) {
-  return static_cast<int>(syscall(SYS_perf_event_open, attr, pid, cpu, group, flags));
-}
-
-std::string PerfOpenError(int err, const std::string& what) {
-  std::string msg = what + ": perf_event_open failed: " + std::strerror(err);
-  if (err == EACCES || err == EPERM) {
-    std::string paranoid = Trim(ReadSysFile("/proc/sys/kernel/perf_event_paranoid"));
-    msg += "; kernel.perf_event_paranoid=" + paranoid +
-           " forbids it: run `sysctl kernel.perf_event_paranoid=1` or run as root";
-  }
-  return msg;
-}
-
-std::vector<int> OnlineCpus() {
-  std::vector<int> cpus;
-  std::string online = Trim(ReadSysFile("/sys/devices/system/cpu/online"));
-  for (const auto& part : Split(online, ',', true)) {
-    auto range = Split(part, '-');
-    int64_t a = 0, b = 0;
-    if (!ParseInt64(range[0], &a)) continue;
-    b = a;
-    if (range.size() == 2 && !ParseInt64(range[1], &b)) continue;
-    for (int64_t c = a; c <= b; ++c) cpus.push_back(static_cast<int>(c));
-  }
-  if (cpus.empty()) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    for (long c = 0; c < std::max(1L, n); ++c) cpus.push_back(static_cast<int>(c));
-  }
-  return cpus;
-}
 
 const char* CStr(const char* p, const char* end) {
   // Ensures the string is terminated inside the record.
@@ -84,11 +56,11 @@ class EventSet {
   std::vector<std::unique_ptr<Event>> events;
   uint64_t samples = 0, lost = 0;
 
-  Status Add(pid_t pid, int cpu, size_t ring_pages, const std::string& what) {
+  // Takes `fd` (an opened sampling event of task `tid`) and maps its ring.
+  Status Add(int fd, pid_t tid, size_t ring_pages) {
     auto e = std::make_unique<Event>();
-    e->fd = PerfEventOpen(&attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-    if (e->fd < 0) return PermissionDenied(PerfOpenError(errno, what));
-    e->tid = pid;
+    e->fd = fd;
+    e->tid = tid;
     Status st = e->ring.Map(e->fd, ring_pages);
     if (!st.ok()) {
       close(e->fd);
@@ -133,34 +105,6 @@ class EventSet {
   }
 };
 
-// Opens the sampling event on the first target to find out which event this machine allows:
-// cycles, else cpu-clock (recorded as a degradation).
-Status ChooseEvent(const SamplerOptions& opt, bool inherit, bool enable_on_exec, pid_t probe_pid,
-                   int probe_cpu, perf_event_attr* attr, RecordMeta* meta) {
-  if (opt.try_cycles) {
-    perf_event_attr a = MakeSampleAttr(opt, true, inherit, enable_on_exec);
-    int fd = PerfEventOpen(&a, probe_pid, probe_cpu, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd >= 0) {
-      close(fd);
-      *attr = a;
-      meta->event = "cycles";
-      meta->unit = "cycles";
-      return Status::Ok();
-    }
-    int err = errno;
-    if (err == EACCES || err == EPERM) return PermissionDenied(PerfOpenError(err, "cycles sampling"));
-    meta->degradations.push_back(std::string("cycles unavailable (") +
-                                 (err == ENOENT || err == EOPNOTSUPP || err == ENODEV
-                                      ? "no hardware PMU"
-                                      : std::strerror(err)) +
-                                 "): sampling cpu-clock");
-  }
-  *attr = MakeSampleAttr(opt, false, inherit, enable_on_exec);
-  meta->event = "cpu-clock";
-  meta->unit = "ns";
-  return Status::Ok();
-}
-
 RecordMeta BaseMeta(const SamplerOptions& opt) {
   RecordMeta m;
   m.call_graph = opt.call_graph;
@@ -193,30 +137,6 @@ Status CheckOptions(const SamplerOptions& opt) {
   if (opt.ring_pages == 0 || (opt.ring_pages & (opt.ring_pages - 1)))
     return InvalidArgument("ring buffer pages must be a power of two");
   return Status::Ok();
-}
-
-std::string DescribeWait(int status, int* code) {
-  if (WIFEXITED(status)) {
-    *code = WEXITSTATUS(status);
-    return "exited with status " + std::to_string(*code);
-  }
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    *code = 128 + sig;
-    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  *code = 1;
-  return "ended";
-}
-
-std::string FindInPath(const std::string& name) {
-  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  for (const auto& dir : Split(path ? path : "/usr/bin:/bin", ':', true)) {
-    std::string full = dir + "/" + name;
-    if (access(full.c_str(), X_OK) == 0) return full;
-  }
-  return "";
 }
 
 }  // namespace
@@ -270,6 +190,50 @@ perf_event_attr MakeSampleAttr(const SamplerOptions& opt, bool cycles, bool inhe
   a.watermark = 1;
   a.wakeup_watermark = static_cast<uint32_t>(opt.ring_pages * 4096 / 4);
   return a;
+}
+
+StatusOr<std::vector<int>> OpenSampleEvents(const SamplerOptions& opt, const SampleTarget& target,
+                                            perf_event_attr* attr, RecordMeta* meta) {
+  PerfEventOpener& opener = opt.opener ? *opt.opener : SystemOpener();
+  if (target.tasks.empty()) return InvalidArgument("nothing to sample: no process, thread or CPU");
+  *attr = MakeSampleAttr(opt, opt.try_cycles, target.inherit, target.enable_on_exec);
+  const std::vector<int> cpus = target.cpus.empty() ? std::vector<int>{-1} : target.cpus;
+  std::vector<int> fds;
+  auto close_all = [&] {
+    for (int fd : fds) close(fd);
+  };
+  for (size_t t = 0; t < target.tasks.size(); ++t) {
+    for (int cpu : cpus) {
+      const pid_t task = target.tasks[t];
+      if (fds.empty()) {  // the first open climbs the ladder and decides the event
+        auto fd = OpenWithFallback(opener, attr, task, cpu, opt.try_cycles ? "cycles" : "cpu-clock",
+                                   &meta->degradations, nullptr);
+        if (!fd.ok()) return fd.status();
+        fds.push_back(*fd);
+        continue;
+      }
+      const int fd = opener.Open(*attr, task, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+      if (fd == -ESRCH && t > 0) break;  // that thread or process has exited meanwhile
+      if (fd < 0) {
+        close_all();
+        EventSpec spec;
+        spec.name = attr->type == PERF_TYPE_HARDWARE ? "cycles" : "cpu-clock";
+        spec.type = attr->type;
+        const std::string on_cpu = cpu >= 0 ? " on CPU " + std::to_string(cpu) : "";
+        const std::string where = task == -1 ? "CPU " + std::to_string(cpu)
+                                              : "task " + std::to_string(task) + on_cpu;
+        const std::string text = PerfErrorText(-fd, spec, opener) + " (" + where + ")";
+        if (fd == -EACCES || fd == -EPERM) return PermissionDenied(text);
+        if (fd == -ESRCH) return NotFound(text);
+        return Unavailable(text);
+      }
+      fds.push_back(fd);
+    }
+  }
+  const bool cycles = attr->type == PERF_TYPE_HARDWARE;
+  meta->event = cycles ? "cycles" : "cpu-clock";
+  meta->unit = cycles ? "cycles" : "ns";
+  return fds;
 }
 
 bool ParseSample(const perf_event_header* rec, const perf_event_attr& attr, RawSample* out) {
@@ -422,121 +386,255 @@ bool DecodePerfRecord(const perf_event_header* rec, const perf_event_attr& attr,
   }
 }
 
+namespace {
+
+// Executable mappings that existed before sampling started (the kernel reports only new ones):
+// read from /proc/PID/maps, as MMAP records of `pid`. A process that is gone or unreadable adds
+// nothing.
+void SynthesizeMmaps(pid_t pid, EventBatch* batch) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string range, perms, off, dev, inode, path;
+    ls >> range >> perms >> off >> dev >> inode;
+    std::getline(ls, path);
+    path = Trim(path);
+    if (perms.size() < 3 || perms[2] != 'x' || path.empty()) continue;
+    auto dash = range.find('-');
+    if (dash == std::string::npos) continue;
+    RawMmap m;
+    m.pid = m.tid = pid;
+    m.start = std::strtoull(range.substr(0, dash).c_str(), nullptr, 16);
+    m.len = std::strtoull(range.substr(dash + 1).c_str(), nullptr, 16) - m.start;
+    m.pgoff = std::strtoull(off.c_str(), nullptr, 16);
+    m.filename = path;
+    batch->AddMmap(m);
+  }
+}
+
+// The names of threads that existed before sampling started, as COMM records.
+void SynthesizeComms(pid_t pid, const std::vector<pid_t>& tids, EventBatch* batch) {
+  for (pid_t tid : tids) {
+    RawComm c;
+    c.pid = pid;
+    c.tid = tid;
+    c.comm = CommOf(tid);
+    if (!c.comm.empty()) batch->AddComm(c);
+  }
+}
+
+// Drains `set` into `writer` on its own thread until Stop(). `round` runs on that thread before
+// each drain round (the attach recorder adds the threads created meanwhile there, so the event
+// list is only touched by one thread). After a failed write (disk full) sampling stops: the rings
+// are still drained, so the target never blocks on them, but nothing more is written.
+class DrainThread {
+ public:
+  DrainThread(EventSet* set, RecordWriter* writer, std::function<void()> round)
+      : set_(set), writer_(writer), round_(std::move(round)), t0_(NowNs()) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~DrainThread() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    done_.store(true, std::memory_order_release);
+    thread_.join();
+  }
+  // Samples, lost counts and the write error, once stopped.
+  void Fill(RecordResult* r) const {
+    r->samples = set_->samples;
+    r->lost = set_->lost;
+    if (!status_.ok()) {
+      r->write_error = status_;
+      r->samples = samples_kept_;
+      r->kept_ns = kept_ns_;
+    }
+  }
+
+ private:
+  void Write() {
+    if (batch_.size() > 0 && status_.ok()) {
+      Status s = writer_->WriteEvents(batch_);
+      if (s.ok()) {
+        samples_kept_ = set_->samples;
+      } else {
+        status_ = s;
+        kept_ns_ = NowNs() - t0_;
+        set_->DisableAll();
+      }
+    }
+    batch_.clear();
+  }
+  void Loop() {
+    while (!done_.load(std::memory_order_acquire)) {
+      set_->Wait(100);
+      if (round_) round_();
+      set_->DrainAll(&batch_);
+      Write();
+    }
+    set_->DrainAll(&batch_);
+    Write();
+  }
+
+  EventSet* set_;
+  RecordWriter* writer_;
+  std::function<void()> round_;
+  int64_t t0_;
+  std::atomic<bool> done_{false};
+  EventBatch batch_;
+  Status status_;
+  uint64_t samples_kept_ = 0;
+  int64_t kept_ns_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
 StatusOr<RecordResult> RecordCommand(const std::vector<std::string>& argv, const RecordOptions& opt,
                                      RecordWriter* writer, TargetSignals* signals) {
   OPSCOPE_RETURN_IF_ERROR(CheckOptions(opt.sampler));
   std::optional<TargetSignals> local_signals;
   if (signals == nullptr) signals = &local_signals.emplace();
   if (argv.empty()) return InvalidArgument("no command given: use `opscope record -- CMD [ARGS]`");
-  std::string exe = FindInPath(argv[0]);
-  if (exe.empty())
-    return NotFound("command not found: '" + argv[0] + "'" +
-                    (argv[0].find('/') == std::string::npos ? " (not in PATH)" : " (no such executable)"));
-
+  // A refusal that no rung of the ladder can get around is said before the command starts.
+  OPSCOPE_RETURN_IF_ERROR(
+      CheckPerfAccess(AccessOf(opt.sampler.opener ? *opt.sampler.opener : SystemOpener()), {}));
   RecordResult result;
   result.meta = BaseMeta(opt.sampler);
-  std::string cmdline;
-  for (const auto& a : argv) cmdline += (cmdline.empty() ? "" : " ") + ShellQuote(a);
-  result.meta.command = cmdline;
+  result.meta.command = ShellJoin(argv);
 
-  // The child waits on `go` until the events are attached, then execs; `err` (close-on-exec)
-  // carries an exec failure back.
-  int go[2], err[2];
-  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-    return Internal(std::string("pipe: ") + std::strerror(errno));
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t child = fork();
-  if (child < 0) return Internal(std::string("fork: ") + std::strerror(errno));
-  if (child == 0) {
-    signals->PrepareChild();
-    signal(SIGXFSZ, SIG_DFL);  // the record writer ignores it in opscope
-    char c;
-    if (read(go[0], &c, 1) != 1) _exit(127);
-    execv(exe.c_str(), cargv.data());
-    int e = errno;
-    (void)!write(err[1], &e, sizeof e);
-    _exit(127);
+  // The target waits on the launcher's ready pipe until the events are attached.
+  LaunchOptions launch;
+  launch.argv = argv;
+  auto started = LaunchedTarget::Start(launch, signals);
+  if (!started.ok() && started.status().code() == StatusCode::kInternal) return started.status();
+  if (!started.ok()) {
+    result.exec_error = started.status();
+    return result;
   }
-  close(go[0]);
-  close(err[1]);
-  signals->Attach(child);
+  LaunchedTarget& target = *started;
+  const pid_t child = target.pid();
   auto abort_child = [&](Status st) -> StatusOr<RecordResult> {
-    kill(child, SIGKILL);
-    int status;
-    TargetSignals::Wait(child, &status);
-    signals->Detach();
-    close(go[1]);
-    close(err[0]);
+    target.Abandon();
     return st;
   };
 
   EventSet set;
-  std::vector<int> cpus = OnlineCpus();
-  Status st = ChooseEvent(opt.sampler, true, true, child, cpus[0], &set.attr, &result.meta);
-  if (!st.ok()) return abort_child(st);
-  for (int cpu : cpus) {
-    st = set.Add(child, cpu, opt.sampler.ring_pages, "sampling " + result.meta.event + " on CPU " + std::to_string(cpu));
-    if (!st.ok()) return abort_child(st);
+  SampleTarget what;
+  what.tasks = {child};
+  what.cpus = OnlineCpus();
+  what.inherit = true;
+  what.enable_on_exec = true;
+  auto fds = OpenSampleEvents(opt.sampler, what, &set.attr, &result.meta);
+  if (!fds.ok()) return abort_child(fds.status());
+  for (size_t i = 0; i < fds->size(); ++i) {
+    Status st = set.Add((*fds)[i], child, opt.sampler.ring_pages);
+    if (!st.ok()) {
+      for (size_t j = i + 1; j < fds->size(); ++j) close((*fds)[j]);
+      return abort_child(st);
+    }
   }
   result.meta.pid = child;
-  st = writer->WriteMeta(result.meta);
-  if (!st.ok()) return abort_child(st);
+  if (Status st = writer->WriteMeta(result.meta); !st.ok()) return abort_child(st);
 
-  int64_t t0 = NowNs();
-  std::atomic<bool> done{false};
-  Status drain_status;
-  // After a failed write (disk full) sampling stops: the rings are still drained, so the
-  // command never blocks on them, but nothing more is written.
-  uint64_t samples_kept = 0;
-  int64_t kept_ns = 0;
-  std::thread drainer([&] {
-    EventBatch batch;
-    auto write_batch = [&] {
-      if (batch.size() > 0 && drain_status.ok()) {
-        Status s = writer->WriteEvents(batch);
-        if (s.ok()) {
-          samples_kept = set.samples;
-        } else {
-          drain_status = s;
-          kept_ns = NowNs() - t0;
-          set.DisableAll();
-        }
-      }
-      batch.clear();
-    };
-    while (!done.load(std::memory_order_acquire)) {
-      set.Wait(100);
-      set.DrainAll(&batch);
-      write_batch();
-    }
-    set.DrainAll(&batch);
-    write_batch();
-  });
-
-  (void)!write(go[1], "g", 1);
-  close(go[1]);
-  int exec_errno = 0;
-  bool exec_failed = read(err[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
-  close(err[0]);
-  int status = 0;
-  TargetSignals::Wait(child, &status);
-  result.wall_ns = NowNs() - t0;
-  signals->Detach();
-  done.store(true, std::memory_order_release);
-  drainer.join();
+  DrainThread drain(&set, writer, nullptr);
+  Status exec = target.Go();
+  const TargetExit end = target.Wait();
+  result.wall_ns = end.wall_ns;
+  drain.Stop();
   set.CloseAll();
-  if (exec_failed)
-    return NotFound("cannot run '" + argv[0] + "': " + std::strerror(exec_errno));
-  result.exit = DescribeWait(status, &result.exit_code);
-  result.samples = set.samples;
-  result.lost = set.lost;
-  if (!drain_status.ok()) {
-    result.write_error = drain_status;
-    result.samples = samples_kept;
-    result.kept_ns = kept_ns;
+  if (!exec.ok()) {
+    result.exec_error = exec;
+    return result;
   }
+  result.exit = end.Describe();
+  result.exit_code = end.exit_code;
+  result.term_signal = end.term_signal;
+  drain.Fill(&result);
+  return result;
+}
+
+StatusOr<RecordResult> RecordAttached(const AttachSpec& spec, const ResolvedAttach& what,
+                                      const RecordOptions& opt, RecordWriter* writer,
+                                      const TargetSignals& signals) {
+  OPSCOPE_RETURN_IF_ERROR(CheckOptions(opt.sampler));
+  RecordResult result;
+  result.meta = BaseMeta(opt.sampler);
+  result.meta.command = "attached to " + what.description;
+  result.meta.pid = what.tasks.empty() ? -1 : what.tasks.front().pid;
+
+  EventSet set;
+  SampleTarget target;
+  std::set<pid_t> watched;
+  if (spec.system_wide()) {
+    target.tasks = {-1};
+    target.cpus = what.cpus;
+  } else {
+    for (const auto& t : what.tasks) target.tasks.push_back(t.tid);
+  }
+  OPSCOPE_ASSIGN_OR_RETURN(std::vector<int> fds,
+                           OpenSampleEvents(opt.sampler, target, &set.attr, &result.meta));
+  for (size_t i = 0; i < fds.size(); ++i) {
+    Status st = set.Add(fds[i], -1, opt.sampler.ring_pages);
+    if (!st.ok()) {
+      for (size_t j = i + 1; j < fds.size(); ++j) close(fds[j]);
+      return st;
+    }
+  }
+  for (pid_t t : target.tasks) watched.insert(t);
+  OPSCOPE_RETURN_IF_ERROR(writer->WriteMeta(result.meta));
+
+  // What the processes had mapped and were called before we came: the kernel only reports
+  // changes from now on.
+  EventBatch initial;
+  std::set<pid_t> pids;
+  if (spec.system_wide()) {
+    if (DIR* d = opendir("/proc")) {
+      while (dirent* e = readdir(d)) {
+        int64_t pid = 0;
+        if (ParseInt64(e->d_name, &pid) && pid > 0) pids.insert(static_cast<pid_t>(pid));
+      }
+      closedir(d);
+    }
+  } else {
+    for (const auto& t : what.tasks) pids.insert(t.pid);
+  }
+  for (pid_t pid : pids) {
+    SynthesizeMmaps(pid, &initial);
+    std::vector<pid_t> tids;
+    if (spec.system_wide()) {
+      tids = ThreadsOf(pid);
+    } else {
+      for (const auto& t : what.tasks)
+        if (t.pid == pid) tids.push_back(t.tid);
+    }
+    SynthesizeComms(pid, tids, &initial);
+  }
+  OPSCOPE_RETURN_IF_ERROR(writer->WriteEvents(initial));
+
+  // Threads the -p processes create from now on get their own event (inherit events cannot be
+  // mmapped per thread), found by rescanning /proc/PID/task each drain round.
+  PerfEventOpener& opener = opt.sampler.opener ? *opt.sampler.opener : SystemOpener();
+  auto rescan = [&] {
+    for (pid_t pid : spec.pids)
+      for (pid_t tid : ThreadsOf(pid)) {
+        if (!watched.insert(tid).second) continue;
+        const int fd = opener.Open(set.attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) continue;  // it ended meanwhile
+        if (set.Add(fd, tid, opt.sampler.ring_pages).ok())
+          ioctl(set.events.back()->fd, PERF_EVENT_IOC_ENABLE, 0);
+      }
+  };
+  set.EnableAll();
+  const int64_t t0 = NowNs();
+  DrainThread drain(&set, writer, rescan);
+  const StopReason stop = WaitForStop(spec, what, signals, nullptr);
+  set.DisableAll();
+  drain.Stop();
+  result.wall_ns = NowNs() - t0;
+  set.CloseAll();
+  result.exit = "attached " + DescribeStop(stop, spec, signals.received());
+  drain.Fill(&result);
   return result;
 }
 
@@ -561,36 +659,16 @@ struct Sampler::State {
       int64_t tid = 0;
       if (!ParseInt64(e->d_name, &tid) || tid == drain_tid || watched.count(static_cast<pid_t>(tid))) continue;
       watched.insert(static_cast<pid_t>(tid));
-      Status s = set.Add(static_cast<pid_t>(tid), -1, opt.ring_pages, "sampling thread " + std::to_string(tid));
-      if (s.ok()) ioctl(set.events.back()->fd, PERF_EVENT_IOC_ENABLE, 0);
+      PerfEventOpener& opener = opt.opener ? *opt.opener : SystemOpener();
+      const int fd = opener.Open(set.attr, static_cast<pid_t>(tid), -1, -1, PERF_FLAG_FD_CLOEXEC);
+      if (fd < 0) continue;
+      if (set.Add(fd, static_cast<pid_t>(tid), opt.ring_pages).ok())
+        ioctl(set.events.back()->fd, PERF_EVENT_IOC_ENABLE, 0);
       // A thread that exited between readdir and open is not an error.
     }
     closedir(d);
   }
 };
-
-// Mappings that existed before sampling started: read from /proc/self/maps.
-static void SynthesizeMmaps(EventBatch* batch) {
-  std::ifstream in("/proc/self/maps");
-  std::string line;
-  pid_t pid = getpid();
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string range, perms, off, dev, inode, path;
-    ls >> range >> perms >> off >> dev >> inode;
-    std::getline(ls, path);
-    path = Trim(path);
-    if (perms.size() < 3 || perms[2] != 'x' || path.empty()) continue;
-    auto dash = range.find('-');
-    RawMmap m;
-    m.pid = m.tid = pid;
-    m.start = std::stoull(range.substr(0, dash), nullptr, 16);
-    m.len = std::stoull(range.substr(dash + 1), nullptr, 16) - m.start;
-    m.pgoff = std::stoull(off, nullptr, 16);
-    m.filename = path;
-    batch->AddMmap(m);
-  }
-}
 
 Sampler::~Sampler() {
   if (state_ && state_->drainer.joinable()) {
@@ -610,12 +688,20 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Start(const SamplerOptions& opt) {
   st.meta = BaseMeta(opt);
   st.meta.pid = getpid();
   st.meta.command = "(this process)";
-  OPSCOPE_RETURN_IF_ERROR(ChooseEvent(opt, false, false, 0, -1, &st.set.attr, &st.meta));
+  {
+    // Decides the event (the ladder) on the calling thread; the drain thread then opens one per
+    // thread with the same attr.
+    SampleTarget self;
+    self.tasks = {0};
+    auto fds = OpenSampleEvents(opt, self, &st.set.attr, &st.meta);
+    if (!fds.ok()) return fds.status();
+    for (int fd : *fds) close(fd);
+  }
   st.set.attr.disabled = 1;
   st.bytes.assign(kRecordMagic, sizeof kRecordMagic);
   st.bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(st.meta));
   EventBatch initial;
-  SynthesizeMmaps(&initial);
+  SynthesizeMmaps(getpid(), &initial);
   st.bytes += MakeChunk(ChunkType::kEvents, initial.bytes());
   std::atomic<bool> started{false};
   st.drainer = std::thread([&st, &started] {
@@ -634,7 +720,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Start(const SamplerOptions& opt) {
     }
     st.set.DisableAll();
     st.set.DrainAll(&batch);
-    SynthesizeMmaps(&batch);  // JIT code and libraries loaded while sampling
+    SynthesizeMmaps(getpid(), &batch);  // JIT code and libraries loaded while sampling
     st.bytes += MakeChunk(ChunkType::kEvents, batch.bytes());
     st.set.CloseAll();
   });

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -76,10 +77,20 @@ Outcome RunOne(const fs::path& dir, std::set<std::string>* ops) {
   if (!bytes.ok()) return {Outcome::kSkip, bytes.status().message()};
   onnx::ModelProto model;
   if (!model.ParseFromString(*bytes)) return {Outcome::kSkip, "unparsable model"};
-  for (const auto& n : model.graph().node()) {
-    ops->insert(n.op_type());
-    if (!FindKernel(n.domain(), n.op_type())) return {Outcome::kSkip, "unsupported op " + n.op_type()};
-  }
+  // Every node, subgraphs (If branches, Loop/Scan bodies) included; a test is keyed by the
+  // operators of its main graph.
+  std::string missing;
+  std::function<void(const onnx::GraphProto&, bool)> visit = [&](const onnx::GraphProto& g,
+                                                                  bool top) {
+    for (const auto& n : g.node()) {
+      if (top) ops->insert(n.op_type());
+      if (!FindKernel(n.domain(), n.op_type()) && missing.empty()) missing = n.op_type();
+      for (const auto& a : n.attribute())
+        if (a.has_g()) visit(a.g(), false);
+    }
+  };
+  visit(model.graph(), true);
+  if (!missing.empty()) return {Outcome::kSkip, "unsupported op " + missing};
   // Tests of types the engine does not run (strings, bfloat16, sequences, optionals) are skipped.
   auto runnable = [](const onnx::TypeProto& t) {
     return t.has_tensor_type() && FromOnnxType(t.tensor_type().elem_type()).ok();

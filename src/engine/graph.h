@@ -22,6 +22,11 @@ struct AttrValue {
   std::vector<float> floats;
   std::vector<std::string> strings;
   Tensor t;
+  // kGraph: the session's id of the subgraph (KernelContext::RunSubgraph) and its signature as
+  // ONNX element types (onnx::TensorProto::DataType; 0 where the graph does not say).
+  int graph = -1;
+  std::vector<int> graph_input_types, graph_output_types;
+  std::vector<std::string> graph_input_names, graph_output_names;
 };
 
 class Attributes {
@@ -55,6 +60,10 @@ class Attributes {
   const Tensor* TensorAttr(const std::string& name) const {
     auto* a = Find(name);
     return a && a->kind == AttrValue::Kind::kTensor ? &a->t : nullptr;
+  }
+  const AttrValue* Graph(const std::string& name) const {
+    auto* a = Find(name);
+    return a && a->kind == AttrValue::Kind::kGraph ? a : nullptr;
   }
   const std::map<std::string, AttrValue>& all() const { return attrs_; }
 

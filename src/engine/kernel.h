@@ -52,6 +52,14 @@ class KernelContext {
   // never changes between runs and its address is stable, so kernels may cache what they derive
   // from it (reordered weights) without re-checking the bytes.
   virtual bool input_is_constant(int i) const { return false; }
+  // Control flow (If, Loop, Scan): runs the subgraph `graph` (AttrValue::graph of one of the
+  // node's graph attributes) with `inputs` bound to its inputs, in order, and returns its
+  // outputs. The subgraph's nodes run as steps of their own, observed (OnStepBegin/End) inside
+  // the parent's step. Inputs are borrowed for the call only.
+  virtual Status RunSubgraph(int graph, const std::vector<const Tensor*>& inputs,
+                             std::vector<Tensor>* outputs) {
+    return Unsupported("subgraphs cannot run in this context");
+  }
 };
 
 // Activation or bias folded into the producing op (oneDNN post-ops). The fusion pass offers

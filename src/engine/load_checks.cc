@@ -240,7 +240,12 @@ Status CheckSparseTensors(const onnx::GraphProto& g, const std::string& path) {
 Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
   const RankMap ranks = InitialRanks(g);
   int index = 0;
-  for (const auto& n : g.node()) OPSCOPE_RETURN_IF_ERROR(CheckNode(n, index++, ranks, path));
+  for (const auto& n : g.node()) {
+    OPSCOPE_RETURN_IF_ERROR(CheckNode(n, index++, ranks, path));
+    // Subgraphs (If/Loop/Scan bodies) are checked the same way, with their own ranks.
+    for (const auto& a : n.attribute())
+      if (a.has_g()) OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(a.g(), path));
+  }
   return Status::Ok();
 }
 

@@ -15,7 +15,10 @@ namespace {
 
 std::vector<std::string> Seeds() {
   std::vector<std::string> seeds;
-  for (const char* rel : {"/models/bev_demo.onnx", "/tests/models/twin_matmul.onnx"}) {
+  for (const char* rel : {"/models/bev_demo.onnx", "/tests/models/twin_matmul.onnx",
+                          "/tests/models/control_flow.onnx",
+                          "/tests/fuzz_corpus/model_fuzz/seed_cf_nested.onnx",
+                          "/tests/fuzz_corpus/model_fuzz/seed_cf_scan.onnx"}) {
     auto b = ReadFile(std::string(OPSCOPE_SOURCE_DIR) + rel);
     if (b.ok()) seeds.push_back(*b);
   }

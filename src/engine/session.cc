@@ -21,7 +21,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -31,11 +33,13 @@
 #include "base/files.h"
 #include "base/strings.h"
 #include "engine/graph.h"
+#include "engine/int_cost.h"
 #include "engine/kernel.h"
 #include "engine/load_checks.h"
 #include "engine/memory_limit.h"
 #include "engine/memory_plan.h"
 #include "engine/onnx_io.h"
+#include "engine/ops/quant_conv.h"
 #include "opscope/engine.h"
 
 namespace opscope::engine {
@@ -62,6 +66,8 @@ struct Value {
   size_t arena_bytes = 0;
   int last_step = -1;       // last step that reads it (for releasing when not planned)
   int alias_root = -1;      // a view (Reshape, ...): the value whose memory it shares
+  int subgraph = -1;        // the subgraph whose scope defines it (-1: the main graph)
+  bool shape_recorded = false;  // a subgraph input/output: shape noted by the planning run
 };
 
 struct Step {
@@ -71,6 +77,28 @@ struct Step {
   Kernel* kernel = nullptr;
   bool active = true;
   bool view = false;        // output 0 shares input 0's memory (after the planning run)
+  int sub = -1;             // >= 0: a subgraph's step, run by its parent's kernel only
+  int plan_runs = 0;        // executions in the planning run (a loop body's run many times)
+};
+
+// A graph attribute of a control-flow node (If's branches, Loop's and Scan's body). Its nodes
+// are nodes of the session (named "<parent>/<attribute>/<node>"), each with a step of its own
+// that the main loop skips: the parent's kernel runs them through KernelContext::RunSubgraph.
+// Subgraph values are never constant-folded after load, planned in the arena, fused, viewed or
+// stored channels-last; nodes whose inputs are all true constants are folded at load.
+struct Subgraph {
+  std::string name;         // "If_3/then_branch"
+  int owner = -1;           // the control-flow node
+  std::vector<int> inputs, outputs;  // value ids
+  std::vector<int> nodes;   // in the graph's (topological) order
+  std::vector<int> steps;   // their steps, same order (folded nodes have none)
+};
+
+// Name resolution while building: a subgraph sees its own names, then its enclosing graphs'.
+struct Scope {
+  Scope* parent = nullptr;
+  int owner = -1;           // the node whose attribute this scope is
+  std::unordered_map<std::string, int> names;
 };
 
 // Ops whose output shapes follow from input shapes alone (values of non-data inputs do not
@@ -120,10 +148,20 @@ class SessionImpl final : public Session {
     return path_ + ": node '" + nodes_[node].name + "' (" + nodes_[node].op_type + ")";
   }
   Status BuildGraph(onnx::ModelProto& model);
+  Status BuildNodes(const onnx::GraphProto& g, Scope* scope, const std::string& prefix, int sub);
+  Status BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const std::string& name,
+                       int owner, AttrValue* v);
+  int Lookup(Scope* scope, const std::string& name);
+  Status RunSubgraph(int graph, const std::vector<const Tensor*>& inputs,
+                     std::vector<Tensor>* outputs, bool planning);
+  Status CheckSubgraphPlan(int graph, std::vector<char> ready) const;
+  // Values a step reads: its inputs and, for a control-flow node, what its subgraphs capture.
+  std::vector<int> StepReads(const Step& st) const;
   Status CheckSupported(const onnx::ModelProto& model);
   Status ResolveInputs(onnx::ModelProto& model, const SessionOptions& options);
   Status FoldConstantsAtLoad();
   void Fuse();
+  void FuseQdq();
   void FuseBatchNorm(int conv, int bn);
   bool TryPostOp(int producer_step, int consumer_node);
   Status RunStep(int s, bool planning);
@@ -139,6 +177,12 @@ class SessionImpl final : public Session {
   std::vector<Node> nodes_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<int> node_step_;
+  std::vector<int> node_sub_;                     // subgraph of each node, -1: main graph
+  std::vector<std::vector<int>> node_captures_;   // outer values its subgraphs read
+  std::vector<std::vector<int>> node_graphs_;     // subgraphs it owns
+  std::vector<Subgraph> subgraphs_;
+  std::unordered_map<std::string, int> opsets_;
+  std::set<std::string> used_names_;
   std::vector<Step> steps_;
   std::vector<StepInfo> step_infos_;
   std::vector<NodeInfo> node_infos_;
@@ -215,6 +259,10 @@ class StepContext final : public KernelContext {
   int threads() const override { return s_->threads_; }
   bool input_is_constant(int i) const override {
     return i >= 0 && i < num_inputs() && step_.inputs[i] >= 0 && s_->values_[step_.inputs[i]].is_const;
+  }
+  Status RunSubgraph(int graph, const std::vector<const Tensor*>& inputs,
+                     std::vector<Tensor>* outputs) override {
+    return s_->RunSubgraph(graph, inputs, outputs, /*planning=*/!use_arena_);
   }
 
  private:
@@ -389,6 +437,7 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
     st.inputs = nodes_[i].inputs;
     st.outputs = nodes_[i].outputs;
     st.kernel = kernels_[i].get();
+    st.sub = node_sub_[i];
     node_step_[i] = static_cast<int>(steps_.size());
     steps_.push_back(std::move(st));
   }
@@ -407,6 +456,11 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
     }
     step_infos_.push_back(std::move(info));
   }
+  for (Subgraph& sg : subgraphs_)
+    for (int n : sg.nodes)
+      if (node_step_[n] >= 0 && kernels_[n]) sg.steps.push_back(node_step_[n]);
+  for (size_t s = 0; s < steps_.size(); ++s)
+    if (steps_[s].sub >= 0) step_infos_[s].parent_step = node_step_[subgraphs_[steps_[s].sub].owner];
   return CheckPlan();
 }
 
@@ -423,20 +477,28 @@ Status SessionImpl::CheckSupported(const onnx::ModelProto& model) {
   };
   std::vector<Group> groups;
   size_t total = 0;
-  int idx = 0;
-  for (const auto& n : model.graph().node()) {
-    int i = idx++;
-    if (FindKernel(n.domain(), n.op_type())) continue;
-    ++total;
-    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
-      return x.domain == domain && x.op_type == n.op_type();
-    });
-    if (g == groups.end()) g = groups.insert(groups.end(), Group{domain, n.op_type(), 0, {}});
-    ++g->count;
-    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
-    if (g->names.size() < kNamesShown) g->names.push_back("'" + name + "'");
-  }
+  // Subgraphs (If branches, Loop/Scan bodies) too, their nodes named as BuildNodes names them.
+  std::function<void(const onnx::GraphProto&, const std::string&)> visit =
+      [&](const onnx::GraphProto& graph, const std::string& prefix) {
+        int idx = 0;
+        for (const auto& n : graph.node()) {
+          int i = idx++;
+          std::string name =
+              prefix + (n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name());
+          for (const auto& a : n.attribute())
+            if (a.type() == onnx::AttributeProto::GRAPH) visit(a.g(), name + "/" + a.name() + "/");
+          if (FindKernel(n.domain(), n.op_type())) continue;
+          ++total;
+          std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+          auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
+            return x.domain == domain && x.op_type == n.op_type();
+          });
+          if (g == groups.end()) g = groups.insert(groups.end(), Group{domain, n.op_type(), 0, {}});
+          ++g->count;
+          if (g->names.size() < kNamesShown) g->names.push_back("'" + name + "'");
+        }
+      };
+  visit(model.graph(), "");
   if (total == 0) return Status::Ok();
   std::stable_sort(groups.begin(), groups.end(),
                    [](const Group& a, const Group& b) { return a.count > b.count; });
@@ -549,11 +611,11 @@ Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions&
 
 Status SessionImpl::BuildGraph(onnx::ModelProto& model) {
   const onnx::GraphProto& g = model.graph();
-  std::unordered_map<std::string, int> opsets;
   for (const auto& imp : model.opset_import()) {
     std::string d = imp.domain() == "ai.onnx" ? "" : imp.domain();
-    opsets[d] = static_cast<int>(imp.version());
+    opsets_[d] = static_cast<int>(imp.version());
   }
+  Scope main_scope;
   auto value_id = [&](const std::string& name) {
     auto it = value_ids_.find(name);
     if (it != value_ids_.end()) return it->second;
@@ -561,6 +623,7 @@ Status SessionImpl::BuildGraph(onnx::ModelProto& model) {
     values_.push_back(Value{});
     values_.back().name = name;
     value_ids_[name] = id;
+    main_scope.names[name] = id;
     return id;
   };
   for (const auto& t : g.initializer()) {
@@ -577,54 +640,7 @@ Status SessionImpl::BuildGraph(onnx::ModelProto& model) {
     inputs_.push_back(id);
   }
   input_set_.assign(inputs_.size(), false);
-
-  std::set<std::string> used_names;
-  std::vector<bool> defined(values_.size());
-  for (size_t i = 0; i < values_.size(); ++i) defined[i] = true;
-  int idx = 0;
-  for (const auto& n : g.node()) {
-    Node node;
-    node.op_type = n.op_type();
-    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    node.name = n.name().empty() ? n.op_type() + "_" + std::to_string(idx) : n.name();
-    if (used_names.count(node.name)) node.name += "_" + std::to_string(idx);
-    used_names.insert(node.name);
-    node.opset = opsets.count(node.domain) ? opsets[node.domain] : kMaxOpset;
-    std::string where = path_ + ": node '" + node.name + "' (" + node.op_type + ")";
-    for (const auto& in : n.input()) {
-      node.input_names.push_back(in);
-      if (in.empty()) {
-        node.inputs.push_back(-1);
-        continue;
-      }
-      auto it = value_ids_.find(in);
-      if (it == value_ids_.end() || !defined[it->second])
-        return InvalidArgument(where + ": input '" + in + "' is not produced by any earlier node, initializer or graph input");
-      node.inputs.push_back(it->second);
-    }
-    for (const auto& out : n.output()) {
-      node.output_names.push_back(out);
-      if (out.empty()) {
-        node.outputs.push_back(-1);
-        continue;
-      }
-      if (value_ids_.count(out) && defined[value_ids_[out]])
-        return InvalidArgument(where + ": output '" + out + "' is already defined (the graph is not in SSA form)");
-      int id = value_id(out);
-      defined.resize(values_.size());
-      defined[id] = true;
-      values_[id].producer = idx;
-      node.outputs.push_back(id);
-    }
-    for (const auto& a : n.attribute()) {
-      OPSCOPE_ASSIGN_OR_RETURN(AttrValue v, ConvertAttribute(a, model_dir_, where));
-      node.attrs.Set(a.name(), std::move(v));
-    }
-    for (int in : node.inputs)
-      if (in >= 0) values_[in].consumers.push_back(idx);
-    nodes_.push_back(std::move(node));
-    ++idx;
-  }
+  OPSCOPE_RETURN_IF_ERROR(BuildNodes(g, &main_scope, "", -1));
   for (const auto& out : g.output()) {
     auto it = value_ids_.find(out.name());
     if (it == value_ids_.end())
@@ -660,9 +676,168 @@ Status SessionImpl::BuildGraph(onnx::ModelProto& model) {
   return Status::Ok();
 }
 
+// A value name resolved in `scope` or one of its ancestors. A name found outside the
+// subgraph(s) being built is a capture: an outer value read by a subgraph node; it is recorded
+// for the owner node of every scope crossed (and as one of its readers), so lifetimes,
+// fusion, folding and the plan check treat it as an input of that control-flow node.
+int SessionImpl::Lookup(Scope* scope, const std::string& name) {
+  for (Scope* cur = scope; cur; cur = cur->parent) {
+    auto it = cur->names.find(name);
+    if (it == cur->names.end()) continue;
+    const int id = it->second;
+    for (Scope* c = scope; c != cur; c = c->parent) {
+      auto& caps = node_captures_[c->owner];
+      if (std::find(caps.begin(), caps.end(), id) == caps.end()) {
+        caps.push_back(id);
+        values_[id].consumers.push_back(c->owner);
+      }
+    }
+    return id;
+  }
+  return -1;
+}
+
+// The nodes of one graph (the main graph, or a subgraph with sub >= 0) into nodes_, in order.
+// A subgraph's nodes are named "<parent>/<attribute>/<node>" (If_3/then_branch/Conv_5) and
+// their subgraphs are built, recursively, before the parent node's outputs are defined.
+Status SessionImpl::BuildNodes(const onnx::GraphProto& g, Scope* scope, const std::string& prefix,
+                               int sub) {
+  int idx = 0;
+  for (const auto& n : g.node()) {
+    const int me = static_cast<int>(nodes_.size());
+    nodes_.emplace_back();
+    node_sub_.push_back(sub);
+    node_captures_.emplace_back();
+    node_graphs_.emplace_back();
+    Node node;
+    node.op_type = n.op_type();
+    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    node.name = prefix + (n.name().empty() ? n.op_type() + "_" + std::to_string(idx) : n.name());
+    if (used_names_.count(node.name)) node.name += "_" + std::to_string(me);
+    used_names_.insert(node.name);
+    node.opset = opsets_.count(node.domain) ? opsets_[node.domain] : kMaxOpset;
+    std::string where = path_ + ": node '" + node.name + "' (" + node.op_type + ")";
+    for (const auto& in : n.input()) {
+      node.input_names.push_back(in);
+      if (in.empty()) {
+        node.inputs.push_back(-1);
+        continue;
+      }
+      int id = Lookup(scope, in);
+      if (id < 0)
+        return InvalidArgument(where + ": input '" + in + "' is not produced by any earlier node, initializer or graph input" +
+                               (sub >= 0 ? " of this subgraph or an enclosing graph" : ""));
+      node.inputs.push_back(id);
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH) {
+        Scope child;
+        child.parent = scope;
+        child.owner = me;
+        AttrValue v;
+        v.kind = AttrValue::Kind::kGraph;
+        OPSCOPE_RETURN_IF_ERROR(BuildSubgraph(a.g(), &child, node.name + "/" + a.name(), me, &v));
+        node_graphs_[me].push_back(v.graph);
+        node.attrs.Set(a.name(), std::move(v));
+        continue;
+      }
+      OPSCOPE_ASSIGN_OR_RETURN(AttrValue v, ConvertAttribute(a, model_dir_, where));
+      node.attrs.Set(a.name(), std::move(v));
+    }
+    for (const auto& out : n.output()) {
+      node.output_names.push_back(out);
+      if (out.empty()) {
+        node.outputs.push_back(-1);
+        continue;
+      }
+      if (scope->names.count(out))
+        return InvalidArgument(where + ": output '" + out + "' is already defined (the graph is not in SSA form)");
+      int id = static_cast<int>(values_.size());
+      values_.push_back(Value{});
+      values_.back().name = out;
+      values_.back().producer = me;
+      values_.back().subgraph = sub;
+      scope->names[out] = id;
+      if (sub < 0) value_ids_[out] = id;
+      node.outputs.push_back(id);
+    }
+    for (int in : node.inputs)
+      if (in >= 0) values_[in].consumers.push_back(me);
+    nodes_[me] = std::move(node);
+    if (sub >= 0) subgraphs_[sub].nodes.push_back(me);
+    ++idx;
+  }
+  return Status::Ok();
+}
+
+// One graph attribute (If's branches, Loop's and Scan's body): its inputs, initializers and
+// nodes in a scope of its own, and its outputs (names of its own values, of its inputs, or of
+// enclosing graphs' values).
+Status SessionImpl::BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const std::string& name,
+                                  int owner, AttrValue* v) {
+  const int sg = static_cast<int>(subgraphs_.size());
+  subgraphs_.emplace_back();
+  subgraphs_[sg].name = name;
+  subgraphs_[sg].owner = owner;
+  v->graph = sg;
+  const std::string where = path_ + ": subgraph '" + name + "'";
+  auto new_value = [&](const std::string& n) {
+    int id = static_cast<int>(values_.size());
+    values_.push_back(Value{});
+    values_.back().name = n;
+    values_.back().subgraph = sg;
+    scope->names[n] = id;
+    return id;
+  };
+  std::set<std::string> inits;
+  for (const auto& t : g.initializer()) {
+    if (scope->names.count(t.name()))
+      return InvalidArgument(where + ": initializer '" + t.name() + "' is defined twice");
+    int id = new_value(t.name());
+    OPSCOPE_ASSIGN_OR_RETURN(values_[id].tensor,
+                             TensorFromProto(t, model_dir_, where + ": initializer '" + t.name() + "'"));
+    values_[id].is_const = true;
+    values_[id].shape_static = true;
+    inits.insert(t.name());
+  }
+  auto elem_type = [](const onnx::ValueInfoProto& vi) {
+    return vi.type().has_tensor_type() ? vi.type().tensor_type().elem_type() : 0;
+  };
+  for (const auto& in : g.input()) {
+    if (inits.count(in.name())) continue;  // IR < 4: initializers listed as inputs
+    if (in.has_type() && !in.type().has_tensor_type())
+      return Unsupported(where + ": input '" + in.name() +
+                         "' is not a tensor (sequences, maps and optionals are not supported)");
+    if (scope->names.count(in.name()))
+      return InvalidArgument(where + ": input '" + in.name() + "' is defined twice");
+    if (int t = elem_type(in); t != 0 && !FromOnnxType(t).ok())
+      return Unsupported(where + ": input '" + in.name() + "' has a data type the engine does not support");
+    subgraphs_[sg].inputs.push_back(new_value(in.name()));
+    v->graph_input_types.push_back(elem_type(in));
+    v->graph_input_names.push_back(in.name());
+  }
+  OPSCOPE_RETURN_IF_ERROR(BuildNodes(g, scope, name + "/", sg));
+  for (const auto& out : g.output()) {
+    if (out.has_type() && !out.type().has_tensor_type())
+      return Unsupported(where + ": output '" + out.name() +
+                         "' is not a tensor (sequences, maps and optionals are not supported)");
+    int id = Lookup(scope, out.name());
+    if (id < 0)
+      return InvalidArgument(where + ": output '" + out.name() +
+                             "' is not produced by any node, input or initializer of the subgraph or an enclosing graph");
+    subgraphs_[sg].outputs.push_back(id);
+    v->graph_output_types.push_back(elem_type(out));
+    v->graph_output_names.push_back(out.name());
+  }
+  return Status::Ok();
+}
+
 Status SessionImpl::FoldConstantsAtLoad() {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
+    // Control-flow nodes are never folded (their subgraphs have no steps yet, and they read
+    // values that are not their inputs).
+    if (!node_graphs_[i].empty()) continue;
     bool all_const = true;
     for (int in : n.inputs)
       if (in >= 0 && !values_[in].is_const) all_const = false;
@@ -673,6 +848,13 @@ Status SessionImpl::FoldConstantsAtLoad() {
     tmp.outputs = n.outputs;
     StepContext ctx(this, tmp, /*use_arena=*/false);
     Status st = kernels_[i]->Run(ctx);
+    // A subgraph node may sit in a branch that never runs on this model's data: one that
+    // fails on its constants stays a step, to fail (or not) when its branch runs.
+    if (!st.ok() && node_sub_[i] >= 0) {
+      for (int out : n.outputs)
+        if (out >= 0) values_[out].tensor = Tensor();
+      continue;
+    }
     if (!st.ok()) return st.WithPrefix(path_);
     std::vector<TensorDesc> in_d, out_d;
     for (int in : n.inputs)
@@ -693,6 +875,7 @@ Status SessionImpl::FoldConstantsAtLoad() {
     Cost c = kernels_[i]->EstimateCost(in_d, out_d);
     node_infos_[i].flops = c.flops;
     node_infos_[i].bytes = c.bytes;
+    node_infos_[i].int_ops = IntegerOpsOf(kernels_[i].get(), in_d, out_d);
     node_infos_[i].status = "folded";
     kernels_[i].reset();
   }
@@ -797,7 +980,132 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
   return steps_[producer_step].kernel->AddPostOp(op);
 }
 
+// QDQ graphs: DequantizeLinear(x) -> Conv/MatMul/Gemm(DequantizeLinear(constant W)) [-> Relu]
+// [-> QuantizeLinear] becomes one step running an integer kernel on the quantized x and W
+// (ops/quant_conv.h); the weight's DequantizeLinear was folded at load, its quantized inputs are
+// still constants. Step nodes: {op, DQ(x), [Relu], [Q]}; the step reads only DQ(x)'s input.
+// Anything else (non-constant or non-scalar activation parameters, a DQ(x) with other readers,
+// unsupported axes) keeps the float path, which computes the same result.
+void SessionImpl::FuseQdq() {
+  auto const_tensor = [&](const Node& n, size_t k) -> const Tensor* {
+    if (k >= n.inputs.size() || n.inputs[k] < 0) return nullptr;
+    const Value& v = values_[n.inputs[k]];
+    return v.is_const ? &v.tensor : nullptr;
+  };
+  auto has_input = [](const Node& n, size_t k) { return k < n.inputs.size() && n.inputs[k] >= 0; };
+  // Per-tensor parameters of a Q/DQ node: constant float scale > 0 and an optional constant zp.
+  auto scalar_params = [&](const Node& n, float* s, int32_t* z, DataType* zt) {
+    const Tensor* st = const_tensor(n, 1);
+    if (!st || st->dtype() != DataType::kFloat32 || st->numel() != 1) return false;
+    *s = st->data<float>()[0];
+    if (!(*s > 0) || !std::isfinite(*s)) return false;
+    *z = 0;
+    *zt = DataType::kUint8;
+    if (has_input(n, 2)) {
+      const Tensor* zp = const_tensor(n, 2);
+      if (!zp || zp->numel() != 1 ||
+          (zp->dtype() != DataType::kUint8 && zp->dtype() != DataType::kInt8))
+        return false;
+      *zt = zp->dtype();
+      *z = zp->dtype() == DataType::kUint8 ? zp->data<uint8_t>()[0] : zp->data<int8_t>()[0];
+    }
+    return true;
+  };
+  auto live_single = [&](int node) {
+    int st = node_step_[node];
+    return st >= 0 && steps_[st].active && steps_[st].nodes.size() == 1 && steps_[st].nodes[0] == node;
+  };
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (!steps_[s].active || steps_[s].nodes.size() != 1) continue;
+    const int a = steps_[s].nodes[0];
+    const Node& an = nodes_[a];
+    const bool conv = an.op_type == "Conv", gemm = an.op_type == "Gemm";
+    if (!conv && !gemm && an.op_type != "MatMul") continue;
+    if (an.inputs.size() < 2 || an.inputs[0] < 0 || an.inputs[1] < 0 || an.outputs.empty()) continue;
+    const int dqx = values_[an.inputs[0]].producer, dqw = values_[an.inputs[1]].producer;
+    if (dqx < 0 || dqw < 0 || nodes_[dqx].op_type != "DequantizeLinear" ||
+        nodes_[dqw].op_type != "DequantizeLinear" || !live_single(dqx) ||
+        SoleConsumer(an.inputs[0]) != a || !values_[an.inputs[1]].is_const ||
+        nodes_[dqx].inputs.empty() || nodes_[dqx].inputs[0] < 0)
+      continue;
+    QdqFusion f;
+    DataType xzt;
+    if (!scalar_params(nodes_[dqx], &f.x_scale, &f.x_zero_point, &xzt)) continue;
+    // Weights: constant uint8/int8 with per-tensor or per-output-channel parameters.
+    const Node& wn = nodes_[dqw];
+    const Tensor* wq = const_tensor(wn, 0);
+    const Tensor* ws = const_tensor(wn, 1);
+    if (!wq || !ws || (wq->dtype() != DataType::kUint8 && wq->dtype() != DataType::kInt8) ||
+        ws->dtype() != DataType::kFloat32 || wn.attrs.Int("block_size", 0) != 0)
+      continue;
+    if (has_input(wn, 2) && (!const_tensor(wn, 2) || const_tensor(wn, 2)->dtype() != wq->dtype()))
+      continue;
+    if (conv ? wq->rank() < 3 : wq->rank() != 2) continue;
+    const bool trans_b = gemm && an.attrs.Int("transB", 0) != 0;
+    if (gemm && (an.attrs.Int("transA", 0) != 0 || an.attrs.Float("alpha", 1.f) != 1.f ||
+                 an.attrs.Float("beta", 1.f) != 1.f))
+      continue;
+    const int64_t channels = conv ? wq->dim(0) : (trans_b ? wq->dim(0) : wq->dim(1));
+    const int64_t want_axis = conv ? 0 : (trans_b ? 0 : 1);
+    if (ws->numel() != 1) {
+      int64_t axis = wn.attrs.Int("axis", 1);
+      if (axis < 0) axis += wq->rank();
+      if (axis != want_axis || ws->rank() != 1 || ws->numel() != channels) continue;
+    }
+    f.w = *wq;
+    f.w_scale.assign(ws->data<float>(), ws->data<float>() + ws->numel());
+    bool scales_ok = true;
+    for (float v : f.w_scale) scales_ok &= v > 0 && std::isfinite(v);
+    if (!scales_ok) continue;
+    f.w_zero_point.assign(f.w_scale.size(), 0);
+    if (const Tensor* wz = const_tensor(wn, 2)) {
+      if (wz->numel() != ws->numel()) continue;
+      for (int64_t i = 0; i < wz->numel(); ++i)
+        f.w_zero_point[i] = wz->dtype() == DataType::kUint8 ? wz->data<uint8_t>()[i]
+                                                            : wz->data<int8_t>()[i];
+    }
+    if (has_input(an, 2)) {  // bias: a constant float vector over the output channels
+      const Tensor* b = const_tensor(an, 2);
+      if (!b || b->dtype() != DataType::kFloat32 || b->numel() != channels ||
+          (gemm && b->rank() == 2 && b->dim(0) != 1) || b->rank() > 2)
+        continue;
+      f.bias.assign(b->data<float>(), b->data<float>() + b->numel());
+    }
+    std::vector<int> chain = {a, dqx};
+    int out = an.outputs[0];
+    int c = SoleConsumer(out);
+    if (c >= 0 && nodes_[c].op_type == "Relu" && live_single(c) && node_step_[c] > static_cast<int>(s)) {
+      f.relu = true;
+      chain.push_back(c);
+      out = nodes_[c].outputs[0];
+      c = SoleConsumer(out);
+    }
+    if (c >= 0 && nodes_[c].op_type == "QuantizeLinear" && live_single(c) &&
+        node_step_[c] > static_cast<int>(s) && !nodes_[c].attrs.Has("output_dtype") &&
+        scalar_params(nodes_[c], &f.y_scale, &f.y_zero_point, &f.y_type)) {
+      f.quantize_output = true;
+      chain.push_back(c);
+      out = nodes_[c].outputs[0];
+    }
+    auto k = conv ? CreateQdqConv(an, std::move(f)) : CreateQdqMatMul(an, std::move(f));
+    if (!k.ok()) continue;
+    kernels_[a] = std::move(k).value();
+    steps_[s].kernel = kernels_[a].get();
+    steps_[s].inputs = {nodes_[dqx].inputs[0]};
+    steps_[s].outputs = {out};
+    for (size_t i = 1; i < chain.size(); ++i) {
+      Step& other = steps_[node_step_[chain[i]]];
+      other.active = false;
+      other.nodes.clear();
+      node_step_[chain[i]] = static_cast<int>(s);
+      node_infos_[chain[i]].status = "fused";
+      steps_[s].nodes.push_back(chain[i]);
+    }
+  }
+}
+
 void SessionImpl::Fuse() {
+  FuseQdq();
   // Producers that accept post-ops: the oneDNN ops, and the elementwise arithmetic kernels
   // (a residual Add followed by Relu becomes one pass).
   static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm",
@@ -805,7 +1113,7 @@ void SessionImpl::Fuse() {
                                                  "Max", "Min", "PRelu"};
   for (size_t s = 0; s < steps_.size(); ++s) {
     // A step already absorbed into an earlier one (inactive, no nodes) anchors nothing.
-    if (!steps_[s].active || steps_[s].nodes.empty()) continue;
+    if (!steps_[s].active || steps_[s].nodes.empty() || steps_[s].sub >= 0) continue;
     int anchor = steps_[s].nodes[0];
     if (!kAnchors.count(nodes_[anchor].op_type) || steps_[s].outputs.empty() || steps_[s].outputs[0] < 0)
       continue;
@@ -815,7 +1123,7 @@ void SessionImpl::Fuse() {
       if (c < 0) break;
       // Only a live single-node step later in the plan can be absorbed.
       int cstep = node_step_[c];
-      if (cstep <= static_cast<int>(s) || !steps_[cstep].active ||
+      if (cstep <= static_cast<int>(s) || !steps_[cstep].active || steps_[cstep].sub >= 0 ||
           steps_[cstep].nodes.size() != 1 || steps_[cstep].nodes[0] != c)
         break;
       const Node& cn = nodes_[c];
@@ -911,13 +1219,72 @@ Status SessionImpl::FillRandomInputs(uint64_t seed) {
 
 Status SessionImpl::RunStep(int s, bool planning) {
   Step& st = steps_[s];
+  if (planning) ++st.plan_runs;
   StepContext ctx(this, st, /*use_arena=*/!planning);
   Status status = st.kernel->Run(ctx);
   if (!status.ok()) {
     const std::string& msg = status.message();
+    // Already placed (an error from inside a subgraph, passed up by its parent's kernel).
+    if (StartsWith(msg, path_ + ": ")) return status;
     // Kernels prefix "node '...' (...)"; add the file. Others get the node too.
     if (StartsWith(msg, "node '")) return Status(status.code(), path_ + ": " + msg);
     return Status(status.code(), Where(st.nodes[0]) + ": " + msg);
+  }
+  return Status::Ok();
+}
+
+std::vector<int> SessionImpl::StepReads(const Step& st) const {
+  std::vector<int> reads = st.inputs;
+  for (int n : st.nodes)
+    reads.insert(reads.end(), node_captures_[n].begin(), node_captures_[n].end());
+  return reads;
+}
+
+Status SessionImpl::RunSubgraph(int graph, const std::vector<const Tensor*>& inputs,
+                                std::vector<Tensor>* outputs, bool planning) {
+  if (graph < 0 || graph >= static_cast<int>(subgraphs_.size()))
+    return Internal("no subgraph " + std::to_string(graph));
+  const Subgraph& sg = subgraphs_[graph];
+  if (inputs.size() != sg.inputs.size())
+    return InvalidArgument("subgraph '" + sg.name + "' takes " + std::to_string(sg.inputs.size()) +
+                           " inputs, " + std::to_string(inputs.size()) + " given");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) return InvalidArgument("subgraph '" + sg.name + "': input " + std::to_string(i) + " missing");
+    const Tensor& t = *inputs[i];
+    Value& v = values_[sg.inputs[i]];
+    v.tensor = Tensor::Borrow(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
+    if (planning) v.shape = t.shape(), v.dtype = t.dtype(), v.shape_recorded = true;
+  }
+  for (int s : sg.steps) {
+    if (!steps_[s].active) continue;
+    if (observer_) observer_->OnStepBegin(s);
+    Status status = RunStep(s, planning);
+    if (observer_) observer_->OnStepEnd(s);
+    if (!status.ok()) return status;
+  }
+  outputs->clear();
+  std::vector<int> moved;
+  for (int id : sg.outputs) {
+    Value& v = values_[id];
+    const bool own = v.subgraph == graph && v.producer >= 0 && !v.is_const &&
+                     std::find(moved.begin(), moved.end(), id) == moved.end();
+    if (own) {  // computed by this run of the subgraph: hand it over
+      if (planning) v.shape = v.tensor.shape(), v.dtype = v.tensor.dtype(), v.shape_recorded = true;
+      outputs->push_back(std::move(v.tensor));
+      v.tensor = Tensor();
+      moved.push_back(id);
+      continue;
+    }
+    if (v.tensor.empty_data() && v.tensor.numel() > 0)
+      return Internal("subgraph '" + sg.name + "': output '" + v.name + "' has no value");
+    Tensor copy;
+    try {
+      copy = Tensor(v.tensor.dtype(), v.tensor.shape());
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("cannot allocate a copy of subgraph output '" + v.name + "'");
+    }
+    if (v.tensor.nbytes() > 0) std::memcpy(copy.raw(), v.tensor.raw(), v.tensor.nbytes());
+    outputs->push_back(std::move(copy));
   }
   return Status::Ok();
 }
@@ -933,7 +1300,7 @@ Status SessionImpl::Run() {
   const int n = static_cast<int>(steps_.size());
   for (int s = 0; s < n; ++s) {
     Step& st = steps_[s];
-    if (!st.active) continue;
+    if (!st.active || st.sub >= 0) continue;
     if (observer_) observer_->OnStepBegin(s);
     Status status = RunStep(s, planning);
     if (observer_) observer_->OnStepEnd(s);
@@ -963,20 +1330,26 @@ Status SessionImpl::CheckPlan() const {
   };
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& st = steps_[s];
-    if (!st.active) continue;
+    if (!st.active || st.sub >= 0) continue;
     if (st.nodes.empty() || !st.kernel)
       return Internal(path_ + ": internal error in the execution plan: active step " +
                       std::to_string(s) + " has no node or kernel; please report it");
-    for (int in : st.inputs)
+    for (int in : StepReads(st))
       if (in >= 0 && !ready[in])
         return fail(st.nodes[0],
                     "it reads '" + values_[in].name + "', which no earlier step computes");
+    for (int g : node_graphs_[st.nodes[0]]) OPSCOPE_RETURN_IF_ERROR(CheckSubgraphPlan(g, ready));
+    // A fused node reads the previous node's output, constants, or a value of the step itself:
+    // one of its inputs or another of its nodes' outputs (QDQ steps: {op, DQ(x), Relu, Q}).
+    std::set<int> inside(st.inputs.begin(), st.inputs.end());
+    for (int m : st.nodes)
+      for (int o : nodes_[m].outputs) inside.insert(o);
     for (size_t k = 1; k < st.nodes.size(); ++k) {
       const Node& n = nodes_[st.nodes[k]];
       const Node& prev = nodes_[st.nodes[k - 1]];
       int chained = prev.outputs.empty() ? -1 : prev.outputs[0];
       for (int in : n.inputs)
-        if (in >= 0 && in != chained && !values_[in].is_const)
+        if (in >= 0 && in != chained && !values_[in].is_const && !inside.count(in))
           return fail(st.nodes[k], "fused after '" + nodes_[st.nodes[0]].name + "', it reads '" +
                                        values_[in].name + "', which is not a constant");
     }
@@ -994,6 +1367,35 @@ Status SessionImpl::CheckPlan() const {
   return Status::Ok();
 }
 
+// CheckPlan for one subgraph, given what is ready where its parent runs: every value a step
+// reads is a subgraph input, a constant, an output of an earlier step of the subgraph, or an
+// outer value ready before the parent; every subgraph output is computed.
+Status SessionImpl::CheckSubgraphPlan(int graph, std::vector<char> ready) const {
+  const Subgraph& sg = subgraphs_[graph];
+  for (int in : sg.inputs) ready[in] = 1;
+  for (int s : sg.steps) {
+    const Step& st = steps_[s];
+    if (!st.active) continue;
+    if (st.nodes.empty() || !st.kernel || st.sub != graph)
+      return Internal(path_ + ": internal error in the execution plan: step " + std::to_string(s) +
+                      " of subgraph '" + sg.name + "' is malformed; please report it");
+    for (int in : StepReads(st))
+      if (in >= 0 && !ready[in])
+        return Internal(Where(st.nodes[0]) + ": internal error in the execution plan: it reads '" +
+                        values_[in].name + "', which no earlier step of subgraph '" + sg.name +
+                        "' or of its enclosing graphs computes; please report it");
+    for (int g : node_graphs_[st.nodes[0]]) OPSCOPE_RETURN_IF_ERROR(CheckSubgraphPlan(g, ready));
+    for (int out : st.outputs)
+      if (out >= 0) ready[out] = 1;
+  }
+  for (int out : sg.outputs)
+    if (!ready[out])
+      return Internal(path_ + ": internal error in the execution plan: output '" +
+                      values_[out].name + "' of subgraph '" + sg.name +
+                      "' is not computed by any step; please report it");
+  return Status::Ok();
+}
+
 void SessionImpl::FinishPlanning() {
   // 1. Record shapes and costs.
   for (size_t s = 0; s < steps_.size(); ++s) {
@@ -1002,6 +1404,10 @@ void SessionImpl::FinishPlanning() {
       if (o >= 0) values_[o].seen = true;
   }
   for (Value& v : values_) {
+    if (v.shape_recorded) {  // bound or handed over by RunSubgraph: its tensor is not kept
+      v.seen = true;
+      continue;
+    }
     if (!v.seen && !v.is_const && !v.is_input) continue;
     v.shape = v.tensor.shape();
     v.dtype = v.tensor.dtype();
@@ -1009,14 +1415,19 @@ void SessionImpl::FinishPlanning() {
   }
   // Intermediate values inside a fused step are never materialized; every op that can be fused
   // after an anchor preserves its shape, so they take the step output's shape and type.
+  // In a QDQ step the DequantizeLinear output has its input's shape, and every value before
+  // the final QuantizeLinear is float.
   for (const Step& st : steps_) {
     if (st.nodes.size() < 2 || st.outputs.empty() || st.outputs[0] < 0) continue;
     const Value& out = values_[st.outputs[0]];
+    const bool ends_in_q = nodes_[st.nodes.back()].op_type == "QuantizeLinear";
     for (int n : st.nodes)
       for (int o : nodes_[n].outputs)
         if (o >= 0 && !values_[o].seen) {
-          values_[o].shape = out.shape;
-          values_[o].dtype = out.dtype;
+          const Node& nd = nodes_[n];
+          const bool dq = nd.op_type == "DequantizeLinear" && !nd.inputs.empty() && nd.inputs[0] >= 0;
+          values_[o].shape = dq ? values_[nd.inputs[0]].shape : out.shape;
+          values_[o].dtype = dq || ends_in_q ? DataType::kFloat32 : out.dtype;
         }
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -1041,8 +1452,15 @@ void SessionImpl::FinishPlanning() {
     Kernel* k = kernels_[i].get();
     Cost c = k ? k->EstimateCost(in_d, out_d) : Cost{0, CompulsoryBytes(in_d, out_d)};
     if (!k && n.op_type != "Add") c.flops = out_d.empty() ? 0 : static_cast<double>(out_d[0].numel()) * 2;
+    // A subgraph node costs what all its executions in the planning run cost (a loop body's
+    // node runs once per iteration, a branch not taken not at all).
+    if (node_sub_[i] >= 0 && node_step_[i] >= 0) {
+      c.flops *= steps_[node_step_[i]].plan_runs;
+      c.bytes *= steps_[node_step_[i]].plan_runs;
+    }
     info.flops = c.flops;
     info.bytes = c.bytes;
+    info.int_ops = k ? IntegerOpsOf(k, in_d, out_d) : 0;
   }
   // 2. Static shapes, then fold nodes whose inputs are all constant now (Shape of static tensors
   //    and what follows from it), using the values the planning run computed.
@@ -1056,13 +1474,17 @@ void SessionImpl::FinishPlanning() {
       inputs_static &= values_[in].shape_static;
       if (k > 0) params_const &= values_[in].is_const;
     }
-    bool stat = inputs_static && n.op_type != "NonZero" &&
+    // Data-dependent shapes: NonZero, NonMaxSuppression, and whatever a subgraph returns.
+    bool stat = inputs_static && n.op_type != "NonZero" && n.op_type != "NonMaxSuppression" &&
+                node_graphs_[i].empty() &&
                 (kShapeFromShapes.count(n.op_type) > 0 || params_const);
     for (int out : n.outputs)
       if (out >= 0) values_[out].shape_static = stat;
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (node_infos_[i].status != "executed") continue;
+    // Subgraph nodes run on per-iteration values; control-flow nodes read captured values.
+    if (node_sub_[i] >= 0 || !node_graphs_[i].empty()) continue;
     const Node& n = nodes_[i];
     int s = node_step_[i];
     if (s < 0 || steps_[s].nodes.size() != 1) continue;
@@ -1087,7 +1509,9 @@ void SessionImpl::FinishPlanning() {
   // 3. Views: single-node Reshape-like steps whose output is not a graph output share their
   //    input's memory from now on; the shared buffer lives as long as its last view is read.
   for (Step& st : steps_) {
-    if (!st.active || st.nodes.size() != 1 || !kViewOps.count(nodes_[st.nodes[0]].op_type)) continue;
+    if (!st.active || st.sub >= 0 || st.nodes.size() != 1 ||
+        !kViewOps.count(nodes_[st.nodes[0]].op_type))
+      continue;
     if (st.inputs.empty() || st.outputs.empty() || st.inputs[0] < 0 || st.outputs[0] < 0) continue;
     Value& in = values_[st.inputs[0]];
     Value& out = values_[st.outputs[0]];
@@ -1101,8 +1525,8 @@ void SessionImpl::FinishPlanning() {
   std::vector<int> buf_value;
   std::vector<int> first(values_.size(), -1), last(values_.size(), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
-    if (!steps_[s].active) continue;
-    for (int in : steps_[s].inputs)
+    if (!steps_[s].active || steps_[s].sub >= 0) continue;
+    for (int in : StepReads(steps_[s]))
       if (in >= 0) last[in] = static_cast<int>(s);
     for (int out : steps_[s].outputs)
       if (out >= 0 && first[out] < 0) first[out] = static_cast<int>(s), last[out] = std::max(last[out], static_cast<int>(s));
@@ -1113,7 +1537,7 @@ void SessionImpl::FinishPlanning() {
     Value& val = values_[v];
     val.last_step = last[v];
     if (val.is_const || val.is_input || val.is_output || first[v] < 0 || !val.shape_static ||
-        val.alias_root >= 0)
+        val.alias_root >= 0 || val.subgraph >= 0)
       continue;
     size_t bytes = val.tensor.nbytes();
     if (bytes == 0) continue;
@@ -1158,10 +1582,10 @@ void SessionImpl::AssignChannelsLast() {
   std::vector<char> is_conv(ns, 0), is_elementwise(ns, 0);
   for (int s = 0; s < ns; ++s) {
     const Step& st = steps_[s];
-    if (!st.active) continue;
+    if (!st.active || st.sub >= 0) continue;
     for (int o : st.outputs)
       if (o >= 0) producer[o] = s;
-    for (int i : st.inputs)
+    for (int i : StepReads(st))  // a value a subgraph captures stays NCHW (its parent reads it)
       if (i >= 0) consumers[i].push_back(s);
     if (st.view || st.outputs.size() != 1 || st.outputs[0] < 0) continue;
     const Value& out = values_[st.outputs[0]];

@@ -837,3 +837,47 @@ TEST(SessionTest, ThreadsOptionIsHonoured) {
 
 }  // namespace
 }  // namespace opscope::engine
+
+namespace opscope::engine {
+namespace {
+
+// tests/models/qdq_convnet.onnx (tools/gen_quant_models.py): every DQ -> Conv/Gemm -> Q group is
+// one integer step with its source nodes listed; the result matches the unfused float chain
+// within a quantization step of the output; integer ops are counted.
+TEST(SessionTest, QdqGraphRunsAsOneInt8StepPerOp) {
+  const std::string path = std::string(OPSCOPE_SOURCE_DIR) + "/tests/models/qdq_convnet.onnx";
+  SessionOptions fused, plain;
+  plain.fuse = false;
+  auto s1 = Session::Load(path, fused);
+  auto s2 = Session::Load(path, plain);
+  ASSERT_TRUE(s1.ok()) << s1.status().message();
+  ASSERT_TRUE(s2.ok()) << s2.status().message();
+  std::map<std::string, std::string> step_of;
+  for (const StepInfo& st : (*s1)->Steps()) step_of[st.name] = st.op_type;
+  EXPECT_EQ(step_of["conv1"], "Conv+DequantizeLinear+Relu+QuantizeLinear");
+  EXPECT_EQ(step_of["conv2"], "Conv+DequantizeLinear+QuantizeLinear");
+  EXPECT_EQ(step_of["fc"], "Gemm+DequantizeLinear");
+  Tensor x = testing::RandomTensor({1, 3, 32, 32}, 9);
+  for (auto* s : {&*s1, &*s2}) {
+    ASSERT_TRUE((*s)->SetInput("x", x).ok());
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE((*s)->Run().ok());
+  }
+  // The logits come from a float Gemm on int8 inputs quantized with 3/127: a one-step change of
+  // an input moves a logit by far less than 0.05.
+  EXPECT_EQ(testing::CompareFloat(*(*s1)->Output("logits"), *(*s2)->Output("logits"), 0.05f, 0.f), "");
+  const auto& nodes = (*s1)->Nodes();
+  for (const NodeInfo& n : nodes) {
+    if (n.name == "conv1") {
+      EXPECT_EQ(n.status, "executed");
+      EXPECT_EQ(n.flops, 0);
+      EXPECT_NEAR(n.int_ops, 2.0 * 16 * 32 * 32 * 27, 1);
+      // uint8 x, int8 W, float bias, uint8 y.
+      EXPECT_NEAR(n.bytes, 3 * 32 * 32 + 16 * 27 + 16 * 4 + 16 * 32 * 32, 1);
+    }
+    if (n.name == "conv1.relu" || n.name == "x.dq" || n.name == "conv1.out.q") EXPECT_EQ(n.status, "fused") << n.name;
+    if (n.name == "x.dq") EXPECT_EQ(n.output_shapes[0], (std::vector<int64_t>{1, 3, 32, 32}));
+  }
+}
+
+}  // namespace
+}  // namespace opscope::engine

@@ -11,7 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "gpu/kernel_bound.h"
+#include "profile/gpu_kernel_bound.h"
 #include "gpu/occupancy.h"
 
 namespace opscope::gpu {
@@ -129,7 +129,7 @@ void JoinKernelMetrics(const DecodedTrace& t, size_t first, profile::GpuSection*
     k.dram_throughput_pct = MetricOrUnknown(r.dram_throughput_pct);
     k.achieved_occupancy_pct = MetricOrUnknown(r.achieved_occupancy_pct);
     k.metrics_duration_ns = MetricOrUnknown(r.duration_ns);
-    k.bound = ClassifyKernelBound(k.sm_throughput_pct, k.memory_throughput_pct, k.dram_throughput_pct);
+    k.bound = profile::ClassifyKernelBound(k.sm_throughput_pct, k.memory_throughput_pct, k.dram_throughput_pct);
   }
   if (unjoined)
     degrade(who + ": " + std::to_string(unjoined) + " of " + std::to_string(t.kernel_metrics.size()) +

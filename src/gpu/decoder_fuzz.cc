@@ -8,7 +8,8 @@
 
 #include "gpu/builder.h"
 #include "gpu/decoder.h"
-#include "gpu/summary.h"
+#include "analysis/gpu_summary.h"
+#include "report/gpu_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace opscope;
@@ -17,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   profile::Profile p;
   gpu::AddTraceToProfile(*t, &p);
   if (!profile::Validate(p).ok()) __builtin_trap();
-  gpu::GpuSummary s = gpu::Summarize(p);
-  p.findings = gpu::GpuFindings(p, s);
-  (void)gpu::FormatGpuReport(p, s, true);
+  analysis::GpuSummary s = analysis::Summarize(p);
+  p.findings = analysis::GpuFindings(p, s);
+  (void)report::FormatGpuReport(p, s, true);
   return 0;
 }

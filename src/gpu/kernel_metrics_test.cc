@@ -11,8 +11,9 @@
 #include "base/testing/golden.h"
 #include "gpu/builder.h"
 #include "gpu/decoder.h"
-#include "gpu/kernel_bound.h"
-#include "gpu/summary.h"
+#include "analysis/gpu_summary.h"
+#include "profile/gpu_kernel_bound.h"
+#include "report/gpu_table.h"
 #include "gpu/trace_forge_test_util.h"
 #include "profile/profile_json.h"
 
@@ -24,6 +25,8 @@ namespace {
 using testing::ForgeWarStory;
 using testing::kWarStoryAttention;
 using testing::TraceForge;
+using profile::ClassifyKernelBound;
+using profile::LowAchievedOccupancy;
 constexpr uint32_t kTid = 77;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -186,9 +189,9 @@ TEST(KernelMetricsTraceTest, ThroughputRowsAverageByReplayedDuration) {
   add("b", 5, 70, 20, 1000);
   add("unmeasured", -1, -1, -1, -1);
   p.gpu->kernels.back().bound = "";
-  GpuSummary s = Summarize(p);
+  analysis::GpuSummary s = analysis::Summarize(p);
   ASSERT_EQ(s.throughput.size(), 2u);
-  const KernelThroughputRow& a = s.throughput[0];
+  const analysis::KernelThroughputRow& a = s.throughput[0];
   EXPECT_EQ(a.name, "a");
   EXPECT_EQ(a.launches, 2);
   EXPECT_DOUBLE_EQ(a.sm_pct, 70);
@@ -251,12 +254,12 @@ TEST(KernelMetricsTraceTest, JsonKeepsTheFieldsAndOldProfilesLoad) {
 
 TEST(KernelMetricsTraceTest, ReportGolden) {
   profile::Profile p = Build(WarStory().bytes());
-  GpuSummary s = Summarize(p);
-  p.findings = GpuFindings(p, s);
+  analysis::GpuSummary s = analysis::Summarize(p);
+  p.findings = analysis::GpuFindings(p, s);
   for (auto& f : BoundFindings(p)) p.findings.push_back(f);
   ::opscope::testing::ExpectMatchesGolden(OPSCOPE_SOURCE_DIR
                                           "/src/gpu/testdata/war_story.metrics.report.txt",
-                                          FormatGpuReport(p, s, /*gpu_trace=*/false));
+                                          report::FormatGpuReport(p, s, /*gpu_trace=*/false));
 }
 
 TEST(KernelMetricsTraceTest, DecoderSurvivesDamagedMetricTraces) {

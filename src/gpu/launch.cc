@@ -11,8 +11,11 @@
 #include <optional>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <string_view>
 
+#include "base/launch.h"
 #include "base/target_signals.h"
 #include "base/clock.h"
 #include "base/files.h"
@@ -63,65 +66,34 @@ StatusOr<std::string> FindTracerLibrary() {
 
 StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const RunOptions& o) {
   if (command.empty()) return InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]");
-  std::vector<std::string> env;
-  const char* overridden[] = {"CUDA_INJECTION64_PATH=", "NVTX_INJECTION64_PATH=", "OPSCOPE_GPU_OUT=",
-                              "OPSCOPE_GPU_DRIVER_API=", "OPSCOPE_GPU_HASH_COPIES=",
-                              "OPSCOPE_GPU_METRICS="};
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    bool skip = false;
-    for (const char* prefix : overridden)
-      if (kv.substr(0, std::strlen(prefix)) == prefix) skip = true;
-    if (skip && kv.substr(0, 22) == "CUDA_INJECTION64_PATH=" && kv.find("opscope") == std::string_view::npos)
-      std::fprintf(stderr, "opscope: warning: replacing %s for the traced program\n", *e);
-    if (!skip) env.emplace_back(kv);
-  }
-  env.push_back("CUDA_INJECTION64_PATH=" + o.tracer);
-  env.push_back("NVTX_INJECTION64_PATH=" + o.tracer);
-  env.push_back(std::string(trace::kOutDirEnv) + "=" + o.out_dir);
-  if (!o.driver_api) env.push_back("OPSCOPE_GPU_DRIVER_API=0");
-  if (!o.fingerprint_copies) env.push_back("OPSCOPE_GPU_HASH_COPIES=0");
-  if (o.kernel_metrics) env.push_back(std::string(trace::kMetricsEnv) + "=1");
-  std::vector<char*> envp, argv;
-  for (auto& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = command;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  if (const char* user = std::getenv("CUDA_INJECTION64_PATH");
+      user != nullptr && std::string_view(user).find("opscope") == std::string_view::npos)
+    std::fprintf(stderr, "opscope: warning: replacing CUDA_INJECTION64_PATH=%s for the traced "
+                 "program\n", user);
+  LaunchOptions launch;
+  launch.argv = command;
+  launch.unset_env = {"OPSCOPE_GPU_DRIVER_API", "OPSCOPE_GPU_HASH_COPIES", trace::kMetricsEnv};
+  launch.set_env = {{"CUDA_INJECTION64_PATH", o.tracer},
+                    {"NVTX_INJECTION64_PATH", o.tracer},
+                    {trace::kOutDirEnv, o.out_dir}};
+  if (!o.driver_api) launch.set_env.push_back({"OPSCOPE_GPU_DRIVER_API", "0"});
+  if (!o.fingerprint_copies) launch.set_env.push_back({"OPSCOPE_GPU_HASH_COPIES", "0"});
+  if (o.kernel_metrics) launch.set_env.push_back({trace::kMetricsEnv, "1"});
 
   // SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope go to the program's process group
   // (base/target_signals.h), so an interrupted program still gets its report.
   std::optional<TargetSignals> local_signals;
   TargetSignals* signals = o.signals ? o.signals : &local_signals.emplace();
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  signals->PrepareSpawn(&attr, &actions);
-
   TracedRun run;
-  int64_t t0 = NowNs();
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  Status result = Status::Ok();
-  if (rc != 0) {
-    result = rc == ENOENT ? NotFound(command[0] + ": command not found")
-                          : PermissionDenied(command[0] + ": cannot run: " + std::strerror(rc));
-  } else {
-    signals->Attach(pid);
-    int status = 0;
-    TargetSignals::Wait(pid, &status);
-    signals->Detach();
-    run.wall_ms = static_cast<double>(NowNs() - t0) / 1e6;
-    if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) {
-      run.term_signal = WTERMSIG(status);
-      run.exit_code = 128 + run.term_signal;
-    }
+  TargetExit end;
+  if (Status st = RunTarget(launch, signals, &end); !st.ok()) {
+    if (st.code() == StatusCode::kInternal) return st;
+    run.exec_error = st;
+    return run;
   }
-  if (!result.ok()) return result;
+  run.wall_ms = static_cast<double>(end.wall_ns) / 1e6;
+  run.exit_code = end.exit_code;
+  run.term_signal = end.term_signal;
 
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -24,6 +24,8 @@ struct TracedRun {
   int term_signal = 0;
   double wall_ms = 0;
   std::vector<std::string> trace_files;
+  // Non-OK when the program could not be started (base/launch.h; exit 127/126).
+  Status exec_error;
 };
 
 struct RunOptions {
@@ -35,8 +37,8 @@ struct RunOptions {
   bool kernel_metrics = false;     // per-kernel throughput by kernel replay (slow; --metrics)
 };
 
-// Runs `command` (argv, searched in PATH) with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH
-// pointing at the tracer and waits for it. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope are
+// Runs `command` (argv, searched in PATH; started by base/launch.h) with CUDA_INJECTION64_PATH
+// and NVTX_INJECTION64_PATH pointing at the tracer and waits for it. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope are
 // passed to the program's process group (base/target_signals.h), so an interrupted program still
 // gets its report.
 StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const RunOptions& options);

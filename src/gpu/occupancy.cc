@@ -46,16 +46,6 @@ std::optional<SmLimits> LimitsForComputeCapability(int major, int minor) {
   return std::nullopt;
 }
 
-const char* LimiterName(int32_t limiter) {
-  switch (limiter) {
-    case kLimitWarps: return "warps";
-    case kLimitBlocks: return "blocks";
-    case kLimitRegisters: return "registers";
-    case kLimitSharedMemory: return "shared memory";
-    default: return "unknown";
-  }
-}
-
 Occupancy TheoreticalOccupancy(const SmLimits& sm, int threads_per_block, int registers_per_thread,
                                int64_t shared_bytes_per_block) {
   Occupancy o;

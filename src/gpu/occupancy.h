@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "profile/gpu.h"
+
 namespace opscope::gpu {
 
 struct SmLimits {
@@ -29,14 +31,14 @@ struct SmLimits {
 // Table limits for a compute capability; nullopt for an architecture opscope does not know.
 std::optional<SmLimits> LimitsForComputeCapability(int major, int minor);
 
-enum OccupancyLimiter : int32_t {
-  kLimitUnknown = 0,
-  kLimitWarps = 1,      // block size: warps per SM
-  kLimitBlocks = 2,     // resident blocks per SM
-  kLimitRegisters = 3,
-  kLimitSharedMemory = 4,
-};
-const char* LimiterName(int32_t limiter);
+// The limiter values are part of the profile (GpuKernel::occupancy_limiter): profile/gpu.h.
+using profile::OccupancyLimiter;
+using profile::kLimitUnknown;
+using profile::kLimitWarps;
+using profile::kLimitBlocks;
+using profile::kLimitRegisters;
+using profile::kLimitSharedMemory;
+using profile::LimiterName;
 
 struct Occupancy {
   double fraction = 0;         // active warps / max warps, 0..1; 0 when it cannot be computed

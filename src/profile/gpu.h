@@ -18,15 +18,15 @@ struct GpuKernel {
   double occupancy = 0;       // theoretical, 0..1 (0 if unknown)
   int32_t range = -1;         // innermost enclosing NVTX range of the launching thread
   int32_t tid = 0;            // thread that launched it (0 if the launch API call is unknown)
-  int32_t occupancy_limiter = 0;  // what bounds `occupancy`: see OccupancyLimiter in gpu/occupancy.h
+  int32_t occupancy_limiter = 0;  // what bounds `occupancy`: see OccupancyLimiter below
   // Measured with `opscope gpu --metrics` (CUPTI range profiler, kernel replay); -1 = not measured.
   double sm_throughput_pct = -1;      // SM throughput, % of peak sustained
   double memory_throughput_pct = -1;  // memory throughput (busiest of DRAM, L2, L1), % of peak
   double dram_throughput_pct = -1;    // DRAM throughput, % of peak
   double achieved_occupancy_pct = -1; // active warps, % of the SM's maximum
   double metrics_duration_ns = -1;    // the kernel's time under replay (gpu__time_duration)
-  // "compute", "memory" or "latency" from the two throughputs (gpu/kernel_bound.h); "" = no
-  // metrics.
+  // "compute", "memory" or "latency" from the two throughputs (profile/gpu_kernel_bound.h);
+  // "" = no metrics.
   std::string bound;
 };
 
@@ -99,5 +99,23 @@ struct GpuSection {
   // Replay passes per kernel of `--metrics` (each kernel ran this many times); 0 = no metrics.
   int32_t metrics_passes = 0;
 };
+
+// What bounds a kernel's theoretical occupancy (computed by gpu/occupancy.h).
+enum OccupancyLimiter : int32_t {
+  kLimitUnknown = 0,
+  kLimitWarps = 1,      // block size: warps per SM
+  kLimitBlocks = 2,     // resident blocks per SM
+  kLimitRegisters = 3,
+  kLimitSharedMemory = 4,
+};
+inline const char* LimiterName(int32_t limiter) {
+  switch (limiter) {
+    case kLimitWarps: return "warps";
+    case kLimitBlocks: return "blocks";
+    case kLimitRegisters: return "registers";
+    case kLimitSharedMemory: return "shared memory";
+    default: return "unknown";
+  }
+}
 
 }  // namespace opscope::profile

@@ -26,8 +26,9 @@ Status Validate(const Profile& p) {
     if (!names.insert(op.name).second) return bad(where + " appears twice");
     if (op.status != "executed" && op.status != "fused" && op.status != "folded")
       return bad(where + " has unknown status '" + op.status + "'");
-    if (!Finite(op.flops) || op.flops < 0 || !Finite(op.bytes) || op.bytes < 0)
-      return bad(where + " has negative or non-finite flops/bytes");
+    if (!Finite(op.flops) || op.flops < 0 || !Finite(op.bytes) || op.bytes < 0 ||
+        !Finite(op.int_ops) || op.int_ops < 0)
+      return bad(where + " has negative or non-finite flops/ops/bytes");
     for (double v : op.runs_ms)
       if (!Finite(v) || v < 0) return bad(where + " has a negative or non-finite time");
     if (!Finite(op.share) || op.share < 0 || op.share > 1 + 1e-6)

@@ -64,6 +64,9 @@ struct OpRecord {
   std::vector<std::vector<int64_t>> output_shapes;
   double flops = 0;   // floating-point operations per run (multiply-add = 2)
   double bytes = 0;   // compulsory traffic per run: inputs read + outputs written, bytes
+  // Integer operations per run of a quantized kernel (int8 multiply-add into int32 = 2); JSON
+  // key "ops", written only when non-zero.
+  double int_ops = 0;
   std::vector<double> runs_ms;  // time per measured run
   Stats stats;                  // over runs_ms
   double share = 0;             // of the sum of all ops' trimmed means, 0..1

@@ -43,10 +43,12 @@ void from_json(const nlohmann::json& j, E2E& v) {
 void to_json(nlohmann::json& j, const OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_PUT);
   if (!v.layout.empty()) OPSCOPE_JSON_PUT(layout);
+  if (v.int_ops > 0) j["ops"] = v.int_ops;
 }
 void from_json(const nlohmann::json& j, OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_GET);
   OPSCOPE_JSON_GET(layout);
+  if (auto it = j.find("ops"); it != j.end()) v.int_ops = it->get<double>();
 }
 
 // Op events are many: stored as compact arrays [op, run, tid, start_ns, dur_ns].

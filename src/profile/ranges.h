@@ -17,6 +17,7 @@ struct Range {
   int32_t depth = 0;         // 0 = top level on its thread
   int32_t parent = -1;       // index into Profile::ranges, -1 for top level
   std::map<std::string, double> counters;  // counter deltas over the range, if collected
+  int32_t run = -1;          // measured run (`opscope run`: one process per run), -1 if unknown
 };
 
 }  // namespace opscope::profile

@@ -1,6 +1,7 @@
 // The `opscope stat` section: whole-program counter readings over repeated runs.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,8 +22,17 @@ struct CounterReading {
   double running_fraction = 1;  // running / enabled: < 1 when the counter was multiplexed
 };
 
+// The counts of one thread when opscope attached to running processes (`stat -p/-t`): the
+// run's `counters` are their sums.
+struct TaskCounts {
+  int32_t pid = 0, tid = 0;
+  std::string comm;  // the thread's name (/proc/TID/comm) when counting began
+  std::vector<CounterReading> counters;
+};
+
 struct StatRun {
   std::vector<CounterReading> counters;
+  std::vector<TaskCounts> tasks;  // attach mode only: per thread, largest task-clock first
   double wall_ms = 0;
   int exit_code = 0;        // the command's exit status
   int term_signal = 0;      // non-zero if it died on a signal
@@ -43,6 +53,9 @@ struct StatSection {
   // vs median 12.0 ms".
   std::vector<std::string> outliers;
   bool user_only = false;   // exclude_kernel was needed (perf_event_paranoid)
+  // What was counted when opscope did not start the command: "pid 1234 (7 threads)",
+  // "system-wide (CPUs 0-3)"; empty for `stat -- CMD`.
+  std::string attached;
 };
 
 }  // namespace opscope::profile

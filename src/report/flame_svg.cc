@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <unordered_map>
+
+#include "report/format.h"
+#include "report/op_stacks.h"
 
 namespace opscope::report {
 namespace {
@@ -20,10 +24,18 @@ std::string Escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
       default:
         if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') o += c;
     }
@@ -36,8 +48,10 @@ std::string Color(const std::string& module, const std::string& label) {
   for (char c : module) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
   uint32_t v = 2166136261u;
   for (char c : label) v = (v ^ static_cast<uint8_t>(c)) * 16777619u;
-  if (module == "[jit]") return fmt::format("rgb({},{},{})", 80 + v % 40, 180 + v % 50, 80 + h % 40);
-  int r = 205 + static_cast<int>(h % 50), g = 80 + static_cast<int>((h >> 8) % 90) + static_cast<int>(v % 30),
+  if (module == "[jit]")
+    return fmt::format("rgb({},{},{})", 80 + v % 40, 180 + v % 50, 80 + h % 40);
+  int r = 205 + static_cast<int>(h % 50),
+      g = 80 + static_cast<int>((h >> 8) % 90) + static_cast<int>(v % 30),
       b = 40 + static_cast<int>(v % 40);
   return fmt::format("rgb({},{},{})", r, std::min(g, 230), b);
 }
@@ -72,6 +86,10 @@ function search(){var re=prompt('Search (regular expression):');if(re===null)ret
  m.forEach(function(g){var x=num(g,'data-x'),w=num(g,'data-wd');if(x>=end){tot+=w;end=x+w;}else if(x+w>end){tot+=x+w-end;end=x+w;}});
  document.getElementById('matched').textContent=re?('Matched: '+(100*tot).toFixed(1)+'%'):'';}
 document.getElementById('search').onclick=search;
+document.getElementById('reset').onclick=function(){layout(0,1,0);};
+var details=document.getElementById('details');
+frames.forEach(function(g){g.onmouseover=function(){details.textContent=g.firstElementChild.textContent;};
+ g.onmouseout=function(){details.textContent=' ';};});
 document.addEventListener('keydown',function(e){if(e.key==='Escape')layout(0,1,0);
  if((e.ctrlKey||e.metaKey)&&e.key==='f'){e.preventDefault();search();}});
 layout(0,1,0);
@@ -99,7 +117,12 @@ std::string RenderFlameSvg(const profile::Profile& p, const std::string& title, 
         if (it == nodes[cur].children.end()) {
           next = nodes.size();
           nodes[cur].children.emplace(label, next);
-          { Node nn; nn.label = label; nn.module = module; nodes.push_back(std::move(nn)); }
+          {
+            Node nn;
+            nn.label = label;
+            nn.module = module;
+            nodes.push_back(std::move(nn));
+          }
         } else {
           next = it->second;
         }
@@ -141,7 +164,8 @@ std::string RenderFlameSvg(const profile::Profile& p, const std::string& title, 
     // script only redoes it when zooming.
     double px = kPad + it.x * (kWidth - 2 * kPad), pw = w * (kWidth - 2 * kPad);
     body += fmt::format(
-        "<g class=\"f\" data-x=\"{:.6f}\" data-wd=\"{:.6f}\" data-d=\"{}\" data-n=\"{}\" data-c=\"{}\">"
+        "<g class=\"f\" data-x=\"{:.6f}\" data-wd=\"{:.6f}\" data-d=\"{}\" data-n=\"{}\" "
+        "data-c=\"{}\">"
         "<title>{}{} — {} samples, {:.2f}% (self {:.2f}%)</title>"
         "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" rx=\"2\"/>"
         "<text x=\"{:.2f}\" y=\"{:.1f}\">{}</text></g>\n",
@@ -161,14 +185,21 @@ std::string RenderFlameSvg(const profile::Profile& p, const std::string& title, 
       "<?xml version=\"1.0\" standalone=\"no\"?>\n"
       "<svg version=\"1.1\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" data-w=\"{0}\" "
       "xmlns=\"http://www.w3.org/2000/svg\">\n"
-      "<style>text{{font:11px monospace;fill:#000;pointer-events:none}} g.f:hover rect{{stroke:#000;stroke-width:0.6}} "
-      "g.f{{cursor:pointer}} #search{{cursor:pointer}}</style>\n"
+      "<style>text{{font:11px monospace;fill:#000;pointer-events:none}} g.f:hover "
+      "rect{{stroke:#000;stroke-width:0.6}} "
+      "g.f{{cursor:pointer}} #search,#reset{{cursor:pointer;pointer-events:all}} "
+      "#search:hover,#reset:hover{{text-decoration:underline}}</style>\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"#fdfdf6\"/>\n"
       "<text x=\"{2}\" y=\"18\" style=\"font-size:15px\">{3}</text>\n"
       "<text x=\"{2}\" y=\"34\" style=\"font-size:11px;fill:#555\">{4} — click a frame to zoom, "
-      "Escape or the bottom frame to reset</text>\n"
-      "<text id=\"search\" x=\"{5}\" y=\"18\" text-anchor=\"end\" style=\"font-size:13px;fill:#333\">Search</text>\n"
-      "<text id=\"matched\" x=\"{5}\" y=\"{6}\" text-anchor=\"end\" style=\"font-size:12px\"></text>\n",
+      "Escape, Reset zoom or the bottom frame to reset</text>\n"
+      "<text id=\"search\" x=\"{5}\" y=\"18\" text-anchor=\"end\" "
+      "style=\"font-size:13px;fill:#333\">Search</text>\n"
+      "<text id=\"reset\" x=\"{5}\" y=\"34\" text-anchor=\"end\" "
+      "style=\"font-size:12px;fill:#333\">Reset zoom</text>\n"
+      "<text id=\"details\" x=\"{2}\" y=\"{6}\" style=\"font-size:12px\"> </text>\n"
+      "<text id=\"matched\" x=\"{5}\" y=\"{6}\" text-anchor=\"end\" "
+      "style=\"font-size:12px\"></text>\n",
       kWidth, height, kPad, Escape(title), Escape(DescribeSamples(p)), kWidth - kPad, height - 10);
   out += body;
   out += "<script><![CDATA[";
@@ -176,5 +207,26 @@ std::string RenderFlameSvg(const profile::Profile& p, const std::string& title, 
   out += "]]></script>\n</svg>\n";
   return out;
 }
+
+namespace {
+
+Status WriteSvg(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  if (p.samples)
+    for (const auto& w : p.samples->warnings)
+      std::fprintf(stderr, "opscope: warning: %s\n", w.c_str());
+  profile::Profile storage;
+  const profile::Profile& q = WithOpStacks(p, &storage);
+  std::string title = !o.title.empty()
+                          ? o.title
+                          : "opscope: " + (p.meta.source.empty() ? p.meta.kind : p.meta.source);
+  *out = RenderFlameSvg(q, title, o.samples.group);
+  return Status::Ok();
+}
+
+}  // namespace
+OPSCOPE_REGISTER_FORMAT(
+    svg,
+    {"svg", ".svg", "flame graph (self-contained SVG; op scopes by time when there are no samples)",
+     &WriteSvg});
 
 }  // namespace opscope::report

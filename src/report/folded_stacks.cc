@@ -1,7 +1,11 @@
 #include "report/folded_stacks.h"
 
+#include <cstdio>
 #include <map>
 #include <unordered_map>
+
+#include "report/format.h"
+#include "report/op_stacks.h"
 
 namespace opscope::report {
 namespace {
@@ -21,6 +25,7 @@ std::string RenderFolded(const profile::Profile& p, SampleGroup group) {
   for (const auto& f : sec.frames) labels.push_back(Clean(FrameLabel(f)));
   std::map<std::string, uint64_t> counts;
   const bool grouped = group == SampleGroup::kThread || group == SampleGroup::kOp;
+  const bool op_time = sec.event == kOpTimeEvent;
   std::string line;
   for (const auto& s : sec.samples) {
     line.clear();
@@ -30,7 +35,8 @@ std::string RenderFolded(const profile::Profile& p, SampleGroup group) {
       line += labels[s.stack[k]];
     }
     if (line.empty()) line = "[no stack]";
-    ++counts[line];
+    // Samples count one each; op stacks count their time in microseconds.
+    counts[line] += op_time ? static_cast<uint64_t>(s.weight / 1000 + 0.5) : 1;
   }
   std::string out;
   for (const auto& [stack, n] : counts) {
@@ -41,5 +47,28 @@ std::string RenderFolded(const profile::Profile& p, SampleGroup group) {
   }
   return out;
 }
+
+namespace {
+
+void SampleWarnings(const profile::Profile& p) {
+  // The formats without a place for them: the warnings of a damaged or unfinished recording.
+  if (p.samples)
+    for (const auto& w : p.samples->warnings)
+      std::fprintf(stderr, "opscope: warning: %s\n", w.c_str());
+}
+
+Status WriteFolded(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  SampleWarnings(p);
+  profile::Profile storage;
+  *out = RenderFolded(WithOpStacks(p, &storage), o.samples.group);
+  return Status::Ok();
+}
+
+}  // namespace
+OPSCOPE_REGISTER_FORMAT(folded,
+                        {"folded", ".folded",
+                         "folded stacks (FlameGraph, speedscope, inferno); op scopes by time "
+                         "in us when there are no samples",
+                         &WriteFolded});
 
 }  // namespace opscope::report

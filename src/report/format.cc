@@ -1,5 +1,9 @@
 #include "report/format.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "base/strings.h"
 
 namespace opscope::report {
@@ -7,6 +11,11 @@ namespace opscope::report {
 static std::vector<Format>& MutableFormats() {
   static std::vector<Format> formats;
   return formats;
+}
+
+static std::vector<Section>& MutableSections() {
+  static std::vector<Section> sections;
+  return sections;
 }
 
 bool RegisterFormat(const Format& f) {
@@ -22,16 +31,23 @@ const Format* FindFormat(const std::string& name) {
   return nullptr;
 }
 
+static std::vector<std::string> Extensions(const Format& f) {
+  std::vector<std::string> exts;
+  if (f.extension[0]) exts.push_back(f.extension);
+  for (const std::string& e : Split(f.more_extensions ? f.more_extensions : "", ' '))
+    if (!e.empty()) exts.push_back(e);
+  return exts;
+}
+
 const Format* FormatForPath(const std::string& path) {
   const Format* best = nullptr;
   size_t best_len = 0;
-  for (const Format& f : Formats()) {
-    std::string ext = f.extension;
-    if (!ext.empty() && EndsWith(path, ext) && ext.size() > best_len) {
-      best = &f;
-      best_len = ext.size();
-    }
-  }
+  for (const Format& f : Formats())
+    for (const std::string& ext : Extensions(f))
+      if (EndsWith(path, ext) && ext.size() > best_len) {
+        best = &f;
+        best_len = ext.size();
+      }
   return best;
 }
 
@@ -41,11 +57,50 @@ std::string FormatNames() {
   return Join(names, ", ");
 }
 
+std::string DescribeFormats() {
+  std::vector<const Format*> sorted;
+  for (const Format& f : Formats()) sorted.push_back(&f);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Format* a, const Format* b) { return std::string(a->name) < b->name; });
+  std::string out;
+  for (const Format* f : sorted) {
+    std::string exts = Join(Extensions(*f), " ");
+    out += fmt::format("  {:<12} {:<22} {}\n", f->name, exts.empty() ? "-" : exts, f->description);
+  }
+  return out;
+}
+
+// The last dot-component of a file name: "a.trace.json" -> ".json", "a.pb.gz" -> ".gz".
+static std::string LastExtension(const std::string& path) {
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  return path.substr(dot);
+}
+
 StatusOr<const Format*> ChooseFormat(const std::string& output_path, const std::string& format_name,
                                      const std::string& default_name) {
   if (!format_name.empty()) {
     const Format* f = FindFormat(format_name);
-    if (!f) return InvalidArgument("unknown format '" + format_name + "' (choose one of: " + FormatNames() + ")");
+    if (!f)
+      return InvalidArgument("unknown format '" + format_name +
+                             "' (choose one of: " + FormatNames() + ")");
+    if (!output_path.empty()) {
+      // A file whose extension says another kind of file than the format writes.
+      const Format* by_ext = FormatForPath(output_path);
+      std::string ext = LastExtension(output_path);
+      bool fits = false;
+      for (const std::string& e : Extensions(*f)) fits = fits || LastExtension(e) == ext;
+      // "stat-csv" writes CSV, "hot-json" JSON: a .csv or .json file fits them.
+      const std::string name = f->name;
+      fits = fits || (ext.size() > 1 && EndsWith(name, "-" + ext.substr(1)));
+      if (by_ext && by_ext != f && !fits)
+        return InvalidArgument("-o " + output_path + " with --format " + format_name + ": the " +
+                               ext + " extension means " + by_ext->name + ", not " + format_name +
+                               "; name the file after its format" +
+                               (Extensions(*f).empty() ? "" : " (" + Extensions(*f)[0] + ")") +
+                               " or drop --format");
+    }
     return f;
   }
   if (!output_path.empty()) {
@@ -53,15 +108,94 @@ StatusOr<const Format*> ChooseFormat(const std::string& output_path, const std::
     if (!f) {
       std::vector<std::string> exts;
       for (const Format& g : Formats())
-        if (g.extension[0]) exts.push_back(g.extension);
-      return InvalidArgument("cannot tell the format of '" + output_path + "' from its extension (use one of " +
-                             Join(exts, ", ") + ", or --format)");
+        for (const std::string& e : Extensions(g)) exts.push_back(e);
+      return InvalidArgument("cannot tell the format of '" + output_path +
+                             "' from its extension (use one of " + Join(exts, ", ") +
+                             ", or --format)");
     }
     return f;
   }
   const Format* f = FindFormat(default_name);
   if (!f) return Internal("default format '" + default_name + "' is not registered");
   return f;
+}
+
+bool RegisterSection(const Section& s) {
+  MutableSections().push_back(s);
+  return true;
+}
+
+const std::vector<Section>& Sections() { return MutableSections(); }
+
+const Section* FindSection(const std::string& name) {
+  for (const Section& s : Sections())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+std::vector<const Section*> PresentSections(const profile::Profile& p, const ReportOptions& o) {
+  std::vector<const Section*> out;
+  for (const Section& s : Sections()) {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), s.name) == o.only.end())
+      continue;
+    if (s.present(p)) out.push_back(&s);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const Section* a, const Section* b) {
+    bool pa = p.meta.kind == a->kind, pb = p.meta.kind == b->kind;
+    if (pa != pb) return pa;
+    return a->order < b->order;
+  });
+  return out;
+}
+
+Status RenderTables(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  out->clear();
+  std::vector<const Section*> present = PresentSections(p, o);
+  if (present.empty()) {
+    *out = "opscope: " + (p.meta.source.empty() ? p.meta.kind : p.meta.source) +
+           ": the profile holds no section to show (no ops, counters, samples, ranges or GPU "
+           "activity)\n";
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < present.size(); ++i) {
+    ReportOptions so = o;
+    so.findings = o.findings && i == 0;
+    std::string part;
+    OPSCOPE_RETURN_IF_ERROR(present[i]->table(p, so, &part));
+    if (i > 0) *out += "\n";
+    *out += part;
+  }
+  return Status::Ok();
+}
+
+std::string EscapeControl(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c < 0x20 || c == 0x7f) {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string ClipName(const std::string& s, size_t max, bool wide) {
+  std::string e = EscapeControl(s);
+  if (wide || e.size() <= max || max < 4) return e;
+  // Cut on a UTF-8 boundary.
+  size_t cut = max - 3;
+  while (cut > 0 && (static_cast<unsigned char>(e[cut]) & 0xC0) == 0x80) --cut;
+  return e.substr(0, cut) + "...";
 }
 
 }  // namespace opscope::report

@@ -9,5 +9,6 @@ Status WriteJson(const profile::Profile& p, const ReportOptions&, std::string* o
   return Status::Ok();
 }
 }  // namespace
-OPSCOPE_REGISTER_FORMAT(json, {"json", ".json", "the opscope profile (schema opscope.profile/1)", &WriteJson});
+OPSCOPE_REGISTER_FORMAT(json, {"json", ".json", "the opscope profile (schema opscope.profile/1)",
+                               &WriteJson});
 }  // namespace opscope::report

@@ -1,5 +1,6 @@
-// The terminal report of a model profile: header, hotspot table, table by op type, coverage,
-// opscope's own overhead, and the findings. Columns are sized to their content.
+// The ops section: the terminal report of a model profile: header, hotspot table, table by op
+// type, coverage, opscope's own overhead, and the findings. Columns are sized to their content;
+// node names are shown whole with their control characters escaped.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "base/stats.h"
 #include "base/strings.h"
 #include "report/format.h"
+#include "report/ops_csv.h"
 #include "report/text_table.h"
 
 namespace opscope::report {
@@ -34,7 +36,8 @@ std::string ShapesCell(const std::vector<std::vector<int64_t>>& shapes, size_t m
 
 void Header(const profile::Profile& p, const ReportOptions& o, std::string* out) {
   const auto& m = p.meta;
-  *out += "opscope " + m.tool_version + " (" + m.build_type + " build) — " + m.kind + " of " + m.source + "\n";
+  *out += "opscope " + m.tool_version + " (" + m.build_type + " build) — " + m.kind + " of " +
+          m.source + "\n";
   std::string cpu = m.cpu_model.empty() ? "unknown CPU" : m.cpu_model;
   *out += "host " + m.host + ": " + cpu + ", " + std::to_string(m.logical_cpus) + " logical CPUs";
   if (!m.governor.empty()) *out += ", governor " + m.governor;
@@ -45,9 +48,10 @@ void Header(const profile::Profile& p, const ReportOptions& o, std::string* out)
             ", measured runs " + std::to_string(m.runs) + "\n";
   if (!p.e2e.runs_ms.empty()) {
     const Stats& s = p.e2e.stats;
-    *out += "end-to-end latency: median " + HumanMs(s.median) + ", trimmed mean " + HumanMs(s.trimmed_mean) +
-            ", min " + HumanMs(s.min) + ", max " + HumanMs(s.max) + ", p90 " + HumanMs(s.p90) +
-            F(", CV %.1f%%", s.cv * 100) + " (" + VarianceVerdict(s.cv) + ")" +
+    *out += "end-to-end latency: median " + HumanMs(s.median) + ", trimmed mean " +
+            HumanMs(s.trimmed_mean) + ", min " + HumanMs(s.min) + ", max " + HumanMs(s.max) +
+            ", p90 " + HumanMs(s.p90) + F(", CV %.1f%%", s.cv * 100) + " (" +
+            VarianceVerdict(s.cv) + ")" +
             F("; throughput %.1f inferences/s", p.e2e.throughput_per_s) + "\n";
   }
   for (const auto& d : m.degradations) *out += "note: " + d + "\n";
@@ -66,19 +70,29 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
                "FLOPs", "bytes", "GFLOP/s", "GB/s"});
   t.AlignRight({0, 5, 6, 7, 8, 9, 10, 11, 12});
   double cum = 0;
+  bool any_int = false;
   for (size_t i = 0; i < shown; ++i) {
     const auto* op = ops[i];
     if (op->share < o.threshold) break;
     cum += op->share;
     double sec = op->stats.trimmed_mean / 1e3;
-    t.AddRow({std::to_string(i + 1), op->name, op->op_type, ShapesCell(op->input_shapes),
-              ShapesCell(op->output_shapes), HumanMs(op->stats.median), HumanMs(op->stats.trimmed_mean),
-              F("%.1f%%", op->share * 100), F("%.1f%%", cum * 100), HumanCount(op->flops),
-              HumanBytes(op->bytes), sec > 0 && op->flops > 0 ? F("%.2f", op->flops / sec / 1e9) : "-",
+    // Quantized kernels: integer ops in the FLOPs columns, marked "int".
+    const bool integer = op->int_ops > 0;
+    any_int |= integer;
+    const double work = integer ? op->int_ops : op->flops;
+    const std::string mark = integer ? " int" : "";
+    t.AddRow({std::to_string(i + 1), EscapeControl(op->name), EscapeControl(op->op_type),
+              ShapesCell(op->input_shapes), ShapesCell(op->output_shapes),
+              HumanMs(op->stats.median), HumanMs(op->stats.trimmed_mean),
+              F("%.1f%%", op->share * 100), F("%.1f%%", cum * 100), HumanCount(work) + mark,
+              HumanBytes(op->bytes),
+              sec > 0 && work > 0 ? F("%.2f", work / sec / 1e9) + mark : "-",
               sec > 0 && op->bytes > 0 ? F("%.2f", op->bytes / sec / 1e9) : "-"});
     if (op->status == "fused")
-      t.AddNote("   fused in step '" + op->step + "' with " + Join(op->fused_with, ", ") + "; " + op->attribution);
-    if (!op->layout.empty()) t.AddNote("   memory layout: " + op->layout + " (channels-last region)");
+      t.AddNote("   fused in step '" + EscapeControl(op->step) + "' with " +
+                EscapeControl(Join(op->fused_with, ", ")) + "; " + op->attribution);
+    if (!op->layout.empty())
+      t.AddNote("   memory layout: " + op->layout + " (channels-last region)");
     if (!op->counters.empty()) {
       std::vector<std::string> cs;
       for (const auto& [k, v] : op->counters) cs.push_back(k + "=" + HumanCount(v));
@@ -86,13 +100,18 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
     }
   }
   *out += t.Render(o.color);
+  if (any_int) *out += "\"int\": integer operations (G ops/s) of a quantized kernel, not FLOPs.\n";
   int folded = 0;
   for (const auto& op : p.ops) folded += op.status == "folded";
   if (folded) *out += std::to_string(folded) + " node(s) folded at load time (zero run time).\n";
 }
 
 void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out) {
-  struct Agg { double ms = 0, share = 0; int count = 0; double flops = 0, bytes = 0; };
+  struct Agg {
+    double ms = 0, share = 0;
+    int count = 0;
+    double flops = 0, bytes = 0, int_ops = 0;
+  };
   std::map<std::string, Agg> agg;
   for (const auto& op : p.ops) {
     Agg& a = agg[op.op_type];
@@ -101,14 +120,18 @@ void ByType(const profile::Profile& p, const ReportOptions& o, std::string* out)
     a.count++;
     a.flops += op.flops;
     a.bytes += op.bytes;
+    a.int_ops += op.int_ops;
   }
   std::vector<std::pair<std::string, Agg>> rows(agg.begin(), agg.end());
-  std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
   *out += "\nBy operator type\n";
   TextTable t({"op type", "time/run", "share", "nodes", "FLOPs", "bytes"});
   t.AlignRight({1, 2, 3, 4, 5});
   for (const auto& [type, a] : rows)
-    t.AddRow({type, HumanMs(a.ms), F("%.1f%%", a.share * 100), std::to_string(a.count), HumanCount(a.flops),
+    t.AddRow({EscapeControl(type), HumanMs(a.ms), F("%.1f%%", a.share * 100),
+              std::to_string(a.count),
+              a.int_ops > 0 && a.flops == 0 ? HumanCount(a.int_ops) + " int" : HumanCount(a.flops),
               HumanBytes(a.bytes)});
   *out += t.Render(o.color);
 }
@@ -118,17 +141,20 @@ void Coverage(const profile::Profile& p, std::string* out) {
   double sum = 0;
   for (const auto& op : p.ops) sum += op.stats.median;
   double e2e = p.e2e.stats.median;
-  *out += "\ncoverage: per-op medians sum to " + HumanMs(sum) + F(" = %.1f%% of the end-to-end median", e2e > 0 ? sum / e2e * 100 : 0) +
-          "; the remaining " + HumanMs(std::max(0.0, e2e - sum)) + " is the engine's own overhead (scheduling, allocation, observer)\n";
+  *out += "\ncoverage: per-op medians sum to " + HumanMs(sum) +
+          F(" = %.1f%% of the end-to-end median", e2e > 0 ? sum / e2e * 100 : 0) +
+          "; the remaining " + HumanMs(std::max(0.0, e2e - sum)) +
+          " is the engine's own overhead (scheduling, allocation, observer)\n";
   if (p.overhead) {
     const auto& ov = *p.overhead;
     // A difference inside the run-to-run noise (or a negative one: the observer cannot speed a
     // run up) is not a measurement of anything.
     const bool measured = ov.measurable && ov.pct > 0;
-    std::string noise = ov.noise_low_pct != 0 || ov.noise_high_pct != 0
-                            ? F("; 95%% interval of the paired difference %+.2f%%", ov.noise_low_pct) +
-                                  F("…%+.2f%%", ov.noise_high_pct)
-                            : "";
+    std::string noise =
+        ov.noise_low_pct != 0 || ov.noise_high_pct != 0
+            ? F("; 95%% interval of the paired difference %+.2f%%", ov.noise_low_pct) +
+                  F("…%+.2f%%", ov.noise_high_pct)
+            : "";
     *out += (measured ? F("opscope overhead: %+.2f%%", ov.pct)
                       : std::string("opscope overhead: not measurable (below the noise)")) +
             " (median " + HumanMs(ov.observed_median_ms) + " with the per-op observer, " +
@@ -141,12 +167,14 @@ void Coverage(const profile::Profile& p, std::string* out) {
 void Diagnosis(const profile::Profile& p, const ReportOptions& o, std::string* out) {
   if (auto c = analysis::CeilingsFromMeta(p.meta); c && c->Usable() && !p.ops.empty()) {
     auto points = analysis::ComputeRoofline(p, *c);
-    if (!points.empty()) *out += "\n" + analysis::FormatRoofline(points, *c, o.color, static_cast<size_t>(o.top));
+    if (!points.empty())
+      *out += "\n" + analysis::FormatRoofline(points, *c, o.color, static_cast<size_t>(o.top));
   }
-  if (!p.findings.empty()) *out += "\n" + analysis::FormatFindings(p.findings, o.color);
+  if (o.findings && !p.findings.empty())
+    *out += "\n" + analysis::FormatFindings(p.findings, o.color);
 }
 
-Status WriteTable(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+Status OpsTable(const profile::Profile& p, const ReportOptions& o, std::string* out) {
   out->clear();
   Header(p, o, out);
   if (!p.ops.empty()) {
@@ -158,6 +186,9 @@ Status WriteTable(const profile::Profile& p, const ReportOptions& o, std::string
   return Status::Ok();
 }
 
+bool HasOps(const profile::Profile& p) { return !p.ops.empty() || p.meta.kind == "profile"; }
+
 }  // namespace
-OPSCOPE_REGISTER_FORMAT(table, {"table", ".txt", "human-readable tables (the default on a terminal)", &WriteTable});
+
+OPSCOPE_REGISTER_SECTION(ops, {"ops", 10, "profile", &HasOps, &OpsTable, &OpsCsv});
 }  // namespace opscope::report

@@ -1,9 +1,16 @@
 #include "report/pprof_encode.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <map>
 #include <unordered_map>
+
+#include "report/format.h"
+#include "report/op_stacks.h"
 
 namespace opscope::report {
 namespace {
@@ -18,7 +25,9 @@ class Pb {
     }
     s_.push_back(static_cast<char>(v));
   }
-  void Tag(int field, int wire) { Varint(static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire)); }
+  void Tag(int field, int wire) {
+    Varint(static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire));
+  }
   void U64(int field, uint64_t v) {
     if (v == 0) return;  // proto3 default
     Tag(field, 0);
@@ -59,6 +68,15 @@ class Strings {
   std::vector<std::string> list_;
 };
 
+// meta.created ("2026-12-01T07:35:12Z") as Unix nanoseconds; 0 when it does not parse.
+int64_t CreatedNanos(const std::string& iso) {
+  std::tm tm{};
+  const char* end = strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) return 0;
+  time_t t = timegm(&tm);
+  return t < 0 ? 0 : static_cast<int64_t>(t) * 1000000000;
+}
+
 }  // namespace
 
 std::string EncodePprof(const profile::Profile& p) {
@@ -83,11 +101,24 @@ std::string EncodePprof(const profile::Profile& p) {
     auto [it, inserted] = mapping_ids.emplace(module, mapping_ids.size() + 1);
     return it->second;
   };
+  // One Function per (name, module, file); an unknown symbol is one Function per address, named
+  // by module and address, so pprof does not merge unrelated code into one "[unknown]".
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> function_ids;
   auto function_for = [&](const profile::Frame& f) {
-    auto [it, inserted] = function_ids.emplace(std::make_tuple(f.function, f.module, f.file), function_ids.size() + 1);
+    std::string name = f.function;
+    if (name == "[unknown]" || name.empty())
+      name = fmt::format("[unknown] {}+0x{:x}", f.module.empty() ? "?" : f.module, f.address);
+    auto [it, inserted] =
+        function_ids.emplace(std::make_tuple(name, f.module, f.file), function_ids.size() + 1);
     return it->second;
   };
+  // Each mapping spans the module-relative addresses seen in it: [0, highest + 1), file offset 0,
+  // so a location's address is its offset in the file (what `pprof -disasm` needs).
+  std::map<std::string, uint64_t> mapping_limit;
+  for (const auto& f : sec.frames) {
+    uint64_t& lim = mapping_limit[f.module];
+    lim = std::max(lim, f.address + 1);
+  }
   // A location is a run of frames at one PC: inlined frames followed by their physical frame.
   struct Loc {
     uint64_t mapping, address;
@@ -110,7 +141,8 @@ std::string EncodePprof(const profile::Profile& p) {
       auto [it, inserted] = loc_ids.emplace(run, locs.size() + 1);
       if (inserted) {
         Loc l{mapping_for(f.module), f.address, {}};
-        for (uint32_t r : run) l.lines.emplace_back(function_for(sec.frames[r]), sec.frames[r].line);
+        for (uint32_t r : run)
+          l.lines.emplace_back(function_for(sec.frames[r]), sec.frames[r].line);
         locs.push_back(std::move(l));
       }
       loc_stack.push_back(it->second);
@@ -134,17 +166,21 @@ std::string EncodePprof(const profile::Profile& p) {
       l.I64(3, s.tid);
       sm.Message(3, l);
     }
-    if (s.op >= 0 && s.op < static_cast<int32_t>(p.ops.size())) label_str("op", p.ops[static_cast<size_t>(s.op)].name);
+    if (s.op >= 0 && s.op < static_cast<int32_t>(p.ops.size()))
+      label_str("op", p.ops[static_cast<size_t>(s.op)].name);
     out.Message(2, sm);
   }
   for (const auto& [module, id] : mapping_ids) {
     Pb m;
     m.U64(1, id);
+    m.U64(2, 0);  // memory_start
+    m.U64(3, mapping_limit[module]);
+    m.U64(4, 0);  // file_offset
     m.I64(5, str.Id(module));
-    m.U64(7, 1);  // has_functions
-    m.U64(8, 1);  // has_filenames
-    m.U64(9, 1);  // has_line_numbers
-    m.U64(10, 1); // has_inline_frames
+    m.U64(7, 1);   // has_functions
+    m.U64(8, 1);   // has_filenames
+    m.U64(9, 1);   // has_line_numbers
+    m.U64(10, 1);  // has_inline_frames
     out.Message(3, m);
   }
   for (size_t i = 0; i < locs.size(); ++i) {
@@ -175,9 +211,11 @@ std::string EncodePprof(const profile::Profile& p) {
     t1 = std::max(t1, s.time_ns);
   }
   int64_t comment = str.Id("opscope " + p.meta.kind + ": " + p.meta.source);
-  int64_t period = sec.frequency_hz > 0 && !cycles ? static_cast<int64_t>(1e9 / sec.frequency_hz) : 0;
+  int64_t period =
+      sec.frequency_hz > 0 && !cycles ? static_cast<int64_t>(1e9 / sec.frequency_hz) : 0;
   // string_table must come after every Id() call: build the tail first.
   Pb tail;
+  tail.I64(9, CreatedNanos(p.meta.created));
   tail.I64(10, t1 - t0);
   tail.Message(11, value_type(cycles ? "cycles" : "cpu", cycles ? "count" : "nanoseconds"));
   tail.I64(12, period);
@@ -230,5 +268,23 @@ StatusOr<std::string> Gunzip(const std::string& data) {
 }
 
 StatusOr<std::string> RenderPprof(const profile::Profile& p) { return Gzip(EncodePprof(p)); }
+
+namespace {
+
+Status WritePprof(const profile::Profile& p, const ReportOptions&, std::string* out) {
+  if (p.samples)
+    for (const auto& w : p.samples->warnings)
+      std::fprintf(stderr, "opscope: warning: %s\n", w.c_str());
+  profile::Profile storage;
+  OPSCOPE_ASSIGN_OR_RETURN(*out, RenderPprof(WithOpStacks(p, &storage)));
+  return Status::Ok();
+}
+
+}  // namespace
+OPSCOPE_REGISTER_FORMAT(pprof,
+                        {"pprof", ".pb.gz",
+                         "pprof profile.proto, gzipped (go tool pprof, Pyroscope, Parca); op "
+                         "scopes by time when there are no samples",
+                         &WritePprof, ".pprof .pb", /*binary=*/true});
 
 }  // namespace opscope::report

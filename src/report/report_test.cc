@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/strings.h"
 #include "base/testing/golden.h"
 #include "profile/profile.h"
 #include "profile/profile_io.h"
 #include "report/format.h"
+#include "report/op_stacks.h"
+#include "report/output.h"
 
 namespace opscope::report {
 namespace {
@@ -31,7 +34,8 @@ profile::Profile SmallProfile() {
   p.meta.warmup = 1;
   p.meta.runs = 3;
   p.e2e.runs_ms = {10.0, 11.0, 10.5};
-  auto add = [&](std::string name, std::string type, std::vector<double> ms, double flops, double bytes) {
+  auto add = [&](std::string name, std::string type, std::vector<double> ms, double flops,
+                 double bytes) {
     profile::OpRecord op;
     op.name = std::move(name);
     op.op_type = std::move(type);
@@ -78,7 +82,9 @@ profile::Profile SmallProfile() {
   return p;
 }
 
-std::string Golden(const std::string& name) { return std::string(OPSCOPE_SOURCE_DIR) + "/src/report/testdata/" + name; }
+std::string Golden(const std::string& name) {
+  return std::string(OPSCOPE_SOURCE_DIR) + "/src/report/testdata/" + name;
+}
 
 void CheckGolden(const std::string& name, const std::string& actual) {
   ::opscope::testing::ExpectMatchesGolden(Golden(name), actual);
@@ -103,9 +109,13 @@ std::vector<std::vector<std::string>> ParseCsv(const std::string& text, bool* ok
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') { field += '"'; ++i; }
-      else if (c == '"') quoted = false;
-      else field += c;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"')
+        quoted = false;
+      else
+        field += c;
     } else if (c == '"') {
       if (!field.empty()) *ok = false;
       quoted = true;
@@ -138,7 +148,8 @@ TEST(ReportTest, OverheadBelowTheNoiseIsNotAMeasurement) {
   ReportOptions o;
   ASSERT_TRUE(FindFormat("table")->write(p, o, &out).ok());
   EXPECT_EQ(out.find("-19.86%"), std::string::npos) << out;
-  EXPECT_NE(out.find("opscope overhead: not measurable (below the noise)"), std::string::npos) << out;
+  EXPECT_NE(out.find("opscope overhead: not measurable (below the noise)"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("-25.10%…+8.40%"), std::string::npos) << out;
   // A file written before the noise rule (measurable defaults to true) with a negative value.
   p.overhead->measurable = true;
@@ -158,7 +169,8 @@ TEST(ReportTest, JsonLintAndRoundTrip) {
   EXPECT_EQ(j["schema"], "opscope.profile/1");
   for (const char* key : {"meta", "e2e", "ops"}) EXPECT_TRUE(j.contains(key)) << key;
   for (const auto& op : j["ops"]) {
-    for (const char* key : {"name", "op_type", "input_shapes", "output_shapes", "flops", "bytes", "runs_ms", "stats", "share"})
+    for (const char* key : {"name", "op_type", "input_shapes", "output_shapes", "flops", "bytes",
+                            "runs_ms", "stats", "share"})
       EXPECT_TRUE(op.contains(key)) << key;
     for (const char* key : {"mean", "median", "trimmed_mean", "min", "max", "p90", "stddev"})
       EXPECT_TRUE(op["stats"].contains(key)) << key;
@@ -201,7 +213,143 @@ TEST(ReportTest, ChromeTraceLint) {
       EXPECT_EQ(e["ph"], "M");
     }
   }
-  EXPECT_EQ(complete, 12);  // 4 nodes x 3 runs (the folded node never runs)
+  EXPECT_EQ(complete, 12 + 3);  // 4 nodes x 3 runs (the folded node never runs) + 3 run slices
+}
+
+// What Perfetto and chrome://tracing need (report/chrome.cc's header).
+TEST(ReportTest, ChromeTraceInterop) {
+  profile::Profile p = SmallProfile();
+  p.clocks = {{0, 2400, 55}, {1, 2300, 56}, {2, 2350, 57}};
+  std::string out;
+  ASSERT_TRUE(FindFormat("chrome")->write(p, {}, &out).ok());
+  auto j = nlohmann::json::parse(out);
+  EXPECT_FALSE(j.contains("displayTimeUnit"));
+  int runs = 0, counters = 0, estimated = 0, thread_names = 0, process_names = 0;
+  double min_ts = 1e300;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++thread_names;
+    if (e["ph"] == "M" && e["name"] == "process_name") ++process_names;
+    if (e["ph"] == "C") ++counters;
+    if (e["ph"] == "X") min_ts = std::min(min_ts, e["ts"].get<double>());
+    if (e["ph"] == "X" && e["cat"] == "run") ++runs;
+    if (e["ph"] == "X" && e["args"].contains("estimated")) {
+      ++estimated;
+      EXPECT_EQ(e["args"]["attribution"], "split by estimated cost");
+    }
+    if (e["ph"] == "X" && e["cat"] == "Conv")
+      EXPECT_NE(e["args"]["thread"].get<std::string>().find("dispatched"), std::string::npos);
+  }
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(counters, 6);   // MHz and temperature per run
+  EXPECT_EQ(estimated, 9);  // conv1, bn1, relu1 in 3 runs
+  EXPECT_EQ(thread_names, 1);
+  EXPECT_EQ(process_names, 1);
+  EXPECT_EQ(min_ts, 0);
+}
+
+// `opscope run` traces: one process per run, each with its run slice.
+TEST(ReportTest, ChromeTraceOfRangesHasOneProcessPerRun) {
+  profile::Profile p;
+  p.meta.kind = "run";
+  p.meta.source = "./app";
+  for (int run = 0; run < 2; ++run) {
+    int64_t b = 5000000000 + run * 1000000000LL;
+    profile::Range outer{"stage", "opscope", 100 + run, b, b + 4000000, 0, -1, {}, run};
+    profile::Range inner{"step", "opscope", 100 + run, b + 1000000, b + 2000000, 1, -1, {}, run};
+    inner.parent = static_cast<int32_t>(p.ranges.size());
+    p.ranges.push_back(outer);
+    p.ranges.push_back(inner);
+  }
+  std::string out;
+  ASSERT_TRUE(FindFormat("chrome")->write(p, {}, &out).ok());
+  auto j = nlohmann::json::parse(out);
+  std::set<int> pids;
+  int run_slices = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") pids.insert(e["pid"].get<int>());
+    if (e["ph"] == "X" && e["cat"] == "run") ++run_slices;
+    if (e["ph"] == "X" && e["name"] == "stage" && e["pid"] == 1) EXPECT_EQ(e["ts"], 0);
+  }
+  EXPECT_EQ(pids, (std::set<int>{1, 2}));
+  EXPECT_EQ(run_slices, 2);
+}
+
+TEST(ReportTest, CsvWritesIntegersWhole) {
+  profile::Profile p = SmallProfile();
+  p.ops[0].flops = 1234567891;
+  std::string out;
+  ASSERT_TRUE(FindFormat("csv")->write(p, {}, &out).ok());
+  EXPECT_NE(out.find(",1234567891,"), std::string::npos) << out;
+  EXPECT_EQ(out.find("e+"), std::string::npos) << out;
+}
+
+TEST(ReportTest, TableEscapesControlCharactersAndWideShowsNamesWhole) {
+  profile::Profile p = SmallProfile();
+  p.ops[3].name = "evil\x1b[31mname\nnext";
+  std::string out;
+  ASSERT_TRUE(FindFormat("table")->write(p, {}, &out).ok());
+  EXPECT_EQ(out.find('\x1b'), std::string::npos);
+  EXPECT_NE(out.find("evil\\x1b[31mname\\nnext"), std::string::npos) << out;
+  EXPECT_EQ(ClipName(std::string(50, 'a'), 20, false), std::string(17, 'a') + "...");
+  EXPECT_EQ(ClipName(std::string(50, 'a'), 20, true), std::string(50, 'a'));
+  EXPECT_EQ(EscapeControl("a\tb\x01"), "a\\tb\\x01");
+}
+
+// Op profiles without samples get op-level stacks: scope;...;node weighted by time.
+TEST(ReportTest, OpStacksFromNodeNames) {
+  EXPECT_EQ(ScopeOf("/backbone/layer1/conv/Conv"),
+            (std::vector<std::string>{"backbone", "layer1", "conv", "Conv"}));
+  EXPECT_EQ(ScopeOf("head.cls.fc"), (std::vector<std::string>{"head", "cls", "fc"}));
+  EXPECT_EQ(ScopeOf("conv1"), (std::vector<std::string>{"conv1"}));
+  profile::Profile p = SmallProfile();
+  p.ops[0].name = "/backbone/conv1";
+  std::string folded;
+  ReportOptions o;
+  ASSERT_TRUE(FindFormat("folded")->write(p, o, &folded).ok());
+  CheckGolden("small.op-scope.folded", folded);
+  EXPECT_NE(folded.find("backbone;conv1 "), std::string::npos) << folded;
+  std::string svg;
+  ASSERT_TRUE(FindFormat("svg")->write(p, o, &svg).ok());
+  EXPECT_NE(svg.find("data-n=\"backbone\""), std::string::npos);
+  CheckGolden("small.op-scope.svg", svg);
+  // The Search and Reset controls are clickable (text has pointer-events:none otherwise).
+  EXPECT_NE(svg.find("#search,#reset{cursor:pointer;pointer-events:all}"), std::string::npos);
+  EXPECT_NE(svg.find("id=\"details\""), std::string::npos);
+  std::string pb;
+  ASSERT_TRUE(FindFormat("pprof")->write(p, o, &pb).ok());
+  EXPECT_EQ(static_cast<unsigned char>(pb[0]), 0x1f);
+}
+
+// Every section of a profile is rendered by `table`, the primary one first.
+TEST(ReportTest, TableRendersEverySectionPrimaryFirst) {
+  profile::Profile p = SmallProfile();
+  p.ranges.push_back({"stage", "opscope", 1, 0, 1000000, 0, -1, {}});
+  std::string out;
+  ASSERT_TRUE(FindFormat("table")->write(p, {}, &out).ok());
+  size_t ops = out.find("Hot operators"), ranges = out.find("pipeline");
+  ASSERT_NE(ops, std::string::npos) << out;
+  ASSERT_NE(ranges, std::string::npos) << out;
+  EXPECT_LT(ops, ranges);
+  ReportOptions only;
+  only.only = {"ranges"};
+  ASSERT_TRUE(FindFormat("table")->write(p, only, &out).ok());
+  EXPECT_EQ(out.find("Hot operators"), std::string::npos) << out;
+  p.meta.kind = "run";
+  ASSERT_TRUE(FindFormat("table")->write(p, {}, &out).ok());
+  EXPECT_LT(out.find("pipeline"), out.find("Hot operators")) << out;
+}
+
+TEST(ReportTest, PlanOutputs) {
+  auto plan = PlanOutputs({"/tmp/p.json", "/tmp/p.trace.json", "/tmp/p.csv"}, "", "table");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->size(), 3u);
+  EXPECT_STREQ((*plan)[0].format->name, "json");
+  EXPECT_STREQ((*plan)[1].format->name, "chrome");
+  EXPECT_STREQ((*plan)[2].format->name, "csv");
+  EXPECT_FALSE(PlanOutputs({"/tmp/a.json", "/tmp/a.json"}, "", "table").ok());
+  auto stream = PlanOutputs({}, "hot-json", "table");
+  ASSERT_TRUE(stream.ok());
+  EXPECT_TRUE(WritesToStream(*stream));
 }
 
 TEST(ReportTest, ChooseFormat) {
@@ -211,6 +359,18 @@ TEST(ReportTest, ChooseFormat) {
   EXPECT_EQ(std::string((*ChooseFormat("", "", "table"))->name), "table");
   EXPECT_FALSE(ChooseFormat("p.xyz", "", "table").ok());
   EXPECT_FALSE(ChooseFormat("", "yaml", "table").ok());
+  // An extension that contradicts the format is refused; one of the same kind is not.
+  auto bad = ChooseFormat("a.json", "csv", "table");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("the .json extension means json, not csv"),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_TRUE(ChooseFormat("hot.json", "hot-json", "table").ok());
+  EXPECT_TRUE(ChooseFormat("s.csv", "stat-csv", "table").ok());
+  EXPECT_TRUE(ChooseFormat("a.trace.json", "json", "table").ok());
+  EXPECT_TRUE(ChooseFormat("out.data", "csv", "table").ok());
+  EXPECT_STREQ((*ChooseFormat("p.pprof", "", "table"))->name, "pprof");
+  EXPECT_STREQ((*ChooseFormat("p.hot.json", "", "table"))->name, "hot-json");
 }
 
 }  // namespace

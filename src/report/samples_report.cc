@@ -8,6 +8,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/strings.h"
+#include "report/format.h"
+
 namespace opscope::report {
 namespace {
 
@@ -66,6 +69,40 @@ StatusOr<SampleGroup> ParseSampleGroup(const std::string& s) {
   return InvalidArgument("--group '" + s + "': expected function, thread, module or op");
 }
 
+Status ParseSortKeys(const std::string& keys, SampleSort* sort, SampleGroup* group) {
+  bool thread = false, module = false, function = false, op = false;
+  for (const std::string& raw : Split(keys, ',')) {
+    const std::string k = Trim(raw);
+    if (k == "comm" || k == "pid" || k == "tid" || k == "thread")
+      thread = true;
+    else if (k == "dso" || k == "module")
+      module = true;
+    else if (k == "sym" || k == "symbol" || k == "function" || k == "srcline")
+      function = true;
+    else if (k == "op" || k == "operator")
+      op = true;
+    else if (k == "overhead" || k == "self")
+      *sort = SampleSort::kSelf;
+    else if (k == "children" || k == "inclusive" || k == "incl" || k == "total")
+      *sort = SampleSort::kInclusive;
+    else if (k == "name")
+      *sort = SampleSort::kName;
+    else
+      return InvalidArgument("--sort key '" + k +
+                             "': expected comm, pid, tid, dso, sym, op, "
+                             "overhead, children or name (comma-separated, as in perf report)");
+  }
+  if (op)
+    *group = SampleGroup::kOp;
+  else if (thread)
+    *group = SampleGroup::kThread;
+  else if (module && !function)
+    *group = SampleGroup::kModule;
+  else if (function || module)
+    *group = SampleGroup::kFunction;
+  return Status::Ok();
+}
+
 std::string FrameLabel(const profile::Frame& f) {
   if (f.function == "[unknown]") return "[unknown] [" + f.module + "]";
   return f.function;
@@ -82,7 +119,8 @@ std::string SampleGroupLabel(const profile::Profile& p, const profile::Sample& s
   }
   if (g == SampleGroup::kOp) {
     if (s.op >= 0 && s.op < static_cast<int32_t>(p.ops.size()))
-      return p.ops[static_cast<size_t>(s.op)].name + " (" + p.ops[static_cast<size_t>(s.op)].op_type + ")";
+      return p.ops[static_cast<size_t>(s.op)].name + " (" +
+             p.ops[static_cast<size_t>(s.op)].op_type + ")";
     return "[outside ops]";
   }
   return "";
@@ -111,7 +149,8 @@ HotFunctions ComputeHotFunctions(const profile::Profile& p, const SampleReportOp
     uint64_t ns = 0, ni = 0;
   };
   std::unordered_map<uint64_t, Acc> acc;
-  std::vector<std::map<std::pair<std::string, int>, double>> self_lines(fi.fns.size()), any_lines(fi.fns.size());
+  std::vector<std::map<std::pair<std::string, int>, double>> self_lines(fi.fns.size()),
+      any_lines(fi.fns.size());
   std::unordered_set<int32_t> tids;
   std::vector<uint32_t> seen_mark(fi.fns.size(), UINT32_MAX);
 
@@ -175,8 +214,9 @@ HotFunctions ComputeHotFunctions(const profile::Profile& p, const SampleReportOp
     r.module = fi.fns[fn].second;
     const auto& lines = !self_lines[fn].empty() ? self_lines[fn] : any_lines[fn];
     if (!lines.empty()) {
-      auto best = std::max_element(lines.begin(), lines.end(),
-                                   [](const auto& x, const auto& y) { return x.second < y.second; });
+      auto best = std::max_element(lines.begin(), lines.end(), [](const auto& x, const auto& y) {
+        return x.second < y.second;
+      });
       r.file = best->first.first;
       r.line = best->first.second;
     }
@@ -249,9 +289,10 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
     bool damaged = false;
     for (const auto& w : warnings) damaged = damaged || w.find("corrupt") != std::string::npos;
     // A damaged file is not the command's fault: say so, and show why.
-    out += damaged ? "\nno samples could be read: the record file is damaged (see the warnings below)\n"
-                   : "\nno samples were recorded (the command ended before the first sample, or "
-                     "sampling was refused)\n";
+    out += damaged
+               ? "\nno samples could be read: the record file is damaged (see the warnings below)\n"
+               : "\nno samples were recorded (the command ended before the first sample, or "
+                 "sampling was refused)\n";
     if (!warnings.empty()) {
       out += "\nwarnings:\n";
       for (const auto& w : warnings) out += "  " + w + "\n";
@@ -262,7 +303,8 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
   std::string current_group = "\x01";
   size_t fw = 8, mw = 6;
   for (const auto& r : h.rows) {
-    fw = std::max(fw, std::min<size_t>(r.function.size(), 60));
+    fw = std::max(fw, opt.wide ? EscapeControl(r.function).size()
+                               : std::min<size_t>(EscapeControl(r.function).size(), 60));
     mw = std::max(mw, std::min<size_t>(r.module.size(), 28));
   }
   for (const auto& r : h.rows) {
@@ -275,13 +317,15 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
         if (color) out += "\033[0m";
         out += "\n";
       }
+      const std::string incl = opt.children ? fmt::format(" {:>7}", "incl%") : "";
       if (opt.group == SampleGroup::kModule)
-        out += fmt::format("{:>7} {:>7} {:>9}  {}\n", "self%", "incl%", "samples", label);
+        out += fmt::format("{:>7}{} {:>9}  {}\n", "self%", incl, "samples", label);
       else
-        out += fmt::format("{:>7} {:>7} {:>9}  {:<{}}  {:<{}}  {}\n", "self%", "incl%", "samples",
-                           label, fw, "module", mw, "source");
+        out += fmt::format("{:>7}{} {:>9}  {:<{}}  {:<{}}  {}\n", "self%", incl, "samples", label,
+                           fw, "module", mw, "source");
     }
-    std::string fn = r.function.size() > 60 ? r.function.substr(0, 57) + "..." : r.function;
+    std::string fn = ClipName(r.function, 60, opt.wide);
+    const std::string incl = opt.children ? fmt::format(" {:>7.1f}", r.inclusive_pct) : "";
     std::string src;
     if (!r.file.empty()) {
       src = Basename(r.file);
@@ -293,17 +337,16 @@ std::string RenderHotTable(const profile::Profile& p, const HotFunctions& h,
     bool hot = color && r.self_pct >= 10;
     if (hot) out += "\033[31m";
     if (opt.group == SampleGroup::kModule)
-      out += fmt::format("{:>7.1f} {:>7.1f} {:>9}  {}", r.self_pct, r.inclusive_pct,
-                         Thousands(r.self_samples), fn);
+      out += fmt::format("{:>7.1f}{} {:>9}  {}", r.self_pct, incl, Thousands(r.self_samples), fn);
     else
-      out += fmt::format("{:>7.1f} {:>7.1f} {:>9}  {:<{}}  {:<{}}  {}", r.self_pct, r.inclusive_pct,
-                         Thousands(r.self_samples), fn, fw, r.module, mw, src);
+      out += fmt::format("{:>7.1f}{} {:>9}  {:<{}}  {:<{}}  {}", r.self_pct, incl,
+                         Thousands(r.self_samples), fn, fw, EscapeControl(r.module), mw, src);
     if (hot) out += "\033[0m";
     out += "\n";
   }
   if (h.hidden)
-    out += fmt::format("\n({} rows below --threshold {:g}% or beyond --top {} not shown)\n", h.hidden,
-                       opt.threshold_pct, opt.top);
+    out += fmt::format("\n({} rows below --threshold {:g}% or beyond --top {} not shown)\n",
+                       h.hidden, opt.threshold_pct, opt.top);
   if (!p.samples->warnings.empty()) {
     out += "\nwarnings:\n";
     for (const auto& w : p.samples->warnings) out += "  " + w + "\n";
@@ -390,7 +433,8 @@ StatusOr<CallerCallee> ComputeCallerCallee(const profile::Profile& p, const std:
   c.self_pct = total > 0 ? 100 * self / total : 0;
   c.inclusive_pct = total > 0 ? 100 * incl / total : 0;
   auto fill = [&](const auto& m, std::vector<CallerCallee::Edge>* out) {
-    for (const auto& [k, v] : m) out->push_back({k.first, k.second, incl > 0 ? 100 * v.first / incl : 0, v.second});
+    for (const auto& [k, v] : m)
+      out->push_back({k.first, k.second, incl > 0 ? 100 * v.first / incl : 0, v.second});
     std::sort(out->begin(), out->end(), [](const auto& a, const auto& b) { return a.pct > b.pct; });
   };
   fill(callers, &c.callers);
@@ -400,10 +444,12 @@ StatusOr<CallerCallee> ComputeCallerCallee(const profile::Profile& p, const std:
 
 std::string RenderCallerCallee(const CallerCallee& c) {
   std::string out;
-  out += fmt::format("function: {}{}\n", c.matched.empty() ? "?" : c.matched[0],
-                     c.matched.size() > 1 ? fmt::format(" (+{} more matches)", c.matched.size() - 1) : "");
+  out += fmt::format(
+      "function: {}{}\n", c.matched.empty() ? "?" : c.matched[0],
+      c.matched.size() > 1 ? fmt::format(" (+{} more matches)", c.matched.size() - 1) : "");
   for (size_t i = 1; i < c.matched.size(); ++i) out += "          " + c.matched[i] + "\n";
-  out += fmt::format("self {:.1f}%, inclusive {:.1f}% of all samples\n", c.self_pct, c.inclusive_pct);
+  out +=
+      fmt::format("self {:.1f}%, inclusive {:.1f}% of all samples\n", c.self_pct, c.inclusive_pct);
   out += "\ncallers (share of its inclusive time):\n";
   for (const auto& e : c.callers)
     out += fmt::format("  {:>6.1f}%  {:>8}  {}{}\n", e.pct, Thousands(e.samples), e.function,

@@ -23,20 +23,29 @@ enum class SampleGroup { kFunction, kThread, kModule, kOp };
 StatusOr<SampleSort> ParseSampleSort(const std::string& s);    // self, inclusive|incl, name
 StatusOr<SampleGroup> ParseSampleGroup(const std::string& s);  // function, thread, module, op
 
+// perf's --sort keys, comma-separated, into a sort order and a grouping: comm|pid|tid|thread
+// group by thread, dso|module alone groups by module, sym|symbol|function rows are functions,
+// op groups by operator; overhead|self, children|inclusive and name choose the order. Unknown
+// keys are refused with the list.
+Status ParseSortKeys(const std::string& keys, SampleSort* sort, SampleGroup* group);
+
 struct SampleReportOptions {
   SampleSort sort = SampleSort::kSelf;
   SampleGroup group = SampleGroup::kFunction;
   double threshold_pct = 0.5;  // rows below this self AND inclusive share are hidden
   size_t top = 40;             // rows shown (per group for thread/op grouping); 0 = all
+  bool wide = false;           // function names whole (else cut at 60 columns)
+  bool children = true;        // show the inclusive ("children") column (perf's --no-children)
+  std::string function;        // callers/callees of the functions matching this, instead
 };
 
 struct HotRow {
   std::string group;     // thread "name [tid]" / op name; "" when grouping by function or module
   std::string function;  // for module grouping: the module
   std::string module;
-  std::string file;      // hottest source line of the function (self), else its commonest frame
+  std::string file;  // hottest source line of the function (self), else its commonest frame
   int line = 0;
-  double self = 0, inclusive = 0;          // weight
+  double self = 0, inclusive = 0;  // weight
   uint64_t self_samples = 0, inclusive_samples = 0;
   double self_pct = 0, inclusive_pct = 0;  // of total weight
 };

@@ -1,6 +1,8 @@
 // Tests of the sampling reports: hot functions, caller/callee, folded stacks, flame SVG and pprof.
 // Golden files live in testdata/ (<input>.<options>.<format>); regenerate them with
 // OPSCOPE_UPDATE_GOLDEN=1 after an intended change and review the diff.
+#include "report/samples_report.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,7 +12,6 @@
 #include "report/flame_svg.h"
 #include "report/folded_stacks.h"
 #include "report/pprof_encode.h"
-#include "report/samples_report.h"
 
 namespace opscope::report {
 namespace {
@@ -81,9 +82,9 @@ TEST(HotFunctions, SelfInclusiveAndRecursion) {
   EXPECT_EQ(h.threads, 2u);
   const HotRow* heavy = Find(h, "heavy");
   ASSERT_NE(heavy, nullptr);
-  EXPECT_NEAR(heavy->self_pct, 100.0 * 2 / 6, 1e-9);       // the inlined sample's leaf is mix
+  EXPECT_NEAR(heavy->self_pct, 100.0 * 2 / 6, 1e-9);  // the inlined sample's leaf is mix
   EXPECT_NEAR(heavy->inclusive_pct, 100.0 * 3 / 6, 1e-9);
-  EXPECT_EQ(heavy->line, 20);                              // hottest self line
+  EXPECT_EQ(heavy->line, 20);  // hottest self line
   const HotRow* rec = Find(h, "rec");
   ASSERT_NE(rec, nullptr);
   EXPECT_NEAR(rec->inclusive_pct, 100.0 / 6, 1e-9) << "recursion counted once per sample";
@@ -272,6 +273,60 @@ TEST(Pprof, DecodesToTheSameProfile) {
   EXPECT_EQ(values, (std::vector<uint64_t>{1, 1000000}));
 }
 
+// What symbolization by pprof needs: each Mapping covers the addresses of its locations, the
+// profile has a time, and unknown symbols at different addresses stay different Functions.
+TEST(Pprof, MappingsTimeAndUnknownSymbols) {
+  profile::Profile p = Synthetic();
+  p.meta.created = "2026-12-01T07:35:12Z";
+  auto& sec = *p.samples;
+  sec.frames.push_back({"[unknown]", "libx.so", "", 0, 0x4000, false});
+  sec.frames.push_back({"[unknown]", "libx.so", "", 0, 0x5000, false});
+  profile::Sample a, b;
+  a.stack = {static_cast<uint32_t>(sec.frames.size() - 2)};
+  b.stack = {static_cast<uint32_t>(sec.frames.size() - 1)};
+  sec.samples.push_back(a);
+  sec.samples.push_back(b);
+  auto raw = Gunzip(*RenderPprof(p));
+  ASSERT_TRUE(raw.ok());
+  std::vector<std::string> strings;
+  std::map<uint64_t, uint64_t> limit;  // mapping id -> memory_limit
+  std::vector<std::pair<uint64_t, uint64_t>> loc_map_addr;
+  uint64_t time_nanos = 0;
+  std::vector<std::string> fn_names;
+  std::vector<uint64_t> fn_name_ids;
+  for (const auto& f : Parse(*raw)) {
+    if (f.number == 6) strings.push_back(f.bytes);
+    if (f.number == 9) time_nanos = f.varint;
+    if (f.number == 3) {
+      uint64_t id = 0, lim = 0;
+      for (const auto& x : Parse(f.bytes)) {
+        if (x.number == 1) id = x.varint;
+        if (x.number == 3) lim = x.varint;
+      }
+      limit[id] = lim;
+    }
+    if (f.number == 4) {
+      uint64_t m = 0, addr = 0;
+      for (const auto& x : Parse(f.bytes)) {
+        if (x.number == 2) m = x.varint;
+        if (x.number == 3) addr = x.varint;
+      }
+      loc_map_addr.emplace_back(m, addr);
+    }
+    if (f.number == 5)
+      for (const auto& x : Parse(f.bytes))
+        if (x.number == 2) fn_name_ids.push_back(x.varint);
+  }
+  EXPECT_EQ(time_nanos, 1796110512ull * 1000000000ull);
+  for (const auto& [m, addr] : loc_map_addr) {
+    ASSERT_TRUE(limit.count(m)) << "location names a missing mapping";
+    EXPECT_LT(addr, limit[m]);
+  }
+  int unknown = 0;
+  for (uint64_t id : fn_name_ids) unknown += strings.at(id).rfind("[unknown] libx.so+0x", 0) == 0;
+  EXPECT_EQ(unknown, 2);
+}
+
 TEST(Pprof, GzipRoundTripAndBadInput) {
   std::string data(10000, 'x');
   auto gz = Gzip(data);
@@ -295,8 +350,9 @@ TEST(Reports, EmptySampleSection) {
 // the command.
 TEST(Reports, NoSamplesBecauseTheFileIsDamaged) {
   profile::Profile p;
-  p.samples.emplace().warnings = {"corrupt record file x.rec: the events chunk at byte 100 fails "
-                                  "its checksum; the other 0 events chunk(s) were read"};
+  p.samples.emplace().warnings = {
+      "corrupt record file x.rec: the events chunk at byte 100 fails "
+      "its checksum; the other 0 events chunk(s) were read"};
   SampleReportOptions o;
   std::string t = RenderHotTable(p, ComputeHotFunctions(p, o), o, false);
   EXPECT_EQ(t.find("the command ended before the first sample"), std::string::npos) << t;

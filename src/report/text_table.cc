@@ -24,8 +24,10 @@ std::string TextTable::Render(bool color) const {
       size_t pad = width[i] - std::min(width[i], DisplayWidth(c));
       bool right = std::find(right_.begin(), right_.end(), i) != right_.end();
       if (i) out += "  ";
-      if (right) out += std::string(pad, ' ') + c;
-      else out += c + (i + 1 < width.size() ? std::string(pad, ' ') : "");
+      if (right)
+        out += std::string(pad, ' ') + c;
+      else
+        out += c + (i + 1 < width.size() ? std::string(pad, ' ') : "");
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";

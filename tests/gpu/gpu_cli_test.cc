@@ -14,7 +14,8 @@
 
 #include "base/files.h"
 #include "gpu/launch.h"
-#include "gpu/summary.h"
+#include "analysis/gpu_summary.h"
+#include "report/gpu_table.h"
 #include "gpu/trace_forge_test_util.h"
 #include "profile/profile_io.h"
 #include "tests/cli_util.h"
@@ -233,11 +234,15 @@ TEST_F(GpuCliTest, TracerWithMetricsNeverFailsItsHostWithoutADriver) {
 
 TEST_F(GpuCliTest, BadInvocations) {
   Result r = Run("--no-driver-check -- /nonexistent/program");
+  EXPECT_EQ(r.code, 127);  // the launcher's rule (README "Exit codes")
+  EXPECT_NE(r.err.find("command not found: '/nonexistent/program' (no such file)"),
+            std::string::npos) << r.err;
+  r = Run("--no-driver-check -o " + Path("x.xyz") + " -- true");  // checked before the program runs
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("command not found"), std::string::npos) << r.err;
-  r = Run("--no-driver-check -o " + Path("x.csv") + " -- true");
+  EXPECT_NE(r.err.find("cannot tell the format"), std::string::npos) << r.err;
+  r = Run("--no-driver-check -o " + Path("x.json") + " --format csv -- true");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("*.json"), std::string::npos);
+  EXPECT_NE(r.err.find("the .json extension means json, not csv"), std::string::npos) << r.err;
   r = Run("--no-driver-check -- true");  // no CUDA, no NVTX: no trace at all
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("no GPU trace was written"), std::string::npos) << r.err;
@@ -323,7 +328,7 @@ TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors)
   ASSERT_TRUE(WriteFileAtomic(trace_path, ForgeDemoTrace(6, &event_ms)).ok());
   auto p = ProfileFromTraces({trace_path});
   ASSERT_TRUE(p.ok()) << p.status().message();
-  GpuSummary s = Summarize(*p);
+  analysis::GpuSummary s = analysis::Summarize(*p);
   auto findings = GpuFindings(*p, s);
   p->findings.insert(p->findings.end(), findings.begin(), findings.end());
   std::string json = Path("demo.json");
@@ -354,6 +359,16 @@ TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors)
   EXPECT_NE(trace.find("\"cat\":\"kernel\""), std::string::npos);
   EXPECT_NE(trace.find("\"cat\":\"memcpy\""), std::string::npos);
   EXPECT_NE(trace.find("\"cat\":\"cuda_api\""), std::string::npos);
+  EXPECT_EQ(trace.find("displayTimeUnit"), std::string::npos);
+  EXPECT_NE(t.err.find("opscope: wrote " + trace_json + " (chrome)"), std::string::npos) << t.err;
+  // `opscope report` on the saved profile renders the same nvprof-style tables.
+  std::string saved = Path("saved.json");
+  ASSERT_EQ(Run("--from-trace " + dir_.string() + " -o " + saved).code, 0);
+  ::opscope::testing::CommandResult rep =
+      ::opscope::testing::RunShell(std::string(OPSCOPE_BINARY_DIR "/opscope report ") + saved);
+  EXPECT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("GPU activities:"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("conv_like(float const*, float const*, float*, int, int)"), std::string::npos);
   if (const char* keep = std::getenv("OPSCOPE_KEEP_FORGED_TRACE")) {
     std::filesystem::copy_file(trace_path, std::string(keep) + "/gpu-1.trace",
                                std::filesystem::copy_options::overwrite_existing);
@@ -372,7 +387,7 @@ TEST_F(GpuScriptChecksTest, CheckWarStoryPassesOnForgedRunAndCatchesErrors) {
   ASSERT_TRUE(WriteFileAtomic(trace_path, testing::ForgeWarStory(4321).bytes()).ok());
   auto p = ProfileFromTraces({trace_path});
   ASSERT_TRUE(p.ok()) << p.status().message();
-  GpuSummary s = Summarize(*p);
+  analysis::GpuSummary s = analysis::Summarize(*p);
   auto findings = GpuFindings(*p, s);
   p->findings.insert(p->findings.end(), findings.begin(), findings.end());
   Result r = Run("--from-trace " + dir_.string() + " -o " + Path("metrics.json"));
@@ -382,7 +397,7 @@ TEST_F(GpuScriptChecksTest, CheckWarStoryPassesOnForgedRunAndCatchesErrors) {
                            "checksum=1 device=\"Test GPU\" cc=9.0\n";
   auto with_loop = [&](const char* ms) { return std::string(line).replace(line.find("{}"), 2, ms); };
   ASSERT_TRUE(WriteFileAtomic(Path("alone-1.out"), with_loop("25.0")).ok());
-  ASSERT_TRUE(WriteFileAtomic(Path("traced.out"), with_loop("27.5") + FormatGpuReport(*p, s, false)).ok());
+  ASSERT_TRUE(WriteFileAtomic(Path("traced.out"), with_loop("27.5") + report::FormatGpuReport(*p, s, false)).ok());
   ASSERT_TRUE(WriteFileAtomic(Path("metrics.out"), with_loop("140.0") + r.out).ok());
   ASSERT_TRUE(profile::SaveProfile(*p, Path("traced.json")).ok());
   std::string log = Path("war.log");

@@ -1,7 +1,7 @@
 // gpu-kernel-bound: what limits the GPU kernels that take the time, from the throughputs
 // `opscope gpu --metrics` measured (SM and memory % of peak, achieved occupancy). The kernels
-// were classified when the profile was built (gpu/kernel_bound.h: compute, memory or latency,
-// at 60% of peak); this rule groups the hot ones by class and says what to do about each.
+// were classified when the profile was built (profile/gpu_kernel_bound.h: compute, memory or
+// latency, at 60% of peak); this rule groups the hot ones by class and says what to do about each.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 
 #include "analysis/rules.h"
 #include "base/strings.h"
-#include "gpu/kernel_bound.h"
+#include "profile/gpu_kernel_bound.h"
 
 namespace opscope::analysis::rules {
 
@@ -37,7 +37,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     KernelTotals& t = by_name[k.name];
     t.ns += ns;
     t.ns_by_bound[k.bound] += w;
-    double mem = gpu::BoundMemoryPct(k.memory_throughput_pct, k.dram_throughput_pct);
+    double mem = profile::BoundMemoryPct(k.memory_throughput_pct, k.dram_throughput_pct);
     t.w += w;
     t.sm += w * std::max(k.sm_throughput_pct, 0.0);
     t.mem += w * std::max(mem, 0.0);
@@ -67,7 +67,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
                                    share * 100, t.sm / t.w, t.mem / t.w);
     if (occ >= 0) line += fmt::format(", achieved occupancy {:.0f}%", occ);
     if (t.theoretical > 0) line += fmt::format(" (theoretical {:.0f}%)", t.theoretical * 100);
-    hot[bound].push_back({name, line, share, bound == "latency" && gpu::LowAchievedOccupancy(occ)});
+    hot[bound].push_back({name, line, share, bound == "latency" && profile::LowAchievedOccupancy(occ)});
   }
   for (const char* bound : {"memory", "latency", "compute"}) {
     auto it = hot.find(bound);

@@ -28,17 +28,10 @@
 
 #include "base/strings.h"
 #include "engine/ops/common.h"
+#include "engine/ops/conv_geometry.h"
 #include "engine/ops/dnnl_common.h"
 
 namespace opscope::engine {
-namespace {
-
-struct ConvAttrs {
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
-  int64_t group = 1;
-};
-
 Status ReadConvAttrs(const Node& n, bool transpose, ConvAttrs* a) {
   a->auto_pad = n.attrs.String("auto_pad", "NOTSET");
   if (a->auto_pad != "NOTSET" && a->auto_pad != "SAME_UPPER" && a->auto_pad != "SAME_LOWER" &&
@@ -68,11 +61,7 @@ Status ReadConvAttrs(const Node& n, bool transpose, ConvAttrs* a) {
   return Status();
 }
 
-// Spatial geometry resolved against concrete shapes.
-struct Geometry {
-  std::vector<int64_t> k, s, d, pb, pe, out;
-};
-
+namespace {
 Status SpatialParams(const Node& n, const ConvAttrs& a, const std::vector<int64_t>& kernel,
                      Geometry* g) {
   size_t sp = kernel.size();
@@ -92,6 +81,8 @@ Status SpatialParams(const Node& n, const ConvAttrs& a, const std::vector<int64_
                             std::to_string(2 * sp));
   return Status();
 }
+
+}  // namespace
 
 Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t>& in,
                     const std::vector<int64_t>& kernel, Geometry* g) {
@@ -129,6 +120,8 @@ Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t
   }
   return Status();
 }
+
+namespace {
 
 // Transposed geometry. `full[i]` is the unpadded transposed extent; `core[i]` the part of the
 // output the primitive produces (the rest is the bias-only tail).

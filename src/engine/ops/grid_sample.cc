@@ -3,6 +3,8 @@
 // unnormalized with or without align_corners, border/reflection padding moves the sample point
 // for bilinear and nearest, bicubic pads each of its 16 taps instead, nearest rounds half to even.
 // The per-pixel weights are computed once per output pixel and reused across channels.
+// 5-D (opset 20, volumetric): X [N, C, D, H, W], grid [N, Do, Ho, Wo, 3] with (x, y, z);
+// linear (8 taps, trilinear) and nearest, every padding mode; cubic is 4-D only (as in ONNX).
 #include <cmath>
 
 #include "engine/ops/common.h"
@@ -56,7 +58,9 @@ class GridSampleKernel : public Kernel {
     const Tensor* x = ctx.input(0);
     const Tensor* g = ctx.input(1);
     if (!x || !g) return NodeError(node_, "needs inputs X and grid");
-    if (x->rank() != 4) return NodeError(node_, "X must be 4-D NCHW, got " + ShapeString(x->shape()));
+    if (x->rank() == 5) return Run3d(ctx, *x, *g);
+    if (x->rank() != 4)
+      return NodeError(node_, "X must be 4-D NCHW or 5-D NCDHW, got " + ShapeString(x->shape()));
     if (g->rank() != 4 || g->dim(0) != x->dim(0) || g->dim(3) != 2)
       return NodeError(node_, "grid must be [N, H_out, W_out, 2] with N = " +
                                   std::to_string(x->dim(0)) + ", got " + ShapeString(g->shape()));
@@ -112,9 +116,85 @@ class GridSampleKernel : public Kernel {
     });
     return Status::Ok();
   }
+  Status Run3d(KernelContext& ctx, const Tensor& x, const Tensor& g) {
+    if (g.rank() != 5 || g.dim(0) != x.dim(0) || g.dim(4) != 3)
+      return NodeError(node_, "for a 5-D X, grid must be [N, D_out, H_out, W_out, 3] with N = " +
+                                  std::to_string(x.dim(0)) + ", got " + ShapeString(g.shape()));
+    if (x.dtype() != DataType::kFloat32 || g.dtype() != DataType::kFloat32)
+      return NodeError(node_, "supports float32 X and grid only");
+    if (mode_ == GsMode::kBicubic)
+      return NodeError(node_, "mode cubic is defined for 4-D inputs only; this X is 5-D");
+    const int64_t N = x.dim(0), C = x.dim(1), D = x.dim(2), H = x.dim(3), W = x.dim(4);
+    const int64_t Do = g.dim(1), Ho = g.dim(2), Wo = g.dim(3);
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, {N, C, Do, Ho, Wo}));
+    if (y->numel() == 0) return Status::Ok();
+    const int64_t vol = D * H * W, ovol = Do * Ho * Wo;
+    const int taps = mode_ == GsMode::kNearest ? 1 : 8;
+    const float* xs = x.data<float>();
+    const float* gs = g.data<float>();
+    float* ys = y->data<float>();
+    ParallelFor(N * Do * Ho, Wo * C * taps * 2, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> off(static_cast<size_t>(Wo * taps));
+      std::vector<float> wt(static_cast<size_t>(Wo * taps));
+      for (int64_t row = b; row < e; ++row) {
+        const int64_t n = row / (Do * Ho), dh = row - n * Do * Ho;
+        const float* gp = gs + (n * Do * Ho + dh) * Wo * 3;
+        for (int64_t wo = 0; wo < Wo; ++wo) {
+          const int used = Weights3(gp + 3 * wo, D, H, W, &off[wo * taps], &wt[wo * taps]);
+          for (int k = used; k < taps; ++k) off[wo * taps + k] = 0, wt[wo * taps + k] = 0;
+        }
+        for (int64_t c = 0; c < C; ++c) {
+          const float* xc = xs + (n * C + c) * vol;
+          float* yc = ys + (n * C + c) * ovol + dh * Wo;
+          for (int64_t wo = 0; wo < Wo; ++wo) {
+            float acc = 0;
+            for (int k = 0; k < taps; ++k) acc += wt[wo * taps + k] * xc[off[wo * taps + k]];
+            yc[wo] = acc;
+          }
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+  // Trilinear (8 taps) or nearest (1) for one (x, y, z) sample point; returns the taps used.
+  int Weights3(const float* p, int64_t D, int64_t H, int64_t W, int64_t* off, float* wt) const {
+    double ix = Unnormalize(p[0], W, align_), iy = Unnormalize(p[1], H, align_),
+           iz = Unnormalize(p[2], D, align_);
+    if (!(std::fabs(ix) < 1e9) || !(std::fabs(iy) < 1e9) || !(std::fabs(iz) < 1e9)) return 0;
+    ix = ApplyPadding(ix, W, pad_, align_);
+    iy = ApplyPadding(iy, H, pad_, align_);
+    iz = ApplyPadding(iz, D, pad_, align_);
+    int n = 0;
+    auto add = [&](int64_t zz, int64_t yy, int64_t xx, double w) {
+      if (xx >= 0 && xx < W && yy >= 0 && yy < H && zz >= 0 && zz < D && w != 0) {
+        off[n] = (zz * H + yy) * W + xx;
+        wt[n] = static_cast<float>(w);
+        ++n;
+      }
+    };
+    if (mode_ == GsMode::kNearest) {
+      add(static_cast<int64_t>(std::nearbyint(iz)), static_cast<int64_t>(std::nearbyint(iy)),
+          static_cast<int64_t>(std::nearbyint(ix)), 1);
+      return n;
+    }
+    const double x0 = std::floor(ix), y0 = std::floor(iy), z0 = std::floor(iz);
+    const double tx = ix - x0, ty = iy - y0, tz = iz - z0;
+    const int64_t xi = static_cast<int64_t>(x0), yi = static_cast<int64_t>(y0),
+                  zi = static_cast<int64_t>(z0);
+    for (int dz = 0; dz < 2; ++dz)
+      for (int dy = 0; dy < 2; ++dy)
+        for (int dx = 0; dx < 2; ++dx)
+          add(zi + dz, yi + dy, xi + dx,
+              (dx ? tx : 1 - tx) * (dy ? ty : 1 - ty) * (dz ? tz : 1 - tz));
+    return n;
+  }
+
   Cost EstimateCost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) const override {
-    // A multiply-add per tap per output element (4 bilinear, 16 bicubic, 0 nearest).
-    const int taps = mode_ == GsMode::kNearest ? 0 : mode_ == GsMode::kBilinear ? 4 : 16;
+    // A multiply-add per tap per output element (4 bilinear, 8 trilinear, 16 bicubic, 0 nearest).
+    const bool vol = !in.empty() && in[0].shape.size() == 5;
+    const int taps =
+        mode_ == GsMode::kNearest ? 0 : mode_ == GsMode::kBilinear ? (vol ? 8 : 4) : 16;
     return {out.empty() ? 0 : static_cast<double>(out[0].numel()) * 2 * taps, CompulsoryBytes(in, out)};
   }
 

@@ -270,7 +270,10 @@ class ReduceKernel : public Kernel {
     if (!x) return NodeError(node_, "input 0 is missing");
     const DataType dt = x->dtype();
     const bool float_only = op_ == RedOp::kLogSum || op_ == RedOp::kLogSumExp;
-    if (!(dt == DataType::kFloat16 || (float_only ? IsFloatType(dt) : IsNumericType(dt))))
+    // ReduceMax/ReduceMin-20 take bool (any / all): bytes 0/1, reduced as uint8.
+    const bool bool_minmax = dt == DataType::kBool && (op_ == RedOp::kMax || op_ == RedOp::kMin);
+    if (!bool_minmax &&
+        !(dt == DataType::kFloat16 || (float_only ? IsFloatType(dt) : IsNumericType(dt))))
       return NodeError(node_, std::string("unsupported input type ") + DataTypeName(dt));
 
     std::vector<int64_t> axes = node_.attrs.Ints("axes");
@@ -306,6 +309,10 @@ class ReduceKernel : public Kernel {
       Tensor of(DataType::kFloat32, plan.out_shape);
       Reduce<float>(op_, plan, xf.data<float>(), of.data<float>());
       FloatToHalfInto(of, out);
+      return Status::Ok();
+    }
+    if (bool_minmax) {
+      Reduce<uint8_t>(op_, plan, x->data<uint8_t>(), out->data<uint8_t>());
       return Status::Ok();
     }
     VisitNumeric(dt, [&](auto tag) {

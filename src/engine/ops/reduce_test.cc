@@ -256,5 +256,29 @@ TEST(ReduceTest, Cost) {
   EXPECT_EQ(c.flops, 64 + 4);
 }
 
+// ReduceMax/ReduceMin-20 on bool: any / all along the axes, against a naive twin.
+TEST(Reduce, MaxAndMinOfBoolAreAnyAndAll) {
+  Tensor x(DataType::kBool, {3, 4});
+  const int v[12] = {0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1};
+  for (int i = 0; i < 12; ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]);
+  Tensor axes = IntTensor({1}, {1});
+  for (const char* op : {"ReduceMax", "ReduceMin"}) {
+    Node n = MakeNode(op, 2, 1, 20);
+    n.attrs.Set("keepdims", IntAttr(0));
+    auto out = RunKernel(n, {&x, &axes});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    ASSERT_EQ((*out)[0].dtype(), DataType::kBool);
+    ASSERT_EQ((*out)[0].shape(), (std::vector<int64_t>{3}));
+    for (int r = 0; r < 3; ++r) {
+      bool any = false, all = true;
+      for (int c = 0; c < 4; ++c) any |= v[r * 4 + c] != 0, all &= v[r * 4 + c] != 0;
+      EXPECT_EQ((*out)[0].data<uint8_t>()[r], std::string(op) == "ReduceMax" ? any : all)
+          << op << r;
+    }
+  }
+  Node sum = MakeNode("ReduceSum", 2, 1, 20);
+  EXPECT_FALSE(RunKernel(sum, {&x, &axes}).ok());  // only max/min take bool
+}
+
 }  // namespace
 }  // namespace opscope::engine::testing

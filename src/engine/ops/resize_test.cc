@@ -481,5 +481,63 @@ TEST(GridSampleTest, BadInput) {
   EXPECT_FALSE(FindKernel("", "GridSample")(n).ok());
 }
 
+// 5-D GridSample (opset 20): trilinear and nearest, every padding, both align_corners, against
+// a twin that interpolates each output point from the formula.
+TEST(GridSampleTest, VolumetricMatchesNaiveTwin) {
+  const int64_t N = 2, C = 3, D = 4, H = 5, W = 6, Do = 3, Ho = 2, Wo = 7;
+  Tensor x = testing::RandomTensor({N, C, D, H, W}, 31);
+  Tensor grid = testing::RandomTensor({N, Do, Ho, Wo, 3}, 32, -1.3f, 1.3f);
+  for (const char* mode : {"linear", "nearest"})
+    for (const char* pad : {"zeros", "border", "reflection"})
+      for (int align : {0, 1}) {
+        Node n = testing::MakeNode("GridSample", 2, 1, 20);
+        n.attrs.Set("mode", testing::StringAttr(mode));
+        n.attrs.Set("padding_mode", testing::StringAttr(pad));
+        n.attrs.Set("align_corners", testing::IntAttr(align));
+        auto out = testing::RunKernel(n, {&x, &grid});
+        ASSERT_TRUE(out.ok()) << out.status().message();
+        Tensor want(DataType::kFloat32, {N, C, Do, Ho, Wo});
+        auto at = [&](int64_t b, int64_t c, int64_t z, int64_t y, int64_t xx) -> double {
+          if (z < 0 || z >= D || y < 0 || y >= H || xx < 0 || xx >= W) return 0;
+          return x.data<float>()[(((b * C + c) * D + z) * H + y) * W + xx];
+        };
+        auto unnorm = [&](double v, int64_t size) {
+          return align ? (v + 1) / 2 * (size - 1) : ((v + 1) * size - 1) / 2;
+        };
+        for (int64_t b = 0; b < N; ++b)
+          for (int64_t o = 0; o < Do * Ho * Wo; ++o) {
+            const float* g = grid.data<float>() + (b * Do * Ho * Wo + o) * 3;
+            double ix = PadCoord(unnorm(g[0], W), W, pad, align);
+            double iy = PadCoord(unnorm(g[1], H), H, pad, align);
+            double iz = PadCoord(unnorm(g[2], D), D, pad, align);
+            for (int64_t c = 0; c < C; ++c) {
+              double v = 0;
+              if (std::string(mode) == "nearest") {
+                v = at(b, c, std::llround(std::nearbyint(iz)), std::llround(std::nearbyint(iy)),
+                       std::llround(std::nearbyint(ix)));
+              } else {
+                const double fx = std::floor(ix), fy = std::floor(iy), fz = std::floor(iz);
+                for (int k = 0; k < 8; ++k) {
+                  const int dx = k & 1, dy = (k >> 1) & 1, dz = k >> 2;
+                  const double w = (dx ? ix - fx : 1 - (ix - fx)) * (dy ? iy - fy : 1 - (iy - fy)) *
+                                   (dz ? iz - fz : 1 - (iz - fz));
+                  v += w * at(b, c, static_cast<int64_t>(fz) + dz, static_cast<int64_t>(fy) + dy,
+                              static_cast<int64_t>(fx) + dx);
+                }
+              }
+              want.data<float>()[(b * C + c) * Do * Ho * Wo + o] = static_cast<float>(v);
+            }
+          }
+        EXPECT_EQ(testing::CompareFloat((*out)[0], want, 1e-5f, 1e-4f), "")
+            << mode << " " << pad << " align " << align;
+      }
+  Node cubic = testing::MakeNode("GridSample", 2, 1, 20);
+  cubic.attrs.Set("mode", testing::StringAttr("cubic"));
+  auto err = testing::RunKernel(cubic, {&x, &grid});
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.status().message().find("mode cubic is defined for 4-D inputs only"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace opscope::engine

@@ -1,0 +1,63 @@
+#include "report/output.h"
+
+#include <unistd.h>
+
+#include "base/files.h"
+
+namespace opscope::report {
+
+StatusOr<std::vector<OutputTarget>> PlanOutputs(const std::vector<std::string>& paths,
+                                                const std::string& format_name,
+                                                const std::string& default_format) {
+  std::vector<OutputTarget> out;
+  if (paths.empty()) {
+    OPSCOPE_ASSIGN_OR_RETURN(const Format* f, ChooseFormat("", format_name, default_format));
+    out.push_back({"", f});
+    return out;
+  }
+  for (const std::string& path : paths) {
+    if (path.empty()) return InvalidArgument("-o needs a file name");
+    for (const OutputTarget& t : out)
+      if (t.path == path) return InvalidArgument("-o " + path + " is given twice");
+    OPSCOPE_ASSIGN_OR_RETURN(const Format* f, ChooseFormat(path, format_name, default_format));
+    OPSCOPE_RETURN_IF_ERROR(CheckWritable(path));
+    out.push_back({path, f});
+  }
+  return out;
+}
+
+bool WritesFormat(const std::vector<OutputTarget>& targets, const std::string& name) {
+  for (const OutputTarget& t : targets)
+    if (name == t.format->name) return true;
+  return false;
+}
+
+bool WritesToStream(const std::vector<OutputTarget>& targets) {
+  for (const OutputTarget& t : targets)
+    if (t.path.empty()) return true;
+  return false;
+}
+
+Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& targets,
+                    const ReportOptions& o, FILE* stream, FILE* status) {
+  for (const OutputTarget& t : targets) {
+    ReportOptions to = o;
+    if (!t.path.empty()) to.color = false;
+    if (t.path.empty() && t.format->binary && isatty(fileno(stream)) == 1)
+      return InvalidArgument(std::string(t.format->name) + " output is binary: use -o FILE" +
+                             t.format->extension + " or redirect it");
+    std::string text;
+    OPSCOPE_RETURN_IF_ERROR(t.format->write(p, to, &text).WithPrefix(t.format->name));
+    if (t.path.empty()) {
+      std::fwrite(text.data(), 1, text.size(), stream);
+      std::fflush(stream);
+      continue;
+    }
+    OPSCOPE_RETURN_IF_ERROR(WriteFileAtomic(t.path, text));
+    if (status) std::fprintf(status, "opscope: wrote %s (%s)\n", t.path.c_str(), t.format->name);
+  }
+  if (status) std::fflush(status);
+  return Status::Ok();
+}
+
+}  // namespace opscope::report

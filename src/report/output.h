@@ -1,0 +1,38 @@
+// Writing a rendered profile to where the user asked: any number of `-o FILE` (each in the format
+// its extension names, or the one --format names), or standard output. One pass: every file is
+// rendered from the same Profile. Status lines ("opscope: wrote FILE (FORMAT)") go to stderr;
+// only data goes to stdout or the files.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "profile/profile.h"
+#include "report/format.h"
+
+namespace opscope::report {
+
+struct OutputTarget {
+  std::string path;  // "" = the data stream (stdout, or stderr for `stat`)
+  const Format* format = nullptr;
+};
+
+// Resolves every -o path (and --format) before any work starts, and checks the files can be
+// written. No path: one target on the data stream, in `format_name` or else `default_format`.
+// Several paths with --format: each gets that format (each checked against its extension).
+StatusOr<std::vector<OutputTarget>> PlanOutputs(const std::vector<std::string>& paths,
+                                                const std::string& format_name,
+                                                const std::string& default_format);
+
+// True when one of the targets is the data stream, or is a file in the given format.
+bool WritesFormat(const std::vector<OutputTarget>& targets, const std::string& name);
+bool WritesToStream(const std::vector<OutputTarget>& targets);
+
+// Renders and writes every target: files atomically (then "opscope: wrote PATH (FORMAT)" on
+// `status`), the stream one to `stream`. A binary format refuses a terminal stream.
+Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& targets,
+                    const ReportOptions& o, FILE* stream, FILE* status);
+
+}  // namespace opscope::report
