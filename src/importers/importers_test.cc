@@ -325,6 +325,80 @@ TEST(PytorchImport, TruncatedTraceIsAnError) {
   EXPECT_NE(p.status().message().find("truncated"), std::string::npos) << p.status().message();
 }
 
+// --- TFLite ---
+
+TEST(TfliteImport, CurrentLayoutSkipsInitializationAndReadsDelegates) {
+  auto p = ImportFile(Data("tflite_v2.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 7u);  // not the AllocateTensors row of the initialization table
+  EXPECT_EQ(p->ops[0].name, "backbone.conv1");
+  EXPECT_EQ(p->ops[0].op_type, "CONV_2D");
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 4.880, 1e-9);
+  EXPECT_EQ(p->ops[6].name, "bev_encoder.conv1, bev_encoder.conv2");
+  EXPECT_EQ(p->meta.runs, 50);
+  ASSERT_EQ(p->e2e.runs_ms.size(), 1u);
+  EXPECT_NEAR(p->e2e.runs_ms[0], 40.1235, 1e-9);
+  Golden("tflite_v2", *p);
+}
+
+TEST(TfliteImport, OldLayoutWithoutTimesCalled) {
+  auto p = ImportFile(Data("tflite_v1.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 3u);
+  EXPECT_EQ(p->ops[1].name, "MobilenetV1/Conv2d_1_depthwise/Relu6");
+  EXPECT_NEAR(p->ops[1].runs_ms[0], 2.169, 1e-9);
+  Golden("tflite_v1", *p);
+}
+
+TEST(TfliteImport, DelegateRowJoinsItsNodes) {
+  auto p = ImportFile(Data("tflite_v2.txt"));
+  ASSERT_TRUE(p.ok());
+  ModelJoinOptions o;
+  o.model_path = Model();
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_EQ(sum->matched_rows, 7u);
+  bool conv2 = false;
+  for (const auto& op : p->ops)
+    conv2 = conv2 || (op.name == "bev_encoder.conv2" && op.status == "fused");
+  EXPECT_TRUE(conv2);
+}
+
+TEST(TfliteImport, CorruptRowIsAnError) {
+  std::string t = ReadFile(Data("tflite_v1.txt")).value();
+  size_t at = t.find("2.169");
+  t.replace(at, 5, "-2.16");
+  auto p = FromText(t, "tflite");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("negative"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find(":8:"), std::string::npos) << p.status().message();
+}
+
+// --- Arm NN ---
+
+TEST(ArmnnImport, WorkloadsPerInferenceWithBackends) {
+  auto p = ImportFile(Data("armnn_cpuacc.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 4u);
+  EXPECT_EQ(p->ops[1].name, "backbone.conv1");
+  EXPECT_EQ(p->ops[1].op_type, "Convolution2d");
+  ASSERT_EQ(p->ops[1].runs_ms.size(), 2u);
+  EXPECT_NEAR(p->ops[1].runs_ms[0], 0.8125, 1e-9);
+  EXPECT_NEAR(p->ops[1].runs_ms[1], 0.800, 1e-9);
+  EXPECT_EQ(p->meta.extra["armnn.backends"], "CpuAcc:2 CpuRef:1");
+  EXPECT_EQ(p->e2e.runs_ms.size(), 2u);
+  Golden("armnn_cpuacc", *p);
+}
+
+TEST(ArmnnImport, EmbeddedInAnExecuteNetworkLog) {
+  auto p = ImportFile(Data("armnn_executenetwork_gpuacc.log"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 2u);
+  EXPECT_EQ(p->ops[0].attribution, "Arm NN wall clock on GpuAcc");
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 2.0, 1e-9);
+  Golden("armnn_executenetwork_gpuacc", *p);
+}
+
 // --- registry ---
 
 TEST(Detect, ByContentNotExtension) {
@@ -483,7 +557,11 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
                         {"perf_script_python.txt", "perf-script"},
                         {"nsys_small.sqlite", "nsys"},
                         {"pytorch_gpu.json", "pytorch"},
-                        {"pytorch_legacy_cpu.json", "pytorch"}};
+                        {"pytorch_legacy_cpu.json", "pytorch"},
+                        {"tflite_v1.txt", "tflite"},
+                        {"tflite_v2.txt", "tflite"},
+                        {"armnn_cpuacc.json", "armnn"},
+                        {"armnn_executenetwork_gpuacc.log", "armnn"}};
   for (const Seed& s : seeds) {
     std::string b = ReadFile(Data(s.file)).value();
     auto run = [&](const std::string& x) {
@@ -502,7 +580,7 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
 }
 
 TEST(ImportFuzz, RegressionCorpora) {
-  for (const char* fmt : {"ort", "tensorrt", "perf_script", "nsys", "pytorch"}) {
+  for (const char* fmt : {"ort", "tensorrt", "perf_script", "nsys", "pytorch", "tflite", "armnn"}) {
     std::string name = fmt;
     std::string format = name == "perf_script" ? "perf-script" : name;
     int n =

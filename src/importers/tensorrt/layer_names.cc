@@ -75,6 +75,8 @@ LayerName ParseLayerName(std::string_view name) {
     return out;
   }
   std::vector<std::string> top = SplitTop(n, " + ");
+  // TFLite delegate rows list their nodes: "conv1, relu1".
+  if (top.size() == 1) top = SplitTop(n, ", ");
   if (top.size() > 1) out.kind = LayerName::Kind::kFused;
   for (const std::string& t : top) AddPart(t, &out, 0);
   if (out.kind == LayerName::Kind::kPlain && out.parts.size() > 1)
