@@ -399,6 +399,40 @@ TEST(ArmnnImport, EmbeddedInAnExecuteNetworkLog) {
   Golden("armnn_executenetwork_gpuacc", *p);
 }
 
+// --- nvprof ---
+
+TEST(NvprofImport, SummaryGpuActivitiesOnly) {
+  auto p = ImportFile(Data("nvprof_summary.csv"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 3u);  // API calls are not GPU rows
+  EXPECT_EQ(p->ops[0].op_type, "kernel");
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 12.25, 1e-9);
+  EXPECT_EQ(p->ops[1].op_type, "memcpy");
+  Golden("nvprof_summary", *p);
+}
+
+TEST(NvprofImport, GpuTraceWithUnitsRow) {
+  auto p = ImportFile(Data("nvprof_trace.csv"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(p->gpu);
+  ASSERT_EQ(p->gpu->kernels.size(), 2u);
+  EXPECT_EQ(p->gpu->kernels[0].name, "void conv2d_kernel<float>(float const *, float*, int)");
+  EXPECT_EQ(p->gpu->kernels[0].end_ns - p->gpu->kernels[0].start_ns, 122500);
+  EXPECT_EQ(p->gpu->kernels[0].static_shared_bytes, 4096);
+  ASSERT_EQ(p->gpu->memcpys.size(), 2u);
+  EXPECT_EQ(p->gpu->memcpys[0].bytes, 4 << 20);
+  EXPECT_TRUE(p->gpu->memcpys[0].pageable);
+  EXPECT_EQ(p->gpu->memcpys[1].kind, "DtoH");
+  EXPECT_EQ(p->gpu->device_name, "Xavier (0)");
+}
+
+TEST(NvprofImport, ShortRowIsAnError) {
+  std::string t = ReadFile(Data("nvprof_trace.csv")).value();
+  auto p = FromText(t.substr(0, t.size() - 30), "nvprof");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("fields"), std::string::npos) << p.status().message();
+}
+
 // --- registry ---
 
 TEST(Detect, ByContentNotExtension) {
@@ -561,7 +595,9 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
                         {"tflite_v1.txt", "tflite"},
                         {"tflite_v2.txt", "tflite"},
                         {"armnn_cpuacc.json", "armnn"},
-                        {"armnn_executenetwork_gpuacc.log", "armnn"}};
+                        {"armnn_executenetwork_gpuacc.log", "armnn"},
+                        {"nvprof_summary.csv", "nvprof"},
+                        {"nvprof_trace.csv", "nvprof"}};
   for (const Seed& s : seeds) {
     std::string b = ReadFile(Data(s.file)).value();
     auto run = [&](const std::string& x) {
@@ -580,7 +616,8 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
 }
 
 TEST(ImportFuzz, RegressionCorpora) {
-  for (const char* fmt : {"ort", "tensorrt", "perf_script", "nsys", "pytorch", "tflite", "armnn"}) {
+  for (const char* fmt :
+       {"ort", "tensorrt", "perf_script", "nsys", "pytorch", "tflite", "armnn", "nvprof"}) {
     std::string name = fmt;
     std::string format = name == "perf_script" ? "perf-script" : name;
     int n =

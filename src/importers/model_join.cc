@@ -54,12 +54,18 @@ StatusOr<ModelGraph> ReadGraph(const std::string& path) {
 }
 
 int Resolve(const ModelGraph& g, std::string name) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
     if (auto it = g.by_name.find(name); it != g.by_name.end()) return it->second;
     if (auto it = g.producer.find(name); it != g.producer.end()) return it->second;
-    // ONNX Runtime's NCHWc transformer renames the nodes it converts.
+    // ONNX Runtime's NCHWc transformer renames the nodes it converts; its fusions name the
+    // fused node "<node>/<Kind>Fusion" (MatMulAddFusion, ...).
     if (EndsWith(name, "_nchwc")) {
       name = name.substr(0, name.size() - 6);
+      continue;
+    }
+    if (size_t slash = name.rfind('/');
+        slash != std::string::npos && slash > 0 && EndsWith(name, "Fusion")) {
+      name = name.substr(0, slash);
       continue;
     }
     break;
