@@ -112,33 +112,37 @@ def write_ort(path, target):
 
 
 def measure(args):
-    """Median wall time (s) and the largest peak RSS (MB, /usr/bin/time's %M) over the repeats."""
+    """Median wall time (s), median CPU time (user+sys, s) and the largest peak RSS (MB,
+    /usr/bin/time's %M) over the repeats. CPU time is the figure to compare on a loaded machine."""
     times = []
+    cpus = []
     rss = 0
     for _ in range(repeat):
         t = time.monotonic()
-        r = subprocess.run(["/usr/bin/time", "-f", "maxrss_kb=%M"] + args,
+        r = subprocess.run(["/usr/bin/time", "-f", "maxrss_kb=%M cpu_s=%U+%S"] + args,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         times.append(time.monotonic() - t)
         if r.returncode != 0:
             sys.exit("failed: %s\n%s" % (" ".join(args), r.stderr))
-        kb = [l for l in r.stderr.splitlines() if l.startswith("maxrss_kb=")]
-        rss = max(rss, int(kb[-1].split("=")[1]) if kb else 0)
-    return statistics.median(times), rss / 1024.0
+        kb = [l for l in r.stderr.splitlines() if l.startswith("maxrss_kb=")][-1].split()
+        rss = max(rss, int(kb[0].split("=")[1]))
+        u, s = kb[1].split("=")[1].split("+")
+        cpus.append(float(u) + float(s))
+    return statistics.median(times), statistics.median(cpus), rss / 1024.0
 
 
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print("CPU: %s, %d CPUs" % (cpu, os.cpu_count()))
+print("CPU: %s, %d CPUs, load average %.1f" % (cpu, os.cpu_count(), os.getloadavg()[0]))
 sys.stdout.flush()
 pt = os.path.join(scratch, "trace.json")
 steps = write_pytorch(pt, size_mb << 20)
 print("pytorch trace: %.0f MB, %d steps" % (os.path.getsize(pt) / 1e6, steps))
-t, rss = measure([opscope, "import", pt, "-o", os.path.join(scratch, "pt.profile.json")])
-print("import pytorch: median %.2f s, peak RSS %.0f MB" % (t, rss))
+t, c, rss = measure([opscope, "import", pt, "-o", os.path.join(scratch, "pt.profile.json")])
+print("import pytorch: median wall %.2f s, CPU %.2f s, peak RSS %.0f MB" % (t, c, rss))
 os.remove(pt)
 ort = os.path.join(scratch, "ort.json")
 runs = write_ort(ort, ort_mb << 20)
 print("ort profile: %.0f MB, %d runs" % (os.path.getsize(ort) / 1e6, runs))
-t, rss2 = measure([opscope, "import", ort, "-o", os.path.join(scratch, "ort.profile.json")])
-print("import ort: median %.2f s, peak RSS %.0f MB" % (t, rss2))
+t, c, rss2 = measure([opscope, "import", ort, "-o", os.path.join(scratch, "ort.profile.json")])
+print("import ort: median wall %.2f s, CPU %.2f s, peak RSS %.0f MB" % (t, c, rss2))
 os.remove(ort)

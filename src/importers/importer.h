@@ -50,6 +50,10 @@ class Source {
   Source& operator=(const Source&) = delete;
 
   std::string_view bytes() const { return {data_, size_}; }
+  // Drops the mapped pages before `offset` from memory (they are re-read from the file if
+  // touched again): streaming parsers call it on what they have consumed, so a 1 GB file does
+  // not stay resident. A no-op for copied bytes.
+  void ReleaseBefore(size_t offset) const;
   const std::string& origin() const { return origin_; }  // the path, for messages
 
  private:
@@ -58,6 +62,7 @@ class Source {
   size_t size_ = 0;
   void* map_ = nullptr;  // mmap'ed region (file + zero padding), or null
   size_t map_size_ = 0;
+  mutable size_t released_ = 0;
   std::string copy_;  // FromBytes storage
   std::string origin_;
 };

@@ -52,7 +52,9 @@ size_t SkipValue(std::string_view t, size_t pos) {
 }
 
 Status ForEachElement(std::string_view t, size_t pos, const std::string& origin,
-                      const std::function<Status(std::string_view, size_t)>& fn, size_t* end) {
+                      const std::function<Status(std::string_view, size_t)>& fn, size_t* end,
+                      const std::function<void(size_t)>& consumed) {
+  size_t next_release = kConsumedStride;
   if (pos >= t.size() || t[pos] != '[') return DataLoss(origin + ": expected a JSON array");
   size_t i = SkipSpace(t, pos + 1);
   size_t index = 0;
@@ -69,6 +71,10 @@ Status ForEachElement(std::string_view t, size_t pos, const std::string& origin,
       return DataLoss(origin + ": event #" + std::to_string(index + 1) + " at byte " +
                       std::to_string(i) +
                       " is cut short or malformed (truncated or corrupt file?)");
+    if (consumed && i >= next_release) {
+      consumed(i);
+      next_release = i + kConsumedStride;
+    }
     OPSCOPE_RETURN_IF_ERROR(fn(t.substr(i, e - i), index));
     ++index;
     i = SkipSpace(t, e);
@@ -105,8 +111,24 @@ size_t FindTopLevelKey(std::string_view t, std::string_view key) {
   return std::string_view::npos;
 }
 
+std::string_view RawField(std::string_view el, std::string_view key) {
+  size_t pos = 0;
+  while ((pos = el.find(key, pos)) != std::string_view::npos) {
+    size_t b = pos;
+    pos += key.size();
+    if (b == 0 || el[b - 1] != '"' || pos >= el.size() || el[pos] != '"') continue;
+    size_t c = SkipSpace(el, pos + 1);
+    if (c >= el.size() || el[c] != ':') continue;
+    size_t v = SkipSpace(el, c + 1);
+    size_t e = SkipValue(el, v);
+    if (e == std::string_view::npos) return {};
+    return el.substr(v, e - v);
+  }
+  return {};
+}
+
 Status ParseElement(simdjson::ondemand::parser& parser, std::string_view element,
-                    const std::string& where,
+                    const std::function<std::string()>& where,
                     const std::function<Status(simdjson::ondemand::object&)>& fn) {
   try {
     simdjson::padded_string_view view(element.data(), element.size(),
@@ -115,7 +137,7 @@ Status ParseElement(simdjson::ondemand::parser& parser, std::string_view element
     simdjson::ondemand::object obj = doc.get_object();
     return fn(obj);
   } catch (const simdjson::simdjson_error& e) {
-    return DataLoss(where + ": " + e.what());
+    return DataLoss(where() + ": " + e.what());
   }
 }
 

@@ -24,18 +24,26 @@ size_t SkipSpace(std::string_view text, size_t pos);
 // Calls fn(element, index) for each element of the array whose '[' is at text[pos]; the element
 // view lies inside `text`, which must be followed by simdjson::SIMDJSON_PADDING readable bytes.
 // A structural error names the element number and the byte offset.
+// `consumed(offset)`, when given, is called every kConsumedStride bytes with the offset of the
+// element about to be read: the caller may drop the pages before it (Source::ReleaseBefore).
+inline constexpr size_t kConsumedStride = 32 << 20;
 Status ForEachElement(std::string_view text, size_t pos, const std::string& origin,
                       const std::function<Status(std::string_view element, size_t index)>& fn,
-                      size_t* end = nullptr);
+                      size_t* end = nullptr,
+                      const std::function<void(size_t offset)>& consumed = nullptr);
 
 // Position of the value of top-level key `key` in the object that is the whole of `text`, or
 // npos (key absent or the object malformed).
 size_t FindTopLevelKey(std::string_view text, std::string_view key);
 
-// Parses one element with `parser` and calls fn(object); simdjson errors become DataLoss naming
-// origin and the element.
+// Parses one element with `parser` and calls fn(object); simdjson errors become DataLoss with
+// the message where() builds (called only on error).
 Status ParseElement(simdjson::ondemand::parser& parser, std::string_view element,
-                    const std::string& where,
+                    const std::function<std::string()>& where,
                     const std::function<Status(simdjson::ondemand::object&)>& fn);
+
+// The raw text of the value of `key` inside one element (a flat search for "key" followed by
+// ':'), "" when absent. For cheap pre-filtering and for interning values by their text.
+std::string_view RawField(std::string_view element, std::string_view key);
 
 }  // namespace opscope::importers::json

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -150,6 +151,15 @@ std::unique_ptr<Source> Source::FromBytes(std::string_view bytes, std::string or
   s->data_ = s->copy_.data();
   s->size_ = bytes.size();
   return s;
+}
+
+void Source::ReleaseBefore(size_t offset) const {
+  if (!map_) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t upto = std::min(offset, size_) / page * page;
+  if (upto <= released_) return;
+  ::madvise(static_cast<char*>(map_) + released_, upto - released_, MADV_DONTNEED);
+  released_ = upto;
 }
 
 Source::~Source() {

@@ -49,7 +49,8 @@ std::string Backend(const std::string& workload) {
 }
 
 // The "Wall clock time_#N" measurement of an event, in ms per execution.
-StatusOr<std::vector<double>> WallClock(const nlohmann::ordered_json& ev, const std::string& where) {
+StatusOr<std::vector<double>> WallClock(const nlohmann::ordered_json& ev,
+                                        const std::string& where) {
   for (auto it = ev.begin(); it != ev.end(); ++it) {
     if (!StartsWith(it.key(), "Wall clock time") || !it->is_object()) continue;
     const auto& m = *it;
@@ -88,7 +89,8 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   size_t end = json::SkipValue(text, open);
   if (end == std::string_view::npos)
     return DataLoss(origin + ": the Arm NN profile JSON is cut short (truncated file?)");
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text.substr(open, end - open), nullptr, false);
+  nlohmann::ordered_json j =
+      nlohmann::ordered_json::parse(text.substr(open, end - open), nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("ArmNN") || !j["ArmNN"].is_object())
     return DataLoss(origin + ": not valid Arm NN profiler JSON (corrupt file?)");
   profile::Profile p = util::NewProfile("armnn", origin);

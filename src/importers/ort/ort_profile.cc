@@ -108,8 +108,8 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       text, json::SkipSpace(text, 0), origin,
       [&](std::string_view element, size_t) -> Status {
         ++n_events;
-        std::string where = origin + ": event #" + std::to_string(n_events);
-        return json::ParseElement(parser, element, where, [&](od::object& ev) -> Status {
+        auto at = [&] { return origin + ": event #" + std::to_string(n_events); };
+        return json::ParseElement(parser, element, at, [&](od::object& ev) -> Status {
           std::string_view cat;
           std::string name;
           double ts = 0, dur = 0;
@@ -156,18 +156,23 @@ StatusOr<profile::Profile> Parse(const Source& src) {
               }
             }
           }
-          where += " ('" + name + "')";
+          // Messages are built only on error (this runs once per event).
+          auto where = [&] { return at() + " ('" + name + "')"; };
+          auto check = [&](double v, const char* what) -> Status {
+            if (std::isfinite(v) && v >= 0) return Status::Ok();
+            return util::CheckTime(v, where(), what);
+          };
           if (cat == "Session" && name == "model_run") {
-            if (!has_dur) return DataLoss(where + " has no \"dur\"");
-            OPSCOPE_RETURN_IF_ERROR(util::CheckTime(dur, where, "duration"));
-            OPSCOPE_RETURN_IF_ERROR(util::CheckTime(ts, where, "start"));
+            if (!has_dur) return DataLoss(where() + " has no \"dur\"");
+            OPSCOPE_RETURN_IF_ERROR(check(dur, "duration"));
+            OPSCOPE_RETURN_IF_ERROR(check(ts, "start"));
             runs.push_back({ts, ts + dur});
             return Status::Ok();
           }
           if (cat == "Kernel") {
-            OPSCOPE_RETURN_IF_ERROR(util::CheckTime(dur, where, "duration"));
-            OPSCOPE_RETURN_IF_ERROR(util::CheckTime(ts, where, "start"));
-            if (ts > 9e15 || dur > 9e15) return DataLoss(where + ": time out of range");
+            OPSCOPE_RETURN_IF_ERROR(check(dur, "duration"));
+            OPSCOPE_RETURN_IF_ERROR(check(ts, "start"));
+            if (ts > 9e15 || dur > 9e15) return DataLoss(where() + ": time out of range");
             profile::GpuKernel k;
             k.name = name;
             k.start_ns = static_cast<int64_t>(ts * 1000);
@@ -183,11 +188,11 @@ StatusOr<profile::Profile> Parse(const Source& src) {
             return Status::Ok();
           }
           if (!EndsWith(n, "_kernel_time")) return Status::Ok();
-          if (!has_dur) return DataLoss(where + " has no \"dur\"");
-          OPSCOPE_RETURN_IF_ERROR(util::CheckTime(dur, where, "duration"));
-          if (!std::isfinite(ts)) return DataLoss(where + ": start is not finite");
+          if (!has_dur) return DataLoss(where() + " has no \"dur\"");
+          OPSCOPE_RETURN_IF_ERROR(check(dur, "duration"));
+          if (!std::isfinite(ts)) return DataLoss(where() + ": start is not finite");
           std::string node(n.substr(0, n.size() - std::string_view("_kernel_time").size()));
-          if (node.empty()) return DataLoss(where + ": empty node name");
+          if (node.empty()) return DataLoss(where() + ": empty node name");
           auto [it, fresh] = by_name.emplace(node, static_cast<int32_t>(rows.size()));
           if (fresh) {
             args_row.name = node;

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "base/strings.h"
@@ -39,7 +40,9 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-constexpr size_t kMaxGpuRecords = 200000;
+// The gpu section keeps the first kMaxGpuRecords records of each kind: the profile JSON writer
+// builds a document tree (about 2.5 KB per kernel record), so 200k records would cost ~1 GB.
+constexpr size_t kMaxGpuRecords = 20000;
 
 int Sniff(std::string_view head, const std::string&) {
   size_t i = json::SkipSpace(head, 0);
@@ -138,119 +141,135 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::vector<std::pair<double, double>> steps;
   od::parser parser;
   size_t n_events = 0;
-  Status st = json::ForEachElement(text, pos, origin, [&](std::string_view el, size_t) -> Status {
-    ++n_events;
-    std::string where = origin + ": event #" + std::to_string(n_events);
-    return json::ParseElement(parser, el, where, [&](od::object& ev) -> Status {
-      std::string_view cat, name, ph;
-      double ts = 0, dur = 0;
-      bool has_ts = false;
-      int64_t tid = 0, ext = -1, corr = -1, stream = 0, device = 0, bytes = 0, regs = 0, shared = 0;
-      int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-      std::string dims, name_copy;
-      for (auto field : ev) {
-        std::string_view key = field.unescaped_key();
-        if (key == "cat") {
-          cat = field.value().get_string();  // valid while this element is parsed
-        } else if (key == "name") {
-          name_copy = std::string(std::string_view(field.value().get_string()));
-        } else if (key == "ph") {
-          ph = field.value().get_string();
-          ph = ph == "X" ? "X" : "?";
-        } else if (key == "ts") {
-          double d = 0;
-          if (field.value().get_double().get(d) != simdjson::SUCCESS) {
-            std::string_view s = field.value().get_string();
-            if (!ParseDouble(s, &d)) d = std::nan("");
-          }
-          ts = d;
-          has_ts = true;
-        } else if (key == "dur") {
-          double d = 0;
-          if (field.value().get_double().get(d) != simdjson::SUCCESS) d = std::nan("");
-          dur = d;
-        } else if (key == "tid") {
-          tid = AsInt(field.value());
-        } else if (key == "args") {
-          od::object args;
-          if (field.value().get_object().get(args) != simdjson::SUCCESS) continue;
-          for (auto a : args) {
-            std::string_view ak = a.unescaped_key();
-            if (ak == "External id")
-              ext = AsInt(a.value());
-            else if (ak == "correlation")
-              corr = AsInt(a.value());
-            else if (ak == "stream")
-              stream = AsInt(a.value());
-            else if (ak == "device")
-              device = AsInt(a.value());
-            else if (ak == "bytes")
-              bytes = AsInt(a.value());
-            else if (ak == "registers per thread")
-              regs = AsInt(a.value());
-            else if (ak == "shared memory")
-              shared = AsInt(a.value());
-            else if (ak == "grid" || ak == "block") {
-              int32_t* out = ak == "grid" ? grid : block;
-              int k = 0;
-              for (od::value d : a.value().get_array()) {
-                int64_t x = AsInt(d);
-                if (k < 3) out[k++] = x >= 0 && x < (1LL << 31) ? static_cast<int32_t>(x) : 0;
+  std::unordered_map<std::string_view, uint32_t> dims_ids;  // raw "Input Dims" text -> id
+  std::vector<std::string_view> dims_text;
+  Status st = json::ForEachElement(
+      text, pos, origin,
+      [&](std::string_view el, size_t) -> Status {
+        ++n_events;
+        auto at = [&] { return origin + ": event #" + std::to_string(n_events); };
+        // Most events of a trace are not read here (python_function, flow events, ...): their
+        // category decides without a parse.
+        std::string_view raw_cat = json::RawField(el, "cat");
+        if (raw_cat.size() >= 2) {
+          std::string_view c = raw_cat.substr(1, raw_cat.size() - 2);
+          std::string_view raw_name = json::RawField(el, "name");
+          std::string_view n = raw_name.size() >= 2 ? raw_name.substr(1, raw_name.size() - 2) : "";
+          if (CatOf(c, n) == Cat::kOther) return Status::Ok();
+        }
+        // Input dims are kept by their text (interned), not parsed per event.
+        uint32_t dims_id = 0;
+        std::string_view raw_dims = json::RawField(el, "Input Dims");
+        if (raw_dims.empty()) raw_dims = json::RawField(el, "Input dims");
+        if (!raw_dims.empty()) {
+          auto [it, fresh] =
+              dims_ids.emplace(raw_dims, static_cast<uint32_t>(dims_text.size() + 1));
+          if (fresh) dims_text.push_back(raw_dims);
+          dims_id = it->second;
+        }
+        return json::ParseElement(parser, el, at, [&](od::object& ev) -> Status {
+          std::string_view cat, name, ph;
+          double ts = 0, dur = 0;
+          bool has_ts = false;
+          int64_t tid = 0, ext = -1, corr = -1, stream = 0, device = 0, bytes = 0, regs = 0,
+                  shared = 0;
+          int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+          std::string name_copy;
+          for (auto field : ev) {
+            std::string_view key = field.unescaped_key();
+            if (key == "cat") {
+              cat = field.value().get_string();  // valid while this element is parsed
+            } else if (key == "name") {
+              name_copy = std::string(std::string_view(field.value().get_string()));
+            } else if (key == "ph") {
+              ph = field.value().get_string();
+              ph = ph == "X" ? "X" : "?";
+            } else if (key == "ts") {
+              double d = 0;
+              if (field.value().get_double().get(d) != simdjson::SUCCESS) {
+                std::string_view s = field.value().get_string();
+                if (!ParseDouble(s, &d)) d = std::nan("");
               }
-            } else if (ak == "Input Dims" || ak == "Input dims") {
-              std::vector<std::string> parts;
-              for (od::value in : a.value().get_array()) {
-                std::vector<int64_t> shape;
-                od::array arr;
-                if (in.get_array().get(arr) == simdjson::SUCCESS)
-                  for (od::value d : arr) shape.push_back(AsInt(d));
-                parts.push_back(ShapeToString(shape));
+              ts = d;
+              has_ts = true;
+            } else if (key == "dur") {
+              double d = 0;
+              if (field.value().get_double().get(d) != simdjson::SUCCESS) d = std::nan("");
+              dur = d;
+            } else if (key == "tid") {
+              tid = AsInt(field.value());
+            } else if (key == "args") {
+              od::object args;
+              if (field.value().get_object().get(args) != simdjson::SUCCESS) continue;
+              for (auto a : args) {
+                std::string_view ak = a.unescaped_key();
+                if (ak == "External id")
+                  ext = AsInt(a.value());
+                else if (ak == "correlation")
+                  corr = AsInt(a.value());
+                else if (ak == "stream")
+                  stream = AsInt(a.value());
+                else if (ak == "device")
+                  device = AsInt(a.value());
+                else if (ak == "bytes")
+                  bytes = AsInt(a.value());
+                else if (ak == "registers per thread")
+                  regs = AsInt(a.value());
+                else if (ak == "shared memory")
+                  shared = AsInt(a.value());
+                else if (ak == "grid" || ak == "block") {
+                  int32_t* out = ak == "grid" ? grid : block;
+                  int k = 0;
+                  for (od::value d : a.value().get_array()) {
+                    int64_t x = AsInt(d);
+                    if (k < 3) out[k++] = x >= 0 && x < (1LL << 31) ? static_cast<int32_t>(x) : 0;
+                  }
+                }
               }
-              dims = Join(parts, ", ");
             }
           }
-        }
-      }
-      name = name_copy;
-      if (ph != "X") return Status::Ok();
-      Cat c = CatOf(cat, name);
-      if (c == Cat::kOther) return Status::Ok();
-      where += " ('" + name_copy + "')";
-      if (!has_ts) return DataLoss(where + " has no \"ts\"");
-      OPSCOPE_RETURN_IF_ERROR(util::CheckTime(ts, where, "start (ts)"));
-      OPSCOPE_RETURN_IF_ERROR(util::CheckTime(dur, where, "duration (dur)"));
-      if (ts > 9e15 || dur > 9e15) return DataLoss(where + ": time out of range");
-      const double end = ts + dur;
-      switch (c) {
-        case Cat::kStep:
-          steps.push_back({ts, end});
-          break;
-        case Cat::kCpuOp:
-          ops.push_back({ts, end, tid, ext, strings.Id(name), strings.Id(dims)});
-          break;
-        case Cat::kRuntime:
-          rts.push_back({ts, end, tid, ext, corr, strings.Id(name)});
-          break;
-        default: {
-          Device d{c,
-                   ts,
-                   end,
-                   corr,
-                   stream,
-                   device,
-                   bytes,
-                   strings.Id(name),
-                   {},
-                   {},
-                   static_cast<int32_t>(regs),
-                   shared};
-          for (int k = 0; k < 3; ++k) d.grid[k] = grid[k], d.block[k] = block[k];
-          devs.push_back(d);
-        }
-      }
-      return Status::Ok();
-    });
-  });
+          name = name_copy;
+          if (ph != "X") return Status::Ok();
+          Cat c = CatOf(cat, name);
+          if (c == Cat::kOther) return Status::Ok();
+          auto where = [&] { return at() + " ('" + name_copy + "')"; };
+          if (!has_ts) return DataLoss(where() + " has no \"ts\"");
+          if (!(std::isfinite(ts) && ts >= 0)) return util::CheckTime(ts, where(), "start (ts)");
+          if (!(std::isfinite(dur) && dur >= 0))
+            return util::CheckTime(dur, where(), "duration (dur)");
+          if (ts > 9e15 || dur > 9e15) return DataLoss(where() + ": time out of range");
+          const double end = ts + dur;
+          switch (c) {
+            case Cat::kStep:
+              steps.push_back({ts, end});
+              break;
+            case Cat::kCpuOp:
+              ops.push_back({ts, end, tid, ext, strings.Id(name), dims_id});
+              break;
+            case Cat::kRuntime:
+              rts.push_back({ts, end, tid, ext, corr, strings.Id(name)});
+              break;
+            default: {
+              Device d{c,
+                       ts,
+                       end,
+                       corr,
+                       stream,
+                       device,
+                       bytes,
+                       strings.Id(name),
+                       {},
+                       {},
+                       static_cast<int32_t>(regs),
+                       shared};
+              for (int k = 0; k < 3; ++k) d.grid[k] = grid[k], d.block[k] = block[k];
+              devs.push_back(d);
+            }
+          }
+          return Status::Ok();
+        });
+      },
+      nullptr, [&](size_t offset) { src.ReleaseBefore(offset); });
   if (!st.ok()) return st;
   if (ops.empty() && devs.empty())
     return DataLoss(origin +
@@ -356,22 +375,38 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   }
   profile::Profile p = util::NewProfile("pytorch", origin);
   const bool gpu_time = kernels > 0;
-  std::map<std::string, int> name_count;
-  for (const auto& [name, dims] : row_keys) ++name_count[strings.names[name]];
+  std::map<std::string, size_t> by_final_name;  // the same shapes written two ways: one row
   for (size_t r = 0; r < row_keys.size(); ++r) {
     const auto& [name, dims] = row_keys[r];
     profile::OpRecord op;
     const std::string& n = strings.names[name];
-    const std::string& ds = strings.names[dims];
-    op.name = name_count[n] > 1 || !ds.empty() ? n + " [" + ds + "]" : n;
-    op.op_type = n;
-    op.index = static_cast<int>(r);
-    for (const std::string& shape : Split(ds, ',')) {
-      std::vector<int64_t> v;
-      std::string t = Trim(shape);
-      if (t.empty() || !ParseShape(t, &v)) v.clear();
-      op.input_shapes.push_back(v);
+    std::string ds;
+    std::vector<std::vector<int64_t>> shapes;
+    if (dims > 0 && dims <= dims_text.size()) {
+      // [[1,3,224,224],[64,3,7,7],[],...] -> shapes and "1x3x224x224, 64x3x7x7, , ..."
+      nlohmann::json dj = nlohmann::json::parse(dims_text[dims - 1], nullptr, false);
+      std::vector<std::string> parts;
+      if (dj.is_array())
+        for (const auto& in : dj) {
+          std::vector<int64_t> shape;
+          if (in.is_array())
+            for (const auto& d : in) shape.push_back(d.is_number_integer() ? d.get<int64_t>() : 0);
+          parts.push_back(ShapeToString(shape));
+          shapes.push_back(std::move(shape));
+        }
+      ds = Join(parts, ", ");
     }
+    op.name = ds.empty() ? n : n + " [" + ds + "]";
+    if (auto it = by_final_name.find(op.name); it != by_final_name.end()) {
+      auto& runs = p.ops[it->second].runs_ms;
+      const auto& add = gpu_time ? gpu_ms[r] : cpu_ms[r];
+      for (size_t k = 0; k < runs.size() && k < add.size(); ++k) runs[k] += add[k];
+      continue;
+    }
+    by_final_name[op.name] = p.ops.size();
+    op.op_type = n;
+    op.index = static_cast<int>(p.ops.size());
+    op.input_shapes = std::move(shapes);
     op.runs_ms = gpu_time ? gpu_ms[r] : cpu_ms[r];
     op.step = n;
     op.attribution = gpu_time ? fmt::format(

@@ -3,8 +3,8 @@
 //
 //   Operator-wise Profiling Info for Regular Benchmark Runs:
 //   ============================== Run Order ==============================
-//   	 [node type]	 [start]	 [first]	 [avg ms]	 [%]	 [cdf%]	 [mem KB]	 [times
-//   called]	 [Name] 	     CONV_2D
+//   	 [node type]	 [start]	 [first]	 [avg ms]	 [%]	 [cdf%]	 [mem KB]
+//   [times called]	 [Name] 	     CONV_2D
 //   0.000	   4.269	   4.206	 12.344%	 12.344%	   0.000	   1
 //   [conv1/Relu6]
 //   ...
