@@ -263,11 +263,9 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
       op.input_shapes = c.only->input_shapes;
       op.output_shapes = c.only->output_shapes;
     }
-    // The runtime's own shapes win when it recorded them (ONNX Runtime does, at run time).
-    if (c.only && !c.only->output_shapes.empty()) {
-      op.input_shapes = c.only->input_shapes;
-      op.output_shapes = c.only->output_shapes;
-    }
+    // The model's shapes (from the engine) are the node's; a runtime's own shapes describe its
+    // rewritten graph (a Conv with a folded BatchNormalization has a bias input the model's
+    // lacks), so they are used only when the engine could not load the model.
     if (c.only && !c.only->layout.empty()) op.layout = c.only->layout;
     op.runs_ms = std::move(c.runs_ms);
     op.status = c.fused ? "fused" : "executed";
