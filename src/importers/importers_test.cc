@@ -129,6 +129,13 @@ TEST(OrtImport, WithoutModelRunCountsOccurrences) {
   EXPECT_TRUE(p->e2e.runs_ms.empty());
 }
 
+TEST(OrtImport, UnnamedNodesGetEngineStyleNames) {
+  auto p = FromText(
+      R"([{"cat":"Node","ph":"X","ts":1,"dur":10,"name":"_kernel_time","args":{"op_name":"Relu","node_index":"4"}}])");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->ops[0].name, "Relu_4");
+}
+
 TEST(OrtImport, BadInputIsOneClearError) {
   std::string text = ReadFile(Data("ort_2019.json")).value();
   auto trunc = FromText(text.substr(0, text.size() / 2), "ort");
@@ -163,6 +170,14 @@ TEST(TrtImport, Trt7WithoutMedian) {
   EXPECT_EQ(p->meta.extra["trt.layout"], "TensorRT 7 (no medianMs)");
   EXPECT_EQ(p->ops[0].op_type, "TensorRT");  // "backbone.conv1" says nothing about its type
   Golden("trt7_bev", *p);
+}
+
+TEST(TrtImport, RepeatedProfilesOfSeveralStreamsKeepTheFirst) {
+  auto p = FromText(R"([{"count":2},{"name":"a","timeMs":1,"averageMs":0.5,"percentage":100},
+                        {"count":2},{"name":"a","timeMs":1.2,"averageMs":0.6,"percentage":100}])");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 1u);
+  EXPECT_EQ(p->meta.runs, 4);
 }
 
 TEST(TrtImport, NanNegativeAndTruncated) {
@@ -246,6 +261,7 @@ TEST(PerfScriptImport, CommWithSpacesTidsAndInlineFrame) {
   EXPECT_EQ(s.samples[1].tid, 3108);
   EXPECT_EQ(s.frames[s.samples[0].stack[0]].function, "hot_loop(int, char const*)");
   EXPECT_EQ(s.frames[s.samples[0].stack[0]].module, "worker");
+  EXPECT_TRUE(s.frames[s.samples[1].stack[1]].inlined);
   ASSERT_EQ(s.samples[2].stack.size(), 1u);
   EXPECT_EQ(s.frames[s.samples[2].stack[0]].function, "cold_path");
   Golden("perf_script_threads", *p);

@@ -192,7 +192,11 @@ StatusOr<profile::Profile> Parse(const Source& src) {
           OPSCOPE_RETURN_IF_ERROR(check(dur, "duration"));
           if (!std::isfinite(ts)) return DataLoss(where() + ": start is not finite");
           std::string node(n.substr(0, n.size() - std::string_view("_kernel_time").size()));
-          if (node.empty()) return DataLoss(where() + ": empty node name");
+          // Releases that named unnamed nodes "" write "_kernel_time": name them as the engine
+          // does ("<op_type>_<node_index>").
+          if (node.empty())
+            node = (args_row.op_type.empty() ? std::string("node") : args_row.op_type) + "_" +
+                   (args_row.index >= 0 ? std::to_string(args_row.index) : std::string("?"));
           auto [it, fresh] = by_name.emplace(node, static_cast<int32_t>(rows.size()));
           if (fresh) {
             args_row.name = node;

@@ -108,6 +108,11 @@ bool ParseFrame(std::string_view line, profile::Frame* f) {
   if (!IsHex(addr)) return false;
   f->address = std::stoull(std::string(addr), nullptr, 16);
   std::string_view rest = sp == std::string::npos ? "" : std::string_view(t).substr(sp + 1);
+  // `perf script --inline` marks inlined frames with a trailing "(inlined)".
+  if (EndsWith(rest, " (inlined)")) {
+    f->inlined = true;
+    rest = rest.substr(0, rest.size() - 10);
+  }
   std::string dso;
   if (!rest.empty() && rest.back() == ')') {
     int depth = 0;

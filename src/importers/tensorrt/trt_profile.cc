@@ -106,7 +106,6 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     OPSCOPE_ASSIGN_OR_RETURN(double avg, Number(row, "averageMs", where, true));
     OPSCOPE_ASSIGN_OR_RETURN(double median, Number(row, "medianMs", where, false));
     OPSCOPE_ASSIGN_OR_RETURN(double pct, Number(row, "percentage", where, false));
-    if (std::isfinite(pct)) pct_sum += pct;
     (void)total;
     // trtexec writes one array per optimization profile / stream into the same file in some
     // versions: a repeated name is the same layer again; keep the first.
@@ -114,6 +113,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       p.meta.degradations.push_back("layer '" + name + "' appears twice; the second is ignored");
       continue;
     }
+    if (std::isfinite(pct)) pct_sum += pct;
     profile::OpRecord op;
     op.name = name;
     op.op_type = TypeFromName(trt::ParseLayerName(name));
