@@ -81,7 +81,8 @@ INSTANTIATE_TEST_SUITE_P(Formats, ImportCli,
                                            Case{"armnn_cpuacc.json", "armnn", true},
                                            Case{"armnn_executenetwork_gpuacc.log", "armnn", false},
                                            Case{"nvprof_summary.csv", "nvprof", false},
-                                           Case{"nvprof_trace.csv", "nvprof", false}),
+                                           Case{"nvprof_trace.csv", "nvprof", false},
+                                           Case{"nsys_stats_sum.csv", "nsys-stats", false}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            std::string s = i.param.file;
                            for (char& ch : s)

@@ -74,7 +74,7 @@ std::string KindMismatch(const profile::Profile& before, const profile::Profile&
   // ("profile") and imported ones ("import/ort", "import/tensorrt", ...), joined to ONNX nodes.
   auto per_op = [](const std::string& k) {
     return k == "profile" || (k.rfind("import/", 0) == 0 && k != "import/perf-script" &&
-                              k != "import/nsys" && k != "import/nvprof");
+                              k != "import/nsys");
   };
   if (per_op(a) && per_op(b)) return "";
   return "before is " + KindInWords(a) + " but after is " + KindInWords(b) +

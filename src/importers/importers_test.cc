@@ -302,6 +302,25 @@ TEST(NsysImport, SqliteWithoutNsysTablesOrCorrupt) {
   EXPECT_FALSE(junk.ok());
 }
 
+TEST(NsysStatsImport, SummariesAndTrace) {
+  auto p = ImportFile(Data("nsys_stats_sum.csv"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 4u);
+  EXPECT_EQ(p->ops[0].op_type, "kernel");
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 6.0, 1e-9);
+  EXPECT_EQ(p->ops[2].name, "[CUDA memcpy Host-to-Device]");
+  Golden("nsys_stats_sum", *p);
+  auto t = ImportFile(Data("nsys_stats_trace.csv"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_TRUE(t->gpu);
+  ASSERT_EQ(t->gpu->kernels.size(), 1u);
+  EXPECT_EQ(t->gpu->kernels[0].grid[0], 128);
+  ASSERT_EQ(t->gpu->memcpys.size(), 1u);
+  EXPECT_EQ(t->gpu->memcpys[0].bytes, 4194000);
+  EXPECT_EQ(t->gpu->memcpys[0].kind, "HtoD");
+  EXPECT_TRUE(t->gpu->memcpys[0].pageable);
+}
+
 // --- PyTorch ---
 
 TEST(PytorchImport, KernelsLinkedToTopLevelOpsByCorrelation) {
@@ -632,10 +651,12 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
 }
 
 TEST(ImportFuzz, RegressionCorpora) {
-  for (const char* fmt :
-       {"ort", "tensorrt", "perf_script", "nsys", "pytorch", "tflite", "armnn", "nvprof"}) {
+  for (const char* fmt : {"ort", "tensorrt", "perf_script", "nsys", "pytorch", "tflite", "armnn",
+                          "nvprof", "nsys_stats"}) {
     std::string name = fmt;
-    std::string format = name == "perf_script" ? "perf-script" : name;
+    std::string format = name;
+    for (char& ch : format)
+      if (ch == '_') ch = '-';
     int n =
         opscope::testing::ReplayFuzzCorpus("import_" + name + "_fuzz", [&](const std::string& b) {
           FuzzImport(format.c_str(), reinterpret_cast<const uint8_t*>(b.data()), b.size());

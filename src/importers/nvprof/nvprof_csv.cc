@@ -20,6 +20,7 @@
 #include <map>
 
 #include "base/strings.h"
+#include "importers/csv.h"
 #include "importers/importer.h"
 
 namespace opscope::importers {
@@ -34,35 +35,6 @@ int Sniff(std::string_view head, const std::string&) {
   if (summary || trace) return kSniffCertain;
   if (nvprof) return kSniffLikely;
   return kSniffNo;
-}
-
-// One CSV record (quoted fields with "" escapes).
-std::vector<std::string> CsvFields(std::string_view line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(std::move(cur));
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  out.push_back(std::move(cur));
-  return out;
 }
 
 // Factor to milliseconds / bytes for a unit cell.
@@ -97,7 +69,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     ++line_no;
     const std::string where = origin + ":" + std::to_string(line_no);
     if (line.empty() || line[0] == '=' || StartsWith(line, "==")) continue;
-    std::vector<std::string> f = CsvFields(line);
+    std::vector<std::string> f = csv::Fields(line);
     if (line[0] == '"' && (f[0] == "Type" || f[0] == "Time(%)" || f[0] == "Start")) {
       header = f;
       units.clear();
