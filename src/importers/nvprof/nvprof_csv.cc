@@ -86,6 +86,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     if (f.size() != header.size())
       return DataLoss(where + ": " + std::to_string(f.size()) + " fields, the header has " +
                       std::to_string(header.size()) + " (truncated or corrupt CSV?)");
+    units.resize(header.size());  // a table without its units row has none
     std::map<std::string, std::string> row;
     std::map<std::string, std::string> unit;
     for (size_t i = 0; i < header.size(); ++i) row[header[i]] = f[i], unit[header[i]] = units[i];

@@ -73,7 +73,8 @@ void ReadShapes(od::value v, std::vector<std::vector<int64_t>>* out) {
         int64_t x = 0;
         if (d.get_int64().get(x) != simdjson::SUCCESS) {
           double f = d.get_double();
-          x = static_cast<int64_t>(f);
+          // A dimension that is not a representable integer is unknown (0), not UB.
+          x = std::isfinite(f) && std::fabs(f) < 9e18 ? static_cast<int64_t>(f) : 0;
         }
         dims.push_back(x);
       }

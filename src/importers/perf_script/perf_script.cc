@@ -220,6 +220,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     }
     OPSCOPE_RETURN_IF_ERROR(
         util::CheckTime(h.time_s, origin + ":" + std::to_string(line_no), "sample time"));
+    if (h.time_s > 9e9 || h.period > 1e18)
+      return DataLoss(origin + ":" + std::to_string(line_no) +
+                      ": sample time or period out of range (corrupt file?)");
     profile::Sample smp;
     smp.pid = h.pid;
     smp.tid = h.tid;
