@@ -62,6 +62,7 @@ static std::string KindInWords(const std::string& kind) {
   if (kind == "stat") return "a `stat` profile (a whole program's counters)";
   if (kind == "gpu") return "a `gpu` profile (a CUDA program's kernels)";
   if (kind == "record") return "a `record` profile (call-stack samples)";
+  if (kind.rfind("import/", 0) == 0) return "an imported " + kind.substr(7) + " profile";
   return "a '" + kind + "' profile";
 }
 
@@ -69,6 +70,13 @@ std::string KindMismatch(const profile::Profile& before, const profile::Profile&
   const std::string& a = before.meta.kind;
   const std::string& b = after.meta.kind;
   if (a.empty() || b.empty() || a == b) return "";
+  // Per-op profiles of a model compare whatever runtime measured them: the built-in engine
+  // ("profile") and imported ones ("import/ort", "import/tensorrt", ...), joined to ONNX nodes.
+  auto per_op = [](const std::string& k) {
+    return k == "profile" || (k.rfind("import/", 0) == 0 && k != "import/perf-script" &&
+                              k != "import/nsys");
+  };
+  if (per_op(a) && per_op(b)) return "";
   return "before is " + KindInWords(a) + " but after is " + KindInWords(b) +
          ": their times measure different things";
 }

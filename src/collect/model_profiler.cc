@@ -11,6 +11,7 @@
 #include "base/strings.h"
 #include "collect/op_timer.h"
 #include "engine/onnx_io.h"
+#include "profile/fused_split.h"
 
 namespace opscope::collect {
 namespace {
@@ -40,11 +41,6 @@ class FanOut final : public OpObserver {
   OpTimer* timer_;
   std::vector<OpObserver*> extra_;
 };
-
-// Integer operations at twice the float rate (an AVX2 vpmaddwd does 16 multiply-adds).
-double CostWeight(const engine::NodeInfo& n) {
-  return n.flops / 20e9 + n.int_ops / 40e9 + n.bytes / 5e9;
-}
 
 }  // namespace
 
@@ -197,21 +193,15 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   for (int64_t& d : step_ns) d = std::max<int64_t>(d, 0);
   for (size_t s = 0; s < steps.size(); ++s) {
     const engine::StepInfo& st = steps[s];
-    std::vector<double> w(st.nodes.size(), 1.0);
-    double wsum = 0;
-    for (size_t k = 0; k < st.nodes.size(); ++k) {
-      const engine::NodeInfo& n = nodes[st.nodes[k]];
-      if (k == 0) w[k] = CostWeight(n);
-      // A BatchNormalization fused into a Conv was folded into its weights: it costs nothing.
-      else if (n.op_type == "BatchNormalization") w[k] = 0;
-      // Post-ops run in registers on the producer's output: arithmetic only, no extra traffic.
-      else w[k] = n.flops / 20e9;
-      wsum += w[k];
-    }
-    if (wsum <= 0) {
-      std::fill(w.begin(), w.end(), 1.0);
-      wsum = static_cast<double>(w.size());
-    }
+    // Split by estimated cost (profile/fused_split.h): the anchor's FLOPs and bytes, post-ops'
+    // FLOPs only, a BatchNormalization folded into the Conv's weights nothing.
+    std::vector<profile::FusedPart> parts;
+    // Integer operations count as half a FLOP each (an AVX2 vpmaddwd does twice the multiply-
+    // adds of a float FMA).
+    for (int k : st.nodes)
+      parts.push_back({nodes[k].op_type, nodes[k].flops + nodes[k].int_ops / 2, nodes[k].bytes});
+    std::vector<double> w = profile::FusedCostShares(parts, profile::FusedKind::kChain);
+    const double wsum = 1.0;
     if (st.channels_last_in || st.channels_last_out)
       p.ops[st.nodes[0]].layout = std::string(st.channels_last_in ? "NHWC" : "NCHW") + " in, " +
                                   (st.channels_last_out ? "NHWC" : "NCHW") + " out";

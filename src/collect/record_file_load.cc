@@ -61,6 +61,8 @@ StatusOr<profile::Profile> LoadAnyProfile(const std::string& path) {
       (n > 0 && n < 8 && std::string_view(kRecordMagic, static_cast<size_t>(n)) == first))
     return LoadRecording(path);
   if (n == 0) return DataLoss(path + ": file is empty (not a profile)");
+  // Other tools' profiles (`opscope import` formats), detected by content.
+  if (auto foreign = profile::LoadForeignProfile(path)) return std::move(*foreign);
   size_t i = 0;
   while (i < first.size() && std::isspace(static_cast<unsigned char>(first[i]))) ++i;
   if (i < first.size() && first[i] != '{')

@@ -192,7 +192,26 @@ Status SaveProfile(const Profile& p, const std::string& path) {
   return WriteFileAtomic(path, ToJsonString(p));
 }
 
+namespace {
+ForeignLoader g_foreign_loader = nullptr;
+}  // namespace
+
+void SetForeignLoader(ForeignLoader loader) { g_foreign_loader = loader; }
+
+std::optional<StatusOr<Profile>> LoadForeignProfile(const std::string& path) {
+  if (!g_foreign_loader) return std::nullopt;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return std::nullopt;
+  std::string head(kForeignSniffBytes, '\0');
+  size_t n = std::fread(head.data(), 1, head.size(), f);
+  std::fclose(f);
+  head.resize(n);
+  if (n == 0 || head.rfind("OPSREC", 0) == 0) return std::nullopt;
+  return g_foreign_loader(path, head);
+}
+
 StatusOr<Profile> LoadProfile(const std::string& path) {
+  if (auto foreign = LoadForeignProfile(path)) return std::move(*foreign);
   OPSCOPE_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return FromJsonString(text, path);
 }

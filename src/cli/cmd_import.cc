@@ -1,0 +1,327 @@
+// `opscope import FILE...`: other tools' profiles (ONNX Runtime, TensorRT, perf script, ...)
+// into an ordinary opscope profile, optionally joined to the ONNX model (--model) and given
+// the roofs of a board (--device, --peak-gflops/--peak-gbps); prints the op table.
+//
+// This file also installs importers' reader into profile::LoadProfile (SetForeignLoader), so
+// `report`, `diff` and every other command that loads a profile read those files directly.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "analysis/machine.h"
+#include "analysis/rules.h"
+#include "base/files.h"
+#include "base/strings.h"
+#include "cli/checks.h"
+#include "cli/command.h"
+#include "importers/devices.h"
+#include "importers/importer.h"
+#include "importers/model_join.h"
+#include "importers/tensorrt/layer_info.h"
+#include "profile/profile_io.h"
+
+namespace opscope::cli {
+namespace {
+
+const bool kForeignLoaderInstalled = (profile::SetForeignLoader(&importers::ImportIfForeign), true);
+
+const char* RuntimeName(const std::string& format) {
+  if (format == "ort") return "ONNX Runtime";
+  if (format == "tensorrt") return "TensorRT";
+  if (format == "nsys") return "Nsight Systems";
+  if (format == "tflite") return "TFLite";
+  if (format == "armnn") return "Arm NN";
+  if (format == "pytorch") return "PyTorch";
+  return "the runtime";
+}
+
+// Appends B's runs to A's (several profile files of the same model and runtime).
+void MergeRuns(profile::Profile* a, profile::Profile&& b, const std::string& origin) {
+  std::map<std::string, size_t> idx;
+  for (size_t i = 0; i < a->ops.size(); ++i) idx[a->ops[i].name] = i;
+  size_t missing = 0;
+  for (auto& op : b.ops) {
+    auto it = idx.find(op.name);
+    if (it == idx.end()) {
+      ++missing;
+      op.index = static_cast<int>(a->ops.size());
+      a->ops.push_back(std::move(op));
+      continue;
+    }
+    auto& runs = a->ops[it->second].runs_ms;
+    runs.insert(runs.end(), op.runs_ms.begin(), op.runs_ms.end());
+  }
+  a->e2e.runs_ms.insert(a->e2e.runs_ms.end(), b.e2e.runs_ms.begin(), b.e2e.runs_ms.end());
+  a->meta.runs += b.meta.runs;
+  if (missing)
+    a->meta.degradations.push_back(origin + " has " + std::to_string(missing) +
+                                   " rows the first file lacks");
+  if (b.samples) {
+    if (!a->samples) a->samples.emplace();
+    const uint32_t base = static_cast<uint32_t>(a->samples->frames.size());
+    for (auto& f : b.samples->frames) a->samples->frames.push_back(std::move(f));
+    for (auto& s : b.samples->samples) {
+      for (auto& f : s.stack) f += base;
+      a->samples->samples.push_back(std::move(s));
+    }
+  }
+  a->meta.extra["import.file"] += " " + origin;
+}
+
+std::string OpTable(const profile::Profile& p, size_t top) {
+  std::vector<const profile::OpRecord*> ops;
+  for (const auto& op : p.ops) ops.push_back(&op);
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](auto* a, auto* b) { return a->stats.trimmed_mean > b->stats.trimmed_mean; });
+  std::string out = fmt::format("{:>7}  {:>10}  {:<18}  {:<40}  {}\n", "share%", "time", "op type",
+                                "node", "how");
+  size_t n = 0;
+  for (auto* op : ops) {
+    if (top && n++ >= top) break;
+    std::string how = op->attribution;
+    if (how.size() > 60) how = how.substr(0, 57) + "...";
+    out += fmt::format("{:>7.1f}  {:>10}  {:<18}  {:<40}  {}\n", 100 * op->share,
+                       HumanMs(op->stats.trimmed_mean), op->op_type, op->name, how);
+  }
+  if (top && ops.size() > top) out += fmt::format("  ... {} more rows\n", ops.size() - top);
+  return out;
+}
+
+std::string HotFunctions(const profile::Profile& p, size_t top) {
+  const auto& s = *p.samples;
+  std::map<uint32_t, double> self;
+  double total = 0;
+  for (const auto& smp : s.samples) {
+    total += smp.weight;
+    if (!smp.stack.empty()) self[smp.stack[0]] += smp.weight;
+  }
+  std::vector<std::pair<uint32_t, double>> v(self.begin(), self.end());
+  std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::string out =
+      fmt::format("{} samples ({}), hot functions by self share:\n", s.samples.size(), s.event);
+  for (size_t i = 0; i < v.size() && i < top; ++i)
+    out += fmt::format("{:>7.1f}%  {}  [{}]\n", total > 0 ? 100 * v[i].second / total : 0,
+                       s.frames[v[i].first].function, s.frames[v[i].first].module);
+  return out;
+}
+
+std::string GpuSummary(const profile::GpuSection& g, size_t top) {
+  std::map<std::string, std::pair<double, int>> by_name;
+  double total = 0;
+  for (const auto& k : g.kernels) {
+    double ms = (k.end_ns - k.start_ns) / 1e6;
+    auto& e = by_name[k.name];
+    e.first += ms;
+    ++e.second;
+    total += ms;
+  }
+  int64_t copied = 0;
+  for (const auto& m : g.memcpys) copied += m.bytes;
+  std::vector<std::pair<std::string, std::pair<double, int>>> v(by_name.begin(), by_name.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  std::string out =
+      fmt::format("\nGPU{}: {} kernels ({} total), {} copies ({}), {} memsets, {} API calls\n",
+                  g.device_name.empty() ? "" : " (" + g.device_name + ")", g.kernels.size(),
+                  HumanMs(total), g.memcpys.size(), HumanBytes(static_cast<double>(copied)),
+                  g.memsets.size(), g.api_calls.size());
+  out += fmt::format("{:>7}  {:>10}  {:>6}  {}\n", "share%", "time", "calls", "kernel");
+  for (size_t i = 0; i < v.size() && i < top; ++i) {
+    std::string name = v[i].first;
+    if (name.size() > 90) name = name.substr(0, 87) + "...";
+    out += fmt::format("{:>7.1f}  {:>10}  {:>6}  {}\n",
+                       total > 0 ? 100 * v[i].second.first / total : 0, HumanMs(v[i].second.first),
+                       v[i].second.second, name);
+  }
+  return out;
+}
+
+class ImportCommand : public Command {
+ public:
+  const char* Name() const override { return "import"; }
+  const char* Help() const override {
+    return "read another tool's profile (ONNX Runtime, TensorRT, perf script, ...) into an "
+           "opscope profile";
+  }
+  void Setup(CLI::App* app) override {
+    app->add_option("files", files_, "profile file(s) of another tool (the format is detected)")
+        ->required();
+    app->add_option("--from", from_,
+                    "the format, when detection cannot tell: " + importers::FormatNames());
+    app->add_option("--model", model_,
+                    "the ONNX model the profile was taken of: maps rows to "
+                    "its nodes, with op types, shapes, FLOPs and bytes");
+    app->add_option("--shape", shapes_,
+                    "NAME=DIMS for a symbolic model input, e.g. "
+                    "images=1x3x224x224 (repeatable)");
+    app->add_option("--layer-info", layer_info_,
+                    "TensorRT layer info (trtexec --exportLayerInfo) of the same engine");
+    app->add_option("--device", device_,
+                    "roofs from the published peaks of a board: " + importers::DeviceNames());
+    app->add_option("--peak-gflops", peak_gflops_, "compute roof by hand, GFLOP/s")
+        ->check(PositiveFinite());
+    app->add_option("--peak-gbps", peak_gbps_, "memory-bandwidth roof by hand, GB/s")
+        ->check(PositiveFinite());
+    app->add_option("-o,--output", output_,
+                    "where to write the profile (default "
+                    "opscope-import.json)");
+    app->add_option("--top", top_, "rows to print (default 25, 0 = all)")
+        ->check(WholeNumberIn(0, 1000000000));
+  }
+
+  int Run() override {
+    const importers::Format* format = nullptr;
+    if (!from_.empty()) {
+      format = importers::FindFormat(from_);
+      if (!format)
+        return ReportError(InvalidArgument(
+            "--from '" + from_ + "': unknown format; known: " + importers::FormatNames()));
+    }
+    if (!device_.empty() && (peak_gflops_ > 0 || peak_gbps_ > 0))
+      return ReportError(
+          InvalidArgument("--device and --peak-gflops/--peak-gbps both give the "
+                          "roofs: use one of them"));
+    if ((peak_gflops_ > 0) != (peak_gbps_ > 0))
+      return ReportError(
+          InvalidArgument("--peak-gflops and --peak-gbps go together (a roofline "
+                          "needs both roofs)"));
+    const importers::DevicePeak* device = nullptr;
+    if (!device_.empty()) {
+      device = importers::FindDevice(device_);
+      if (!device)
+        return ReportError(InvalidArgument(
+            "--device '" + device_ + "': not in the table; known: " + importers::DeviceNames() +
+            " (or give --peak-gflops and --peak-gbps)"));
+    }
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const std::string& s : shapes_) {
+      size_t eq = s.find('=');
+      std::vector<int64_t> dims;
+      if (eq == std::string::npos || eq == 0 || !ParseShape(s.substr(eq + 1), &dims))
+        return ReportError(InvalidArgument("--shape '" + s +
+                                           "': expected NAME=DIMS such as "
+                                           "images=1x3x224x224"));
+      shapes[s.substr(0, eq)] = dims;
+    }
+    if (output_.empty()) output_ = "opscope-import.json";
+    if (Status w = CheckWritable(output_); !w.ok()) return ReportError(w);
+
+    profile::Profile p;
+    std::string fmt_name;
+    for (size_t i = 0; i < files_.size(); ++i) {
+      const std::string& file = files_[i];
+      auto src = importers::Source::Open(file);
+      if (!src.ok()) return ReportError(src.status());
+      std::string_view head = (*src)->bytes().substr(0, importers::kSniffBytes);
+      if (importers::trt::LooksLikeLayerInfo(head))
+        return ReportError(InvalidArgument(file +
+                                           ": this is TensorRT layer info, not a profile; "
+                                           "give it as --layer-info " +
+                                           file + " next to the --exportProfile file"));
+      auto one = importers::Import(**src, format);
+      if (!one.ok()) return ReportError(one.status());
+      std::string this_fmt = one->meta.extra["import.format"];
+      if (i == 0) {
+        p = std::move(*one);
+        fmt_name = this_fmt;
+      } else if (this_fmt != fmt_name) {
+        return ReportError(InvalidArgument(file + " is " + this_fmt + " but " + files_[0] + " is " +
+                                           fmt_name + ": import them separately"));
+      } else {
+        MergeRuns(&p, std::move(*one), file);
+      }
+    }
+
+    std::map<std::string, std::vector<std::string>> sources;
+    if (!layer_info_.empty()) {
+      if (fmt_name != "tensorrt")
+        return ReportError(InvalidArgument("--layer-info " + layer_info_ +
+                                           ": layer info is "
+                                           "TensorRT's (trtexec --exportLayerInfo), but " +
+                                           files_[0] + " is a " + fmt_name + " profile"));
+      auto text = ReadFile(layer_info_);
+      if (!text.ok()) return ReportError(text.status());
+      auto info = importers::trt::ParseLayerInfo(*text, layer_info_);
+      if (!info.ok()) return ReportError(info.status());
+      if (Status st = importers::trt::ApplyLayerInfo(*info, &p); !st.ok()) return ReportError(st);
+      for (const auto& l : info->layers)
+        if (!l.onnx_nodes.empty()) sources[l.name] = l.onnx_nodes;
+    }
+
+    std::string join_line;
+    if (!model_.empty()) {
+      if (p.ops.empty())
+        return ReportError(InvalidArgument("--model: " + files_[0] + " (" + fmt_name +
+                                           ") has no per-layer rows to join with a model"));
+      importers::ModelJoinOptions jo;
+      jo.model_path = model_;
+      jo.shapes = shapes;
+      jo.sources = std::move(sources);
+      jo.runtime = RuntimeName(fmt_name);
+      auto sum = importers::JoinModel(&p, jo);
+      if (!sum.ok()) return ReportError(sum.status());
+      double unmatched = 0;
+      for (const auto& u : sum->unmatched) unmatched += u.second;
+      join_line = fmt::format(
+          "model join: {} of {} rows matched ({:.1f}% of the time) onto {} of {} nodes of {}{}",
+          sum->matched_rows, sum->rows, sum->matched_share * 100, sum->nodes_matched,
+          sum->model_nodes, model_,
+          sum->costs ? "" : " (no FLOPs/bytes: the engine could not load it)");
+      if (!sum->unmatched.empty())
+        join_line +=
+            fmt::format("\nunmatched: {} rows, {:.1f}% of the time: {}", sum->unmatched.size(),
+                        unmatched * 100, p.meta.extra["import.unmatched"]);
+    } else if (!shapes.empty()) {
+      return ReportError(InvalidArgument("--shape applies to --model: give the model too"));
+    }
+    profile::FinalizeStats(p);
+
+    analysis::MachineCeilings c;
+    bool have_ceilings = false;
+    if (device) {
+      c.peak_gflops_all = c.peak_gflops_one = device->peak_gflops;
+      c.triad_gbps = device->peak_gbps;
+      c.cpu_model = device->title;
+      c.method = std::string("device table: ") + device->name + " (data-sheet peaks)";
+      have_ceilings = true;
+    } else if (peak_gflops_ > 0) {
+      c.peak_gflops_all = c.peak_gflops_one = peak_gflops_;
+      c.triad_gbps = peak_gbps_;
+      c.method = "manual";
+      have_ceilings = true;
+    }
+    analysis::Diagnose(&p, have_ceilings ? &c : nullptr);
+    if (Status st = profile::Validate(p); !st.ok()) return ReportError(st.WithPrefix("internal"));
+    if (Status st = profile::SaveProfile(p, output_); !st.ok()) return ReportError(st);
+
+    std::string out = fmt::format("opscope import: {} ({})\n", Join(files_, " "), fmt_name);
+    if (p.meta.runs > 0) out += fmt::format("runs: {}\n", p.meta.runs);
+    if (!join_line.empty()) out += join_line + "\n";
+    out += "\n";
+    if (!p.ops.empty()) out += OpTable(p, top_);
+    if (p.samples && !p.samples->samples.empty()) out += HotFunctions(p, top_ ? top_ : 1000000);
+    if (p.gpu && !p.gpu->kernels.empty()) out += GpuSummary(*p.gpu, top_ ? top_ : 1000000);
+    if (!p.findings.empty()) {
+      out += "\nfindings:\n";
+      for (const auto& f : p.findings) out += fmt::format("  [{}] {}\n", f.severity, f.title);
+    }
+    for (const auto& d : p.meta.degradations) out += "note: " + d + "\n";
+    std::fputs(out.c_str(), stdout);
+    std::fprintf(stderr, "opscope: wrote %s\n", output_.c_str());
+    return 0;
+  }
+
+ private:
+  std::vector<std::string> files_, shapes_;
+  std::string from_, model_, layer_info_, device_, output_;
+  double peak_gflops_ = 0, peak_gbps_ = 0;
+  size_t top_ = 25;
+};
+
+}  // namespace
+
+OPSCOPE_REGISTER_COMMAND(ImportCommand);
+
+}  // namespace opscope::cli

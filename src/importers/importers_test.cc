@@ -1,0 +1,669 @@
+// Importers: golden dumps per format and layout variant, sniffing, bad input, TensorRT name
+// parsing, layer info, the model join, and the fuzz entry over every fixture (truncations and
+// bit flips) plus the replayed corpora.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "base/files.h"
+#include "base/strings.h"
+#include "base/testing/fuzz_corpus.h"
+#include "base/testing/golden.h"
+#include "importers/devices.h"
+#include "importers/importer.h"
+#include "importers/model_join.h"
+#include "importers/tensorrt/layer_info.h"
+#include "importers/tensorrt/layer_names.h"
+
+namespace opscope::importers {
+int FuzzImport(const char* format, const uint8_t* data, size_t size);
+}
+
+namespace opscope::importers {
+namespace {
+
+std::string Data(const std::string& name) {
+  return std::string(OPSCOPE_SOURCE_DIR) + "/src/importers/testdata/" + name;
+}
+std::string Model() { return std::string(OPSCOPE_SOURCE_DIR) + "/models/bev_demo.onnx"; }
+
+StatusOr<profile::Profile> FromText(std::string_view text, const char* format = nullptr) {
+  auto src = Source::FromBytes(text, "t.json");
+  return Import(*src, format ? FindFormat(format) : nullptr);
+}
+
+std::string Shapes(const std::vector<std::vector<int64_t>>& v) {
+  std::vector<std::string> s;
+  for (const auto& x : v) s.push_back(ShapeToString(x));
+  return Join(s, ",");
+}
+
+// A stable text form of what an importer produced (times rounded to 0.1 µs).
+std::string Dump(const profile::Profile& p) {
+  std::string out = "kind " + p.meta.kind + "\nruns " + std::to_string(p.meta.runs) + "\n";
+  out += "e2e";
+  for (double v : p.e2e.runs_ms) out += fmt::format(" {:.4f}", v);
+  out += "\n";
+  for (const auto& [k, v] : p.meta.extra) {
+    if (k == "import.file" || k == "import.model" || k.rfind("machine.", 0) == 0) continue;
+    out += "extra " + k + " = " + v + "\n";
+  }
+  for (const auto& d : p.meta.degradations) out += "degradation " + d + "\n";
+  for (const auto& op : p.ops) {
+    out += fmt::format("op {} | {} | {} | in {} | out {} | flops {:.0f} bytes {:.0f} | runs",
+                       op.name, op.op_type, op.status, Shapes(op.input_shapes),
+                       Shapes(op.output_shapes), op.flops, op.bytes);
+    for (double v : op.runs_ms) out += fmt::format(" {:.4f}", v);
+    out += " | " + op.attribution;
+    if (!op.fused_with.empty()) out += " | with " + Join(op.fused_with, ",");
+    out += "\n";
+  }
+  if (p.samples) {
+    out += fmt::format("samples {} frames {} event {} unit {}\n", p.samples->samples.size(),
+                       p.samples->frames.size(), p.samples->event, p.samples->unit);
+    for (size_t i = 0; i < p.samples->samples.size() && i < 6; ++i) {
+      const auto& s = p.samples->samples[i];
+      out += fmt::format("sample pid {} tid {} t {} w {} stack", s.pid, s.tid, s.time_ns, s.weight);
+      for (uint32_t f : s.stack)
+        out += " " + p.samples->frames[f].function + "@" + p.samples->frames[f].module;
+      out += "\n";
+    }
+    for (const auto& [tid, name] : p.samples->thread_names)
+      out += fmt::format("thread {} {}\n", tid, name);
+    for (const auto& w : p.samples->warnings) out += "warning " + w + "\n";
+  }
+  if (p.gpu) out += fmt::format("gpu kernels {}\n", p.gpu->kernels.size());
+  return out;
+}
+
+void Golden(const std::string& fixture, const profile::Profile& p) {
+  opscope::testing::ExpectMatchesGolden(Data("golden/" + fixture + ".txt"), Dump(p));
+}
+
+// --- ONNX Runtime ---
+
+TEST(OrtImport, CurrentLayoutWithShapesAndProviders) {
+  auto p = ImportFile(Data("ort_bev_all.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.kind, "import/ort");
+  EXPECT_EQ(p->meta.runs, 3);
+  EXPECT_EQ(p->e2e.runs_ms.size(), 3u);
+  const auto& first = p->ops[0];
+  EXPECT_FALSE(first.input_shapes.empty());
+  EXPECT_NE(p->meta.extra["ort.providers"].find("CPUExecutionProvider"), std::string::npos);
+  Golden("ort_bev_all", *p);
+}
+
+TEST(OrtImport, BasicOptimizationKeepsOnnxNames) {
+  auto p = ImportFile(Data("ort_bev_basic.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  bool found = false;
+  for (const auto& op : p->ops) found = found || op.name == "backbone.conv1";
+  EXPECT_TRUE(found);
+  Golden("ort_bev_basic", *p);
+}
+
+TEST(OrtImport, OldLayoutOpNameOnlyAndFences) {
+  auto p = ImportFile(Data("ort_2019.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 3u);
+  EXPECT_EQ(p->ops[0].name, "conv1");
+  EXPECT_EQ(p->ops[0].op_type, "Conv");
+  ASSERT_EQ(p->ops[0].runs_ms.size(), 2u);
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 0.410, 1e-9);
+  EXPECT_NEAR(p->ops[0].runs_ms[1], 0.380, 1e-9);
+  EXPECT_NEAR(p->e2e.runs_ms[1], 0.560, 1e-9);
+  EXPECT_EQ(p->meta.extra["ort.fence_events"].substr(0, 2), "2 ");
+  Golden("ort_2019", *p);
+}
+
+TEST(OrtImport, WithoutModelRunCountsOccurrences) {
+  auto p = FromText(
+      R"([{"cat":"Node","ph":"X","ts":1,"dur":10,"name":"a_kernel_time","args":{"op_name":"Add"}},
+                        {"cat":"Node","ph":"X","ts":20,"dur":12,"name":"a_kernel_time","args":{"op_name":"Add"}}])");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops[0].runs_ms.size(), 2u);
+  EXPECT_NEAR(p->ops[0].runs_ms[1], 0.012, 1e-12);
+  EXPECT_TRUE(p->e2e.runs_ms.empty());
+}
+
+TEST(OrtImport, UnnamedNodesGetEngineStyleNames) {
+  auto p = FromText(
+      R"([{"cat":"Node","ph":"X","ts":1,"dur":10,"name":"_kernel_time","args":{"op_name":"Relu","node_index":"4"}}])");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->ops[0].name, "Relu_4");
+}
+
+TEST(OrtImport, BadInputIsOneClearError) {
+  std::string text = ReadFile(Data("ort_2019.json")).value();
+  auto trunc = FromText(text.substr(0, text.size() / 2), "ort");
+  ASSERT_FALSE(trunc.ok());
+  EXPECT_NE(trunc.status().message().find("truncated"), std::string::npos)
+      << trunc.status().message();
+  auto neg =
+      FromText(R"([{"cat":"Node","ph":"X","ts":1,"dur":-5,"name":"a_kernel_time","args":{}}])");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("negative"), std::string::npos);
+  auto none =
+      FromText(R"([{"cat":"Session","ph":"X","ts":1,"dur":5,"name":"model_run","args":{}}])");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no node events"), std::string::npos);
+}
+
+// --- TensorRT ---
+
+TEST(TrtImport, Trt8WithMedian) {
+  auto p = ImportFile(Data("trt8_bev.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.kind, "import/tensorrt");
+  EXPECT_EQ(p->meta.runs, 200);
+  EXPECT_EQ(p->ops[0].op_type, "Reformat");
+  EXPECT_EQ(p->meta.extra["trt.layout"], "TensorRT 8+ (medianMs)");
+  Golden("trt8_bev", *p);
+}
+
+TEST(TrtImport, Trt7WithoutMedian) {
+  auto p = ImportFile(Data("trt7_bev.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.extra["trt.layout"], "TensorRT 7 (no medianMs)");
+  EXPECT_EQ(p->ops[0].op_type, "TensorRT");  // "backbone.conv1" says nothing about its type
+  Golden("trt7_bev", *p);
+}
+
+TEST(TrtImport, RepeatedProfilesOfSeveralStreamsKeepTheFirst) {
+  auto p = FromText(R"([{"count":2},{"name":"a","timeMs":1,"averageMs":0.5,"percentage":100},
+                        {"count":2},{"name":"a","timeMs":1.2,"averageMs":0.6,"percentage":100}])");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 1u);
+  EXPECT_EQ(p->meta.runs, 4);
+}
+
+TEST(TrtImport, NanNegativeAndTruncated) {
+  auto nan = FromText(R"([{"count":2},{"name":"a","timeMs":1,"averageMs":NaN,"percentage":1}])",
+                      "tensorrt");
+  EXPECT_FALSE(nan.ok());
+  auto neg = FromText(R"([{"count":2},{"name":"a","timeMs":1,"averageMs":-0.5,"percentage":1}])");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("negative"), std::string::npos) << neg.status().message();
+  auto trunc = FromText(R"([{"count":2},{"name":"a","timeMs":1,"averageMs":0.5)", "tensorrt");
+  ASSERT_FALSE(trunc.ok());
+  EXPECT_NE(trunc.status().message().find("truncated"), std::string::npos);
+}
+
+TEST(TrtNames, FusedPointwiseRegionReformat) {
+  using K = trt::LayerName::Kind;
+  auto a = trt::ParseLayerName("Conv_12 + BatchNormalization_13 + Relu_14");
+  EXPECT_EQ(a.kind, K::kFused);
+  EXPECT_EQ(a.parts, (std::vector<std::string>{"Conv_12", "BatchNormalization_13", "Relu_14"}));
+  auto b = trt::ParseLayerName("/m/conv/Conv + PWN(PWN(/m/act/Sigmoid), /m/act/Mul)");
+  EXPECT_EQ(b.parts, (std::vector<std::string>{"/m/conv/Conv", "/m/act/Sigmoid", "/m/act/Mul"}));
+  auto c = trt::ParseLayerName("{ForeignNode[/blocks.0/Add.../blocks.3/Mul]}");
+  EXPECT_EQ(c.kind, K::kRegion);
+  ASSERT_EQ(c.ranges.size(), 1u);
+  EXPECT_EQ(c.ranges[0].first, "/blocks.0/Add");
+  EXPECT_EQ(c.ranges[0].second, "/blocks.3/Mul");
+  auto d = trt::ParseLayerName("Reformatting CopyNode for Input Tensor 0 to Conv_0 + Relu_1");
+  EXPECT_EQ(d.kind, K::kReformat);
+  EXPECT_EQ(d.reformat_target, "Conv_0 + Relu_1");
+  EXPECT_EQ(trt::ParseLayerName("node_of_out_3").parts, (std::vector<std::string>{"out_3"}));
+  EXPECT_EQ(trt::ParseLayerName("(Unnamed Layer* 7) [Shuffle]").kind, K::kUnnamed);
+  EXPECT_EQ(trt::ParseOnnxMetadata("[ONNX Layer: Conv_0]\x1f[ONNX Layer: /a/b [x]/Relu]"),
+            (std::vector<std::string>{"Conv_0", "/a/b [x]/Relu"}));
+  EXPECT_EQ(trt::GuessOpType("/backbone/conv1/Conv"), "Conv");
+  EXPECT_EQ(trt::GuessOpType("Relu_14"), "Relu");
+  EXPECT_EQ(trt::GuessOpType("backbone.conv1"), "");
+}
+
+TEST(TrtLayerInfo, DetailedAppliesTypesAndShapes) {
+  auto p = ImportFile(Data("trt8_bev.json"));
+  ASSERT_TRUE(p.ok());
+  auto info = trt::ParseLayerInfo(ReadFile(Data("trt8_bev_layers.json")).value(), "layers.json");
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->layers[1].onnx_nodes.size(), 3u);
+  ASSERT_TRUE(trt::ApplyLayerInfo(*info, &*p).ok());
+  EXPECT_EQ(p->ops[1].op_type, "CaskConvolution");
+  EXPECT_EQ(ShapeToString(p->ops[1].output_shapes[0]), "6x16x32x88");
+  EXPECT_NE(p->ops[1].attribution.find("tactic sm80_xmma"), std::string::npos);
+}
+
+TEST(TrtLayerInfo, FromAnotherEngineIsRefused) {
+  auto p = ImportFile(Data("trt8_bev.json"));
+  ASSERT_TRUE(p.ok());
+  auto info = trt::ParseLayerInfo(ReadFile(Data("trt8_names_only.json")).value(), "other.json");
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->names_only);
+  Status st = trt::ApplyLayerInfo(*info, &*p);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("another engine"), std::string::npos) << st.message();
+}
+
+// --- perf script ---
+
+TEST(PerfScriptImport, RealPythonRecording) {
+  auto p = ImportFile(Data("perf_script_python.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(p->samples);
+  EXPECT_EQ(p->samples->event, "cpu-clock");
+  EXPECT_EQ(p->samples->unit, "ns");
+  EXPECT_GT(p->samples->samples.size(), 10u);
+  Golden("perf_script_python", *p);
+}
+
+TEST(PerfScriptImport, CommWithSpacesTidsAndInlineFrame) {
+  auto p = ImportFile(Data("perf_script_threads.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->samples->samples.size(), 3u);
+  const auto& s = *p->samples;
+  EXPECT_EQ(s.thread_names.at(3107), "Web Content");
+  EXPECT_EQ(s.samples[1].pid, 3101);
+  EXPECT_EQ(s.samples[1].tid, 3108);
+  EXPECT_EQ(s.frames[s.samples[0].stack[0]].function, "hot_loop(int, char const*)");
+  EXPECT_EQ(s.frames[s.samples[0].stack[0]].module, "worker");
+  EXPECT_TRUE(s.frames[s.samples[1].stack[1]].inlined);
+  ASSERT_EQ(s.samples[2].stack.size(), 1u);
+  EXPECT_EQ(s.frames[s.samples[2].stack[0]].function, "cold_path");
+  Golden("perf_script_threads", *p);
+}
+
+// --- Nsight Systems ---
+
+TEST(NsysImport, SqliteExportIntoTheGpuSection) {
+  auto p = ImportFile(Data("nsys_small.sqlite"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(p->gpu);
+  const auto& g = *p->gpu;
+  EXPECT_EQ(g.device_name, "NVIDIA Orin (nvgpu)");
+  ASSERT_EQ(g.kernels.size(), 4u);
+  EXPECT_EQ(g.kernels[0].name, "void conv2d_kernel<float>(float const*, float*, int)");
+  EXPECT_EQ(g.kernels[0].tid, 4242);
+  EXPECT_EQ(g.kernels[0].grid[0], 128);
+  ASSERT_EQ(g.memcpys.size(), 4u);
+  EXPECT_EQ(g.memcpys[0].kind, "HtoD");
+  EXPECT_TRUE(g.memcpys[0].pageable);
+  EXPECT_TRUE(g.memcpys[0].async);
+  EXPECT_EQ(g.memcpys[1].kind, "DtoH");
+  EXPECT_EQ(g.memsets.size(), 2u);
+  EXPECT_EQ(g.api_calls[0].name, "cudaMemcpyAsync");
+  ASSERT_EQ(p->ranges.size(), 4u);
+  EXPECT_EQ(p->ranges[1].name, "preprocess");
+  EXPECT_EQ(p->ranges[1].parent, 0);
+  // The first kernel was launched inside "frame" (after "preprocess" ended).
+  EXPECT_EQ(g.kernels[0].range, 0);
+  EXPECT_EQ(g.memcpys[0].range, 1);
+}
+
+TEST(NsysImport, SqliteWithoutNsysTablesOrCorrupt) {
+  std::string b = ReadFile(Data("nsys_small.sqlite")).value();
+  auto trunc = FromText(b.substr(0, 5000), "nsys");
+  EXPECT_FALSE(trunc.ok());
+  auto junk = FromText(std::string("SQLite format 3\0", 16) + std::string(200, 'x'), "nsys");
+  EXPECT_FALSE(junk.ok());
+}
+
+TEST(NsysStatsImport, SummariesAndTrace) {
+  auto p = ImportFile(Data("nsys_stats_sum.csv"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 4u);
+  EXPECT_EQ(p->ops[0].op_type, "kernel");
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 6.0, 1e-9);
+  EXPECT_EQ(p->ops[2].name, "[CUDA memcpy Host-to-Device]");
+  Golden("nsys_stats_sum", *p);
+  auto t = ImportFile(Data("nsys_stats_trace.csv"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_TRUE(t->gpu);
+  ASSERT_EQ(t->gpu->kernels.size(), 1u);
+  EXPECT_EQ(t->gpu->kernels[0].grid[0], 128);
+  ASSERT_EQ(t->gpu->memcpys.size(), 1u);
+  EXPECT_EQ(t->gpu->memcpys[0].bytes, 4194000);
+  EXPECT_EQ(t->gpu->memcpys[0].kind, "HtoD");
+  EXPECT_TRUE(t->gpu->memcpys[0].pageable);
+}
+
+// --- PyTorch ---
+
+TEST(PytorchImport, KernelsLinkedToTopLevelOpsByCorrelation) {
+  auto p = ImportFile(Data("pytorch_gpu.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.runs, 2);
+  ASSERT_EQ(p->e2e.runs_ms.size(), 2u);
+  const profile::OpRecord* conv = nullptr;
+  for (const auto& op : p->ops)
+    if (op.op_type == "aten::conv2d") conv = &op;
+  ASSERT_NE(conv, nullptr);
+  // The kernel launched from aten::cudnn_convolution counts for aten::conv2d (its top level).
+  ASSERT_EQ(conv->runs_ms.size(), 2u);
+  EXPECT_NEAR(conv->runs_ms[0], 0.600, 1e-9);
+  EXPECT_NEAR(conv->runs_ms[1], 0.580, 1e-9);
+  EXPECT_EQ(ShapeToString(conv->input_shapes[0]), "1x3x224x224");
+  ASSERT_TRUE(p->gpu);
+  EXPECT_EQ(p->gpu->kernels.size(), 4u);
+  EXPECT_EQ(p->gpu->memcpys.size(), 1u);
+  EXPECT_EQ(p->gpu->memcpys[0].kind, "DtoH");
+  EXPECT_TRUE(p->gpu->memcpys[0].pageable);
+  Golden("pytorch_gpu", *p);
+}
+
+TEST(PytorchImport, LegacyCpuOnlyArray) {
+  auto p = ImportFile(Data("pytorch_legacy_cpu.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 2u);  // aten::linear (with t and addmm inside) and aten::relu
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 0.12025, 1e-9);
+  Golden("pytorch_legacy_cpu", *p);
+}
+
+TEST(PytorchImport, TruncatedTraceIsAnError) {
+  std::string b = ReadFile(Data("pytorch_gpu.json")).value();
+  auto p = FromText(b.substr(0, b.size() * 2 / 3), "pytorch");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("truncated"), std::string::npos) << p.status().message();
+}
+
+// --- TFLite ---
+
+TEST(TfliteImport, CurrentLayoutSkipsInitializationAndReadsDelegates) {
+  auto p = ImportFile(Data("tflite_v2.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 7u);  // not the AllocateTensors row of the initialization table
+  EXPECT_EQ(p->ops[0].name, "backbone.conv1");
+  EXPECT_EQ(p->ops[0].op_type, "CONV_2D");
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 4.880, 1e-9);
+  EXPECT_EQ(p->ops[6].name, "bev_encoder.conv1, bev_encoder.conv2");
+  EXPECT_EQ(p->meta.runs, 50);
+  ASSERT_EQ(p->e2e.runs_ms.size(), 1u);
+  EXPECT_NEAR(p->e2e.runs_ms[0], 40.1235, 1e-9);
+  Golden("tflite_v2", *p);
+}
+
+TEST(TfliteImport, OldLayoutWithoutTimesCalled) {
+  auto p = ImportFile(Data("tflite_v1.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 3u);
+  EXPECT_EQ(p->ops[1].name, "MobilenetV1/Conv2d_1_depthwise/Relu6");
+  EXPECT_NEAR(p->ops[1].runs_ms[0], 2.169, 1e-9);
+  Golden("tflite_v1", *p);
+}
+
+TEST(TfliteImport, DelegateRowJoinsItsNodes) {
+  auto p = ImportFile(Data("tflite_v2.txt"));
+  ASSERT_TRUE(p.ok());
+  ModelJoinOptions o;
+  o.model_path = Model();
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_EQ(sum->matched_rows, 7u);
+  bool conv2 = false;
+  for (const auto& op : p->ops)
+    conv2 = conv2 || (op.name == "bev_encoder.conv2" && op.status == "fused");
+  EXPECT_TRUE(conv2);
+}
+
+TEST(TfliteImport, CorruptRowIsAnError) {
+  std::string t = ReadFile(Data("tflite_v1.txt")).value();
+  size_t at = t.find("2.169");
+  t.replace(at, 5, "-2.16");
+  auto p = FromText(t, "tflite");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("negative"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find(":8:"), std::string::npos) << p.status().message();
+}
+
+// --- Arm NN ---
+
+TEST(ArmnnImport, WorkloadsPerInferenceWithBackends) {
+  auto p = ImportFile(Data("armnn_cpuacc.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 4u);
+  EXPECT_EQ(p->ops[1].name, "backbone.conv1");
+  EXPECT_EQ(p->ops[1].op_type, "Convolution2d");
+  ASSERT_EQ(p->ops[1].runs_ms.size(), 2u);
+  EXPECT_NEAR(p->ops[1].runs_ms[0], 0.8125, 1e-9);
+  EXPECT_NEAR(p->ops[1].runs_ms[1], 0.800, 1e-9);
+  EXPECT_EQ(p->meta.extra["armnn.backends"], "CpuAcc:2 CpuRef:1");
+  EXPECT_EQ(p->e2e.runs_ms.size(), 2u);
+  Golden("armnn_cpuacc", *p);
+}
+
+TEST(ArmnnImport, EmbeddedInAnExecuteNetworkLog) {
+  auto p = ImportFile(Data("armnn_executenetwork_gpuacc.log"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 2u);
+  EXPECT_EQ(p->ops[0].attribution, "Arm NN wall clock on GpuAcc");
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 2.0, 1e-9);
+  Golden("armnn_executenetwork_gpuacc", *p);
+}
+
+// --- nvprof ---
+
+TEST(NvprofImport, SummaryGpuActivitiesOnly) {
+  auto p = ImportFile(Data("nvprof_summary.csv"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 3u);  // API calls are not GPU rows
+  EXPECT_EQ(p->ops[0].op_type, "kernel");
+  EXPECT_NEAR(p->ops[0].runs_ms[0], 12.25, 1e-9);
+  EXPECT_EQ(p->ops[1].op_type, "memcpy");
+  Golden("nvprof_summary", *p);
+}
+
+TEST(NvprofImport, GpuTraceWithUnitsRow) {
+  auto p = ImportFile(Data("nvprof_trace.csv"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(p->gpu);
+  ASSERT_EQ(p->gpu->kernels.size(), 2u);
+  EXPECT_EQ(p->gpu->kernels[0].name, "void conv2d_kernel<float>(float const *, float*, int)");
+  EXPECT_EQ(p->gpu->kernels[0].end_ns - p->gpu->kernels[0].start_ns, 122500);
+  EXPECT_EQ(p->gpu->kernels[0].static_shared_bytes, 4096);
+  ASSERT_EQ(p->gpu->memcpys.size(), 2u);
+  EXPECT_EQ(p->gpu->memcpys[0].bytes, 4 << 20);
+  EXPECT_TRUE(p->gpu->memcpys[0].pageable);
+  EXPECT_EQ(p->gpu->memcpys[1].kind, "DtoH");
+  EXPECT_EQ(p->gpu->device_name, "Xavier (0)");
+}
+
+TEST(NvprofImport, ShortRowIsAnError) {
+  std::string t = ReadFile(Data("nvprof_trace.csv")).value();
+  auto p = FromText(t.substr(0, t.size() - 30), "nvprof");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("fields"), std::string::npos) << p.status().message();
+}
+
+// --- registry ---
+
+TEST(Detect, ByContentNotExtension) {
+  for (const char* f : {"ort_bev_all.json", "ort_2019.json"})
+    EXPECT_STREQ(Detect(ReadFile(Data(f)).value(), f).value()->name, "ort") << f;
+  for (const char* f : {"trt8_bev.json", "trt7_bev.json"})
+    EXPECT_STREQ(Detect(ReadFile(Data(f)).value(), f).value()->name, "tensorrt") << f;
+  EXPECT_STREQ(Detect(ReadFile(Data("perf_script_threads.txt")).value(), "x.json").value()->name,
+               "perf-script");
+  auto none = Detect("{\"schema\": \"opscope.profile/1\"}", "p.json");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--from"), std::string::npos);
+}
+
+TEST(Detect, AFileThatSniffsAsTwoFormatsIsRefused) {
+  auto both = Detect(R"([{"cat":"Node","ph":"X","name":"a_kernel_time","timeMs":1,"averageMs":1}])",
+                     "both.json");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("ort and tensorrt"), std::string::npos)
+      << both.status().message();
+  EXPECT_NE(both.status().message().find("--from"), std::string::npos);
+}
+
+TEST(Detect, EmptyFileAndMissingFile) {
+  auto src = Source::FromBytes("", "empty.json");
+  EXPECT_FALSE(Import(*src, FindFormat("ort")).ok());
+  EXPECT_FALSE(ImportFile("/nonexistent/x.json").ok());
+}
+
+// --- model join ---
+
+TEST(ModelJoin, OrtFusedNodesMapBackToTheirChain) {
+  auto p = ImportFile(Data("ort_bev_all.json"));
+  ASSERT_TRUE(p.ok());
+  ModelJoinOptions o;
+  o.model_path = Model();
+  o.runtime = "ONNX Runtime";
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_TRUE(sum->costs) << sum->engine_note;
+  profile::FinalizeStats(*p);
+  ASSERT_TRUE(profile::Validate(*p).ok());
+  // "backbone.conv1.relu_nchwc" (op_name Conv) is Conv + BatchNormalization + Relu.
+  const profile::OpRecord* conv = nullptr;
+  const profile::OpRecord* bn = nullptr;
+  for (const auto& op : p->ops) {
+    if (op.name == "backbone.conv1") conv = &op;
+    if (op.name == "backbone.conv1.bn") bn = &op;
+  }
+  ASSERT_TRUE(conv && bn);
+  EXPECT_EQ(conv->status, "fused");
+  EXPECT_EQ(conv->op_type, "Conv");
+  EXPECT_GT(conv->flops, 0);
+  EXPECT_EQ(bn->stats.median, 0);  // folded into the Conv's weights: no share of the time
+  EXPECT_NE(conv->attribution.find("split by estimated cost"), std::string::npos);
+  EXPECT_GT(sum->matched_share, 0.5);
+  Golden("ort_bev_all.model", *p);
+}
+
+TEST(ModelJoin, OrtExactNamesAreOneToOne) {
+  auto p = ImportFile(Data("ort_bev_basic.json"));
+  ASSERT_TRUE(p.ok());
+  ModelJoinOptions o;
+  o.model_path = Model();
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  for (const auto& op : p->ops)
+    if (op.name == "depth.softmax") {
+      EXPECT_EQ(op.status, "executed");
+      EXPECT_GT(op.bytes, 0);
+    }
+}
+
+TEST(ModelJoin, TensorRtWithLayerInfoAndRegions) {
+  auto p = ImportFile(Data("trt8_bev.json"));
+  ASSERT_TRUE(p.ok());
+  auto info = trt::ParseLayerInfo(ReadFile(Data("trt8_bev_layers.json")).value(), "layers.json");
+  ASSERT_TRUE(info.ok());
+  ASSERT_TRUE(trt::ApplyLayerInfo(*info, &*p).ok());
+  ModelJoinOptions o;
+  o.model_path = Model();
+  o.runtime = "TensorRT";
+  for (const auto& l : info->layers) o.sources[l.name] = l.onnx_nodes;
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  profile::FinalizeStats(*p);
+  ASSERT_TRUE(profile::Validate(*p).ok());
+  // Unnamed shuffle: unmatched, listed with its share; the reformat is TensorRT's own.
+  ASSERT_EQ(sum->unmatched.size(), 1u);
+  EXPECT_EQ(sum->unmatched[0].first, "(Unnamed Layer* 40) [Shuffle]");
+  EXPECT_NEAR(sum->unmatched[0].second, 0.019 / 1.0, 1e-3);
+  Golden("trt8_bev.model", *p);
+}
+
+TEST(ModelJoin, TensorRt7NamesWithoutLayerInfo) {
+  auto p = ImportFile(Data("trt7_bev.json"));
+  ASSERT_TRUE(p.ok());
+  ModelJoinOptions o;
+  o.model_path = Model();
+  o.runtime = "TensorRT";
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  // node_of_lift.flatten resolves; upsample_3 does not.
+  EXPECT_EQ(sum->matched_rows, 8u);
+  ASSERT_EQ(sum->unmatched.size(), 1u);
+  EXPECT_EQ(sum->unmatched[0].first, "upsample_3");
+  Golden("trt7_bev.model", *p);
+}
+
+TEST(ModelJoin, ForeignNodeRangeCoversTheNodesBetween) {
+  auto p = FromText(
+      R"([{"count":10},{"name":"{ForeignNode[lift.depth_unsqueeze...lift.flatten]}","timeMs":1,"averageMs":0.1,"percentage":100}])");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ModelJoinOptions o;
+  o.model_path = Model();
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_EQ(sum->nodes_matched, 5u);  // two Unsqueeze, Mul, Transpose, Reshape
+  double total = 0;
+  for (const auto& op : p->ops) total += op.runs_ms[0];
+  EXPECT_NEAR(total, 0.1, 1e-12);  // the split keeps the layer's time
+}
+
+TEST(ModelJoin, ModelThatMatchesNothingIsAnError) {
+  auto p = ImportFile(Data("ort_2019.json"));
+  ASSERT_TRUE(p.ok());
+  ModelJoinOptions o;
+  o.model_path = Model();
+  auto sum = JoinModel(&*p, o);
+  ASSERT_FALSE(sum.ok());
+  EXPECT_NE(sum.status().message().find("is this the model"), std::string::npos);
+}
+
+TEST(Devices, TableHasSourcesAndSaneNumbers) {
+  for (const auto& d : DeviceTable()) {
+    EXPECT_GT(d.peak_gflops, 10) << d.name;
+    EXPECT_GT(d.peak_gbps, 1) << d.name;
+    EXPECT_GT(std::string(d.source).size(), 20u) << d.name;
+  }
+  EXPECT_NE(FindDevice("orin-agx"), nullptr);
+  EXPECT_EQ(FindDevice("nope"), nullptr);
+}
+
+// --- fuzz entry ---
+
+TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
+  struct Seed {
+    const char* file;
+    const char* format;
+  };
+  const Seed seeds[] = {{"ort_2019.json", "ort"},
+                        {"ort_bev_all.json", "ort"},
+                        {"trt8_bev.json", "tensorrt"},
+                        {"trt7_bev.json", "tensorrt"},
+                        {"perf_script_threads.txt", "perf-script"},
+                        {"perf_script_python.txt", "perf-script"},
+                        {"nsys_small.sqlite", "nsys"},
+                        {"pytorch_gpu.json", "pytorch"},
+                        {"pytorch_legacy_cpu.json", "pytorch"},
+                        {"tflite_v1.txt", "tflite"},
+                        {"tflite_v2.txt", "tflite"},
+                        {"armnn_cpuacc.json", "armnn"},
+                        {"armnn_executenetwork_gpuacc.log", "armnn"},
+                        {"nvprof_summary.csv", "nvprof"},
+                        {"nvprof_trace.csv", "nvprof"}};
+  for (const Seed& s : seeds) {
+    std::string b = ReadFile(Data(s.file)).value();
+    auto run = [&](const std::string& x) {
+      FuzzImport(s.format, reinterpret_cast<const uint8_t*>(x.data()), x.size());
+    };
+    run(b);
+    const size_t step = b.size() > 4096 ? b.size() / 256 : 1;
+    for (size_t n = 0; n < b.size(); n += step) run(b.substr(0, n));
+    for (size_t i = 0; i < b.size(); i += step)
+      for (int bit = 0; bit < 8; ++bit) {
+        std::string f = b;
+        f[i] = static_cast<char>(f[i] ^ (1 << bit));
+        run(f);
+      }
+  }
+}
+
+TEST(ImportFuzz, RegressionCorpora) {
+  for (const char* fmt : {"ort", "tensorrt", "perf_script", "nsys", "pytorch", "tflite", "armnn",
+                          "nvprof", "nsys_stats"}) {
+    std::string name = fmt;
+    std::string format = name;
+    for (char& ch : format)
+      if (ch == '_') ch = '-';
+    int n =
+        opscope::testing::ReplayFuzzCorpus("import_" + name + "_fuzz", [&](const std::string& b) {
+          FuzzImport(format.c_str(), reinterpret_cast<const uint8_t*>(b.data()), b.size());
+        });
+    EXPECT_GT(n, 0) << "tests/fuzz_corpus/import_" << name << "_fuzz is empty";
+  }
+}
+
+}  // namespace
+}  // namespace opscope::importers

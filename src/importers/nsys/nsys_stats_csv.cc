@@ -1,0 +1,207 @@
+// `nsys stats --format csv` reports (Nsight Systems' summaries of a capture), one or several
+// tables in one file:
+//
+//   cuda_gpu_kern_sum (gpukernsum before 2023):
+//     Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name
+//   cuda_gpu_mem_time_sum (gpumemtimesum): ... Count ..., Operation ("[CUDA memcpy HtoD]")
+//   cuda_gpu_trace (gputrace):
+//     Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),
+//     DymSMem (MB),Bytes (MB),Throughput (MBps),SrcMemKd,DstMemKd,Device,Ctx,Strm,Name
+//
+// Columns are found by name, with the unit in the header ("(ns)", "(MB)"); older releases wrote
+// "Time(%)" and "Average"/"Minimum"/"Maximum" (ns). Summary tables become rows (totals: no
+// per-run split); the GPU trace fills the gpu section, like the sqlite export (nsys_sqlite.cc),
+// which has more (API calls, NVTX ranges) and is the better input when available.
+#include <cmath>
+#include <map>
+
+#include "base/strings.h"
+#include "importers/csv.h"
+#include "importers/importer.h"
+
+namespace opscope::importers {
+namespace {
+
+int Sniff(std::string_view head, const std::string&) {
+  auto has = [&](std::string_view s) { return head.find(s) != std::string_view::npos; };
+  if (has("Total Time (ns)") && (has("Instances") || has("Count") || has("Num Calls")))
+    return kSniffCertain;
+  if (has("Start (ns)") && has("Duration (ns)")) return kSniffCertain;
+  return kSniffNo;
+}
+
+// Column index by name, or -1. Accepts the older spellings.
+int Col(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    for (size_t i = 0; i < header.size(); ++i)
+      if (Trim(header[i]) == n) return static_cast<int>(i);
+  return -1;
+}
+
+StatusOr<profile::Profile> Parse(const Source& src) {
+  const std::string& origin = src.origin();
+  std::string_view text = src.bytes();
+  profile::Profile p = util::NewProfile("nsys-stats", origin);
+  enum class Table { kNone, kSummary, kTrace } table = Table::kNone;
+  std::vector<std::string> header;
+  int c_total = -1, c_count = -1, c_avg = -1, c_name = -1;
+  int c_start = -1, c_dur = -1, c_corr = -1, c_bytes = -1, c_strm = -1, c_grid = -1, c_block = -1,
+      c_regs = -1, c_device = -1, c_src_kind = -1, c_dst_kind = -1;
+  std::map<std::string, size_t> seen;
+  size_t pos = 0, line_no = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    const std::string where = origin + ":" + std::to_string(line_no);
+    if (Trim(line).empty()) {
+      table = Table::kNone;  // reports are separated by blank lines
+      continue;
+    }
+    std::vector<std::string> f = csv::Fields(line);
+    if (Col(f, {"Total Time (ns)"}) >= 0) {
+      header = f;
+      table = Table::kSummary;
+      c_total = Col(f, {"Total Time (ns)"});
+      c_count = Col(f, {"Instances", "Count", "Num Calls", "Calls"});
+      c_avg = Col(f, {"Avg (ns)", "Average (ns)", "Average"});
+      c_name = Col(f, {"Name", "Operation"});
+      if (c_name < 0) return DataLoss(where + ": a summary table without a Name/Operation column");
+      continue;
+    }
+    if (Col(f, {"Start (ns)"}) >= 0 && Col(f, {"Duration (ns)"}) >= 0) {
+      header = f;
+      table = Table::kTrace;
+      c_start = Col(f, {"Start (ns)"});
+      c_dur = Col(f, {"Duration (ns)"});
+      c_corr = Col(f, {"CorrId", "CorrID"});
+      c_bytes = Col(f, {"Bytes (MB)"});
+      c_strm = Col(f, {"Strm", "Stream"});
+      c_grid = Col(f, {"GrdX"});
+      c_block = Col(f, {"BlkX"});
+      c_regs = Col(f, {"Reg/Trd"});
+      c_device = Col(f, {"Device"});
+      c_src_kind = Col(f, {"SrcMemKd"});
+      c_dst_kind = Col(f, {"DstMemKd"});
+      c_name = Col(f, {"Name"});
+      if (c_name < 0) return DataLoss(where + ": a GPU trace table without a Name column");
+      continue;
+    }
+    if (table == Table::kNone) continue;  // "Processing [...] with [...]" and other lines
+    if (f.size() != header.size())
+      return DataLoss(where + ": " + std::to_string(f.size()) + " fields, the header has " +
+                      std::to_string(header.size()) + " (truncated or corrupt CSV?)");
+    auto num = [&](int col, const char* what, double* out) -> Status {
+      if (col < 0) {
+        *out = 0;
+        return Status::Ok();
+      }
+      if (!ParseDouble(Trim(f[col]), out))
+        return DataLoss(where + ": " + what + " '" + f[col] + "' is not a number");
+      return util::CheckTime(*out, where, what);
+    };
+    if (table == Table::kSummary) {
+      double total = 0, avg = 0, count = 0;
+      OPSCOPE_RETURN_IF_ERROR(num(c_total, "Total Time (ns)", &total));
+      OPSCOPE_RETURN_IF_ERROR(num(c_avg, "Avg (ns)", &avg));
+      OPSCOPE_RETURN_IF_ERROR(num(c_count, "Instances", &count));
+      std::string name = f[c_name];
+      if (name.empty()) return DataLoss(where + ": a row without a name");
+      if (seen.count(name)) continue;
+      seen[name] = p.ops.size();
+      profile::OpRecord op;
+      op.name = name;
+      op.op_type = StartsWith(name, "[CUDA memcpy")   ? "memcpy"
+                   : StartsWith(name, "[CUDA memset") ? "memset"
+                                                      : "kernel";
+      op.index = static_cast<int>(p.ops.size());
+      op.runs_ms = {total / 1e6};
+      op.step = name;
+      op.attribution = "nsys stats total over " + std::to_string(static_cast<int64_t>(count)) +
+                       " instances (average " + HumanMs(avg / 1e6) + ")";
+      p.ops.push_back(std::move(op));
+      continue;
+    }
+    double start = 0, dur = 0, corr = 0, strm = 0, bytes_mb = 0;
+    OPSCOPE_RETURN_IF_ERROR(num(c_start, "Start (ns)", &start));
+    OPSCOPE_RETURN_IF_ERROR(num(c_dur, "Duration (ns)", &dur));
+    if (start > 9e18 || dur > 9e18) return DataLoss(where + ": time out of range");
+    (void)num(c_corr, "CorrId", &corr);
+    (void)num(c_strm, "Strm", &strm);
+    if (!p.gpu) p.gpu.emplace();
+    std::string name = f[c_name];
+    const int64_t s = static_cast<int64_t>(start), e = s + static_cast<int64_t>(dur);
+    if (StartsWith(name, "[CUDA memcpy")) {
+      profile::GpuMemcpy m;
+      // "[CUDA memcpy HtoD]" (older) or "[CUDA memcpy Host-to-Device]" (2023+).
+      const std::pair<const char*, const char*> kinds[] = {{"HtoD", "Host-to-Device"},
+                                                           {"DtoH", "Device-to-Host"},
+                                                           {"DtoD", "Device-to-Device"},
+                                                           {"HtoH", "Host-to-Host"},
+                                                           {"PtoP", "Peer-to-Peer"}};
+      for (const auto& [k, longer] : kinds)
+        if (name.find(k) != std::string::npos || name.find(longer) != std::string::npos) m.kind = k;
+      m.pageable = c_src_kind >= 0 && Trim(f[c_src_kind]) == "Pageable";
+      if (c_dst_kind >= 0 && Trim(f[c_dst_kind]) == "Pageable") m.pageable = true;
+      if (m.kind.empty()) m.kind = "other";
+      if (c_bytes >= 0 && ParseDouble(Trim(f[c_bytes]), &bytes_mb) && bytes_mb >= 0 &&
+          bytes_mb < 1e9)
+        m.bytes = static_cast<int64_t>(bytes_mb * 1e6);  // nsys's MB are 10^6 bytes
+      m.stream = static_cast<int32_t>(strm);
+      m.start_ns = s;
+      m.end_ns = e;
+      m.correlation_id = static_cast<uint32_t>(corr);
+      p.gpu->memcpys.push_back(std::move(m));
+    } else if (StartsWith(name, "[CUDA memset")) {
+      profile::GpuMemset m;
+      if (c_bytes >= 0 && ParseDouble(Trim(f[c_bytes]), &bytes_mb) && bytes_mb >= 0 &&
+          bytes_mb < 1e9)
+        m.bytes = static_cast<int64_t>(bytes_mb * 1e6);
+      m.stream = static_cast<int32_t>(strm);
+      m.start_ns = s;
+      m.end_ns = e;
+      m.correlation_id = static_cast<uint32_t>(corr);
+      p.gpu->memsets.push_back(m);
+    } else {
+      profile::GpuKernel k;
+      k.name = name;
+      int64_t v = 0;
+      for (int a = 0; a < 3; ++a) {
+        if (c_grid >= 0 && c_grid + a < static_cast<int>(f.size()) &&
+            ParseInt64(Trim(f[c_grid + a]), &v) && v >= 0 && v < (1 << 30))
+          k.grid[a] = static_cast<int32_t>(v);
+        if (c_block >= 0 && c_block + a < static_cast<int>(f.size()) &&
+            ParseInt64(Trim(f[c_block + a]), &v) && v >= 0 && v < (1 << 30))
+          k.block[a] = static_cast<int32_t>(v);
+      }
+      if (c_regs >= 0 && ParseInt64(Trim(f[c_regs]), &v) && v >= 0 && v < 65536)
+        k.registers_per_thread = static_cast<int32_t>(v);
+      k.stream = static_cast<int32_t>(strm);
+      k.start_ns = s;
+      k.end_ns = e;
+      k.correlation_id = static_cast<uint32_t>(corr);
+      if (c_device >= 0 && p.gpu->device_name.empty()) p.gpu->device_name = f[c_device];
+      p.gpu->kernels.push_back(std::move(k));
+    }
+  }
+  if (p.ops.empty() && !p.gpu)
+    return DataLoss(origin +
+                    ": no nsys stats table (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum "
+                    "or cuda_gpu_trace) with rows");
+  if (!p.ops.empty())
+    p.meta.degradations.push_back(
+        "nsys stats summaries hold totals over the capture: one value "
+        "per kernel, no runs (the sqlite export has the timeline)");
+  return p;
+}
+
+}  // namespace
+
+namespace formats {
+extern const Format kFormat_nsys_stats = {"nsys-stats", "`nsys stats --format csv` reports", Sniff,
+                                          Parse};
+}  // namespace formats
+
+}  // namespace opscope::importers

@@ -1,0 +1,216 @@
+// nvprof's CSV output (JetPack 4 era Jetsons, CUDA <= 10): `nvprof --csv --log-file F ./app`
+// (the summary) and `nvprof --csv --print-gpu-trace --log-file F ./app` (every kernel and copy).
+//
+//   ==1234== Profiling result:
+//   "Type","Time(%)","Time","Calls","Avg","Min","Max","Name"
+//   ,%,ms,,us,us,ms,
+//   "GPU activities",45.1,12.3,100,123.4,110.1,0.15,"void conv_kernel(float*, int)"
+//   "API calls",60.0,100.0,3,33.3,1.0,90.0,"cudaMalloc"
+//
+//   "Start","Duration","Grid X",...,"Size","Throughput","SrcMemType","DstMemType","Device",
+//   "Context","Stream","Name","Correlation_ID"
+//   ms,us,,,,,,,,KB,B,MB,GB/s,,,,,,,
+//   1.23,12.3,128,1,1,256,1,1,32,0,0,,,,,"Tesla K80 (0)","1","7","conv_kernel(float*, int)
+//   [115]",115
+//
+// The second line of each table gives the unit of every column; values are converted with it.
+// Older releases have no "Type" column in the summary. The summary becomes one row per GPU
+// activity (its total time; nvprof keeps no per-run split); the trace becomes the gpu section.
+#include <cmath>
+#include <map>
+
+#include "base/strings.h"
+#include "importers/csv.h"
+#include "importers/importer.h"
+
+namespace opscope::importers {
+namespace {
+
+int Sniff(std::string_view head, const std::string&) {
+  bool nvprof = head.find("==PROF== ") != std::string_view::npos ||
+                (head.find("==") != std::string_view::npos &&
+                 head.find("NVPROF is profiling") != std::string_view::npos);
+  bool summary = head.find("\"Time(%)\",\"Time\",\"Calls\"") != std::string_view::npos;
+  bool trace = head.find("\"Start\",\"Duration\"") != std::string_view::npos;
+  if (summary || trace) return kSniffCertain;
+  if (nvprof) return kSniffLikely;
+  return kSniffNo;
+}
+
+// Factor to milliseconds / bytes for a unit cell.
+double TimeScale(const std::string& u) {
+  if (u == "s") return 1e3;
+  if (u == "ms") return 1;
+  if (u == "us") return 1e-3;
+  if (u == "ns") return 1e-6;
+  return std::nan("");
+}
+double SizeScale(const std::string& u) {
+  if (u == "B") return 1;
+  if (u == "KB") return 1024;
+  if (u == "MB") return 1024.0 * 1024;
+  if (u == "GB") return 1024.0 * 1024 * 1024;
+  return std::nan("");
+}
+
+StatusOr<profile::Profile> Parse(const Source& src) {
+  const std::string& origin = src.origin();
+  std::string_view text = src.bytes();
+  profile::Profile p = util::NewProfile("nvprof", origin);
+  std::vector<std::string> header, units;
+  enum class Table { kNone, kSummary, kTrace } table = Table::kNone;
+  size_t pos = 0, line_no = 0, header_line = 0;
+  std::map<std::string, size_t> rows_by_name;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    const std::string where = origin + ":" + std::to_string(line_no);
+    if (line.empty() || line[0] == '=' || StartsWith(line, "==")) continue;
+    std::vector<std::string> f = csv::Fields(line);
+    if (line[0] == '"' && (f[0] == "Type" || f[0] == "Time(%)" || f[0] == "Start")) {
+      header = f;
+      units.clear();
+      header_line = line_no;
+      table = f[0] == "Start" ? Table::kTrace : Table::kSummary;
+      continue;
+    }
+    if (table == Table::kNone) continue;
+    if (units.empty() && line_no == header_line + 1) {
+      units = f;
+      units.resize(header.size());
+      continue;
+    }
+    if (f.size() != header.size())
+      return DataLoss(where + ": " + std::to_string(f.size()) + " fields, the header has " +
+                      std::to_string(header.size()) + " (truncated or corrupt CSV?)");
+    units.resize(header.size());  // a table without its units row has none
+    std::map<std::string, std::string> row;
+    std::map<std::string, std::string> unit;
+    for (size_t i = 0; i < header.size(); ++i) row[header[i]] = f[i], unit[header[i]] = units[i];
+    auto time_ms = [&](const char* col, double* out) -> Status {
+      std::string v = row[col];
+      if (v.empty()) return DataLoss(where + ": empty \"" + std::string(col) + "\"");
+      double x = 0, s = TimeScale(unit[col]);
+      if (!ParseDouble(v, &x))
+        return DataLoss(where + ": \"" + std::string(col) + "\" '" + v + "' is not a number");
+      if (!std::isfinite(s))
+        return DataLoss(where + ": unknown time unit '" + unit[col] + "' for \"" + col + "\"");
+      OPSCOPE_RETURN_IF_ERROR(util::CheckTime(x, where, std::string("\"") + col + "\""));
+      *out = x * s;
+      return Status::Ok();
+    };
+    auto integer = [&](const char* col) -> int64_t {
+      int64_t x = 0;
+      return ParseInt64(row[col], &x) && x >= 0 ? x : 0;
+    };
+    if (table == Table::kSummary) {
+      if (row.count("Type") && row["Type"] != "GPU activities") continue;
+      double total = 0, avg = 0;
+      OPSCOPE_RETURN_IF_ERROR(time_ms("Time", &total));
+      OPSCOPE_RETURN_IF_ERROR(time_ms("Avg", &avg));
+      std::string name = row["Name"];
+      if (name.empty()) return DataLoss(where + ": a row without a Name");
+      if (rows_by_name.count(name)) continue;
+      rows_by_name[name] = p.ops.size();
+      profile::OpRecord op;
+      op.name = name;
+      op.op_type = StartsWith(name, "[CUDA memcpy")   ? "memcpy"
+                   : StartsWith(name, "[CUDA memset") ? "memset"
+                                                      : "kernel";
+      op.index = static_cast<int>(p.ops.size());
+      op.runs_ms = {total};
+      op.step = name;
+      op.attribution =
+          "nvprof total over " + row["Calls"] + " calls (average " + HumanMs(avg) + ")";
+      p.ops.push_back(std::move(op));
+      continue;
+    }
+    // GPU trace.
+    if (!p.gpu) p.gpu.emplace();
+    double start = 0, dur = 0;
+    OPSCOPE_RETURN_IF_ERROR(time_ms("Start", &start));
+    OPSCOPE_RETURN_IF_ERROR(time_ms("Duration", &dur));
+    if (start > 9e12 || dur > 9e12) return DataLoss(where + ": time out of range");
+    const int64_t s_ns = static_cast<int64_t>(start * 1e6),
+                  e_ns = s_ns + static_cast<int64_t>(dur * 1e6);
+    std::string name = row["Name"];
+    int32_t stream = static_cast<int32_t>(integer("Stream"));
+    uint32_t corr = static_cast<uint32_t>(integer("Correlation_ID"));
+    if (StartsWith(name, "[CUDA memcpy")) {
+      profile::GpuMemcpy m;
+      for (const char* k : {"HtoD", "DtoH", "DtoD", "HtoH", "PtoP"})
+        if (name.find(k) != std::string::npos) m.kind = k;
+      if (m.kind.empty()) m.kind = "other";
+      double size = 0, scale = SizeScale(unit["Size"]);
+      if (ParseDouble(row["Size"], &size) && std::isfinite(scale) && size >= 0 && size < 1e15)
+        m.bytes = static_cast<int64_t>(size * scale);
+      m.pageable = row["SrcMemType"] == "Pageable" || row["DstMemType"] == "Pageable";
+      m.stream = stream;
+      m.start_ns = s_ns;
+      m.end_ns = e_ns;
+      m.correlation_id = corr;
+      p.gpu->memcpys.push_back(std::move(m));
+    } else if (StartsWith(name, "[CUDA memset")) {
+      profile::GpuMemset m;
+      double size = 0, scale = SizeScale(unit["Size"]);
+      if (ParseDouble(row["Size"], &size) && std::isfinite(scale) && size >= 0 && size < 1e15)
+        m.bytes = static_cast<int64_t>(size * scale);
+      m.stream = stream;
+      m.start_ns = s_ns;
+      m.end_ns = e_ns;
+      m.correlation_id = corr;
+      p.gpu->memsets.push_back(m);
+    } else {
+      profile::GpuKernel k;
+      // "conv_kernel(float*, int) [115]": nvprof appends the launch's correlation id.
+      if (size_t b = name.rfind(" ["); b != std::string::npos && name.back() == ']')
+        name = name.substr(0, b);
+      k.name = name;
+      const char* g[3] = {"Grid X", "Grid Y", "Grid Z"};
+      const char* bl[3] = {"Block X", "Block Y", "Block Z"};
+      for (int a = 0; a < 3; ++a) {
+        k.grid[a] = static_cast<int32_t>(std::min<int64_t>(integer(g[a]), 1 << 30));
+        k.block[a] = static_cast<int32_t>(std::min<int64_t>(integer(bl[a]), 1 << 30));
+      }
+      k.registers_per_thread =
+          static_cast<int32_t>(std::min<int64_t>(integer("Registers Per Thread"), 1 << 16));
+      double smem = 0, scale = SizeScale(unit["Static SMem"]);
+      if (ParseDouble(row["Static SMem"], &smem) && std::isfinite(scale) && smem >= 0 &&
+          smem < 1e12)
+        k.static_shared_bytes = static_cast<int64_t>(smem * scale);
+      scale = SizeScale(unit["Dynamic SMem"]);
+      if (ParseDouble(row["Dynamic SMem"], &smem) && std::isfinite(scale) && smem >= 0 &&
+          smem < 1e12)
+        k.dynamic_shared_bytes = static_cast<int64_t>(smem * scale);
+      k.stream = stream;
+      k.start_ns = s_ns;
+      k.end_ns = e_ns;
+      k.correlation_id = corr;
+      if (p.gpu->device_name.empty()) p.gpu->device_name = row["Device"];
+      p.gpu->kernels.push_back(std::move(k));
+    }
+  }
+  if (table == Table::kNone)
+    return DataLoss(origin +
+                    ": no nvprof CSV table (\"Type\",\"Time(%)\",... or \"Start\","
+                    "\"Duration\",...); write it with nvprof --csv --log-file FILE");
+  if (p.ops.empty() && !p.gpu)
+    return DataLoss(origin + ": the nvprof table has no GPU activity rows");
+  if (!p.ops.empty())
+    p.meta.degradations.push_back(
+        "an nvprof summary holds totals over the whole run: one value "
+        "per kernel, no runs (use --print-gpu-trace for the timeline)");
+  return p;
+}
+
+}  // namespace
+
+namespace formats {
+extern const Format kFormat_nvprof = {"nvprof", "nvprof --csv (summary or --print-gpu-trace)",
+                                      Sniff, Parse};
+}  // namespace formats
+
+}  // namespace opscope::importers

@@ -1,0 +1,311 @@
+// ONNX Runtime's profiler output (SessionOptions.enable_profiling, `onnxruntime_perf_test -p`):
+// a JSON array of Chrome-trace "X" events.
+//
+//   {"cat":"Session", "name":"model_run", "ts":..., "dur":..., ...}       one per Run()
+//   {"cat":"Node", "name":"<node>_kernel_time", "ts", "dur", "args":{"op_name":"Conv",
+//    "provider":"CPUExecutionProvider", "input_type_shape":[{"float":[1,3,224,224]}, ...],
+//    "output_type_shape":[...], "node_index":"12", "thread_scheduling_stats":"..."}}
+//   {"cat":"Node", "name":"<node>_fence_before" / "_fence_after"}          older releases
+//   {"cat":"Kernel", "name":"<cuda kernel>", "args":{"op_name", "parent_name", "grid_x", ...}}
+//                                                                          CUDA EP kernels
+// Files from 2019 releases carry only "op_name" in args. Times are microseconds on the
+// profiler's clock (ts from the session start).
+//
+// Each node's `_kernel_time` events are summed per run; a run is the `model_run` event whose
+// interval holds the event's start (or, in files without model_run events, the node's k-th
+// occurrence). Rows are the ORT node names, which are the ONNX node names except for nodes
+// ORT's optimizers created ("<name>_nchwc", "ReorderInput_token_7", fused "Conv+Relu" nodes
+// named after their last node): the model join (--model) maps those back.
+//
+// Streamed (json_scan.h): one pass over the memory-mapped file, each event parsed on its own by
+// simdjson On Demand; memory is the rows and one small record per node event.
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "base/strings.h"
+#include "importers/importer.h"
+#include "importers/json_scan.h"
+
+namespace opscope::importers {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+int Sniff(std::string_view head, const std::string&) {
+  size_t i = 0;
+  while (i < head.size() && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+  if (i >= head.size() || head[i] != '[') return kSniffNo;
+  auto has = [&](std::string_view s) { return head.find(s) != std::string_view::npos; };
+  // ORT writes `"cat" : "Session"` (spaces around the colon); accept any spacing.
+  bool cat = has("\"cat\"");
+  if (!cat || !has("\"ph\"")) return kSniffNo;
+  if (has("_kernel_time") || has("\"model_loading_uri\"") || has("\"session_initialization\"") ||
+      has("\"model_run\""))
+    return kSniffCertain;
+  if (has("\"Session\"") || has("\"Node\"")) return kSniffLikely;
+  return kSniffNo;
+}
+
+struct NodeRow {
+  std::string name, op_type, provider;
+  std::vector<std::vector<int64_t>> in_shapes, out_shapes;
+  int64_t index = -1;
+  bool parallel = false;  // thread_scheduling_stats showed sub-threads
+};
+
+struct NodeEvent {
+  int32_t row;
+  double ts_us, dur_us;
+};
+
+// [{"float":[1,3,224,224]}, {"int64":[]}] -> shapes
+void ReadShapes(od::value v, std::vector<std::vector<int64_t>>* out) {
+  out->clear();
+  for (od::value entry : v.get_array()) {
+    std::vector<int64_t> dims;
+    for (auto field : entry.get_object()) {
+      for (od::value d : field.value().get_array()) {
+        int64_t x = 0;
+        if (d.get_int64().get(x) != simdjson::SUCCESS) {
+          double f = d.get_double();
+          // A dimension that is not a representable integer is unknown (0), not UB.
+          x = std::isfinite(f) && std::fabs(f) < 9e18 ? static_cast<int64_t>(f) : 0;
+        }
+        dims.push_back(x);
+      }
+      break;
+    }
+    out->push_back(std::move(dims));
+  }
+}
+
+double ReadNumber(od::value v) {
+  double d = 0;
+  if (v.get_double().get(d) == simdjson::SUCCESS) return d;
+  std::string_view s = v.get_string();  // some writers quote numbers
+  double x = 0;
+  if (!ParseDouble(s, &x)) return std::nan("");
+  return x;
+}
+
+StatusOr<profile::Profile> Parse(const Source& src) {
+  const std::string& origin = src.origin();
+  profile::Profile p = util::NewProfile("ort", origin);
+  std::vector<NodeRow> rows;
+  std::unordered_map<std::string, int32_t> by_name;
+  std::vector<NodeEvent> events;
+  std::vector<std::pair<double, double>> runs;  // model_run [ts, ts+dur) in µs
+  std::map<std::string, int> providers;
+  std::vector<profile::GpuKernel> kernels;
+  size_t n_events = 0, fences = 0, array_end = 0;
+  od::parser parser;
+  std::string_view text = src.bytes();
+  Status st = json::ForEachElement(
+      text, json::SkipSpace(text, 0), origin,
+      [&](std::string_view element, size_t) -> Status {
+        ++n_events;
+        auto at = [&] { return origin + ": event #" + std::to_string(n_events); };
+        return json::ParseElement(parser, element, at, [&](od::object& ev) -> Status {
+          std::string_view cat;
+          std::string name;
+          double ts = 0, dur = 0;
+          bool has_dur = false;
+          NodeRow args_row;
+          int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+          for (auto field : ev) {
+            std::string_view key = field.unescaped_key();
+            if (key == "cat") {
+              cat = field.value().get_string();
+            } else if (key == "name") {
+              name = std::string(std::string_view(field.value().get_string()));
+            } else if (key == "ts") {
+              ts = ReadNumber(field.value());
+            } else if (key == "dur") {
+              dur = ReadNumber(field.value());
+              has_dur = true;
+            } else if (key == "args") {
+              for (auto a : field.value().get_object()) {
+                std::string_view ak = a.unescaped_key();
+                if (ak == "op_name") {
+                  args_row.op_type = std::string(std::string_view(a.value().get_string()));
+                } else if (ak == "provider") {
+                  args_row.provider = std::string(std::string_view(a.value().get_string()));
+                } else if (ak == "input_type_shape") {
+                  ReadShapes(a.value(), &args_row.in_shapes);
+                } else if (ak == "output_type_shape") {
+                  ReadShapes(a.value(), &args_row.out_shapes);
+                } else if (ak == "node_index") {
+                  double d = ReadNumber(a.value());
+                  if (std::isfinite(d)) args_row.index = static_cast<int64_t>(d);
+                } else if (ak == "thread_scheduling_stats") {
+                  std::string_view s = a.value().get_string();
+                  size_t sub = s.find("\"sub_threads\"");
+                  args_row.parallel = sub != std::string_view::npos &&
+                                      s.find("\"thread_id\"", sub) != std::string_view::npos;
+                } else if (ak == "grid_x" || ak == "grid_y" || ak == "grid_z" || ak == "block_x" ||
+                           ak == "block_y" || ak == "block_z") {
+                  double d = ReadNumber(a.value());
+                  int32_t v = std::isfinite(d) && d >= 0 && d < 2e9 ? static_cast<int32_t>(d) : 0;
+                  int axis = ak.back() - 'x';
+                  (ak[0] == 'g' ? grid : block)[axis] = v;
+                }
+              }
+            }
+          }
+          // Messages are built only on error (this runs once per event).
+          auto where = [&] { return at() + " ('" + name + "')"; };
+          auto check = [&](double v, const char* what) -> Status {
+            if (std::isfinite(v) && v >= 0) return Status::Ok();
+            return util::CheckTime(v, where(), what);
+          };
+          if (cat == "Session" && name == "model_run") {
+            if (!has_dur) return DataLoss(where() + " has no \"dur\"");
+            OPSCOPE_RETURN_IF_ERROR(check(dur, "duration"));
+            OPSCOPE_RETURN_IF_ERROR(check(ts, "start"));
+            runs.push_back({ts, ts + dur});
+            return Status::Ok();
+          }
+          if (cat == "Kernel") {
+            OPSCOPE_RETURN_IF_ERROR(check(dur, "duration"));
+            OPSCOPE_RETURN_IF_ERROR(check(ts, "start"));
+            if (ts > 9e15 || dur > 9e15) return DataLoss(where() + ": time out of range");
+            profile::GpuKernel k;
+            k.name = name;
+            k.start_ns = static_cast<int64_t>(ts * 1000);
+            k.end_ns = k.start_ns + static_cast<int64_t>(dur * 1000);
+            for (int a = 0; a < 3; ++a) k.grid[a] = grid[a], k.block[a] = block[a];
+            kernels.push_back(std::move(k));
+            return Status::Ok();
+          }
+          if (cat != "Node") return Status::Ok();
+          std::string_view n(name);
+          if (EndsWith(n, "_fence_before") || EndsWith(n, "_fence_after")) {
+            ++fences;
+            return Status::Ok();
+          }
+          if (!EndsWith(n, "_kernel_time")) return Status::Ok();
+          if (!has_dur) return DataLoss(where() + " has no \"dur\"");
+          OPSCOPE_RETURN_IF_ERROR(check(dur, "duration"));
+          if (!std::isfinite(ts)) return DataLoss(where() + ": start is not finite");
+          std::string node(n.substr(0, n.size() - std::string_view("_kernel_time").size()));
+          // Releases that named unnamed nodes "" write "_kernel_time": name them as the engine
+          // does ("<op_type>_<node_index>").
+          if (node.empty())
+            node = (args_row.op_type.empty() ? std::string("node") : args_row.op_type) + "_" +
+                   (args_row.index >= 0 ? std::to_string(args_row.index) : std::string("?"));
+          auto [it, fresh] = by_name.emplace(node, static_cast<int32_t>(rows.size()));
+          if (fresh) {
+            args_row.name = node;
+            rows.push_back(std::move(args_row));
+          } else {
+            NodeRow& r = rows[it->second];
+            if (r.op_type.empty()) r.op_type = args_row.op_type;
+            if (r.provider.empty()) r.provider = args_row.provider;
+            if (r.in_shapes.empty()) r.in_shapes = std::move(args_row.in_shapes);
+            if (r.out_shapes.empty()) r.out_shapes = std::move(args_row.out_shapes);
+            r.parallel = r.parallel || args_row.parallel;
+          }
+          events.push_back({it->second, ts, dur});
+          return Status::Ok();
+        });
+      },
+      &array_end);
+  if (!st.ok()) return st;
+  if (json::SkipSpace(text, array_end) != text.size())
+    return DataLoss(origin + ": unexpected data after the event array (byte " +
+                    std::to_string(array_end) + ")");
+  if (rows.empty())
+    return DataLoss(origin +
+                    ": the ONNX Runtime profile has no node events (\"cat\":\"Node\", "
+                    "\"..._kernel_time\"): was the session run after profiling was enabled?");
+
+  // Runs: by model_run interval, else by occurrence.
+  std::sort(runs.begin(), runs.end());
+  size_t n_runs = runs.size();
+  std::vector<int> occurrence(rows.size(), 0);
+  int max_occ = 0;
+  for (const NodeEvent& e : events) max_occ = std::max(max_occ, ++occurrence[e.row]);
+  bool by_interval = n_runs > 0;
+  if (!by_interval) n_runs = static_cast<size_t>(max_occ);
+  std::vector<std::vector<double>> per_run(rows.size(), std::vector<double>(n_runs, 0.0));
+  std::fill(occurrence.begin(), occurrence.end(), 0);
+  size_t outside = 0;
+  for (const NodeEvent& e : events) {
+    size_t r = 0;
+    if (by_interval) {
+      auto it = std::upper_bound(runs.begin(), runs.end(), std::make_pair(e.ts_us, 1e300));
+      if (it == runs.begin() || e.ts_us > std::prev(it)->second) {
+        ++outside;
+        continue;
+      }
+      r = static_cast<size_t>(std::prev(it) - runs.begin());
+    } else {
+      r = static_cast<size_t>(occurrence[e.row]++);
+    }
+    per_run[e.row][r] += e.dur_us / 1000.0;
+  }
+  if (by_interval)
+    for (const auto& [a, b] : runs) p.e2e.runs_ms.push_back((b - a) / 1000.0);
+  p.meta.runs = static_cast<int>(n_runs);
+  if (outside)
+    p.meta.degradations.push_back(std::to_string(outside) +
+                                  " node events lie outside every model_run and are not counted");
+  if (!by_interval)
+    p.meta.degradations.push_back(
+        "no model_run events: runs are counted by each node's "
+        "occurrences, and there are no end-to-end times");
+  if (fences)
+    p.meta.extra["ort.fence_events"] = std::to_string(fences) + " (synchronization, not counted)";
+
+  // Rows in ORT's execution order (node_index when every row has one, else first appearance).
+  std::vector<size_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  bool all_indexed = std::all_of(rows.begin(), rows.end(), [](auto& r) { return r.index >= 0; });
+  if (all_indexed)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return rows[a].index < rows[b].index; });
+  int parallel = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    NodeRow& r = rows[order[k]];
+    profile::OpRecord op;
+    op.name = r.name;
+    op.op_type = r.op_type.empty() ? "?" : r.op_type;
+    op.index = static_cast<int>(k);
+    op.input_shapes = std::move(r.in_shapes);
+    op.output_shapes = std::move(r.out_shapes);
+    op.runs_ms = std::move(per_run[order[k]]);
+    op.step = r.name;
+    op.attribution =
+        "measured by ONNX Runtime" + (r.provider.empty() ? "" : " (" + r.provider + ")");
+    if (!r.provider.empty()) ++providers[r.provider];
+    parallel += r.parallel;
+    p.ops.push_back(std::move(op));
+  }
+  std::vector<std::string> prov;
+  for (const auto& [name, n] : providers) prov.push_back(name + ":" + std::to_string(n));
+  if (!prov.empty()) p.meta.extra["ort.providers"] = Join(prov, " ");
+  if (parallel) p.meta.extra["ort.parallel_nodes"] = std::to_string(parallel);
+  if (providers.empty() && rows.size())
+    p.meta.extra["ort.layout"] =
+        "args with op_name only (ONNX Runtime 1.x before shapes were "
+        "recorded): no shapes or providers";
+  if (!kernels.empty()) {
+    p.gpu.emplace();
+    p.gpu->kernels = std::move(kernels);
+  }
+  return p;
+}
+
+}  // namespace
+
+namespace formats {
+extern const Format kFormat_ort = {"ort", "ONNX Runtime profiler JSON (enable_profiling)", Sniff,
+                                   Parse};
+}  // namespace formats
+
+}  // namespace opscope::importers

@@ -1,0 +1,154 @@
+// `opscope import` end to end, per format: import (with the model join where the format has
+// per-layer rows), then `report` and `diff` on the foreign file directly and on the import.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_util.h"
+
+namespace opscope::testing {
+namespace {
+
+std::string Data(const std::string& f) {
+  return std::string(OPSCOPE_SOURCE_DIR) + "/src/importers/testdata/" + f;
+}
+std::string Model() { return std::string(OPSCOPE_SOURCE_DIR) + "/models/bev_demo.onnx"; }
+
+nlohmann::json Load(const std::string& path) {
+  return nlohmann::json::parse(ReadAll(path), nullptr, false);
+}
+
+struct Case {
+  const char* file;
+  const char* format;
+  bool join;
+};
+
+class ImportCli : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ImportCli, ImportsReportsAndDiffs) {
+  const Case& c = GetParam();
+  std::string dir = TempDir();
+  std::string out = dir + "/a.json";
+  std::vector<std::string> argv = {OpscopeBinary(), "import", Data(c.file), "-o", out};
+  if (c.join) {
+    argv.push_back("--model");
+    argv.push_back(Model());
+    argv.push_back("--device");
+    argv.push_back("orin-nx");
+  }
+  CommandResult r = RunCommand(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(std::string("(") + c.format + ")"), std::string::npos) << r.out;
+  nlohmann::json j = Load(out);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["schema"], "opscope.profile/1");
+  EXPECT_EQ(j["meta"]["kind"], std::string("import/") + c.format);
+  if (c.join) {
+    EXPECT_NE(r.out.find("model join:"), std::string::npos) << r.out;
+    EXPECT_EQ(j["meta"]["extra"]["machine.method"], "device table: orin-nx (data-sheet peaks)");
+  }
+  // report reads both the foreign file (detected by content) and the import.
+  CommandResult rep = RunCommand({OpscopeBinary(), "report", Data(c.file)});
+  EXPECT_EQ(rep.exit_code, 0) << rep.err;
+  CommandResult rep2 = RunCommand({OpscopeBinary(), "report", out});
+  EXPECT_EQ(rep2.exit_code, 0) << rep2.err;
+  // diff of the foreign file against its own import: nothing changed.
+  CommandResult d =
+      RunCommand({OpscopeBinary(), "diff", Data(c.file), Data(c.file), "--format", "json"});
+  if (std::string(c.format) == "perf-script" || std::string(c.format) == "nsys" ||
+      std::string(c.file) == "nvprof_trace.csv") {
+    // No per-op rows: diff has nothing per node but must not fail.
+    EXPECT_EQ(d.exit_code, 0) << d.err;
+  } else {
+    ASSERT_EQ(d.exit_code, 0) << d.err;
+    nlohmann::json dj = nlohmann::json::parse(d.out, nullptr, false);
+    ASSERT_FALSE(dj.is_discarded()) << d.out;
+    for (const auto& n : dj["nodes"]) EXPECT_EQ(n["delta_ms"].get<double>(), 0.0) << n.dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, ImportCli,
+                         ::testing::Values(Case{"ort_bev_all.json", "ort", true},
+                                           Case{"ort_2019.json", "ort", false},
+                                           Case{"trt8_bev.json", "tensorrt", true},
+                                           Case{"trt7_bev.json", "tensorrt", true},
+                                           Case{"perf_script_python.txt", "perf-script", false},
+                                           Case{"nsys_small.sqlite", "nsys", false},
+                                           Case{"pytorch_gpu.json", "pytorch", false},
+                                           Case{"tflite_v2.txt", "tflite", true},
+                                           Case{"tflite_v1.txt", "tflite", false},
+                                           Case{"armnn_cpuacc.json", "armnn", true},
+                                           Case{"armnn_executenetwork_gpuacc.log", "armnn", false},
+                                           Case{"nvprof_summary.csv", "nvprof", false},
+                                           Case{"nvprof_trace.csv", "nvprof", false},
+                                           Case{"nsys_stats_sum.csv", "nsys-stats", false}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           std::string s = i.param.file;
+                           for (char& ch : s)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+TEST(ImportCliDiff, TwoRuntimesOfTheSameModelNodeByNode) {
+  std::string dir = TempDir();
+  CommandResult a = RunCommand({OpscopeBinary(), "import", Data("ort_bev_basic.json"), "--model",
+                                Model(), "-o", dir + "/ort.json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  CommandResult b =
+      RunCommand({OpscopeBinary(), "import", Data("trt8_bev.json"), "--layer-info",
+                  Data("trt8_bev_layers.json"), "--model", Model(), "-o", dir + "/trt.json"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  CommandResult d = RunCommand(
+      {OpscopeBinary(), "diff", dir + "/ort.json", dir + "/trt.json", "--format", "json"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  nlohmann::json dj = nlohmann::json::parse(d.out, nullptr, false);
+  ASSERT_FALSE(dj.is_discarded());
+  int changed = 0;
+  for (const auto& n : dj["nodes"]) changed += n["change"] == "changed";
+  EXPECT_GE(changed, 20) << d.out;  // the ONNX nodes both runtimes ran
+}
+
+TEST(ImportCliErrors, OneLineAndNonZeroExit) {
+  std::string dir = TempDir();
+  struct Bad {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const Bad bad[] = {
+      {{"import", Data("ort_2019.json"), "--model", Model(), "-o", dir + "/x.json"},
+       "is this the model"},
+      {{"import", Data("trt8_bev.json"), "--layer-info", Data("trt8_names_only.json"), "-o",
+        dir + "/x.json"},
+       "another engine"},
+      {{"import", Data("trt8_bev_layers.json"), "-o", dir + "/x.json"}, "--layer-info"},
+      {{"import", Data("ort_2019.json"), "--layer-info", Data("trt8_bev_layers.json"), "-o",
+        dir + "/x.json"},
+       "TensorRT's"},
+      {{"import", Data("ort_2019.json"), "--from", "nope", "-o", dir + "/x.json"},
+       "unknown format"},
+      {{"import", Data("ort_2019.json"), "--device", "pdp11", "-o", dir + "/x.json"},
+       "not in the table"},
+      {{"import", Data("make_nsys_fixture.py"), "-o", dir + "/x.json"},
+       "not a format opscope can import"},
+  };
+  for (const Bad& b : bad) {
+    std::vector<std::string> argv = {OpscopeBinary()};
+    argv.insert(argv.end(), b.args.begin(), b.args.end());
+    CommandResult r = RunCommand(argv);
+    EXPECT_NE(r.exit_code, 0) << b.args[1];
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << r.err;
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+  }
+  // A truncated file through report: one line.
+  std::string text = ReadAll(Data("pytorch_gpu.json"));
+  std::string cut = dir + "/cut.json";
+  RunShell("head -c " + std::to_string(text.size() / 2) + " '" + Data("pytorch_gpu.json") + "' > " +
+           cut);
+  CommandResult r = RunCommand({OpscopeBinary(), "report", cut});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace opscope::testing
