@@ -299,7 +299,7 @@ TEST(RunCli, CrashedProgramKeepsItsClosedRangesAndIsCalledCrashed) {
   for (const std::string how : {"crash", "abort", "overflow", "overflow-thread"}) {
     std::string err;
     auto p = RunJson("-- sh -c 'ulimit -c 0; exec " + Bin("run_signal_app") + " " + how + "'",
-                     &err, 128 + (how == "crash" ? SIGSEGV : SIGABRT));
+                     &err, 128 + (how == "abort" ? SIGABRT : SIGSEGV));
     EXPECT_EQ(CountRanges(p, "frame"), 3) << how << "\n" << err;
     EXPECT_EQ(CountRanges(p, "doomed"), 1) << how << ": the open range ends at the crash";
     if (how == "overflow-thread") EXPECT_EQ(CountRanges(p, "thread_frame"), 1) << err;

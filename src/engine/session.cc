@@ -45,6 +45,15 @@
 namespace opscope::engine {
 namespace {
 
+// A subgraph value declared as a sequence, map or optional. A value with no type or an empty
+// TypeProto (exporters leave branch outputs untyped, and shape inference does not run on
+// subgraphs that hold a conv or pool: load_checks.h) is not refused: its kernel checks the
+// tensor it gets.
+bool NonTensorType(const onnx::ValueInfoProto& vi) {
+  return vi.has_type() && vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET &&
+         !vi.type().has_tensor_type();
+}
+
 constexpr int kMinOpset = 1;   // 7-21 is the supported range; older models run where kernels allow
 constexpr int kMaxOpset = 21;
 constexpr size_t kMaxAllocBytes = size_t{1} << 36;
@@ -805,7 +814,7 @@ Status SessionImpl::BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const
   };
   for (const auto& in : g.input()) {
     if (inits.count(in.name())) continue;  // IR < 4: initializers listed as inputs
-    if (in.has_type() && !in.type().has_tensor_type())
+    if (NonTensorType(in))
       return Unsupported(where + ": input '" + in.name() +
                          "' is not a tensor (sequences, maps and optionals are not supported)");
     if (scope->names.count(in.name()))
@@ -818,7 +827,7 @@ Status SessionImpl::BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const
   }
   OPSCOPE_RETURN_IF_ERROR(BuildNodes(g, scope, name + "/", sg));
   for (const auto& out : g.output()) {
-    if (out.has_type() && !out.type().has_tensor_type())
+    if (NonTensorType(out))
       return Unsupported(where + ": output '" + out.name() +
                          "' is not a tensor (sequences, maps and optionals are not supported)");
     int id = Lookup(scope, out.name());

@@ -78,8 +78,12 @@ std::string Dump(const profile::Profile& p) {
   return out;
 }
 
+// The checkout's path is written as $SRC, so that the goldens hold in any clone.
 void Golden(const std::string& fixture, const profile::Profile& p) {
-  opscope::testing::ExpectMatchesGolden(Data("golden/" + fixture + ".txt"), Dump(p));
+  std::string text = Dump(p);
+  const std::string src = OPSCOPE_SOURCE_DIR;
+  for (size_t at; (at = text.find(src)) != std::string::npos;) text.replace(at, src.size(), "$SRC");
+  opscope::testing::ExpectMatchesGolden(Data("golden/" + fixture + ".txt"), text);
 }
 
 // --- ONNX Runtime ---
