@@ -223,6 +223,80 @@ void LinearPass(const float* in, float* out, const std::vector<int64_t>& shape, 
   });
 }
 
+// Bilinear resizing of the last two axes in ONNX Runtime's arithmetic. ORT's kernel, the one
+// exported models are checked against, maps output coordinates to the input in float, takes the
+// weights as float distances to the two neighbours (0.5 each where both are the same pixel at an
+// edge) and sums the four products in one expression; the separable passes above round
+// differently in the last bit. A model that re-quantizes after a Resize (DynamicQuantizeLinear)
+// turns such a bit into a whole quantization step, and 100 layers of that into a different
+// result, so this case follows ORT's order exactly.
+struct Bilinear1D {
+  std::vector<int64_t> i1, i2;
+  std::vector<float> d1, d2;  // |x - i1|, |x - i2|
+};
+
+bool BilinearOrtApplies(const Params& p, const std::vector<AxisPlan>& plans) {
+  const size_t r = plans.size();
+  // antialias=1 changes nothing when upscaling (downscaling with it is refused before this).
+  if (p.mode != Mode::kLinear || r < 2) return false;
+  if (p.coord != Coord::kHalfPixel && p.coord != Coord::kAsymmetric &&
+      p.coord != Coord::kPytorchHalfPixel && p.coord != Coord::kAlignCorners)
+    return false;
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (!plans[d].identity || plans[d].in != plans[d].out) return false;
+  return !plans[r - 1].identity || !plans[r - 2].identity;
+}
+
+// `scale` as ORT holds it: the scales input as given, or float(out) / float(in) from sizes.
+Bilinear1D PlanBilinearOrt(const Params& p, int64_t in, int64_t out, float scale) {
+  Bilinear1D b;
+  b.i1.resize(out);
+  b.i2.resize(out);
+  b.d1.resize(out);
+  b.d2.resize(out);
+  const float fin = static_cast<float>(in), fout = static_cast<float>(out);
+  for (int64_t x = 0; x < out; ++x) {
+    const float xr = static_cast<float>(x);
+    float xo = xr;
+    if (scale != 1.0f) {
+      switch (p.coord) {
+        case Coord::kHalfPixel: xo = ((xr + 0.5f) / scale) - 0.5f; break;
+        case Coord::kAsymmetric: xo = xr / scale; break;
+        case Coord::kPytorchHalfPixel: xo = fout > 1 ? (xr + 0.5f) / scale - 0.5f : 0.0f; break;
+        default: xo = fout == 1 ? 0 : xr * (fin - 1) / (fout - 1); break;  // align_corners
+      }
+    }
+    xo = std::max(0.0f, std::min(xo, fin - 1));
+    const int64_t i1 = std::min(static_cast<int64_t>(xo), in - 1);
+    const int64_t i2 = std::min(i1 + 1, in - 1);
+    b.i1[x] = i1;
+    b.i2[x] = i2;
+    b.d1[x] = i1 == i2 ? 0.5f : std::fabs(xo - static_cast<float>(i1));
+    b.d2[x] = i1 == i2 ? 0.5f : std::fabs(xo - static_cast<float>(i2));
+  }
+  return b;
+}
+
+void BilinearOrt(const float* in, float* out, int64_t planes, int64_t h, int64_t w,
+                 const Bilinear1D& ys, const Bilinear1D& xs) {
+  const int64_t oh = static_cast<int64_t>(ys.i1.size()), ow = static_cast<int64_t>(xs.i1.size());
+  ParallelFor(planes * oh, ow * 8, [&](int64_t b, int64_t e) {
+    for (int64_t it = b; it < e; ++it) {
+      const int64_t plane = it / oh, y = it - plane * oh;
+      const float* row1 = in + (plane * h + ys.i1[y]) * w;
+      const float* row2 = in + (plane * h + ys.i2[y]) * w;
+      const float dy1 = ys.d1[y], dy2 = ys.d2[y];
+      float* dst = out + it * ow;
+      for (int64_t x = 0; x < ow; ++x) {
+        const float dx1 = xs.d1[x], dx2 = xs.d2[x];
+        const float x11 = row1[xs.i1[x]], x21 = row1[xs.i2[x]];
+        const float x12 = row2[xs.i1[x]], x22 = row2[xs.i2[x]];
+        dst[x] = dx2 * dy2 * x11 + dx1 * dy2 * x21 + dx2 * dy1 * x12 + dx1 * dy1 * x22;
+      }
+    }
+  });
+}
+
 // The order of the separable passes that moves the fewest elements, counting a last-axis pass
 // (scalar gathers) three times a vectorized inner-axis pass.
 std::vector<int> PassOrder(const std::vector<int64_t>& in_shape, const std::vector<AxisPlan>& plans) {
@@ -290,6 +364,19 @@ class ResizeKernel : public Kernel {
                           roi.empty() ? 1 : roi[d + r]);
     if (p_.mode == Mode::kNearest) {
       NearestGather(*x, y, plans);
+      return Status::Ok();
+    }
+    if (BilinearOrtApplies(p_, plans)) {
+      const int64_t h = x->dim(r - 2), w = x->dim(r - 1);
+      const int64_t oh = out_shape[r - 2], ow = out_shape[r - 1];
+      auto ort_scale = [&](int d, int64_t in, int64_t out) {
+        return sizes.empty() || p_.policy != Policy::kStretch
+                   ? static_cast<float>(scales[d])
+                   : static_cast<float>(out) / static_cast<float>(in);
+      };
+      BilinearOrt(x->data<float>(), y->data<float>(), x->numel() / (h * w), h, w,
+                  PlanBilinearOrt(p_, h, oh, ort_scale(r - 2, h, oh)),
+                  PlanBilinearOrt(p_, w, ow, ort_scale(r - 1, w, ow)));
       return Status::Ok();
     }
     std::vector<int> axes = PassOrder(x->shape(), plans);

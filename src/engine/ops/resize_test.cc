@@ -314,6 +314,67 @@ TEST(ResizeTest, AntialiasRunsWhereItChangesNothingAndOtherwiseNamesTheNode) {
   }
 }
 
+// Bilinear on the last two axes follows ONNX Runtime's arithmetic bit for bit (a quantized model
+// that re-quantizes after a Resize amplifies any last-bit difference: docs/corpus.md,
+// isnet_quint8). The twin below is ORT's expression written out naively: float coordinates,
+// weights as float distances (0.5 and 0.5 at an edge), the four products summed in that order.
+TEST(ResizeTest, BilinearMatchesOnnxRuntimesArithmeticExactly) {
+  auto twin = [](const Tensor& x, int64_t oh, int64_t ow, float sh, float sw, bool half_pixel) {
+    const int64_t n = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
+    std::vector<float> out(static_cast<size_t>(n * oh * ow));
+    auto coord = [&](int64_t o, float s, int64_t len, int64_t* i1, int64_t* i2, float* d1,
+                     float* d2) {
+      float c = static_cast<float>(o);
+      if (s != 1.0f) c = half_pixel ? ((c + 0.5f) / s) - 0.5f : c / s;
+      c = std::max(0.0f, std::min(c, static_cast<float>(len - 1)));
+      *i1 = std::min(static_cast<int64_t>(c), len - 1);
+      *i2 = std::min(*i1 + 1, len - 1);
+      *d1 = std::fabs(c - static_cast<float>(*i1));
+      *d2 = std::fabs(c - static_cast<float>(*i2));
+      if (*i1 == *i2) *d1 = *d2 = 0.5f;
+    };
+    const float* in = x.data<float>();
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          int64_t y1, y2, x1, x2;
+          float dy1, dy2, dx1, dx2;
+          coord(y, sh, h, &y1, &y2, &dy1, &dy2);
+          coord(xx, sw, w, &x1, &x2, &dx1, &dx2);
+          const float* b = in + p * h * w;
+          out[(p * oh + y) * ow + xx] = dx2 * dy2 * b[y1 * w + x1] + dx1 * dy2 * b[y1 * w + x2] +
+                                        dx2 * dy1 * b[y2 * w + x1] + dx1 * dy1 * b[y2 * w + x2];
+        }
+    return out;
+  };
+  Tensor roi(DataType::kFloat32, {0});
+  struct Case {
+    std::vector<int64_t> shape;
+    float sh, sw;
+    const char* coord;
+  };
+  for (const Case& c : {Case{{1, 3, 128, 128}, 2, 2, "half_pixel"},
+                        Case{{2, 5, 7, 13}, 3, 1.5f, "half_pixel"},
+                        Case{{1, 2, 9, 4}, 1, 4, "asymmetric"},
+                        Case{{1, 1, 16, 16}, 0.5f, 0.75f, "half_pixel"}}) {
+    Tensor x = RandomTensor(c.shape, 11);
+    Node n = MakeNode("Resize", 3, 1, 13);
+    n.attrs.Set("mode", StringAttr("linear"));
+    n.attrs.Set("coordinate_transformation_mode", StringAttr(c.coord));
+    Tensor scales = FloatTensor({4}, {1, 1, c.sh, c.sw});
+    auto got = RunKernel(n, {&x, &roi, &scales});
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    const int64_t oh = static_cast<int64_t>(std::floor(c.sh * c.shape[2]));
+    const int64_t ow = static_cast<int64_t>(std::floor(c.sw * c.shape[3]));
+    std::vector<float> want = twin(x, oh, ow, c.sh, c.sw, std::string(c.coord) == "half_pixel");
+    ASSERT_EQ((*got)[0].numel(), static_cast<int64_t>(want.size()));
+    const float* g = (*got)[0].data<float>();
+    int differ = 0;
+    for (size_t i = 0; i < want.size(); ++i) differ += g[i] != want[i];
+    EXPECT_EQ(differ, 0) << c.coord << " " << c.sh << "x" << c.sw;
+  }
+}
+
 TEST(ResizeTest, Opset18AxesAndKeepAspectRatioPolicy) {
   Tensor x = RandomTensor({2, 3, 4, 8}, 3);
   Tensor roi(DataType::kFloat32, {0});
