@@ -239,8 +239,10 @@ bool BilinearOrtApplies(const Params& p, const std::vector<AxisPlan>& plans) {
   const size_t r = plans.size();
   // antialias=1 changes nothing when upscaling (downscaling with it is refused before this).
   if (p.mode != Mode::kLinear || r < 2) return false;
+  // align_corners stays on the reference's mapping: with `scales` ONNX divides by the fractional
+  // output width (conformance data), ORT by the integral one.
   if (p.coord != Coord::kHalfPixel && p.coord != Coord::kAsymmetric &&
-      p.coord != Coord::kPytorchHalfPixel && p.coord != Coord::kAlignCorners)
+      p.coord != Coord::kPytorchHalfPixel)
     return false;
   for (size_t d = 0; d + 2 < r; ++d)
     if (!plans[d].identity || plans[d].in != plans[d].out) return false;
@@ -262,8 +264,7 @@ Bilinear1D PlanBilinearOrt(const Params& p, int64_t in, int64_t out, float scale
       switch (p.coord) {
         case Coord::kHalfPixel: xo = ((xr + 0.5f) / scale) - 0.5f; break;
         case Coord::kAsymmetric: xo = xr / scale; break;
-        case Coord::kPytorchHalfPixel: xo = fout > 1 ? (xr + 0.5f) / scale - 0.5f : 0.0f; break;
-        default: xo = fout == 1 ? 0 : xr * (fin - 1) / (fout - 1); break;  // align_corners
+        default: xo = fout > 1 ? (xr + 0.5f) / scale - 0.5f : 0.0f; break;  // pytorch_half_pixel
       }
     }
     xo = std::max(0.0f, std::min(xo, fin - 1));
