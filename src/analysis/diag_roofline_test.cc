@@ -171,6 +171,35 @@ TEST(DiagRoofline, OpsAboveTheCeilingsAreFlagged) {
   EXPECT_NE(found->suggestion.find("opscope machine"), std::string::npos);
 }
 
+// A fused post-op's time is a slice of its step's measured time, split by estimated cost: its
+// own rate proves nothing (the demo's fused Relu showed 237 GFLOP/s against a 205 GFLOP/s peak).
+// Only the step as a whole is judged, once, on its first node.
+TEST(DiagRoofline, FusedNodesAreJudgedByTheirStepAsAWhole) {
+  MachineCeilings c = Ceilings();
+  const double peak = c.PeakGflops(2);
+  auto fused = [](profile::OpRecord op, const std::string& step) {
+    op.status = "fused";
+    op.step = step;
+    return op;
+  };
+  profile::Profile p = MakeProfile({
+      // Step 'ok': 0.5 x peak as a whole, its Relu's slice at 10 x peak.
+      fused(MakeOp("conv", "Conv", 10, peak * 1e9 * 0.010 * 0.5, 1e6), "ok"),
+      fused(MakeOp("conv.relu", "Relu", 0.001, peak * 1e9 * 0.00001, 1e6), "ok"),
+      // Step 'fast': 3 x peak as a whole.
+      fused(MakeOp("conv2", "Conv", 1, peak * 1e9 * 0.001 * 3, 1e6), "fast"),
+      fused(MakeOp("conv2.relu", "Relu", 0.001, 1e3, 1e6), "fast"),
+  });
+  p.meta.threads = 2;
+  auto points = ComputeRoofline(p, c);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].above_roof, "");
+  EXPECT_EQ(points[1].above_roof, "") << "an estimated slice is no evidence";
+  EXPECT_NE(points[2].above_roof.find("its fused step 'fast' as a whole"), std::string::npos)
+      << points[2].above_roof;
+  EXPECT_EQ(points[3].above_roof, "") << "the step is reported once";
+}
+
 TEST(DiagRoofline, NothingAboveSaneCeilings) {
   auto points = ComputeRoofline(ClassesProfile(), Ceilings());
   for (const auto& pt : points) EXPECT_EQ(pt.above_roof, "") << pt.name;
