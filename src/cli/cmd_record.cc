@@ -136,25 +136,8 @@ class RecordCommandCli : public Command {
  private:
   // -p/-t/-a/-C: what to attach to, checked (processes exist, permissions) before anything opens.
   StatusOr<collect::ResolvedAttach> ResolveAttachOptions() {
-    const std::vector<int> online = collect::OnlineCpus();
-    if (!pids_.empty()) {
-      OPSCOPE_ASSIGN_OR_RETURN(attach_.pids, collect::ParsePidList(pids_, "-p"));
-    }
-    if (!tids_.empty()) {
-      OPSCOPE_ASSIGN_OR_RETURN(attach_.tids, collect::ParsePidList(tids_, "-t"));
-    }
-    if (!cpus_.empty()) {
-      OPSCOPE_ASSIGN_OR_RETURN(attach_.cpus, collect::ParseCpuList(cpus_, online));
-    }
-    if (attach_.any() && !command_.empty())
-      return InvalidArgument("give a command to run or -p/-t/-a/-C to attach, not both");
-    if (!attach_.any() && command_.empty())
-      return InvalidArgument("no command given: use `opscope record -- CMD [ARGS]` or attach with "
-                             "-p PID, -t TID, -a or -C CPUS");
-    if (!attach_.any() && attach_.duration_s > 0)
-      return InvalidArgument("--duration applies to -p/-t/-a/-C; a command runs until it exits");
-    if (!attach_.any()) return collect::ResolvedAttach{};
-    return collect::ResolveAttach(attach_, online);
+    return collect::ResolveAttachFlags(
+        {pids_, tids_, cpus_, !command_.empty(), "use `opscope record -- CMD [ARGS]`"}, &attach_);
   }
 
   static Status NothingWritten(const collect::RecordWriter& w) {

@@ -160,27 +160,13 @@ class StatCommand : public Command {
 
   // -p/-t/-a/-C: what to attach to, checked (processes exist, permissions) before anything opens.
   StatusOr<collect::ResolvedAttach> ResolveAttachOptions() {
-    const std::vector<int> online = collect::OnlineCpus();
-    if (!pids_.empty()) {
-      OPSCOPE_ASSIGN_OR_RETURN(attach_.pids, collect::ParsePidList(pids_, "-p"));
-    }
-    if (!tids_.empty()) {
-      OPSCOPE_ASSIGN_OR_RETURN(attach_.tids, collect::ParsePidList(tids_, "-t"));
-    }
-    if (!cpus_.empty()) {
-      OPSCOPE_ASSIGN_OR_RETURN(attach_.cpus, collect::ParseCpuList(cpus_, online));
-    }
-    if (attach_.any() && !command_.empty())
-      return InvalidArgument("give a command to run or -p/-t/-a/-C to attach, not both");
-    if (!attach_.any() && command_.empty())
-      return InvalidArgument("no command given: usage `opscope stat [-r N] [-e EVENTS] -- CMD "
-                             "[ARGS]`, or attach with -p PID, -t TID, -a or -C CPUS");
-    if (!attach_.any() && attach_.duration_s > 0)
-      return InvalidArgument("--duration applies to -p/-t/-a/-C; a command runs until it exits");
-    if (attach_.any() && repeat_ > 1)
+    auto resolved = collect::ResolveAttachFlags(
+        {pids_, tids_, cpus_, !command_.empty(),
+         "usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"},
+        &attach_);
+    if (resolved.ok() && attach_.any() && repeat_ > 1)
       return InvalidArgument("-r applies to a command opscope runs; an attached count is one run");
-    if (!attach_.any()) return collect::ResolvedAttach{};
-    return collect::ResolveAttach(attach_, online);
+    return resolved;
   }
 
   int repeat_ = 1;

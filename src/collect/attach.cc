@@ -124,6 +124,28 @@ bool ProcessAlive(pid_t pid) {
   return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
 }
 
+StatusOr<ResolvedAttach> ResolveAttachFlags(const AttachFlags& flags, AttachSpec* spec) {
+  const std::vector<int> online = OnlineCpus();
+  if (!flags.pids.empty()) {
+    OPSCOPE_ASSIGN_OR_RETURN(spec->pids, ParsePidList(flags.pids, "-p"));
+  }
+  if (!flags.tids.empty()) {
+    OPSCOPE_ASSIGN_OR_RETURN(spec->tids, ParsePidList(flags.tids, "-t"));
+  }
+  if (!flags.cpus.empty()) {
+    OPSCOPE_ASSIGN_OR_RETURN(spec->cpus, ParseCpuList(flags.cpus, online));
+  }
+  if (spec->any() && flags.have_command)
+    return InvalidArgument("give a command to run or -p/-t/-a/-C to attach, not both");
+  if (!spec->any() && !flags.have_command)
+    return InvalidArgument("no command given: " + flags.usage +
+                           ", or attach with -p PID, -t TID, -a or -C CPUS");
+  if (!spec->any() && spec->duration_s > 0)
+    return InvalidArgument("--duration applies to -p/-t/-a/-C; a command runs until it exits");
+  if (!spec->any()) return ResolvedAttach{};
+  return ResolveAttach(*spec, online);
+}
+
 StatusOr<ResolvedAttach> ResolveAttach(const AttachSpec& spec, const std::vector<int>& online) {
   ResolvedAttach r;
   if (spec.system_wide() && (!spec.pids.empty() || !spec.tids.empty()))

@@ -67,6 +67,20 @@ struct ResolvedAttach {
 // anything starts) and lists what to open. `online` is OnlineCpus() (a parameter for tests).
 StatusOr<ResolvedAttach> ResolveAttach(const AttachSpec& spec, const std::vector<int>& online);
 
+// The -p/-t/-C flags' text as a command line gives it, and whether a command follows `--`.
+struct AttachFlags {
+  std::string pids, tids, cpus;
+  bool have_command = false;
+  // "no command given: ..." completes with this, e.g. "use `opscope record -- CMD [ARGS]`".
+  std::string usage;
+};
+
+// What `stat`, `record` (and any command that can run or attach) share: parses the flags into
+// *spec (its all_cpus and duration_s already set from -a/--duration), refuses a command together
+// with an attach flag, neither of them, or --duration without attaching, and resolves the spec.
+// An empty ResolvedAttach (no tasks, no cpus) means "run the command".
+StatusOr<ResolvedAttach> ResolveAttachFlags(const AttachFlags& flags, AttachSpec* spec);
+
 enum class StopReason { kDuration, kSignal, kTargetsExited };
 // Blocks until --duration passed, opscope received a forwarded signal (`signals`, with no target
 // attached: nothing is forwarded), or (not system-wide) every attached process and thread has
