@@ -2,6 +2,8 @@
 // per-layer rows), then `report` and `diff` on the foreign file directly and on the import.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_util.h"
@@ -23,6 +25,8 @@ struct Case {
   const char* format;
   bool join;
 };
+// How GoogleTest (and CTest's test list) names a case: the fixture, not 24 raw bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.file << " (" << c.format << ")"; }
 
 class ImportCli : public ::testing::TestWithParam<Case> {};
 
