@@ -133,8 +133,15 @@ def main():
     ap.add_argument("--manifest",
                     default=os.path.join(oc.ROOT, "models", "corpus", "MANIFEST.tsv"))
     ap.add_argument("--markdown", help="write the results table here too")
+    ap.add_argument("--install-ort", action="store_true",
+                    help="only install onnxruntime-node into bench/ (CTest's ort_node fixture, so "
+                         "that the tests using it never run `npm install` side by side)")
     ap.add_argument("ids", nargs="*")
     a = ap.parse_args()
+    if a.install_ort:
+        why = ensure_ort()
+        print(f"SKIP: {why}" if why else "onnxruntime-node is installed in bench/")
+        return SKIP if why else 0
 
     rows = [r for r in read_manifest(a.manifest) if not a.ids or r["id"] in a.ids]
     present = [r for r in rows if os.path.isfile(os.path.join(a.models, r["id"] + ".onnx"))]

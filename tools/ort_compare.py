@@ -147,7 +147,13 @@ def run_opscope(binary, model_path, input_args, out_dir, no_fuse=False, timeout=
 
 
 def ort_available():
-    return os.path.isdir(os.path.join(ORT_MODULES, "onnxruntime-node"))
+    """True when onnxruntime-node is completely installed: its folder alone also exists while
+    `npm install` is still unpacking it."""
+    pkg = os.path.join(ORT_MODULES, "onnxruntime-node")
+    return (os.path.isfile(os.path.join(pkg, "package.json"))
+            and os.path.isfile(os.path.join(pkg, "dist", "index.js"))
+            and any(f == "onnxruntime_binding.node"
+                    for _, _, files in os.walk(os.path.join(pkg, "bin")) for f in files))
 
 
 ORT_MODULES = os.environ.get("ORT_NODE_MODULES", os.path.join(ROOT, "bench", "node_modules"))
