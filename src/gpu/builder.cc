@@ -100,7 +100,7 @@ template <typename Degrade>
 void JoinKernelMetrics(const DecodedTrace& t, size_t first, profile::GpuSection* g, Degrade degrade,
                        const std::string& who) {
   for (const trace::MetricsConfigRecord& c : t.metrics_configs)
-    g->metrics_passes = std::max<int32_t>(g->metrics_passes, static_cast<int32_t>(std::min<uint32_t>(c.passes, 1 << 20)));
+    g->metrics_passes = std::max<int32_t>(g->metrics_passes, static_cast<int32_t>(std::min<uint32_t>(uint32_t{c.passes}, 1 << 20)));
   if (!t.metrics_configs.empty())
     degrade(who + ": --metrics replayed every kernel " + std::to_string(g->metrics_passes) +
             " time(s) to collect its counters: kernel times, GPU idle time and wall time are not "
@@ -297,7 +297,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     out.api = a.domain == trace::kRuntimeApi ? "runtime" : "driver";
     out.tid = static_cast<int32_t>(a.tid);
     out.start_ns = Ts(a.start_ns, shift);
-    out.end_ns = Ts(std::max(a.end_ns, a.start_ns), shift);
+    out.end_ns = Ts(std::max(int64_t{a.end_ns}, int64_t{a.start_ns}), shift);
     out.correlation_id = a.correlation;
     last_ts = std::max(last_ts, out.end_ns);
     g.api_calls.push_back(out);
@@ -384,7 +384,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
       out.content_sampled = content->second->sampled != 0;
     }
     out.kind = MemcpyKindName(m.copy_kind);
-    out.bytes = static_cast<int64_t>(std::min<uint64_t>(m.bytes, kMaxBytes));
+    out.bytes = static_cast<int64_t>(std::min<uint64_t>(uint64_t{m.bytes}, kMaxBytes));
     uint8_t host_side = m.copy_kind == trace::kHtoD || m.copy_kind == trace::kHtoA ? m.src_kind
                         : m.copy_kind == trace::kDtoH || m.copy_kind == trace::kAtoH ? m.dst_kind
                         : m.copy_kind == trace::kHtoH ? (m.src_kind == trace::kMemPageable ? m.src_kind : m.dst_kind)
@@ -393,7 +393,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     out.device = static_cast<int32_t>(m.device);
     out.stream = static_cast<int32_t>(m.stream);
     out.start_ns = Ts(m.start_ns, shift);
-    out.end_ns = Ts(std::max(m.end_ns, m.start_ns), shift);
+    out.end_ns = Ts(std::max(int64_t{m.end_ns}, int64_t{m.start_ns}), shift);
     out.correlation_id = m.correlation;
     out.async = m.async != 0;
     out.range = attribute(m.correlation, m.runtime_correlation, &out.tid);
@@ -401,11 +401,11 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   }
   for (const trace::MemsetRecord& m : t.memsets) {
     profile::GpuMemset out;
-    out.bytes = static_cast<int64_t>(std::min<uint64_t>(m.bytes, kMaxBytes));
+    out.bytes = static_cast<int64_t>(std::min<uint64_t>(uint64_t{m.bytes}, kMaxBytes));
     out.device = static_cast<int32_t>(m.device);
     out.stream = static_cast<int32_t>(m.stream);
     out.start_ns = Ts(m.start_ns, shift);
-    out.end_ns = Ts(std::max(m.end_ns, m.start_ns), shift);
+    out.end_ns = Ts(std::max(int64_t{m.end_ns}, int64_t{m.start_ns}), shift);
     out.correlation_id = m.correlation;
     g.memsets.push_back(out);
   }
@@ -414,7 +414,7 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     out.type = SyncTypeName(s.type);
     out.stream = static_cast<int32_t>(s.stream);
     out.start_ns = Ts(s.start_ns, shift);
-    out.end_ns = Ts(std::max(s.end_ns, s.start_ns), shift);
+    out.end_ns = Ts(std::max(int64_t{s.end_ns}, int64_t{s.start_ns}), shift);
     out.correlation_id = s.correlation;
     auto it = launches.find(s.correlation);
     if (it != launches.end()) out.tid = static_cast<int32_t>(it->second.tid);

@@ -408,6 +408,9 @@ class SplitKernel : public Kernel {
     int64_t sum = 0;
     for (int64_t s : split) {
       if (s < 0) return NodeError(node_, "negative split size");
+      if (s > len - sum)  // also keeps the sum from overflowing
+        return NodeError(node_, "split sizes sum to more than the axis length " +
+                                    std::to_string(len));
       sum += s;
     }
     if (sum != len)

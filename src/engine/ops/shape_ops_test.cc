@@ -3,6 +3,8 @@
 // opset variants (attributes that became inputs), naive twins on random odd shapes, bad input.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include <cstring>
 #include <random>
 
@@ -270,6 +272,13 @@ TEST(SplitTest, OpsetVariants) {
   EXPECT_FALSE(RunKernel(MakeNode("Split", 1, 4, 13), {&x}).ok());  // 6 not divisible by 4
   Tensor bad = IntTensor({2}, {4, 1});
   EXPECT_FALSE(RunKernel(MakeNode("Split", 2, 2, 13), {&x, &bad}).ok());
+  // Sizes whose sum overflows int64 (a fuzz finding: UBSan signed overflow, and a wrapped sum
+  // could equal the axis length) are refused before they are added up.
+  Tensor huge = IntTensor({2}, {INT64_MAX - 2, 9});
+  auto h = RunKernel(MakeNode("Split", 2, 2, 13), {&x, &huge});
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("more than the axis length 6"), std::string::npos)
+      << h.status().message();
 }
 
 // ------------------------------------------------------------------ Slice
