@@ -41,7 +41,8 @@ const std::set<std::string> kPools = {"MaxPool", "AveragePool", "LpPool", "MaxUn
 // input's rank unchecked (convPoolShapeInference, convTransposeShapeInference, maxUnpool): their
 // inputs' ranks must be checked before libonnx infers them.
 bool RankSensitive(const onnx::NodeProto& n) {
-  return DefaultDomain(n) && (kConvs.count(n.op_type()) > 0 || kPools.count(n.op_type()) > 0);
+  return DefaultDomain(n) && (kConvs.count(n.op_type()) > 0 || kPools.count(n.op_type()) > 0 ||
+                              n.op_type() == "LayerNormalization");
 }
 
 // True when a subgraph of `n` (If/Loop/Scan bodies, at any depth) holds a rank-sensitive node.
@@ -90,6 +91,22 @@ Status CheckNode(const onnx::NodeProto& n, int index, const RankMap& ranks,
     if (!seen.insert(a.name()).second)
       return InvalidArgument(where + ": attribute '" + a.name() + "' is given twice");
   if (!DefaultDomain(n)) return Status::Ok();
+  if (op == "LayerNormalization") {
+    // libonnx 1.12's inference normalises `axis` by X's rank and indexes X's dims with it
+    // unchecked: a scalar X (axis -1 + 0) is a SEGV there (a model_struct_fuzz finding).
+    auto it = n.input_size() > 0 ? ranks.find(n.input(0)) : ranks.end();
+    if (it == ranks.end()) return Status::Ok();
+    const int64_t r = it->second;
+    int64_t axis = -1;
+    for (const auto& a : n.attribute())
+      if (a.name() == "axis") axis = a.i();
+    if (r == 0) return InvalidArgument(where + ": input X is a scalar; it needs rank >= 1");
+    if (axis < -r || axis >= r)
+      return InvalidArgument(where + ": attribute axis = " + std::to_string(axis) +
+                             " is outside [-" + std::to_string(r) + ", " + std::to_string(r) +
+                             ") for X of rank " + std::to_string(r));
+    return Status::Ok();
+  }
   const bool conv = kConvs.count(op) > 0, pool = kPools.count(op) > 0;
   const bool block = op == "DepthToSpace" || op == "SpaceToDepth";
   if (!conv && !pool && !block) return Status::Ok();
