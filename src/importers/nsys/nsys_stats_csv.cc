@@ -17,6 +17,7 @@
 
 #include "base/strings.h"
 #include "importers/csv.h"
+#include "importers/gpu_rows.h"
 #include "importers/importer.h"
 
 namespace opscope::importers {
@@ -111,17 +112,10 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       if (name.empty()) return DataLoss(where + ": a row without a name");
       if (seen.count(name)) continue;
       seen[name] = p.ops.size();
-      profile::OpRecord op;
-      op.name = name;
-      op.op_type = StartsWith(name, "[CUDA memcpy")   ? "memcpy"
-                   : StartsWith(name, "[CUDA memset") ? "memset"
-                                                      : "kernel";
-      op.index = static_cast<int>(p.ops.size());
-      op.runs_ms = {total / 1e6};
-      op.step = name;
-      op.attribution = "nsys stats total over " + std::to_string(static_cast<int64_t>(count)) +
-                       " instances (average " + HumanMs(avg / 1e6) + ")";
-      p.ops.push_back(std::move(op));
+      p.ops.push_back(GpuTotalOp(name, static_cast<int>(p.ops.size()), total / 1e6,
+                                 "nsys stats total over " +
+                                     std::to_string(static_cast<int64_t>(count)) +
+                                     " instances (average " + HumanMs(avg / 1e6) + ")"));
       continue;
     }
     double start = 0, dur = 0, corr = 0, strm = 0, bytes_mb = 0;
@@ -135,17 +129,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     const int64_t s = static_cast<int64_t>(start), e = s + static_cast<int64_t>(dur);
     if (StartsWith(name, "[CUDA memcpy")) {
       profile::GpuMemcpy m;
-      // "[CUDA memcpy HtoD]" (older) or "[CUDA memcpy Host-to-Device]" (2023+).
-      const std::pair<const char*, const char*> kinds[] = {{"HtoD", "Host-to-Device"},
-                                                           {"DtoH", "Device-to-Host"},
-                                                           {"DtoD", "Device-to-Device"},
-                                                           {"HtoH", "Host-to-Host"},
-                                                           {"PtoP", "Peer-to-Peer"}};
-      for (const auto& [k, longer] : kinds)
-        if (name.find(k) != std::string::npos || name.find(longer) != std::string::npos) m.kind = k;
+      m.kind = CopyKindFromName(name);
       m.pageable = c_src_kind >= 0 && Trim(f[c_src_kind]) == "Pageable";
       if (c_dst_kind >= 0 && Trim(f[c_dst_kind]) == "Pageable") m.pageable = true;
-      if (m.kind.empty()) m.kind = "other";
       if (c_bytes >= 0 && ParseDouble(Trim(f[c_bytes]), &bytes_mb) && bytes_mb >= 0 &&
           bytes_mb < 1e9)
         m.bytes = static_cast<int64_t>(bytes_mb * 1e6);  // nsys's MB are 10^6 bytes

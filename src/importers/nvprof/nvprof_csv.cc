@@ -21,6 +21,7 @@
 
 #include "base/strings.h"
 #include "importers/csv.h"
+#include "importers/gpu_rows.h"
 #include "importers/importer.h"
 
 namespace opscope::importers {
@@ -115,17 +116,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       if (name.empty()) return DataLoss(where + ": a row without a Name");
       if (rows_by_name.count(name)) continue;
       rows_by_name[name] = p.ops.size();
-      profile::OpRecord op;
-      op.name = name;
-      op.op_type = StartsWith(name, "[CUDA memcpy")   ? "memcpy"
-                   : StartsWith(name, "[CUDA memset") ? "memset"
-                                                      : "kernel";
-      op.index = static_cast<int>(p.ops.size());
-      op.runs_ms = {total};
-      op.step = name;
-      op.attribution =
-          "nvprof total over " + row["Calls"] + " calls (average " + HumanMs(avg) + ")";
-      p.ops.push_back(std::move(op));
+      p.ops.push_back(GpuTotalOp(name, static_cast<int>(p.ops.size()), total,
+                                 "nvprof total over " + row["Calls"] + " calls (average " +
+                                     HumanMs(avg) + ")"));
       continue;
     }
     // GPU trace.
@@ -141,9 +134,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     uint32_t corr = static_cast<uint32_t>(integer("Correlation_ID"));
     if (StartsWith(name, "[CUDA memcpy")) {
       profile::GpuMemcpy m;
-      for (const char* k : {"HtoD", "DtoH", "DtoD", "HtoH", "PtoP"})
-        if (name.find(k) != std::string::npos) m.kind = k;
-      if (m.kind.empty()) m.kind = "other";
+      m.kind = CopyKindFromName(name);
       double size = 0, scale = SizeScale(unit["Size"]);
       if (ParseDouble(row["Size"], &size) && std::isfinite(scale) && size >= 0 && size < 1e15)
         m.bytes = static_cast<int64_t>(size * scale);
