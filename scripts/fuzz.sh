@@ -3,6 +3,7 @@
 # every fuzz target for SECONDS each (default 60), one worker each, one after the other.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   FUZZ_RUNS=10000000 scripts/fuzz.sh 14400 model_fuzz   (stop at 10 M executions or 4 h)
 #
 # Each target starts from its seeds (tests/fuzz_corpus/<target>/ plus the repository's models for
 # the model fuzzers) and keeps what it finds in build/fuzz/corpus/<target>/ between runs; a crash
@@ -54,7 +55,7 @@ while read -r name path; do
   rc=0
   # shellcheck disable=SC2046
   # In-process, one worker (-jobs/-workers would fork a child that logs to ./fuzz-N.log).
-  "$path" -max_total_time="$seconds" -print_final_stats=1 \
+  "$path" -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 \
     -max_len="$(max_len_for "$name")" -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$artifacts" "$corpus" $(seeds_for "$name" | tr ' ' '\n' | sort -u | \
     while read -r d; do [ -d "$d" ] && echo "$d"; done) >"$log" 2>&1 || rc=$?
