@@ -229,7 +229,7 @@ TEST(ControlFlow, SubgraphNodesAreStepsNamedAfterTheirParentAndNestInsideIt) {
 
 // Loop: M = trip count, cond from the body (stop when the sum exceeds a limit), one carried
 // value (running sum), one scan output (each partial sum), and the iteration number used.
-GraphProto LoopGraph(bool with_cond_stop) {
+GraphProto LoopGraph(bool with_cond_stop, bool scan_shaped = true) {
   GraphProto body, g;
   body.set_name("body");
   AddValue(body.mutable_input(), "i", TensorProto::INT64, {});
@@ -260,6 +260,8 @@ GraphProto LoopGraph(bool with_cond_stop) {
   AddValue(body.mutable_output(), "cond_out", TensorProto::BOOL, {});
   AddValue(body.mutable_output(), "acc_out", TensorProto::FLOAT, {2});
   AddValue(body.mutable_output(), "scan", TensorProto::FLOAT, {2});
+  if (!scan_shaped)  // no declared shape at all
+    body.mutable_output(2)->mutable_type()->mutable_tensor_type()->clear_shape();
   AddValue(g.mutable_input(), "m", TensorProto::INT64, {});
   AddValue(g.mutable_input(), "x", TensorProto::FLOAT, {2});
   FloatInit(&g, "acc0", {2}, {0.f, 10.f});
@@ -296,9 +298,9 @@ TEST(ControlFlow, LoopCarriesValuesStacksScanOutputsAndStopsOnTripCountOrConditi
       }
       EXPECT_EQ(Values(*(*s)->Output("acc_final")), acc) << "m=" << m;
       const Tensor* p = (*s)->Output("partials");
-      // After zero iterations the per-iteration shape is unknown: [0] (documented limit).
+      // After zero iterations the per-iteration shape is the body's declared one: [0, 2].
       const std::vector<int64_t> want_shape =
-          iters == 0 ? std::vector<int64_t>{0} : std::vector<int64_t>{iters, 2};
+          iters == 0 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{iters, 2};
       EXPECT_EQ(p->shape(), want_shape) << "m=" << m;
       EXPECT_EQ(Values(*p), partials) << "m=" << m;
     }
@@ -306,6 +308,24 @@ TEST(ControlFlow, LoopCarriesValuesStacksScanOutputsAndStopsOnTripCountOrConditi
     const Tensor* unused = nullptr;
     (void)unused;
   }
+}
+
+// The body declares no shape for its scan output: shape inference gives it ([2], from Identity of
+// the carried value), and the zero-iteration output takes its rank from that, as ORT does.
+TEST(ControlFlow, ZeroIterationScanOutputTakesTheBodysInferredShape) {
+  auto path = Save(Model(LoopGraph(false, /*scan_shaped=*/false)), "loop_noshape.onnx");
+  SessionOptions o;
+  o.threads = 1;
+  auto s = Session::Load(path, o);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->SetInput("m", I64({}, {0})).ok());
+  ASSERT_TRUE((*s)->SetInput("x", Floats({2}, {1.f, 2.f})).ok());
+  Status st = (*s)->Run();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ((*s)->Output("partials")->shape(), (std::vector<int64_t>{0, 2}));
+  ASSERT_TRUE((*s)->SetInput("m", I64({}, {3})).ok());
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_EQ((*s)->Output("partials")->shape(), (std::vector<int64_t>{3, 2}));
 }
 
 TEST(ControlFlow, LoopRefusesANegativeTripCountNamingTheNode) {

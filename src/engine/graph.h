@@ -27,6 +27,10 @@ struct AttrValue {
   int graph = -1;
   std::vector<int> graph_input_types, graph_output_types;
   std::vector<std::string> graph_input_names, graph_output_names;
+  // The declared shape of each graph output (-1 for a symbolic or missing dim); an output
+  // without a declared shape has graph_output_ranked[i] == false.
+  std::vector<std::vector<int64_t>> graph_output_shapes;
+  std::vector<bool> graph_output_ranked;
 };
 
 class Attributes {

@@ -837,6 +837,13 @@ Status SessionImpl::BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const
     subgraphs_[sg].outputs.push_back(id);
     v->graph_output_types.push_back(elem_type(out));
     v->graph_output_names.push_back(out.name());
+    std::vector<int64_t> dims;
+    const bool ranked = out.type().has_tensor_type() && out.type().tensor_type().has_shape();
+    if (ranked)
+      for (const auto& d : out.type().tensor_type().shape().dim())
+        dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    v->graph_output_shapes.push_back(std::move(dims));
+    v->graph_output_ranked.push_back(ranked);
   }
   return Status::Ok();
 }

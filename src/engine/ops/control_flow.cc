@@ -246,6 +246,17 @@ class LoopKernel : public Kernel {
       for (DataType d : {DataType::kFloat32, DataType::kInt64, DataType::kInt32, DataType::kBool,
                          DataType::kUint8, DataType::kInt8, DataType::kFloat64, DataType::kFloat16})
         if (ToOnnxType(d) == t) empty = d;
+      if (scans[k].empty() && bo < body_.graph_output_ranked.size() &&
+          body_.graph_output_ranked[bo]) {
+        // Zero iterations: the stacked output is [0, per-iteration dims...] with the rank the
+        // body declares (symbolic dims become 0), as ONNX Runtime gives it; without a declared
+        // shape it stays [0].
+        if (!ctx.output_wanted(n_ + k)) continue;
+        std::vector<int64_t> shape = {0};
+        for (int64_t d : body_.graph_output_shapes[bo]) shape.push_back(d < 0 ? 0 : d);
+        OPSCOPE_RETURN_IF_ERROR(ctx.Output(n_ + k, empty, shape).status());
+        continue;
+      }
       OPSCOPE_RETURN_IF_ERROR(StackOut(ctx, node_, n_ + k, scans[k], 0, false, empty,
                                        "scan output " + std::to_string(k)));
     }
