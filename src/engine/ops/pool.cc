@@ -27,6 +27,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "engine/ops/common.h"
 
@@ -195,11 +200,14 @@ void MaxPoolWithIndices(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_
   });
 }
 
-// Separable pooling (no Indices): max and sum are reduced one spatial dim at a time, W then H
-// then D, into per-thread scratch. For each kernel tap the range of outputs for which the tap is
-// inside the input is computed once, so every inner loop is a branch-free pass over contiguous
-// (H and D passes) or strided (W pass) data that the compiler vectorises. Work per output drops
-// from kd*kh*kw to kd+kh+kw taps.
+// Separable pooling (no Indices): max and sum are reduced one spatial dim at a time, D then H
+// over whole contiguous rows (loops the compiler vectorises), then W, the strided one, last and
+// straight into the output, so per output row the W taps read one row that is already reduced
+// over D and H. For each kernel tap the range of outputs for which the tap is inside the input
+// is computed once, so every inner loop is branch-free. A dim whose window has one valid tap
+// reads the input row in place instead of copying it. Work per output drops from kd*kh*kw to
+// kd+kh+kw taps; stride-2 W taps of float pools (the common 2x2 and 3x3 s2) run as AVX2
+// de-interleaving loads where the CPU has them.
 struct TapSpan {
   int64_t offset, lo, hi;  // input index = o * stride + offset, valid for o in [lo, hi)
 };
@@ -218,67 +226,107 @@ std::vector<TapSpan> TapSpans(int64_t in, int64_t out, int64_t k, int64_t s, int
 }
 
 template <typename T, bool kMax>
+inline void FoldRow(T* acc, const T* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (kMax) acc[i] = src[i] > acc[i] ? src[i] : acc[i];
+    else acc[i] += src[i];
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// acc[o] = op(src[2 o], acc[o]) for o from lo while 8 outputs fit before hi and the 16 loaded
+// floats stay at or below src[last]; returns the first o left for the scalar loop. Same order of
+// operations as the scalar loop, so results are identical (max keeps acc on NaN, like `v > a`).
+template <bool kMax>
+[[gnu::target("avx2")]] int64_t Stride2TapAvx2(const float* src, float* acc, int64_t lo,
+                                               int64_t hi, int64_t last) {
+  int64_t o = lo;
+  for (; o + 8 <= hi && 2 * o + 15 <= last; o += 8) {
+    const __m256 a = _mm256_loadu_ps(src + 2 * o), b = _mm256_loadu_ps(src + 2 * o + 8);
+    // a0 a2 b0 b2 | a4 a6 b4 b6, then the 64-bit pairs reordered to a0 a2 a4 a6 b0 b2 b4 b6.
+    __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), _MM_SHUFFLE(3, 1, 2, 0)));
+    const __m256 c = _mm256_loadu_ps(acc + o);
+    _mm256_storeu_ps(acc + o, kMax ? _mm256_max_ps(ev, c) : _mm256_add_ps(c, ev));
+  }
+  return o;
+}
+#endif
+
+// out[o] for o in [0, ow): the W taps of `row` (in_w values) folded, starting from `init`.
+template <typename T, bool kMax>
+void PoolRowW(const std::vector<TapSpan>& sw, int64_t s, const T* row, int64_t in_w, T* out,
+              int64_t ow, T init, bool avx2) {
+  std::fill(out, out + ow, init);
+  for (const TapSpan& t : sw) {
+    const T* src = row + t.offset;
+    int64_t o = t.lo;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if constexpr (std::is_same_v<T, float>)
+      if (avx2 && s == 2) o = Stride2TapAvx2<kMax>(src, out, t.lo, t.hi, in_w - 1 - t.offset);
+#endif
+    (void)avx2;
+    (void)in_w;
+    for (; o < t.hi; ++o) {
+      const T v = src[o * s];
+      if constexpr (kMax) out[o] = v > out[o] ? v : out[o];
+      else out[o] += v;
+    }
+  }
+}
+
+// Folds the taps of one output position `o` along a dim into `acc` (n values per input index,
+// rows `stride` apart starting at `base`); with a single valid tap returns the input row itself.
+template <typename T, bool kMax>
+const T* PoolRows(const std::vector<TapSpan>& spans, int64_t o, int64_t s, const T* base,
+                  int64_t stride, int64_t n, T* acc, T init) {
+  const TapSpan* only = nullptr;
+  int count = 0;
+  for (const TapSpan& t : spans)
+    if (o >= t.lo && o < t.hi) only = &t, ++count;
+  if (count == 1) return base + (o * s + only->offset) * stride;
+  std::fill(acc, acc + n, init);
+  for (const TapSpan& t : spans)
+    if (o >= t.lo && o < t.hi) FoldRow<T, kMax>(acc, base + (o * s + t.offset) * stride, n);
+  return acc;
+}
+
+template <typename T, bool kMax>
 void SeparablePoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t planes,
                          const float* divisor) {
-  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
-  const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
-  std::vector<TapSpan> sw = TapSpans(g.in[2], g.out[2], g.k[2], g.s[2], g.d[2], g.pb[2]);
-  std::vector<TapSpan> sh = TapSpans(g.in[1], g.out[1], g.k[1], g.s[1], g.d[1], g.pb[1]);
-  std::vector<TapSpan> sd = TapSpans(g.in[0], g.out[0], g.k[0], g.s[0], g.d[0], g.pb[0]);
+  const int64_t ih = g.in[1], iw = g.in[2];
+  const int64_t in_plane = g.in[0] * ih * iw;
+  const int64_t od = g.out[0], oh = g.out[1], ow = g.out[2];
+  const int64_t out_plane = od * oh * ow;
+  std::vector<TapSpan> sw = TapSpans(iw, ow, g.k[2], g.s[2], g.d[2], g.pb[2]);
+  std::vector<TapSpan> sh = TapSpans(ih, oh, g.k[1], g.s[1], g.d[1], g.pb[1]);
+  std::vector<TapSpan> sd = TapSpans(g.in[0], od, g.k[0], g.s[0], g.d[0], g.pb[0]);
   T init = T(0);
   if constexpr (kMax) {
     init = std::numeric_limits<T>::lowest();
     if constexpr (std::numeric_limits<T>::has_infinity) init = -std::numeric_limits<T>::infinity();
   }
-  const int64_t ow = g.out[2], oh = g.out[1];
+  const bool avx2 = BestIsa() >= Isa::kAvx2;
   ParallelFor(planes, out_plane * (g.k[0] + g.k[1] + g.k[2]), [&](int64_t p0, int64_t p1) {
-    std::vector<T> t1(static_cast<size_t>(g.in[0] * g.in[1] * ow));  // [D][H][OW]
-    std::vector<T> t2(static_cast<size_t>(g.in[0] * oh * ow));       // [D][OH][OW]
+    std::vector<T> td(static_cast<size_t>(ih * iw));  // one D-reduced [H][W] slab
+    std::vector<T> th(static_cast<size_t>(iw));       // one D- and H-reduced row
     for (int64_t p = p0; p < p1; ++p) {
       const T* xp = x + p * in_plane;
       T* yp = y + p * out_plane;
-      for (int64_t r = 0; r < g.in[0] * g.in[1]; ++r) {  // W pass
-        const T* row = xp + r * g.in[2];
-        T* acc = t1.data() + r * ow;
-        std::fill(acc, acc + ow, init);
-        for (const TapSpan& t : sw) {
-          const T* src = row + t.offset;
-          const int64_t st = g.s[2];
-          for (int64_t o = t.lo; o < t.hi; ++o) {
-            T v = src[o * st];
-            if constexpr (kMax) acc[o] = v > acc[o] ? v : acc[o];
-            else acc[o] += v;
+      for (int64_t d = 0; d < od; ++d) {
+        const T* slab = PoolRows<T, kMax>(sd, d, g.s[0], xp, ih * iw, ih * iw, td.data(), init);
+        for (int64_t h = 0; h < oh; ++h) {
+          const T* row = PoolRows<T, kMax>(sh, h, g.s[1], slab, iw, iw, th.data(), init);
+          T* out = yp + (d * oh + h) * ow;
+          if (sh.empty() || sd.empty()) {  // no valid tap along D or H: nothing inside
+            std::fill(out, out + ow, init);
+          } else {
+            PoolRowW<T, kMax>(sw, g.s[2], row, iw, out, ow, init, avx2);
           }
-        }
-      }
-      for (int64_t dd = 0; dd < g.in[0]; ++dd)  // H pass
-        for (int64_t o = 0; o < oh; ++o) {
-          T* acc = t2.data() + (dd * oh + o) * ow;
-          std::fill(acc, acc + ow, init);
-          for (const TapSpan& t : sh) {
-            if (o < t.lo || o >= t.hi) continue;
-            const T* src = t1.data() + (dd * g.in[1] + o * g.s[1] + t.offset) * ow;
-            for (int64_t i = 0; i < ow; ++i) {
-              if constexpr (kMax) acc[i] = src[i] > acc[i] ? src[i] : acc[i];
-              else acc[i] += src[i];
-            }
+          if constexpr (!kMax) {
+            const float* dv = divisor + (d * oh + h) * ow;
+            for (int64_t i = 0; i < ow; ++i) out[i] = dv[i] > 0 ? out[i] / dv[i] : T(0);
           }
-        }
-      const int64_t hw = oh * ow;
-      for (int64_t o = 0; o < g.out[0]; ++o) {  // D pass
-        T* acc = yp + o * hw;
-        std::fill(acc, acc + hw, init);
-        for (const TapSpan& t : sd) {
-          if (o < t.lo || o >= t.hi) continue;
-          const T* src = t2.data() + (o * g.s[0] + t.offset) * hw;
-          for (int64_t i = 0; i < hw; ++i) {
-            if constexpr (kMax) acc[i] = src[i] > acc[i] ? src[i] : acc[i];
-            else acc[i] += src[i];
-          }
-        }
-        if constexpr (!kMax) {
-          const float* dv = divisor + o * hw;
-          for (int64_t i = 0; i < hw; ++i) acc[i] = dv[i] > 0 ? acc[i] / dv[i] : T(0);
         }
       }
     }

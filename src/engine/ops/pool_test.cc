@@ -105,6 +105,12 @@ std::vector<PoolCase> Cases() {
       {{1, 3, 1, 1}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
       {{2, 3, 3, 1}, {3, 2}, {3, 2}, {1, 1}, {0, 0}, {0, 0}, false, true},
       {{1, 2, 2, 5}, {4, 3}, {3, 2}, {1, 1}, {1, 0}, {0, 1}, true, true},
+      // Stride-2 W taps long enough for the vector path, with its end-of-row limits: exactly 16
+      // readable floats, an odd width, a padded window at both ends, 1-D.
+      {{1, 4, 2, 96}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {{1, 1, 4, 16}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {{1, 2, 5, 33}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, true},
+      {{1, 2, 200}, {3}, {2}, {1}, {1}, {0}, false, true},
   };
 }
 
