@@ -1,8 +1,11 @@
 // Times one model on ONNX Runtime's CPU execution provider (graph optimizations on) and prints
 // {"median_ms": ..., "runs_ms": [...]} as one JSON line.
-//   node ort_bench.js MODEL.onnx THREADS WARMUP RUNS
+//   node ort_bench.js MODEL.onnx THREADS WARMUP RUNS [INPUT_DIR]
+// INPUT_DIR: the inputs tools/ort_compare.py wrote (tensors.json + raw files); without it every
+// input is seeded float32 data with dynamic dims set to 1.
 'use strict';
 const ort = require('onnxruntime-node');
+const { readFeeds } = require('../tools/ort_tensors.js');
 
 function randomTensor(meta) {
   const dims = meta.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
@@ -17,15 +20,15 @@ function randomTensor(meta) {
 }
 
 async function main() {
-  const [model, threads, warmup, runs] = process.argv.slice(2);
+  const [model, threads, warmup, runs, inputDir] = process.argv.slice(2);
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: Number(threads),
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
   });
-  const feeds = {};
-  for (const name of session.inputNames) {
+  const feeds = inputDir ? readFeeds(ort, inputDir) : {};
+  for (const name of inputDir ? [] : session.inputNames) {
     const meta = session.inputMetadata ? session.inputMetadata.find((m) => m.name === name) : null;
     feeds[name] = randomTensor(meta && meta.shape ? meta : { shape: [1] });
   }

@@ -12,18 +12,7 @@ const path = require('path');
 const modules = process.env.ORT_NODE_MODULES || path.join(__dirname, '..', 'bench', 'node_modules');
 const ort = require(path.join(modules, 'onnxruntime-node'));
 
-const kArrays = {
-  float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array,
-  int8: Int8Array, uint8: Uint8Array, bool: Uint8Array, float16: Uint16Array,
-};
-
-function readTensor(dir, t) {
-  const buf = fs.readFileSync(path.join(dir, t.file));
-  const Ctor = kArrays[t.dtype];
-  if (!Ctor) throw new Error(`input '${t.name}': dtype ${t.dtype} is not supported here`);
-  const copy = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength);
-  return new ort.Tensor(t.dtype, new Ctor(copy), t.dims);
-}
+const { readFeeds } = require('./ort_tensors.js');
 
 async function main() {
   const [model, inDir, outDir] = process.argv.slice(2);
@@ -39,9 +28,7 @@ async function main() {
     // rounding, so ORT stays the plainest reference.
     graphOptimizationLevel: 'basic',
   });
-  const feeds = {};
-  for (const t of JSON.parse(fs.readFileSync(path.join(inDir, 'tensors.json'), 'utf8')))
-    feeds[t.name] = readTensor(inDir, t);
+  const feeds = readFeeds(ort, inDir);
   const results = await session.run(feeds);
   fs.mkdirSync(outDir, { recursive: true });
   const index = [];
