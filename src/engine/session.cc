@@ -968,6 +968,28 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
         (k == 1 ? op.alpha : op.beta) = v.tensor.data<float>()[0];
       }
     }
+  } else if ((t == "Max" || t == "Min") && n.inputs.size() == 2) {
+    // Max/Min with one scalar constant is a one-sided Clip (tf2onnx writes a clamped LeakyRelu
+    // that way: Max(LeakyRelu(conv), [1,1,1,1] constant)). The constant must not widen the
+    // output: rank <= 1, or, after a convolution, no more than its weight's rank (the rank of
+    // its output; other shapes are not known before the planning run).
+    int prod_out = steps_[producer_step].outputs[0];
+    if (n.inputs[0] != prod_out && n.inputs[1] != prod_out) return false;
+    if (n.inputs[0] == n.inputs[1]) return false;
+    int other = n.inputs[0] == prod_out ? n.inputs[1] : n.inputs[0];
+    if (other < 0 || !values_[other].is_const) return false;
+    const Tensor& k = values_[other].tensor;
+    if (k.dtype() != DataType::kFloat32 || k.numel() != 1) return false;
+    if (k.rank() > 1) {
+      const Node& an = nodes_[steps_[producer_step].nodes[0]];
+      if ((an.op_type != "Conv" && an.op_type != "ConvTranspose") || an.inputs.size() < 2 ||
+          an.inputs[1] < 0 || !values_[an.inputs[1]].is_const ||
+          k.rank() > values_[an.inputs[1]].tensor.rank())
+        return false;
+    }
+    op.kind = PostOpKind::kClip;
+    op.alpha = t == "Max" ? k.data<float>()[0] : -INFINITY;
+    op.beta = t == "Max" ? INFINITY : k.data<float>()[0];
   } else if (t == "Add") {
     // MatMul + Add(bias): the bias must be a constant vector over the last dimension.
     if (nodes_[steps_[producer_step].nodes[0]].op_type != "MatMul" || steps_[producer_step].nodes.size() != 1)

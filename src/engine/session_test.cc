@@ -646,6 +646,18 @@ std::string AddPostOpNode(ModelBuilder& b, const std::string& kind, const std::s
         .Node("BatchNormalization", {in, "g" + id, "be" + id, "mu" + id, "var" + id}, {out},
               "bn" + id)
         ->name();
+  } else if (kind == "MaxConst" || kind == "MinConst" || kind == "MaxConstRank4") {
+    // A one-sided Clip: Max(x, scalar) / Min([1]-shaped constant, x) / Max(x, [1,1,1,1]
+    // constant), which fuses only after a convolution (whose output rank is known) and makes
+    // the other chains 4-D.
+    const bool max = kind != "MinConst";
+    std::vector<int64_t> ks = kind == "MaxConst" ? std::vector<int64_t>{}
+                              : kind == "MinConst" ? std::vector<int64_t>{1}
+                                                   : std::vector<int64_t>{1, 1, 1, 1};
+    b.Init("k" + id, ks, {max ? -0.3f : 0.4f});
+    std::vector<std::string> in2 = {in, "k" + id};
+    if (!max) std::swap(in2[0], in2[1]);
+    return b.Node(max ? "Max" : "Min", in2, {out}, kind + id)->name();
   } else if (kind == "Clip") {
     b.Init("lo" + id, {}, {-0.5f});
     b.Init("hi" + id, {}, {0.5f});
@@ -666,6 +678,8 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
   std::vector<std::string> post = acts;
   post.push_back("BiasAdd");
   post.push_back("BatchNormalization");
+  post.push_back("MaxConst");
+  post.push_back("MinConst");
   // Every single post-op, every pair that starts with a bias or a BatchNormalization (the
   // absorbable prefixes) or two activations in a row, and triples of each shape.
   std::vector<std::vector<std::string>> chains;
@@ -687,6 +701,11 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
   chains.push_back({"BiasAddRank3", "Tanh"});
   chains.push_back({"Relu", "BiasAdd"});
   chains.push_back({"BatchNormalization", "BatchNormalization", "Relu"});
+  chains.push_back({"LeakyRelu", "MaxConst"});  // tf2onnx's Conv + LeakyRelu + Maximum
+  chains.push_back({"BiasAdd", "MinConst", "MaxConst"});
+  chains.push_back({"MaxConst", "Sigmoid"});
+  chains.push_back({"MaxConstRank4"});
+  chains.push_back({"LeakyRelu", "MaxConstRank4"});
   const std::vector<Consumer> consumers = {Consumer::kOutput,  Consumer::kMatMul,
                                            Consumer::kConv,    Consumer::kAddInput,
                                            Consumer::kAddSelf, Consumer::kFanOut};
@@ -708,6 +727,7 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
           pre_last = prev;
           pre_last_rank = rank;
           if (chain[i] == "BiasAddRank3") rank = std::max<size_t>(rank, 3);
+          if (chain[i] == "MaxConstRank4") rank = std::max<size_t>(rank, 4);
           node_names.push_back(AddPostOpNode(b, chain[i], prev, out, shape, static_cast<int>(i)));
           name += "+" + chain[i];
           prev = out;
@@ -787,6 +807,33 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
   // Sanity: the matrix was built and most of it fused something.
   EXPECT_GT(cases, 1000);
   EXPECT_GT(fused_cases, cases / 2);
+}
+
+// tf2onnx's clamped LeakyRelu: Conv -> LeakyRelu -> Max(x, [1,1,1,1] constant) is one step
+// (the Max a one-sided Clip post-op); a Max whose constant would widen a 2-D MatMul output to
+// rank 4 stays a step of its own.
+TEST(SessionTest, MaxWithAConstantFusesIntoTheConvolutionAsAOneSidedClip) {
+  for (bool conv : {true, false}) {
+    ModelBuilder b(13);
+    if (conv) {
+      b.Input("x", {1, 4, 6, 6});
+      b.Init("w", {4, 4, 3, 3}, Rand(144, 3));
+      b.Node("Conv", {"x", "w"}, {"c"}, "conv");
+    } else {
+      b.Input("x", {5, 4});
+      b.Init("w", {4, 6}, Rand(24, 4));
+      b.Node("MatMul", {"x", "w"}, {"c"}, "matmul");
+    }
+    ModelBuilder::FloatAttr(b.Node("LeakyRelu", {"c"}, {"l"}, "lrelu"), "alpha", 0.2f);
+    b.Init("k", {1, 1, 1, 1}, {-0.4f});
+    b.Node("Max", {"l", "k"}, {"y"}, "clamp");
+    b.OutputAnyShape("y", 4);
+    SessionOptions o;
+    o.threads = 1;
+    auto s = Session::Load(b.Save("max_clip.onnx"), o);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ((*s)->Steps().size(), conv ? 1u : 2u) << (conv ? "Conv" : "MatMul");
+  }
 }
 
 // Big quantized models have hundreds of unsupported nodes: one line grouped by operator, most
