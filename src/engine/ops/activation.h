@@ -2,7 +2,9 @@
 //
 // A producer kernel (Conv, Gemm, Add, ...) that accepted a PostOp through Kernel::AddPostOp but
 // cannot express it natively (oneDNN 2.6 has no HardSwish with ONNX's constants, for example)
-// applies it to its output with ApplyActivationInPlace. Parameters follow PostOp: alpha is
+// applies it to its output with ApplyActivationInPlace. Sigmoid and Tanh use the branch-free
+// FastSigmoid/FastTanh of the standalone kernels (elementwise_common.h), so a fused activation
+// computes what the unfused node would, and the in-place loops vectorise. Parameters follow PostOp: alpha is
 // LeakyRelu's slope, Clip's min and HardSigmoid's alpha; beta is Clip's max and HardSigmoid's
 // beta. HardSwish uses ONNX's fixed constants (alpha 1/6, beta 0.5) and ignores both. kBiasAdd is
 // not an activation: ApplyActivation returns x unchanged for it.
@@ -13,23 +15,17 @@
 #include <cstdint>
 
 #include "engine/kernel.h"
+#include "engine/ops/elementwise_common.h"
 
 namespace opscope::engine {
-
-inline float SigmoidScalar(float x) {
-  // Two branches so that exp never overflows: for x < 0, e^x / (1 + e^x).
-  if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
-  float e = std::exp(x);
-  return e / (1.0f + e);
-}
 
 inline float ApplyActivation(PostOpKind kind, float x, float alpha, float beta) {
   switch (kind) {
     case PostOpKind::kRelu: return x > 0 ? x : 0.0f;
     case PostOpKind::kLeakyRelu: return x >= 0 ? x : alpha * x;
     case PostOpKind::kClip: return std::min(std::max(x, alpha), beta);
-    case PostOpKind::kSigmoid: return SigmoidScalar(x);
-    case PostOpKind::kTanh: return std::tanh(x);
+    case PostOpKind::kSigmoid: return FastSigmoid(x);
+    case PostOpKind::kTanh: return FastTanh(x);
     case PostOpKind::kHardSigmoid: return std::max(0.0f, std::min(1.0f, alpha * x + beta));
     case PostOpKind::kHardSwish:
       return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f));
@@ -66,8 +62,8 @@ inline void ApplyActivationInPlace(PostOpKind kind, float* p, int64_t n, float a
     case PostOpKind::kClip:
       apply([alpha, beta](float x) { return std::min(std::max(x, alpha), beta); });
       break;
-    case PostOpKind::kSigmoid: apply([](float x) { return SigmoidScalar(x); }); break;
-    case PostOpKind::kTanh: apply([](float x) { return std::tanh(x); }); break;
+    case PostOpKind::kSigmoid: apply([](float x) { return FastSigmoid(x); }); break;
+    case PostOpKind::kTanh: apply([](float x) { return FastTanh(x); }); break;
     case PostOpKind::kHardSigmoid:
       apply([alpha, beta](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); });
       break;

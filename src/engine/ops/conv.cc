@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "base/strings.h"
+#include "engine/ops/activation.h"
 #include "engine/ops/common.h"
 #include "engine/ops/conv_geometry.h"
 #include "engine/ops/dnnl_common.h"
@@ -541,7 +542,7 @@ class ConvKernel : public Kernel {
         const float a = op.alpha;
         for (int64_t i = 0; i < cols; ++i) row[i] = row[i] >= 0.f ? row[i] : row[i] * a;
       } else {
-        for (int64_t i = 0; i < cols; ++i) row[i] = ApplyPostOpScalar(op, row[i]);
+        ApplyActivationInPlace(op.kind, row, cols, op.alpha, op.beta);
       }
     }
   }

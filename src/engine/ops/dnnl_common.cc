@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 
+#include "engine/ops/activation.h"
 #include "engine/ops/common.h"
 
 namespace opscope::engine {
@@ -97,17 +98,7 @@ bool DnnlPostOpFits(const std::vector<PostOp>& chain, const PostOp& next) {
 }
 
 float ApplyPostOpScalar(const PostOp& op, float x) {
-  switch (op.kind) {
-    case PostOpKind::kRelu: return x > 0 ? x : 0.f;
-    case PostOpKind::kLeakyRelu: return x > 0 ? x : op.alpha * x;
-    case PostOpKind::kClip: return std::min(std::max(x, op.alpha), op.beta);
-    case PostOpKind::kSigmoid: return 1.f / (1.f + std::exp(-x));
-    case PostOpKind::kTanh: return std::tanh(x);
-    case PostOpKind::kHardSigmoid: return std::min(1.f, std::max(0.f, op.alpha * x + op.beta));
-    case PostOpKind::kHardSwish: return x * std::min(1.f, std::max(0.f, x / 6.f + 0.5f));
-    case PostOpKind::kBiasAdd: return x;
-  }
-  return x;
+  return ApplyActivation(op.kind, x, op.alpha, op.beta);
 }
 
 float ApplyPostOpsScalar(const std::vector<PostOp>& ops, float x) {
