@@ -171,6 +171,7 @@ class SessionImpl final : public Session {
   Status FoldConstantsAtLoad();
   void Fuse();
   void FuseQdq();
+  void FuseGelu();
   void FuseBatchNorm(int conv, int bn);
   bool TryPostOp(int producer_step, int consumer_node);
   Status RunStep(int s, bool planning);
@@ -185,6 +186,9 @@ class SessionImpl final : public Session {
   std::unordered_map<std::string, int> value_ids_;
   std::vector<Node> nodes_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
+  // Kernels of steps that replace several nodes by one computation (FuseGelu); the nodes keep
+  // their own kernels in kernels_ for their cost estimates.
+  std::vector<std::unique_ptr<Kernel>> fused_kernels_;
   std::vector<int> node_step_;
   std::vector<int> node_sub_;                     // subgraph of each node, -1: main graph
   std::vector<std::vector<int>> node_captures_;   // outer values its subgraphs read
@@ -1142,8 +1146,107 @@ void SessionImpl::FuseQdq() {
   }
 }
 
+// The erf form of Gelu as exporters write it, 0.5 * x * (1 + erf(x / sqrt(2))) in five nodes
+// (PyTorch: Div(x, 1.4142) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5); others multiply by 0.7071 or
+// halve x or the sum first), becomes one step running the Gelu kernel on x: one pass instead of
+// five over the activation. Every intermediate must be read only inside the pattern, each node
+// must still be a live step of its own, and the constants must be float scalars with the
+// pattern's values.
+void SessionImpl::FuseGelu() {
+  auto scalar = [&](int value, double want, double tol) {
+    if (value < 0 || !values_[value].is_const) return false;
+    const Tensor& t = values_[value].tensor;
+    if (t.dtype() != DataType::kFloat32 || t.numel() != 1 || t.rank() > 1) return false;
+    return std::fabs(static_cast<double>(t.data<float>()[0]) - want) <= tol;
+  };
+  auto live_single = [&](int node) {
+    int st = node_step_[node];
+    return st >= 0 && steps_[st].active && steps_[st].sub < 0 && steps_[st].nodes.size() == 1 &&
+           steps_[st].nodes[0] == node;
+  };
+  // The binary node `n` of type `op` with `value` as one input: the other input, or -2.
+  auto other_input = [&](int n, const char* op, int value) {
+    const Node& nd = nodes_[n];
+    if (nd.op_type != op || nd.inputs.size() != 2 || nd.outputs.size() != 1) return -2;
+    if (nd.inputs[0] == value && nd.inputs[1] != value) return nd.inputs[1];
+    if (nd.inputs[1] == value && nd.inputs[0] != value) return nd.inputs[0];
+    return -2;
+  };
+  KernelFactory gelu_factory = FindKernel("", "Gelu");
+  if (!gelu_factory) return;
+  for (size_t e = 0; e < nodes_.size(); ++e) {
+    const Node& erf = nodes_[e];
+    if (erf.op_type != "Erf" || erf.inputs.size() != 1 || erf.inputs[0] < 0 || !live_single(e))
+      continue;
+    const int u = erf.inputs[0], d = values_[u].producer;
+    if (d < 0 || !live_single(d) || SoleConsumer(u) != static_cast<int>(e)) continue;
+    const Node& dn = nodes_[d];
+    if (dn.inputs.size() != 2 || dn.inputs[0] < 0) continue;
+    const int x = dn.inputs[0];
+    const bool scaled = (dn.op_type == "Div" && scalar(dn.inputs[1], M_SQRT2, 1e-4)) ||
+                        (dn.op_type == "Mul" && scalar(dn.inputs[1], M_SQRT1_2, 1e-4));
+    if (!scaled || values_[x].dtype != DataType::kFloat32) continue;
+    // Add(erf, 1)
+    const int ev = erf.outputs[0], a = SoleConsumer(ev);
+    if (a < 0 || !live_single(a) || !scalar(other_input(a, "Add", ev), 1.0, 1e-6)) continue;
+    const int av = nodes_[a].outputs[0], m = SoleConsumer(av);
+    if (m < 0 || !live_single(m)) continue;
+    std::vector<int> chain = {d, static_cast<int>(e), a, m};
+    int out = -1;
+    const int mo = other_input(m, "Mul", av);
+    if (mo == x) {  // Mul(x, 1 + erf) then Mul(0.5)
+      const int mv = nodes_[m].outputs[0], h = SoleConsumer(mv);
+      if (h < 0 || !live_single(h) || !scalar(other_input(h, "Mul", mv), 0.5, 1e-6)) continue;
+      chain.push_back(h);
+      out = nodes_[h].outputs[0];
+    } else if (scalar(mo, 0.5, 1e-6)) {  // Mul(1 + erf, 0.5) then Mul(x)
+      const int mv = nodes_[m].outputs[0], h = SoleConsumer(mv);
+      if (h < 0 || !live_single(h) || other_input(h, "Mul", mv) != x) continue;
+      chain.push_back(h);
+      out = nodes_[h].outputs[0];
+    } else if (mo >= 0) {  // Mul(Mul(x, 0.5), 1 + erf)
+      const int h = values_[mo].producer;
+      if (h < 0 || !live_single(h) || SoleConsumer(mo) != m ||
+          !scalar(other_input(h, "Mul", x), 0.5, 1e-6))
+        continue;
+      chain.push_back(h);
+      out = nodes_[m].outputs[0];
+    } else {
+      continue;
+    }
+    // The step runs where the earliest node of the pattern ran (it needs only x).
+    int first = chain[0];
+    for (int n : chain)
+      if (node_step_[n] < node_step_[first]) first = n;
+    Node g;
+    g.name = nodes_[first].name;
+    g.op_type = "Gelu";
+    g.opset = 20;
+    g.inputs = {x};
+    g.outputs = {out};
+    auto k = gelu_factory(g);
+    if (!k.ok()) continue;
+    fused_kernels_.push_back(std::move(k).value());
+    const int s = node_step_[first];
+    steps_[s].kernel = fused_kernels_.back().get();
+    steps_[s].inputs = {x};
+    steps_[s].outputs = {out};
+    steps_[s].nodes = {first};
+    for (int n : chain) {
+      if (n == first) continue;
+      Step& other = steps_[node_step_[n]];
+      other.active = false;
+      other.nodes.clear();
+      node_step_[n] = s;
+      node_infos_[n].status = "fused";
+      steps_[s].nodes.push_back(n);
+    }
+  }
+}
+
 void SessionImpl::Fuse() {
   FuseQdq();
+  FuseGelu();
   // Producers that accept post-ops: the oneDNN ops, and the elementwise arithmetic kernels
   // (a residual Add followed by Relu becomes one pass).
   static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm",

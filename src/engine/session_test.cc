@@ -836,6 +836,65 @@ TEST(SessionTest, MaxWithAConstantFusesIntoTheConvolutionAsAOneSidedClip) {
   }
 }
 
+// The erf form of Gelu in its exporter variants is one step and computes what the five nodes
+// do; a pattern whose intermediate is read elsewhere, or whose constant is not 0.5, is left.
+TEST(SessionTest, ErfGeluPatternsBecomeOneStepAndMatchUnfused) {
+  enum Variant { kPyTorch, kMulInvSqrt2, kHalfTheSum, kHalfX, kLeakedSum, kWrongHalf };
+  for (Variant v : {kPyTorch, kMulInvSqrt2, kHalfTheSum, kHalfX, kLeakedSum, kWrongHalf}) {
+    ModelBuilder b(13);
+    b.Input("x0", {3, 40});
+    b.Node("Relu", {"x0"}, {"x"}, "producer");  // x is an intermediate, read twice
+    b.Init("sqrt2", {}, {1.41421356f});
+    b.Init("inv_sqrt2", {}, {0.70710678f});
+    b.Init("one", {}, {1.f});
+    b.Init("half", {}, {v == kWrongHalf ? 0.6f : 0.5f});
+    if (v == kMulInvSqrt2) b.Node("Mul", {"x", "inv_sqrt2"}, {"u"}, "scale");
+    else b.Node("Div", {"x", "sqrt2"}, {"u"}, "scale");
+    b.Node("Erf", {"u"}, {"e"}, "erf");
+    b.Node("Add", {"one", "e"}, {"a"}, "add");
+    std::vector<std::string> outs = {"y"};
+    if (v == kHalfTheSum) {
+      b.Node("Mul", {"a", "half"}, {"m"}, "mul_half");
+      b.Node("Mul", {"x", "m"}, {"y"}, "mul_x");
+    } else if (v == kHalfX) {
+      b.Node("Mul", {"x", "half"}, {"h"}, "mul_half");
+      b.Node("Mul", {"h", "a"}, {"y"}, "mul_x");
+    } else {
+      b.Node("Mul", {"x", "a"}, {"m"}, "mul_x");
+      b.Node("Mul", {"m", "half"}, {"y"}, "mul_half");
+    }
+    if (v == kLeakedSum) {
+      b.Node("Neg", {"a"}, {"n"}, "second_reader");
+      outs.push_back("n");
+    }
+    for (const auto& o : outs) b.Output(o, {3, 40});
+    const std::string path = b.Save("gelu_pattern.onnx");
+    SessionOptions opts, plain;
+    opts.threads = plain.threads = 1;
+    plain.fuse = false;
+    auto fused = Session::Load(path, opts);
+    auto unfused = Session::Load(path, plain);
+    ASSERT_TRUE(fused.ok()) << fused.status().message();
+    ASSERT_TRUE(unfused.ok()) << unfused.status().message();
+    const bool want_fused = v != kLeakedSum && v != kWrongHalf;
+    // Relu + one Gelu step; unfused the pattern keeps its five steps (plus Neg).
+    EXPECT_EQ((*fused)->Steps().size() == 2, want_fused) << "variant " << v;
+    ASSERT_TRUE((*fused)->FillRandomInputs(3).ok());
+    ASSERT_TRUE((*unfused)->FillRandomInputs(3).ok());
+    ASSERT_TRUE((*fused)->Run().ok());
+    ASSERT_TRUE((*unfused)->Run().ok());
+    for (const auto& o : outs)
+      EXPECT_EQ(testing::CompareFloat(*(*fused)->Output(o), *(*unfused)->Output(o), 2e-6f, 2e-6f),
+                "")
+          << o << " variant " << v;
+    if (want_fused) {
+      int fused_nodes = 0;
+      for (const NodeInfo& n : (*fused)->Nodes()) fused_nodes += n.status == "fused";
+      EXPECT_EQ(fused_nodes, 4) << "variant " << v;
+    }
+  }
+}
+
 // Big quantized models have hundreds of unsupported nodes: one line grouped by operator, most
 // frequent first, with counts, the first node names, and the opset or domain asked for.
 TEST(SessionTest, UnsupportedNodesAreGroupedByOperatorOnOneLine) {

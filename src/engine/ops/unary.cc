@@ -56,13 +56,16 @@ double FlopsPerElement(UnOp op) {
 }
 
 // float32 transcendental maps, one loop per instruction set (see BestIsa).
-enum class FastFn { kErf, kExp, kSigmoid, kTanh };
+enum class FastFn { kErf, kExp, kSigmoid, kTanh, kGelu, kGeluTanh };
 
 template <FastFn K>
 [[gnu::always_inline]] inline float ApplyFast(float v) {
   if constexpr (K == FastFn::kErf) return FastErf(v);
   else if constexpr (K == FastFn::kExp) return FastExp(v);
   else if constexpr (K == FastFn::kSigmoid) return FastSigmoid(v);
+  else if constexpr (K == FastFn::kGelu) return 0.5f * v * (1.0f + FastErf(v * 0.70710678118654752f));
+  else if constexpr (K == FastFn::kGeluTanh)
+    return 0.5f * v * (1.0f + FastTanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
   else return FastTanh(v);
 }
 
@@ -243,9 +246,7 @@ class UnaryKernel : public Kernel {
           return;
         case UnOp::kGelu:
           if constexpr (std::is_same_v<T, float>) {
-            MapLoop(x, y, n, 8, [](float v) {
-              return 0.5f * v * (1.0f + FastErf(v * 0.70710678118654752f));
-            });
+            FastMap<FastFn::kGelu>(x, y, n);
           } else {
             MapLoop(x, y, n, 16,
                     [](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752))); });
@@ -253,10 +254,7 @@ class UnaryKernel : public Kernel {
           return;
         case UnOp::kGeluTanh:
           if constexpr (std::is_same_v<T, float>) {
-            MapLoop(x, y, n, 8, [](float v) {
-              const float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
-              return 0.5f * v * (1.0f + FastTanh(u));
-            });
+            FastMap<FastFn::kGeluTanh>(x, y, n);
           } else {
             MapLoop(x, y, n, 16, [](T v) {
               return T(0.5) * v *
