@@ -1720,7 +1720,9 @@ void SessionImpl::AssignChannelsLast() {
   const int nv = static_cast<int>(values_.size()), ns = static_cast<int>(steps_.size());
   std::vector<int> producer(nv, -1);
   std::vector<std::vector<int>> consumers(nv);
-  std::vector<char> is_conv(ns, 0), is_elementwise(ns, 0);
+  // is_pool: a 2-D float MaxPool/AveragePool step without the Indices output, which follows
+  // its input's layout (channels-last in, channels-last out) like an elementwise step.
+  std::vector<char> is_conv(ns, 0), is_elementwise(ns, 0), is_pool(ns, 0);
   for (int s = 0; s < ns; ++s) {
     const Step& st = steps_[s];
     if (!st.active || st.sub >= 0) continue;
@@ -1737,6 +1739,15 @@ void SessionImpl::AssignChannelsLast() {
       is_conv[s] = !st.inputs.empty() && st.inputs[0] >= 0 && values_[st.inputs[0]].shape.size() == 4 &&
                    out.shape.size() == 4 && st.kernel->SetChannelsLast(true, true) &&
                    st.kernel->SetChannelsLast(false, false);
+      continue;
+    }
+    if ((anchor == "MaxPool" || anchor == "AveragePool") && st.nodes.size() == 1) {
+      const Node& pn = nodes_[st.nodes[0]];
+      bool indices = false;
+      for (size_t k = 1; k < pn.outputs.size(); ++k) indices |= pn.outputs[k] >= 0;
+      is_pool[s] = !indices && !st.inputs.empty() && st.inputs[0] >= 0 &&
+                   values_[st.inputs[0]].shape.size() == 4 && out.shape.size() == 4 &&
+                   st.kernel->SetChannelsLast(true, true) && st.kernel->SetChannelsLast(false, false);
       continue;
     }
     bool ew = true;
@@ -1756,7 +1767,7 @@ void SessionImpl::AssignChannelsLast() {
     if (val.is_const || val.is_input || val.is_output || !val.shape_static || val.alias_root >= 0 ||
         val.shape.size() != 4 || val.dtype != DataType::kFloat32 || producer[v] < 0)
       continue;
-    cl[v] = is_conv[producer[v]] || is_elementwise[producer[v]];
+    cl[v] = is_conv[producer[v]] || is_elementwise[producer[v]] || is_pool[producer[v]];
   }
   for (int v = 0; v < nv; ++v)  // a value with views keeps NCHW: the views read its bytes
     if (values_[v].alias_root >= 0) cl[values_[v].alias_root] = 0;
@@ -1769,10 +1780,13 @@ void SessionImpl::AssignChannelsLast() {
       if (is_elementwise[producer[v]])
         for (int i : p.inputs)
           ok &= i < 0 || values_[i].is_const || cl[i];
+      if (is_pool[producer[v]]) ok &= cl[p.inputs[0]];
       for (int c : consumers[v]) {
         const Step& cs = steps_[c];
         if (is_conv[c]) {
           for (size_t k = 1; k < cs.inputs.size(); ++k) ok &= cs.inputs[k] != v;
+        } else if (is_pool[c]) {
+          ok &= cs.inputs[0] == v && cl[cs.outputs[0]];
         } else {
           ok &= is_elementwise[c] && cl[cs.outputs[0]];
         }
@@ -1781,6 +1795,10 @@ void SessionImpl::AssignChannelsLast() {
     }
   }
   for (int s = 0; s < ns; ++s) {
+    if (is_pool[s] && cl[steps_[s].inputs[0]]) {
+      steps_[s].kernel->SetChannelsLast(true, true);
+      step_infos_[s].channels_last_in = step_infos_[s].channels_last_out = true;
+    }
     if (!is_conv[s]) continue;
     const Step& st = steps_[s];
     bool in = cl[st.inputs[0]], out = cl[st.outputs[0]];

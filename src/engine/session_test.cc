@@ -453,10 +453,28 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
   b.Node("Conv", {"c1", "wk"}, {"k"}, "viewed");
   b.Node("Flatten", {"k"}, {"kf"}, "flatten");  // becomes a view of k after the planning run
   b.Node("Relu", {"kf"}, {"y4"}, "relu4");
+  // Pools inside a region stay NHWC: conv1 -> MaxPool 3x3 s2 -> 1x1 conv -> AveragePool 2x2
+  // (padded at the end, count_include_pad 0) -> 1x1 conv -> graph output; a pool whose output
+  // is a graph output keeps its input NCHW.
+  b.Init("wpm", {6, 8, 1, 1}, Rand(48, 21));
+  b.Init("wap", {3, 6, 1, 1}, Rand(18, 22));
+  auto* mp = b.Node("MaxPool", {"c1"}, {"pm"}, "mpool");
+  ModelBuilder::IntsAttr(mp, "kernel_shape", {3, 3});
+  ModelBuilder::IntsAttr(mp, "strides", {2, 2});
+  ModelBuilder::IntsAttr(mp, "pads", {1, 1, 1, 1});
+  b.Node("Conv", {"pm", "wpm"}, {"pmc"}, "pmc");
+  auto* ap = b.Node("AveragePool", {"pmc"}, {"pa"}, "apool");
+  ModelBuilder::IntsAttr(ap, "kernel_shape", {2, 2});
+  ModelBuilder::IntsAttr(ap, "pads", {0, 0, 1, 1});
+  b.Node("Conv", {"pa", "wap"}, {"y5"}, "after_pool");
+  auto* ep = b.Node("MaxPool", {"k"}, {"y6"}, "edge_pool");
+  ModelBuilder::IntsAttr(ep, "kernel_shape", {2, 2});
   b.Output("y", {2, 12, 5, 5});
   b.Output("y2", {2, 6, 5, 5});
   b.Output("y3", {2, 6, 1, 1});
   b.Output("y4", {2, 324});
+  b.Output("y5", {2, 3, 5, 5});
+  b.Output("y6", {2, 4, 8, 8});
   std::string path = b.Save("channels_last.onnx");
   Tensor x = testing::RandomTensor({2, 5, 9, 9}, 19);
 
@@ -476,7 +494,7 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
     ASSERT_TRUE((*s)->SetInput("x", x).ok());
     for (int r = 0; r < 3; ++r) {
       ASSERT_TRUE((*s)->Run().ok());
-      for (const char* out : {"y", "y2", "y3", "y4"})
+      for (const char* out : {"y", "y2", "y3", "y4", "y5", "y6"})
         EXPECT_EQ(testing::CompareFloat(*(*s)->Output(out), *(*ref)->Output(out), 1e-4f, 1e-4f), "")
             << out << " run " << r << (fuse ? " fused" : " unfused");
     }
@@ -489,6 +507,11 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
     EXPECT_EQ(layout["grouped"], P(true, false)); // graph output
     EXPECT_EQ(layout["branch"], P(true, false));  // read by a broadcast Add and a pool
     EXPECT_EQ(layout["viewed"], P(true, false));  // read through a view
+    EXPECT_EQ(layout["mpool"], P(true, true));
+    EXPECT_EQ(layout["pmc"], P(true, true));
+    EXPECT_EQ(layout["apool"], P(true, true));
+    EXPECT_EQ(layout["after_pool"], P(true, false));
+    EXPECT_EQ(layout["edge_pool"], P(false, false));
   }
 }
 

@@ -366,6 +366,43 @@ void MaxPoolDispatch(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t p
   }
 }
 
+// Channels-last 2-D pooling (float, no Indices): the session keeps the activations of a
+// convolution region NHWC in memory under the logical NCHW shape (SessionImpl::
+// AssignChannelsLast), and a pool inside the region reads and writes that layout, so the
+// convolutions around it need no reorders. Each output pixel folds its valid taps over the C
+// contiguous channels (a loop the compiler vectorises); pixels are spread over the pool.
+template <bool kMax>
+void PoolNhwc(const PoolGeo& g, const float* x, float* y, int64_t N, int64_t C,
+              const float* divisor) {
+  const int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2];
+  const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.f;
+  ParallelFor(N * oh * ow, C * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n = p / (oh * ow), o = p % (oh * ow), h = o / ow, w = o % ow;
+      int64_t hlo, hhi, wlo, whi;
+      TapRange(h * g.s[1] - g.pb[1], g.k[1], g.d[1], ih, &hlo, &hhi);
+      TapRange(w * g.s[2] - g.pb[2], g.k[2], g.d[2], iw, &wlo, &whi);
+      float* out = y + p * C;
+      std::fill(out, out + C, init);
+      for (int64_t th = hlo; th < hhi; ++th) {
+        const int64_t r = h * g.s[1] - g.pb[1] + th * g.d[1];
+        for (int64_t tw = wlo; tw < whi; ++tw) {
+          const int64_t q = w * g.s[2] - g.pb[2] + tw * g.d[2];
+          const float* src = x + ((n * ih + r) * iw + q) * C;
+          for (int64_t c = 0; c < C; ++c) {
+            if constexpr (kMax) out[c] = src[c] > out[c] ? src[c] : out[c];
+            else out[c] += src[c];
+          }
+        }
+      }
+      if constexpr (!kMax) {
+        const float dv = divisor[o];
+        for (int64_t c = 0; c < C; ++c) out[c] = dv > 0 ? out[c] / dv : 0.f;
+      }
+    }
+  });
+}
+
 class PoolKernel : public Kernel {
  public:
   PoolKernel(const Node& node, PoolAttrs a, bool max) : node_(node), a_(std::move(a)), max_(max) {}
@@ -377,6 +414,20 @@ class PoolKernel : public Kernel {
     OPSCOPE_RETURN_IF_ERROR(ResolvePool(node_, a_, *x, &g));
     std::vector<int64_t> out = OutShape(*x, g, a_.kernel.size());
     const int64_t planes = x->dim(0) * x->dim(1);
+    if (channels_last_) {  // planned only for 2-D float pools without Indices (see above)
+      if (x->dtype() != DataType::kFloat32 || x->rank() != 4 ||
+          (ctx.num_outputs() > 1 && ctx.output_wanted(1)))
+        return NodeError(node_, "channels-last activations are only planned for 2-D float pools");
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
+      if (y->numel() == 0) return Status();
+      if (max_) {
+        PoolNhwc<true>(g, x->data<float>(), y->data<float>(), x->dim(0), x->dim(1), nullptr);
+      } else {
+        std::vector<float> dv = AvgDivisors(g, a_.count_include_pad, a_.ceil_mode);
+        PoolNhwc<false>(g, x->data<float>(), y->data<float>(), x->dim(0), x->dim(1), dv.data());
+      }
+      return Status();
+    }
     if (!max_) {
       if (x->dtype() != DataType::kFloat32)
         return NodeError(node_, std::string("only float32 is supported, got ") +
@@ -414,6 +465,14 @@ class PoolKernel : public Kernel {
     return Status();
   }
 
+  // Inside a channels-last region both X and Y are NHWC; 2-D pools only (the session asks only
+  // for float pools without the Indices output).
+  bool SetChannelsLast(bool input, bool output) override {
+    if (input != output || (input && a_.kernel.size() != 2)) return false;
+    channels_last_ = input;
+    return true;
+  }
+
   // FLOPs: one comparison or add per kernel tap per output element (output elements * kernel
   // size; the average's division is not counted). Bytes: input + outputs.
   Cost EstimateCost(const std::vector<TensorDesc>& in,
@@ -428,6 +487,7 @@ class PoolKernel : public Kernel {
   Node node_;
   PoolAttrs a_;
   bool max_;
+  bool channels_last_ = false;
 };
 
 class GlobalPoolKernel : public Kernel {
