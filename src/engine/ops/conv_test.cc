@@ -368,6 +368,14 @@ TEST(ConvTranspose, MatchesNaiveTwinOnOddShapes) {
       {{1, 2, 13}, {2, 7, 5}, {{3}, {2}, {4}, {0}, 1}, {2}, true},
       {{1, 2, 3, 4, 5}, {2, 2, 2, 3, 2}, {{1, 2, 2}, {1, 1, 2}, {0, 1, 0}, {1, 0, 0}, 1}, {0, 1, 1}, true},
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, {}, false},
+      // Kernel = stride: the GEMM + pixel-shuffle path (2x2 s2, 3x2 s3x2 with 2 images, 1x1
+      // s1), and its neighbours that stay on oneDNN (a pad, output_padding, groups).
+      {{1, 8, 5, 7}, {8, 4, 2, 2}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 1}, {}, true},
+      {{2, 3, 4, 5}, {3, 5, 3, 2}, {{3, 2}, {1, 1}, {0, 0}, {0, 0}, 1}, {}, false},
+      {{1, 6, 3, 3}, {6, 2, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, {}, true},
+      {{1, 4, 5, 5}, {4, 3, 2, 2}, {{2, 2}, {1, 1}, {1, 0}, {0, 1}, 1}, {}, true},
+      {{1, 4, 5, 5}, {4, 3, 2, 2}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 1}, {1, 1}, true},
+      {{1, 4, 5, 5}, {4, 3, 2, 2}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 2}, {}, true},
   };
   uint32_t seed = 100;
   for (const TCase& c : cases) {
@@ -419,6 +427,21 @@ TEST(ConvTranspose, FusedActivationsEqualSeparateOps) {
   Geo g{{2, 2}, {1, 1}, {1, 1}, {0, 0}, 1};
   Node n = ConvNode("ConvTranspose", g, true);
   Tensor plain = NaiveConvTranspose(x, w, &b, g, {10, 10});
+  for (const PostOp& op : AllActivations()) {
+    auto out = RunWithPostOps(n, {&x, &w, &b}, {op});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(plain, op), 1e-4f, 1e-4f), "")
+        << static_cast<int>(op.kind);
+  }
+}
+
+// The kernel = stride path applies fused activations to its shuffled rows.
+TEST(ConvTranspose, KernelEqualsStrideFusedActivationsEqualSeparateOps) {
+  Tensor x = RandomTensor({2, 5, 4, 6}, 61, -2, 2), w = RandomTensor({5, 3, 2, 2}, 62);
+  Tensor b = RandomTensor({3}, 63);
+  Geo g{{2, 2}, {1, 1}, {0, 0}, {0, 0}, 1};
+  Node n = ConvNode("ConvTranspose", g, true);
+  Tensor plain = NaiveConvTranspose(x, w, &b, g, {8, 12});
   for (const PostOp& op : AllActivations()) {
     auto out = RunWithPostOps(n, {&x, &w, &b}, {op});
     ASSERT_TRUE(out.ok()) << out.status().message();
