@@ -172,7 +172,19 @@ class SessionImpl final : public Session {
   void Fuse();
   void FuseQdq();
   void FuseGelu();
+  struct UnaryPattern {
+    std::vector<int> chain;  // nodes, the first reading x
+    int x, out;
+  };
+  std::vector<UnaryPattern> FindHardSwish();
+  void FuseHardSwish(const std::vector<UnaryPattern>& found);
+  void ReplaceWithUnary(const std::vector<int>& chain, int x, int out, const char* op_type,
+                        int opset);
+  void AbsorbInto(int s, const std::vector<int>& chain, int skip);
   void FuseBatchNorm(int conv, int bn);
+  void FoldConvScaleShift(int conv, const std::vector<float>& scale,
+                          const std::vector<float>& shift, const std::string& tag);
+  bool TryFoldConvAffine(int s, int consumer);
   bool TryPostOp(int producer_step, int consumer_node);
   Status RunStep(int s, bool planning);
   Status CheckPlan() const;
@@ -910,24 +922,36 @@ int SessionImpl::SoleConsumer(int value) const {
 
 void SessionImpl::FuseBatchNorm(int conv, int bn) {
   // W'[oc] = W[oc] * s,  B'[oc] = (B[oc] - mean) * s + beta,  s = gamma / sqrt(var + eps)
-  Node& c = nodes_[conv];
   const Node& b = nodes_[bn];
-  const Tensor& w = values_[c.inputs[1]].tensor;
   const Tensor& gamma = values_[b.inputs[1]].tensor;
   const Tensor& beta = values_[b.inputs[2]].tensor;
   const Tensor& mean = values_[b.inputs[3]].tensor;
   const Tensor& var = values_[b.inputs[4]].tensor;
-  float eps = b.attrs.Float("epsilon", 1e-5f);
-  int64_t oc = w.dim(0);
-  int64_t per = w.numel() / oc;
+  const float eps = b.attrs.Float("epsilon", 1e-5f);
+  const int64_t oc = values_[nodes_[conv].inputs[1]].tensor.dim(0);
+  std::vector<float> scale(static_cast<size_t>(oc)), shift(static_cast<size_t>(oc));
+  for (int64_t o = 0; o < oc; ++o) {
+    scale[o] = gamma.data<float>()[o] / std::sqrt(var.data<float>()[o] + eps);
+    shift[o] = beta.data<float>()[o] - mean.data<float>()[o] * scale[o];
+  }
+  FoldConvScaleShift(conv, scale, shift, "bn_folded");
+}
+
+// W'[oc] = W[oc] * scale[oc],  B'[oc] = B[oc] * scale[oc] + shift[oc], as new constants (the old
+// ones may be shared with other nodes).
+void SessionImpl::FoldConvScaleShift(int conv, const std::vector<float>& scale,
+                                     const std::vector<float>& shift, const std::string& tag) {
+  Node& c = nodes_[conv];
+  const Tensor& w = values_[c.inputs[1]].tensor;
+  const int64_t oc = w.dim(0), per = w.numel() / oc;
   Tensor nw(DataType::kFloat32, w.shape());
   Tensor nb(DataType::kFloat32, {oc});
   const Tensor* old_bias = c.inputs.size() > 2 && c.inputs[2] >= 0 ? &values_[c.inputs[2]].tensor : nullptr;
   for (int64_t o = 0; o < oc; ++o) {
-    float s = gamma.data<float>()[o] / std::sqrt(var.data<float>()[o] + eps);
-    for (int64_t k = 0; k < per; ++k) nw.data<float>()[o * per + k] = w.data<float>()[o * per + k] * s;
-    float b0 = old_bias ? old_bias->data<float>()[o] : 0.f;
-    nb.data<float>()[o] = (b0 - mean.data<float>()[o]) * s + beta.data<float>()[o];
+    for (int64_t k = 0; k < per; ++k)
+      nw.data<float>()[o * per + k] = w.data<float>()[o * per + k] * scale[o];
+    const float b0 = old_bias ? old_bias->data<float>()[o] : 0.f;
+    nb.data<float>()[o] = b0 * scale[o] + shift[o];
   }
   auto add_const = [&](const std::string& name, Tensor t) {
     int id = static_cast<int>(values_.size());
@@ -939,9 +963,64 @@ void SessionImpl::FuseBatchNorm(int conv, int bn) {
     values_.back().consumers = {conv};
     return id;
   };
-  c.inputs[1] = add_const(c.name + "/W_bn_folded", std::move(nw));
+  c.inputs[1] = add_const(c.name + "/W_" + tag, std::move(nw));
   if (c.inputs.size() < 3) c.inputs.resize(3, -1);
-  c.inputs[2] = add_const(c.name + "/B_bn_folded", std::move(nb));
+  c.inputs[2] = add_const(c.name + "/B_" + tag, std::move(nb));
+}
+
+// Mul/Add/Sub/Div of a Conv's output by a constant that is a scalar or one value per output
+// channel ([C,1,1], [1,C,1,1]): PaddleOCR's learnable affine blocks, decomposed BatchNorms and
+// hand-written scale/shift layers. Folded into the Conv's weights and bias when nothing but
+// weight folds happened to the step yet (never after an activation). Returns true if folded.
+bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
+  const Node& an = nodes_[steps_[s].nodes[0]];
+  if (an.op_type != "Conv" || an.inputs.size() < 2 || an.inputs[1] < 0) return false;
+  for (size_t k = 1; k < steps_[s].nodes.size(); ++k) {
+    const std::string& t = nodes_[steps_[s].nodes[k]].op_type;
+    if (t != "BatchNormalization" && t != "Mul" && t != "Add" && t != "Sub" && t != "Div")
+      return false;
+  }
+  const Value& wv = values_[an.inputs[1]];
+  if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return false;
+  if (an.inputs.size() > 2 && an.inputs[2] >= 0 &&
+      (!values_[an.inputs[2]].is_const || values_[an.inputs[2]].tensor.dtype() != DataType::kFloat32))
+    return false;
+  const Node& n = nodes_[consumer];
+  const std::string& t = n.op_type;
+  if ((t != "Mul" && t != "Add" && t != "Sub" && t != "Div") || n.inputs.size() != 2 ||
+      n.outputs.size() != 1)
+    return false;
+  const int x = steps_[s].outputs[0];
+  if (n.inputs[0] == n.inputs[1]) return false;
+  const int k_at = n.inputs[0] == x ? 1 : n.inputs[1] == x ? 0 : -1;
+  if (k_at < 0 || ((t == "Sub" || t == "Div") && k_at != 1)) return false;  // c - x, c / x: no
+  const int kv = n.inputs[k_at];
+  if (kv < 0 || !values_[kv].is_const) return false;
+  const Tensor& k = values_[kv].tensor;
+  const int64_t oc = wv.tensor.dim(0), rank = wv.tensor.rank();
+  if (k.dtype() != DataType::kFloat32 || k.rank() > rank) return false;
+  bool per_channel = false;
+  if (k.numel() != 1) {
+    // Right-aligned against the [N, C, spatial...] output: only the channel dim may be > 1.
+    for (int d = 0; d < k.rank(); ++d) {
+      const int64_t out_dim = rank - k.rank() + d;
+      if (k.dim(d) != 1 && (out_dim != 1 || k.dim(d) != oc)) return false;
+    }
+    per_channel = true;
+  }
+  std::vector<float> scale(static_cast<size_t>(oc), 1.f), shift(static_cast<size_t>(oc), 0.f);
+  for (int64_t o = 0; o < oc; ++o) {
+    const float v = k.data<float>()[per_channel ? o : 0];
+    if (t == "Mul") scale[o] = v;
+    else if (t == "Div") scale[o] = 1.f / v;
+    else if (t == "Add") shift[o] = v;
+    else shift[o] = -v;
+  }
+  if (t == "Div")
+    for (float v : scale)
+      if (!std::isfinite(v)) return false;
+  FoldConvScaleShift(steps_[s].nodes[0], scale, shift, "affine_folded");
+  return true;
 }
 
 bool SessionImpl::TryPostOp(int producer_step, int consumer) {
@@ -1172,8 +1251,6 @@ void SessionImpl::FuseGelu() {
     if (nd.inputs[1] == value && nd.inputs[0] != value) return nd.inputs[0];
     return -2;
   };
-  KernelFactory gelu_factory = FindKernel("", "Gelu");
-  if (!gelu_factory) return;
   for (size_t e = 0; e < nodes_.size(); ++e) {
     const Node& erf = nodes_[e];
     if (erf.op_type != "Erf" || erf.inputs.size() != 1 || erf.inputs[0] < 0 || !live_single(e))
@@ -1214,33 +1291,131 @@ void SessionImpl::FuseGelu() {
     } else {
       continue;
     }
-    // The step runs where the earliest node of the pattern ran (it needs only x).
-    int first = chain[0];
-    for (int n : chain)
-      if (node_step_[n] < node_step_[first]) first = n;
-    Node g;
-    g.name = nodes_[first].name;
-    g.op_type = "Gelu";
-    g.opset = 20;
-    g.inputs = {x};
-    g.outputs = {out};
-    auto k = gelu_factory(g);
-    if (!k.ok()) continue;
-    fused_kernels_.push_back(std::move(k).value());
-    const int s = node_step_[first];
-    steps_[s].kernel = fused_kernels_.back().get();
-    steps_[s].inputs = {x};
-    steps_[s].outputs = {out};
-    steps_[s].nodes = {first};
+    ReplaceWithUnary(chain, x, out, "Gelu", 20);
+  }
+}
+
+void SessionImpl::ReplaceWithUnary(const std::vector<int>& chain, int x, int out,
+                                   const char* op_type, int opset) {
+  // The step runs where the earliest node of the pattern ran (it needs only x).
+  int first = chain[0];
+  for (int n : chain)
+    if (node_step_[n] < node_step_[first]) first = n;
+  Node g;
+  g.name = nodes_[first].name;
+  g.op_type = op_type;
+  g.opset = opset;
+  g.inputs = {x};
+  g.outputs = {out};
+  KernelFactory factory = FindKernel("", op_type);
+  if (!factory) return;
+  auto k = factory(g);
+  if (!k.ok()) return;
+  fused_kernels_.push_back(std::move(k).value());
+  const int s = node_step_[first];
+  steps_[s].kernel = fused_kernels_.back().get();
+  steps_[s].inputs = {x};
+  steps_[s].outputs = {out};
+  steps_[s].nodes = {first};
+  AbsorbInto(s, chain, first);
+}
+
+// Moves the live single-node steps of `chain` (all but `skip`) into step s, in chain order.
+void SessionImpl::AbsorbInto(int s, const std::vector<int>& chain, int skip) {
+  for (int n : chain) {
+    if (n == skip) continue;
+    Step& other = steps_[node_step_[n]];
+    other.active = false;
+    other.nodes.clear();
+    node_step_[n] = s;
+    node_infos_[n].status = "fused";
+    steps_[s].nodes.push_back(n);
+  }
+}
+
+// HardSwish as paddle2onnx and hand-built exports write it: x * Clip(x + 3, 0, 6) / 6 (the
+// division by 6 last, or applied to the Clip first; a Mul by 1/6 instead of a Div). When the
+// step producing x is read by nothing else and takes a HardSwish post-op (a Conv, Conv+BN, an
+// elementwise Add), the four nodes join that step; otherwise they become one HardSwish step.
+// Runs after the post-op pass, so x is already a fused Conv+BatchNormalization's output.
+std::vector<SessionImpl::UnaryPattern> SessionImpl::FindHardSwish() {
+  std::vector<UnaryPattern> found;
+  auto scalar = [&](int value, double want, double tol) {
+    if (value < 0 || !values_[value].is_const) return false;
+    const Tensor& t = values_[value].tensor;
+    if (t.dtype() != DataType::kFloat32 || t.numel() != 1 || t.rank() > 1) return false;
+    return std::fabs(static_cast<double>(t.data<float>()[0]) - want) <= tol;
+  };
+  auto live_single = [&](int node) {
+    int st = node < 0 ? -1 : node_step_[node];
+    return st >= 0 && steps_[st].active && steps_[st].sub < 0 && steps_[st].nodes.size() == 1 &&
+           steps_[st].nodes[0] == node;
+  };
+  auto other_input = [&](int n, const char* op, int value) {
+    const Node& nd = nodes_[n];
+    if (nd.op_type != op || nd.inputs.size() != 2 || nd.outputs.size() != 1) return -2;
+    if (nd.inputs[0] == value && nd.inputs[1] != value) return nd.inputs[1];
+    if (nd.inputs[1] == value && nd.inputs[0] != value) return nd.inputs[0];
+    return -2;
+  };
+  // Div(v, 6) or Mul(v, 1/6) with `v` the numerator.
+  auto is_sixth = [&](int n, int v) {
+    const Node& nd = nodes_[n];
+    if (nd.op_type == "Div")
+      return nd.inputs.size() == 2 && nd.inputs[0] == v && scalar(nd.inputs[1], 6.0, 1e-6);
+    return scalar(other_input(n, "Mul", v), 1.0 / 6.0, 1e-6);
+  };
+  auto is_relu6 = [&](int n) {
+    const Node& c = nodes_[n];
+    if (c.op_type != "Clip" || c.outputs.size() != 1) return false;
+    if (c.opset < 11) return c.attrs.Float("min", -1) == 0.f && c.attrs.Float("max", -1) == 6.f;
+    return c.inputs.size() == 3 && scalar(c.inputs[1], 0.0, 0.0) && scalar(c.inputs[2], 6.0, 0.0);
+  };
+  for (size_t a0 = 0; a0 < nodes_.size(); ++a0) {
+    const Node& an = nodes_[a0];
+    if (an.op_type != "Add" || an.inputs.size() != 2 || !live_single(a0)) continue;
+    int x = -1;
+    for (int k = 0; k < 2; ++k)
+      if (an.inputs[k] >= 0 && !values_[an.inputs[k]].is_const && scalar(an.inputs[1 - k], 3.0, 0))
+        x = an.inputs[k];
+    if (x < 0) continue;
+    const int av = an.outputs[0], c = SoleConsumer(av);
+    if (c < 0 || !live_single(c) || !is_relu6(c) || nodes_[c].inputs[0] != av) continue;
+    const int cv = nodes_[c].outputs[0], m = SoleConsumer(cv);
+    if (m < 0 || !live_single(m)) continue;
+    const int mv = nodes_[m].outputs[0], l = SoleConsumer(mv);
+    if (l < 0 || !live_single(l)) continue;
+    const bool six_last = other_input(m, "Mul", cv) == x && is_sixth(l, mv);
+    const bool six_first = is_sixth(m, cv) && other_input(l, "Mul", mv) == x;
+    if (!six_last && !six_first) continue;
+    found.push_back({{static_cast<int>(a0), c, m, l}, x, nodes_[l].outputs[0]});
+  }
+  return found;
+}
+
+void SessionImpl::FuseHardSwish(const std::vector<UnaryPattern>& found) {
+  for (const UnaryPattern& hp : found) {
+    const std::vector<int>& chain = hp.chain;
+    const int x = hp.x, out = hp.out, a0 = chain[0];
+    bool live = true;
     for (int n : chain) {
-      if (n == first) continue;
-      Step& other = steps_[node_step_[n]];
-      other.active = false;
-      other.nodes.clear();
-      node_step_[n] = s;
-      node_infos_[n].status = "fused";
-      steps_[s].nodes.push_back(n);
+      const int st = node_step_[n];
+      live &= st >= 0 && steps_[st].active && steps_[st].nodes.size() == 1;
     }
+    if (!live) continue;
+    // Into x's producer step as a post-op, when the pattern is all that reads x.
+    const int p = values_[x].producer;
+    const int ps = p >= 0 ? node_step_[p] : -1;
+    bool only_pattern = !values_[x].is_output;
+    for (int r : values_[x].consumers) only_pattern &= r == a0 || r == chain[2] || r == chain[3];
+    if (ps >= 0 && steps_[ps].active && steps_[ps].sub < 0 && steps_[ps].outputs.size() == 1 &&
+        steps_[ps].outputs[0] == x && only_pattern && ps < node_step_[a0] &&
+        steps_[ps].kernel->AddPostOp(PostOp{PostOpKind::kHardSwish})) {
+      steps_[ps].outputs = {out};
+      AbsorbInto(ps, chain, -1);
+      continue;
+    }
+    ReplaceWithUnary(chain, x, out, "HardSwish", 14);
   }
 }
 
@@ -1252,10 +1427,17 @@ void SessionImpl::Fuse() {
   static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm",
                                                  "Add", "Sub", "Mul", "Div", "Sum", "Mean",
                                                  "Max", "Min", "PRelu"};
+  // HardSwish patterns are found first and fused after the post-op pass (which must not take
+  // their Add+Clip apart, and which makes a Conv+BatchNormalization the producer of their x).
+  const std::vector<UnaryPattern> hardswish = FindHardSwish();
+  std::vector<char> reserved(nodes_.size(), 0);
+  for (const UnaryPattern& hp : hardswish)
+    for (int n : hp.chain) reserved[n] = 1;
   for (size_t s = 0; s < steps_.size(); ++s) {
     // A step already absorbed into an earlier one (inactive, no nodes) anchors nothing.
     if (!steps_[s].active || steps_[s].nodes.empty() || steps_[s].sub >= 0) continue;
     int anchor = steps_[s].nodes[0];
+    if (reserved[anchor]) continue;
     if (!kAnchors.count(nodes_[anchor].op_type) || steps_[s].outputs.empty() || steps_[s].outputs[0] < 0)
       continue;
     while (true) {
@@ -1267,6 +1449,7 @@ void SessionImpl::Fuse() {
       if (cstep <= static_cast<int>(s) || !steps_[cstep].active || steps_[cstep].sub >= 0 ||
           steps_[cstep].nodes.size() != 1 || steps_[cstep].nodes[0] != c)
         break;
+      if (reserved[c]) break;
       const Node& cn = nodes_[c];
       bool ok = false;
       if (cn.op_type == "BatchNormalization" && nodes_[anchor].op_type == "Conv" &&
@@ -1286,7 +1469,9 @@ void SessionImpl::Fuse() {
           ok = true;
         }
       } else if (cn.outputs.size() >= 1) {
-        ok = TryPostOp(static_cast<int>(s), c);
+        ok = TryFoldConvAffine(static_cast<int>(s), c);
+        if (ok) steps_[s].inputs = nodes_[anchor].inputs;
+        else ok = TryPostOp(static_cast<int>(s), c);
       }
       if (!ok) break;
       int cs = node_step_[c];
@@ -1298,6 +1483,7 @@ void SessionImpl::Fuse() {
       node_infos_[c].status = "fused";
     }
   }
+  FuseHardSwish(hardswish);
   // Drop emptied steps, renumber.
   std::vector<Step> kept;
   for (Step& st : steps_)

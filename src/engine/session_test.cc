@@ -681,6 +681,21 @@ std::string AddPostOpNode(ModelBuilder& b, const std::string& kind, const std::s
     std::vector<std::string> in2 = {in, "k" + id};
     if (!max) std::swap(in2[0], in2[1]);
     return b.Node(max ? "Max" : "Min", in2, {out}, kind + id)->name();
+  } else if (kind == "ScaleC" || kind == "ShiftScalar" || kind == "SubC" || kind == "DivScalar") {
+    // Affine constants a Conv folds into its weights: per channel [C,1,1] / [1,C,1,1] or scalar.
+    const int64_t c = shape[1];
+    const bool per_channel = kind == "ScaleC" || kind == "SubC";
+    std::vector<int64_t> ks = kind == "ScaleC" ? std::vector<int64_t>{c, 1, 1}
+                              : kind == "SubC" ? std::vector<int64_t>{1, c, 1, 1}
+                                               : std::vector<int64_t>{1};
+    std::vector<float> kv = per_channel ? Rand(static_cast<size_t>(c), 70 + i)
+                                        : std::vector<float>{kind == "DivScalar" ? 2.5f : 0.3f};
+    b.Init("aff" + id, ks, kv);
+    const char* op = kind == "ScaleC" ? "Mul" : kind == "ShiftScalar" ? "Add"
+                     : kind == "SubC" ? "Sub" : "Div";
+    std::vector<std::string> in2 = {in, "aff" + id};
+    if (kind == "ShiftScalar") std::swap(in2[0], in2[1]);  // constant first
+    return b.Node(op, in2, {out}, kind + id)->name();
   } else if (kind == "Clip") {
     b.Init("lo" + id, {}, {-0.5f});
     b.Init("hi" + id, {}, {0.5f});
@@ -728,6 +743,13 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
   chains.push_back({"BiasAdd", "MinConst", "MaxConst"});
   chains.push_back({"MaxConst", "Sigmoid"});
   chains.push_back({"MaxConstRank4"});
+  for (const char* aff : {"ScaleC", "ShiftScalar", "SubC", "DivScalar"}) {
+    chains.push_back({aff});
+    chains.push_back({aff, "Relu"});
+    chains.push_back({"Relu", aff});  // after an activation: must not fold
+  }
+  chains.push_back({"BatchNormalization", "ScaleC", "ShiftScalar", "HardSwish"});
+  chains.push_back({"ScaleC", "BatchNormalization"});
   chains.push_back({"LeakyRelu", "MaxConstRank4"});
   const std::vector<Consumer> consumers = {Consumer::kOutput,  Consumer::kMatMul,
                                            Consumer::kConv,    Consumer::kAddInput,
@@ -736,8 +758,10 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
   for (const std::string& anchor : anchors) {
     const std::vector<int64_t> shape = AnchorShape(anchor);
     for (const auto& chain : chains) {
-      bool has_bn = std::find(chain.begin(), chain.end(), "BatchNormalization") != chain.end();
-      if (has_bn && shape.size() != 4) continue;  // BatchNormalization needs N x C x ...
+      bool has_bn = false;
+      for (const auto& k : chain)
+        has_bn |= k == "BatchNormalization" || k == "ScaleC" || k == "SubC";
+      if (has_bn && shape.size() != 4) continue;  // per-channel constants need N x C x ...
       for (Consumer consumer : consumers) {
         if (consumer == Consumer::kConv && shape.size() != 4) continue;
         ModelBuilder b(14);
@@ -915,6 +939,108 @@ TEST(SessionTest, ErfGeluPatternsBecomeOneStepAndMatchUnfused) {
       for (const NodeInfo& n : (*fused)->Nodes()) fused_nodes += n.status == "fused";
       EXPECT_EQ(fused_nodes, 4) << "variant " << v;
     }
+  }
+}
+
+// HardSwish written as x * Clip(x + 3, 0, 6) / 6 (paddle2onnx): after a Conv+BatchNormalization
+// whose output nothing else reads it joins the conv's step as a post-op; after a graph input, or
+// when x has another reader, it is one HardSwish step; a wrong constant leaves it alone.
+TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
+  enum Variant { kConvBn, kConvBnSixthFirst, kInput, kSharedX, kWrongConstant };
+  for (Variant v : {kConvBn, kConvBnSixthFirst, kInput, kSharedX, kWrongConstant}) {
+    ModelBuilder b(13);
+    b.Input("in", {1, 3, 6, 6});
+    std::string x = "in";
+    std::vector<std::string> outs = {"y"};
+    if (v != kInput) {
+      b.Init("w", {4, 3, 3, 3}, Rand(108, 5));
+      b.Node("Conv", {"in", "w"}, {"c"}, "conv");
+      b.Init("g", {4}, {1.f, 0.5f, 2.f, 1.5f});
+      b.Init("be", {4}, {0.1f, -0.2f, 0.3f, 0.f});
+      b.Init("mu", {4}, {0.f, 0.1f, -0.1f, 0.2f});
+      b.Init("var", {4}, {1.f, 2.f, 0.5f, 1.f});
+      b.Node("BatchNormalization", {"c", "g", "be", "mu", "var"}, {"x"}, "bn");
+      x = "x";
+    }
+    b.Init("three", {}, {v == kWrongConstant ? 3.5f : 3.f});
+    b.Init("zero", {}, {0.f});
+    b.Init("six", {}, {6.f});
+    b.Init("sixth", {}, {1.f / 6.f});
+    b.Node("Add", {x, "three"}, {"a"}, "add3");
+    b.Node("Clip", {"a", "zero", "six"}, {"r"}, "relu6");
+    if (v == kConvBnSixthFirst) {
+      b.Node("Mul", {"r", "sixth"}, {"m"}, "sixth_mul");
+      b.Node("Mul", {x, "m"}, {"y"}, "mul_x");
+    } else {
+      b.Node("Mul", {x, "r"}, {"m"}, "mul_x");
+      b.Node("Div", {"m", "six"}, {"y"}, "div6");
+    }
+    if (v == kSharedX) {
+      b.Node("Neg", {x}, {"n"}, "second_reader");
+      outs.push_back("n");
+    }
+    for (const auto& o : outs) b.Output(o, v == kInput ? std::vector<int64_t>{1, 3, 6, 6}
+                                                       : std::vector<int64_t>{1, 4, 4, 4});
+    const std::string path = b.Save("hardswish_pattern.onnx");
+    SessionOptions opts, plain;
+    opts.threads = plain.threads = 1;
+    plain.fuse = false;
+    auto fused = Session::Load(path, opts);
+    auto unfused = Session::Load(path, plain);
+    ASSERT_TRUE(fused.ok()) << fused.status().message();
+    ASSERT_TRUE(unfused.ok()) << unfused.status().message();
+    size_t want_steps = 0;
+    switch (v) {
+      case kConvBn: case kConvBnSixthFirst: want_steps = 1; break;  // conv+bn+4
+      case kInput: want_steps = 1; break;                           // one HardSwish step
+      case kSharedX: want_steps = 3; break;                         // conv+bn, HardSwish, Neg
+      case kWrongConstant: want_steps = 4; break;                   // conv+bn, Add+Clip, Mul, Div
+    }
+    EXPECT_EQ((*fused)->Steps().size(), want_steps) << "variant " << v;
+    ASSERT_TRUE((*fused)->FillRandomInputs(3).ok());
+    ASSERT_TRUE((*unfused)->FillRandomInputs(3).ok());
+    ASSERT_TRUE((*fused)->Run().ok());
+    ASSERT_TRUE((*unfused)->Run().ok());
+    for (const auto& o : outs)
+      EXPECT_EQ(testing::CompareFloat(*(*fused)->Output(o), *(*unfused)->Output(o), 2e-6f, 2e-6f),
+                "")
+          << o << " variant " << v;
+  }
+}
+
+// PaddleOCR's learnable affine block, Conv -> Mul(scalar) -> Add(scalar), and a per-channel
+// scale fold into the Conv (one step); after a Relu the scale must stay a step of its own.
+TEST(SessionTest, ConvAffineConstantsFoldIntoTheWeights) {
+  for (bool after_relu : {false, true}) {
+    ModelBuilder b(13);
+    b.Input("x", {1, 3, 6, 6});
+    b.Init("w", {4, 3, 3, 3}, Rand(108, 8));
+    b.Init("s", {1}, {0.7f});
+    b.Init("t", {1}, {-0.2f});
+    b.Init("sc", {4, 1, 1}, {1.f, 2.f, -1.f, 0.5f});
+    b.Node("Conv", {"x", "w"}, {"c"}, "conv");
+    std::string prev = "c";
+    if (after_relu) {
+      b.Node("Relu", {"c"}, {"r"}, "relu");
+      prev = "r";
+    }
+    b.Node("Mul", {prev, "s"}, {"m"}, "scale");
+    b.Node("Add", {"m", "t"}, {"a"}, "shift");
+    b.Node("Mul", {"sc", "a"}, {"y"}, "per_channel");
+    b.Output("y", {1, 4, 4, 4});
+    const std::string path = b.Save("conv_affine.onnx");
+    SessionOptions o, plain;
+    o.threads = plain.threads = 1;
+    plain.fuse = false;
+    auto s = Session::Load(path, o);
+    auto u = Session::Load(path, plain);
+    ASSERT_TRUE(s.ok() && u.ok());
+    EXPECT_EQ((*s)->Steps().size(), after_relu ? 4u : 1u);
+    ASSERT_TRUE((*s)->FillRandomInputs(2).ok());
+    ASSERT_TRUE((*u)->FillRandomInputs(2).ok());
+    ASSERT_TRUE((*s)->Run().ok());
+    ASSERT_TRUE((*u)->Run().ok());
+    EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), *(*u)->Output("y"), 2e-6f, 2e-6f), "");
   }
 }
 
