@@ -75,10 +75,11 @@ template <typename T>
   return s;
 }
 
-// Rows [b, e) of R contiguous elements.
+// Rows [b, e) of R contiguous elements, one row at a time (also the path for rows whose maximum
+// is not finite).
 template <typename T, bool kLog>
-[[gnu::always_inline]] inline void SoftmaxRowRange(const T* x, T* y, int64_t R, int64_t b,
-                                                   int64_t e) {
+[[gnu::always_inline]] inline void SoftmaxRowsOneByOne(const T* x, T* y, int64_t R, int64_t b,
+                                                       int64_t e) {
     for (int64_t o = b; o < e; ++o) {
       const T* xr = x + o * R;
       T* yr = y + o * R;
@@ -104,6 +105,69 @@ template <typename T, bool kLog>
         for (int64_t r = 0; r < R; ++r) yr[r] *= inv;
       }
     }
+}
+
+template <typename T>
+[[gnu::always_inline]] inline T RowMax(const T* x, int64_t R) {
+  if (R >= 2 * kLanes) return LaneMax(x, R);
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < R; ++r) m = MaxPropagateNan(m, x[r]);
+  return m;
+}
+
+template <typename T>
+[[gnu::always_inline]] inline T RowSum(const T* x, int64_t R) {
+  if (R >= 2 * kLanes) return LaneSum(x, R);
+  T s = 0;
+  for (int64_t r = 0; r < R; ++r) s += x[r];
+  return s;
+}
+
+// Rows [b, e) of R contiguous elements in blocks of about kBlock elements: the maxima of the
+// block's rows, then x - max for the whole block, then one exponential pass over the block (a
+// single loop across rows, so short rows - 7, 25, 49 classes or keys - vectorise as well as long
+// ones), then per-row sums and the scale (LogSoftmax: the log of the sums is subtracted). A block
+// with a non-finite row maximum runs row by row on the definition instead. x and y may alias.
+template <typename T, bool kLog>
+[[gnu::always_inline]] inline void SoftmaxRowRange(const T* x, T* y, int64_t R, int64_t b,
+                                                   int64_t e) {
+  constexpr int64_t kBlock = 4096;
+  const int64_t rows_per = std::max<int64_t>(1, kBlock / std::max<int64_t>(R, 1));
+  thread_local std::vector<T> mx, ex;
+  if (static_cast<int64_t>(mx.size()) < rows_per) mx.resize(static_cast<size_t>(rows_per));
+  if (kLog && static_cast<int64_t>(ex.size()) < rows_per * R)
+    ex.resize(static_cast<size_t>(rows_per * R));
+  for (int64_t o0 = b; o0 < e; o0 += rows_per) {
+    const int64_t o1 = std::min(e, o0 + rows_per), n = (o1 - o0) * R;
+    bool finite = true;
+    for (int64_t o = o0; o < o1; ++o) {
+      mx[o - o0] = RowMax(x + o * R, R);
+      finite &= std::isfinite(mx[o - o0]);
+    }
+    if (!finite) {
+      SoftmaxRowsOneByOne<T, kLog>(x, y, R, o0, o1);
+      continue;
+    }
+    const T* xb = x + o0 * R;
+    T* yb = y + o0 * R;
+    for (int64_t o = 0; o < o1 - o0; ++o) {
+      const T m = mx[o];
+      for (int64_t r = 0; r < R; ++r) yb[o * R + r] = xb[o * R + r] - m;
+    }
+    T* eb = kLog ? ex.data() : yb;  // LogSoftmax keeps x - max in y and the exponentials aside
+    for (int64_t i = 0; i < n; ++i) eb[i] = ExpShifted<T>(yb[i]);
+    for (int64_t o = 0; o < o1 - o0; ++o) {
+      const T sum = RowSum(eb + o * R, R);
+      T* yr = yb + o * R;
+      if constexpr (kLog) {
+        const T ls = std::log(sum);
+        for (int64_t r = 0; r < R; ++r) yr[r] -= ls;
+      } else {
+        const T inv = T(1) / sum;
+        for (int64_t r = 0; r < R; ++r) yr[r] *= inv;
+      }
+    }
+  }
 }
 
 template <typename T, bool kLog>
