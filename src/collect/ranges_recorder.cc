@@ -615,7 +615,8 @@ void TryAttach() {
     pos = nl + 1;
     if (line == "opscope-attach 1") magic = true;
     else if (line.rfind("out ", 0) == 0) out = line.substr(4);
-    else if (line.rfind("opscope-pid ", 0) == 0) opscope_pid = std::strtol(line.c_str() + 12, nullptr, 10);
+    else if (line.rfind("opscope-pid ", 0) == 0)
+      opscope_pid = std::strtol(line.c_str() + 12, nullptr, 10);
     else if (line == "cpu 0") cpu = false;
   }
   if (!magic || out.empty() || out[0] != '/' || opscope_pid <= 0) {
