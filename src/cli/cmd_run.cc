@@ -67,19 +67,18 @@ class RunCommand : public Command {
     app->add_option("command", command_, "the program and its arguments (after --)");
   }
 
-  int Run() override {
-    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
+  CommandStatus Run() override {
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return st;
     if (pid_.empty() && command_.empty())
-      return ReportError(InvalidArgument(
-          "no command given: use `opscope run -- CMD [ARGS]`, or attach with -p PID"));
+      return InvalidArgument(
+          "no command given: use `opscope run -- CMD [ARGS]`, or attach with -p PID");
     if (!pid_.empty()) return Attach();
     if (duration_s_ > 0)
-      return ReportError(
-          InvalidArgument("--duration applies to -p; a command runs until it exits"));
+      return 
+          InvalidArgument("--duration applies to -p; a command runs until it exits");
     auto exe = ResolveCommand(command_[0]);
     if (!exe.ok()) {
-      ReportError(exe.status());
-      return ExitCodeForStartError(exe.status());
+      return StartError(exe.status());
     }
 
     profile::Profile p;
@@ -106,34 +105,33 @@ class RunCommand : public Command {
     };
     TargetSignals signals;
     auto ran = collect::RunRanges(ro, &signals, &p);
-    if (!ran.ok()) return ReportError(ran.status());
+    if (!ran.ok()) return ran.status();
     if (!ran->exec_error.ok()) {
-      ReportError(ran->exec_error);
-      return ExitCodeForStartError(ran->exec_error);
+      return StartError(ran->exec_error);
     }
     analysis::Diagnose(&p, nullptr);  // ranges only: no op has FLOPs for a roofline
-    if (Status st = profile::Validate(p); !st.ok()) return ReportError(st);
+    if (Status st = profile::Validate(p); !st.ok()) return st;
 
     (void)verdict;  // recorded in p.meta; the range section prints it
     report::ReportOptions o;
     o.color = UseColor(1);
     o.wide = wide_;
     o.only = {"ranges"};
-    if (Status st = EmitProfile(p, out_, o); !st.ok()) return ReportError(st);
+    if (Status st = EmitProfile(p, out_, o); !st.ok()) return st;
     return TargetExitCode(ran->exit_code, signals.received());
   }
 
  private:
   // `run -p PID`: the ranges of a running attachable program (collect/range_attach.h).
-  int Attach() {
+  CommandStatus Attach() {
     collect::AttachSpec spec;
     auto what = collect::ResolveAttachFlags(
         {pid_, "", "", !command_.empty(), "use `opscope run -- CMD [ARGS]`"}, &spec);
-    if (!what.ok()) return ReportError(what.status());
+    if (!what.ok()) return what.status();
     if (spec.pids.size() != 1)
-      return ReportError(InvalidArgument("-p: `run` attaches to one process at a time"));
+      return InvalidArgument("-p: `run` attaches to one process at a time");
     if (runs_ != 1 || warmup_ != 0)
-      return ReportError(InvalidArgument("-r/-w apply to a command; -p records one span"));
+      return InvalidArgument("-r/-w apply to a command; -p records one span");
     profile::Profile p;
     profile::FillHostMeta(p.meta);
     p.meta.kind = "run";
@@ -147,15 +145,15 @@ class RunCommand : public Command {
     };
     TargetSignals signals;  // received only: the program is not opscope's to signal
     auto attached = collect::AttachRanges(ro, signals, &p);
-    if (!attached.ok()) return ReportError(attached.status());
+    if (!attached.ok()) return attached.status();
     p.meta.source = attached->description;
     analysis::Diagnose(&p, nullptr);
-    if (Status st = profile::Validate(p); !st.ok()) return ReportError(st);
+    if (Status st = profile::Validate(p); !st.ok()) return st;
     report::ReportOptions o;
     o.color = UseColor(1);
     o.wide = wide_;
     o.only = {"ranges"};
-    if (Status st = EmitProfile(p, out_, o); !st.ok()) return ReportError(st);
+    if (Status st = EmitProfile(p, out_, o); !st.ok()) return st;
     return 0;
   }
 
