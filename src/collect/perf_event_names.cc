@@ -59,8 +59,8 @@ constexpr std::pair<const char*, uint64_t> kCaches[] = {
     {"node", PERF_COUNT_HW_CACHE_NODE},
 };
 constexpr std::pair<const char*, uint64_t> kCacheOps[] = {
-    {"load", PERF_COUNT_HW_CACHE_OP_READ},       {"loads", PERF_COUNT_HW_CACHE_OP_READ},
-    {"store", PERF_COUNT_HW_CACHE_OP_WRITE},     {"stores", PERF_COUNT_HW_CACHE_OP_WRITE},
+    {"load", PERF_COUNT_HW_CACHE_OP_READ},         {"loads", PERF_COUNT_HW_CACHE_OP_READ},
+    {"store", PERF_COUNT_HW_CACHE_OP_WRITE},       {"stores", PERF_COUNT_HW_CACHE_OP_WRITE},
     {"prefetch", PERF_COUNT_HW_CACHE_OP_PREFETCH}, {"prefetches", PERF_COUNT_HW_CACHE_OP_PREFETCH},
 };
 
@@ -115,8 +115,9 @@ bool ResolveWithLibpfm(const std::string& name, EventSpec* spec, std::string* er
 #endif
 
 bool IsHex(std::string_view s) {
-  return !s.empty() && s.size() <= 16 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() && s.size() <= 16 && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c));
+  });
 }
 
 }  // namespace

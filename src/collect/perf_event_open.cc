@@ -28,16 +28,26 @@ bool IsNoPmuError(int err) {
 
 std::string ErrnoName(int err) {
   switch (err) {
-    case ENOENT: return "ENOENT";
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case ENODEV: return "ENODEV";
-    case EINVAL: return "EINVAL";
-    case ESRCH: return "ESRCH";
-    case EMFILE: return "EMFILE";
-    case EBUSY: return "EBUSY";
-    default: return std::to_string(err);
+    case ENOENT:
+      return "ENOENT";
+    case EACCES:
+      return "EACCES";
+    case EPERM:
+      return "EPERM";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case ENODEV:
+      return "ENODEV";
+    case EINVAL:
+      return "EINVAL";
+    case ESRCH:
+      return "ESRCH";
+    case EMFILE:
+      return "EMFILE";
+    case EBUSY:
+      return "EBUSY";
+    default:
+      return std::to_string(err);
   }
 }
 
@@ -133,10 +143,12 @@ std::string RecordingPerfEventOpener::Dump() const {
         if (calls_[j].result == c.group_fd) group = "event " + std::to_string(j);
     }
     out << "[event " << i << "]\n";
-    out << "pid=" << c.pid << "\ncpu=" << c.cpu << "\ngroup_fd=" << group << "\nflags=" << Hex(c.flags)
-        << "\nresult=";
-    if (c.result >= 0) out << "fd\n";
-    else out << '-' << ErrnoName(-c.result) << '\n';
+    out << "pid=" << c.pid << "\ncpu=" << c.cpu << "\ngroup_fd=" << group
+        << "\nflags=" << Hex(c.flags) << "\nresult=";
+    if (c.result >= 0)
+      out << "fd\n";
+    else
+      out << '-' << ErrnoName(-c.result) << '\n';
     out << "type=" << a.type << "\nsize=" << a.size << "\nconfig=" << Hex(a.config)
         << "\nconfig1=" << Hex(a.config1) << "\nconfig2=" << Hex(a.config2)
         << "\nsample_period=" << a.sample_period << "\nsample_type=" << Hex(a.sample_type)
@@ -220,8 +232,8 @@ std::string UserOnlyDegradation(const PerfEventOpener& opener) {
 }
 
 std::string CpuClockDegradation(const std::string& requested, int err) {
-  return requested + " unavailable (" + (IsNoPmuError(err) ? std::string("no hardware PMU")
-                                                           : ErrnoName(err)) +
+  return requested + " unavailable (" +
+         (IsNoPmuError(err) ? std::string("no hardware PMU") : ErrnoName(err)) +
          "): using cpu-clock";
 }
 
@@ -231,8 +243,8 @@ void SwitchToCpuClock(perf_event_attr* attr) {
 }
 
 StatusOr<int> OpenWithFallback(PerfEventOpener& opener, perf_event_attr* attr, pid_t pid, int cpu,
-                               const std::string& requested,
-                               std::vector<std::string>* degradations, bool* user_only) {
+                               const std::string& requested, std::vector<std::string>* degradations,
+                               bool* user_only) {
   EventSpec spec;
   spec.name = requested;
   spec.type = attr->type;

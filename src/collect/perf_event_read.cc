@@ -28,7 +28,8 @@ Status CounterSet::Disable() {
 Status CounterSet::ReadGroup(const Group& g, std::span<RawCount> out) const {
   const size_t bytes = g.buffer_words * sizeof(uint64_t);
   ssize_t n = ::read(g.leader_fd, buffer_.data(), bytes);
-  if (n < 0) return Internal(std::string("reading a counter group failed: ") + std::strerror(errno));
+  if (n < 0)
+    return Internal(std::string("reading a counter group failed: ") + std::strerror(errno));
   if (static_cast<size_t>(n) < 3 * sizeof(uint64_t))
     return Internal("reading a counter group returned " + std::to_string(n) + " bytes");
   const uint64_t nr = buffer_[0];
@@ -89,7 +90,8 @@ static bool ReadOne(const perf_event_mmap_page* pc, RawCount* out) {
       const uint64_t cyc = Rdtsc();
       const uint16_t shift = pc->time_shift;
       const uint64_t quot = cyc >> shift, rem = cyc & ((uint64_t{1} << shift) - 1);
-      const uint64_t delta = pc->time_offset + quot * pc->time_mult + ((rem * pc->time_mult) >> shift);
+      const uint64_t delta =
+          pc->time_offset + quot * pc->time_mult + ((rem * pc->time_mult) >> shift);
       enabled += delta;
       running += delta;  // the event is on the PMU (idx != 0), so it is running
     }
@@ -104,7 +106,8 @@ bool CounterSet::ReadGroupRdpmc(const Group& g, std::span<RawCount> out) const {
 #if defined(__x86_64__) || defined(__i386__)
   for (int s : g.slot_of_member) {
     const void* page = pages_[static_cast<size_t>(s)];
-    if (!page || !ReadOne(static_cast<const perf_event_mmap_page*>(page), &out[static_cast<size_t>(s)]))
+    if (!page ||
+        !ReadOne(static_cast<const perf_event_mmap_page*>(page), &out[static_cast<size_t>(s)]))
       return false;
   }
   return true;
