@@ -5,6 +5,15 @@
  * up after 120 s. With GATE, the first frame stays open (READY is created inside it) until the
  * file GATE exists, and then records its "work": a frame that began before opscope attached. */
 #include <opscope/annotate.h>
+#ifdef RUN_ATTACH_NVTX
+#include <nvtx3/nvToolsExt.h>
+/* The NVTX build (run_attach_nvtx_app): each frame is an NVTX range, its work opscope's. */
+#define FRAME_PUSH() nvtxRangePushA("frame")
+#define FRAME_POP() nvtxRangePop()
+#else
+#define FRAME_PUSH() opscope_range_push("frame")
+#define FRAME_POP() opscope_range_pop()
+#endif
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,7 +33,7 @@ int main(int argc, char** argv) {
   }
   const time_t start = time(NULL);
   for (int frame = 0; time(NULL) - start < 120; ++frame) {
-    opscope_range_push("frame");
+    FRAME_PUSH();
     if (frame == 0 && argc > 3) {
       FILE* f = fopen(argv[1], "w");
       if (f) fclose(f);
@@ -33,7 +42,7 @@ int main(int argc, char** argv) {
     opscope_range_push("work");
     Work(20000);
     opscope_range_pop();
-    opscope_range_pop();
+    FRAME_POP();
     if (frame == 0) {
       FILE* f = fopen(argv[1], "w");
       if (f) fclose(f);

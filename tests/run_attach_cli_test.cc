@@ -46,7 +46,8 @@ bool HasDegradation(const profile::Profile& p, const std::string& part) {
 struct App {
   int pid = -1;
   std::string dir, exit_file, err_file;
-  explicit App(const std::string& d, bool attachable = true, const std::string& gate = "")
+  explicit App(const std::string& d, bool attachable = true, const std::string& gate = "",
+               bool nvtx = false)
       : dir(d) {
     const std::string ready = dir + "/ready";
     exit_file = dir + "/exit";
@@ -56,7 +57,9 @@ struct App {
     std::vector<std::string> argv = {"/usr/bin/env",
                                      "LD_PRELOAD=" + Lib("libopscope_ranges_rt.so")};
     if (attachable) argv.push_back("OPSCOPE_ATTACHABLE=1");
-    for (const auto& a : {Bin("run_attach_app"), ready, exit_file}) argv.push_back(a);
+    if (nvtx) argv.push_back("NVTX_INJECTION64_PATH=" + Lib("libopscope_ranges_nvtx.so"));
+    for (const auto& a : {Bin(nvtx ? "run_attach_nvtx_app" : "run_attach_app"), ready, exit_file})
+      argv.push_back(a);
     if (!gate.empty()) argv.push_back(gate);
     pid = testing::StartInOwnGroup(argv, dir + "/app.out", err_file);
     EXPECT_GT(pid, 0);
@@ -117,6 +120,34 @@ TEST(RunAttachCli, AttachesTwiceInARowAndTheProgramKeepsRunning) {
   EXPECT_EQ(app.Finish(), 0);
   EXPECT_FALSE(Exists(app.Channel())) << "the channel is removed at exit";
   EXPECT_EQ(testing::ReadAll(app.err_file), "") << "attaching is silent in the program";
+}
+
+// NVTX frames (libopscope_ranges_nvtx.so's channel) around annotate.h work (the runtime's):
+// both recorders are attached and detached together, and their ranges nest.
+TEST(RunAttachCli, NvtxAndAnnotateRecordersAreAttachedTogether) {
+  if (access(Bin("run_attach_nvtx_app").c_str(), X_OK) != 0)
+    GTEST_SKIP() << "built without the NVTX v3 headers";
+  const std::string dir = Tmp();
+  App app(dir, true, "", /*nvtx=*/true);
+  const std::string nvtx_channel = "/tmp/opscope-attach-" + std::to_string(app.pid) + "-nvtx";
+  ASSERT_TRUE(Exists(nvtx_channel)) << testing::ReadAll(app.err_file);
+  const std::string json = dir + "/nvtx.json";
+  auto r =
+      RunShell(Opscope() + " run -p " + std::to_string(app.pid) + " --duration 0.3 -o " + json);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  profile::Profile p = Load(json);
+  int frames = 0, nested = 0;
+  for (const auto& x : p.ranges) {
+    if (x.name == "frame") {
+      ++frames;
+      EXPECT_EQ(x.domain, "nvtx");
+    }
+    if (x.name == "work" && x.parent >= 0 && p.ranges[x.parent].name == "frame") ++nested;
+  }
+  EXPECT_GT(frames, 2) << r.err;
+  EXPECT_EQ(nested, Count(p, "work")) << "every work inside an NVTX frame\n" << r.err;
+  EXPECT_EQ(app.Finish(), 0);
+  EXPECT_FALSE(Exists(nvtx_channel));
 }
 
 TEST(RunAttachCli, ProgramExitingWhileAttachedKeepsWhatWasRecorded) {

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -183,6 +185,7 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
   if (uid != geteuid() && chown(out.c_str(), uid, gid) != 0)
     return fail(PermissionDenied(
         fmt::format("cannot hand {} to uid {}: {}", out, uid, std::strerror(errno))));
+  int64_t window_start = 0, window_end = INT64_MAX;  // when every recorder was attached
   const std::string request = fmt::format("opscope-attach 1\nopscope-pid {}\nout {}\ncpu {}\n",
                                           getpid(), out, o.cpu_time ? 1 : 0);
   for (auto& c : channels) {
@@ -203,6 +206,9 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
                                  c.source, pid, kAnswerTimeoutS)));
     }
     c.attached = true;
+    int64_t since = 0;
+    if (ParseInt64(Trim(ReadSysFile(ack)).substr(std::string("attached ").size()), &since))
+      window_start = std::max(window_start, since);
   }
   const int64_t t0 = NowNs();
   AttachSpec spec;
@@ -226,14 +232,15 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
   for (const auto& c : channels) {
     const std::string done = out + "/done." + c.source;
     PollFor(kAnswerTimeoutS, [&] { return Exists(done) || !ProcessAlive(pid); });
-    const std::string answer = Trim(ReadSysFile(done));
-    int64_t n = 0;
-    if (!Exists(done))
+    if (!Exists(done)) {
       missing.push_back(c.source);
-    else if (!StartsWith(answer, "stop "))
-      result.program_exited = true;
-    else if (ParseInt64(answer.substr(5), &n))
-      left_open += n;
+      continue;
+    }
+    const std::vector<std::string> answer = Split(Trim(ReadSysFile(done)), ' ', true);
+    int64_t n = 0, t = 0;
+    if (answer.empty() || answer[0] != "stop") result.program_exited = true;
+    if (answer.size() == 3 && answer[0] == "stop" && ParseInt64(answer[1], &n)) left_open += n;
+    if (answer.size() >= 2 && ParseInt64(answer.back(), &t)) window_end = std::min(window_end, t);
   }
   const double ms = static_cast<double>(NowNs() - t0) / 1e6;
   if (!ProcessAlive(pid)) result.program_exited = true;
@@ -264,6 +271,14 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
   std::vector<RangeFileInfo> infos;
   if (Status st = ReadRangeFiles(out + "/ranges", &ranges, &infos); !st.ok()) return fail(st);
   RemoveFlatFolder(out);
+  // Only what every recorder saw whole: a stage one of them recorded only partly takes the ranges
+  // of the others inside it along.
+  const size_t dropped = DropPartialRanges(window_start, window_end, infos, &ranges);
+  if (dropped > 0 && channels.size() > 1)
+    note(fmt::format("{} range(s) left out: part of a stage that began before or ended after the "
+                     "span all recorders ({}) were attached",
+                     dropped, channels.size()),
+         false);
   int unclosed = 0;
   for (const auto& inf : infos) unclosed += inf.unclosed;
   if (unclosed > 0)

@@ -92,9 +92,9 @@ struct ThreadBuf {
   std::vector<std::vector<Open>> stacks;  // by domain id: open push/pop ranges
   std::unordered_map<const char*, CachedName> by_ptr;  // thread-local intern cache
   // Attach mode: when a range opened before the attach ended on this thread (a pop with nothing
-  // to pop). The ranges recorded here before it were nested inside that unrecorded range: on
-  // detach they are left out, so an attach does not report the inside of a stage without the
-  // stage (see WriteAllLocked for exit).
+  // to pop). The ranges recorded here before it were nested inside that unrecorded range: the
+  // detach says so (a `cut B` line), so opscope does not report the inside of a stage without
+  // the stage (see WriteAllLocked).
   int64_t horizon = 0;
   std::vector<Open>& Stack(uint32_t domain) {
     if (domain >= stacks.size()) stacks.resize(domain + 1);
@@ -457,12 +457,13 @@ void WriteLine(FILE* f, const char* tag, size_t id, const std::string& text) {
 }
 
 // The whole file through stdio (the caller holds g->mu). `at_exit` (and always outside attach
-// mode): ranges still open are written as ending now (U), and every closed range is written.
-// Otherwise (detaching from a running program) ranges still open are left out, and so are the
-// ranges inside a range opened before the attach (ThreadBuf::horizon). At exit the horizon is
-// not applied: the ranges ending then are often the lifetime ranges (a whole main(), a thread's
-// whole loop), and dropping everything inside them would leave nothing. Returns how many ranges
-// were open.
+// mode): ranges still open are written as ending now (U). Otherwise (detaching from a running
+// program) ranges still open are left out, and each thread's partial ranges are told as `cut`
+// lines (ranges_reader.h ThreadCut), which opscope applies over every recorder's ranges: B, when
+// a range opened before the attach ended (ThreadBuf::horizon); A, the start of the oldest range
+// still open. At exit no cuts are written: the ranges ending then are often the lifetime ranges
+// (a whole main(), a thread's whole loop), and dropping everything inside them would leave
+// nothing. Returns how many ranges were open.
 size_t WriteAllLocked(FILE* f, int64_t now, bool at_exit = true) {
   const bool with_open = at_exit;
   size_t open = g->started.size();
@@ -472,12 +473,18 @@ size_t WriteAllLocked(FILE* f, int64_t now, bool at_exit = true) {
   for (ThreadBuf* b : g->bufs) {
     std::lock_guard<std::mutex> bl(b->mu);
     b->done.ForEach([&](const Record& r) {
-      if (!at_exit && r.start < b->horizon) return;
       std::fprintf(f, "range %c %d %lld %lld %u %u %u %lld\n", r.kind, b->tid,
                    static_cast<long long>(r.start), static_cast<long long>(r.end), r.name,
                    static_cast<unsigned>(r.domain), static_cast<unsigned>(r.depth),
                    static_cast<long long>(r.cpu_ns));
     });
+    int64_t oldest_open = INT64_MAX;
+    for (const auto& st : b->stacks)
+      if (!st.empty()) oldest_open = std::min(oldest_open, st.front().start);
+    if (!at_exit && b->horizon > 0)
+      std::fprintf(f, "cut B %d %lld\n", b->tid, static_cast<long long>(b->horizon));
+    if (!at_exit && oldest_open != INT64_MAX)
+      std::fprintf(f, "cut A %d %lld\n", b->tid, static_cast<long long>(oldest_open));
     for (size_t domain = 0; domain < b->stacks.size(); ++domain)
       for (size_t d = 0, n = b->stacks[domain].size(); d < n; ++d) {
         ++open;
@@ -633,9 +640,11 @@ void TryAttach() {
     unlinkat(g->channel_fd, "request", 0);
     return;
   }
+  int64_t since = 0;
   {
     std::lock_guard<std::mutex> lock(g->mu);
     ClearBuffersLocked();
+    since = Now(CLOCK_MONOTONIC);
     g->out_fd = ofd;
     g->opscope_pid = static_cast<pid_t>(opscope_pid);
     g->out_file = "ranges." + g->source + "." + std::to_string(getpid());
@@ -645,12 +654,15 @@ void TryAttach() {
     g->attached = true;
   }
   g_active.store(true, std::memory_order_release);
-  WriteMarker(("attached." + g->source).c_str(), "attached\n");
+  // When recording began (CLOCK_MONOTONIC ns): opscope keeps what all recorders saw.
+  const std::string ack = "attached " + std::to_string(since) + "\n";
+  WriteMarker(("attached." + g->source).c_str(), ack.c_str());
 }
 
 // Ends the attach session: writes what was recorded (when `done` is given: "stop", "exit") and
-// the `done.<source>` marker ("stop N": N ranges still open were left out, their end unknown;
-// "exit": they end at exit), clears the buffers and goes dormant again.
+// the `done.<source>` marker ("stop N T": N ranges still open were left out, their end unknown;
+// "exit T": they end at exit; T the CLOCK_MONOTONIC ns of the end), clears the buffers and goes
+// dormant again.
 void Detach(const char* done) {
   g_active.store(false, std::memory_order_release);
   const int64_t now = Now(CLOCK_MONOTONIC);
@@ -668,7 +680,8 @@ void Detach(const char* done) {
       Say("cannot write the ranges into the attach folder: " + std::string(std::strerror(errno)));
       if (fd >= 0) ::close(fd);
     }
-    const std::string text = at_exit ? "exit\n" : "stop " + std::to_string(open) + "\n";
+    const std::string text = at_exit ? "exit " + std::to_string(now) + "\n"
+                                     : "stop " + std::to_string(open) + " " + std::to_string(now) + "\n";
     WriteMarker(g->done_file.c_str(), text.c_str());
   }
   ClearBuffersLocked();

@@ -13,6 +13,7 @@
 //   name <id> <text to end of line>
 //   domain <id> <text to end of line>
 //   range <P|S|U> <tid> <start_ns> <end_ns> <name id> <domain id> <depth> <thread cpu ns|-1>
+//   cut <B|A> <tid> <ns>        (attach mode only, see below)
 //
 // P: push/pop, S: start/end (may end on another thread), U: still open at exit (ended at exit).
 // Timestamps are CLOCK_MONOTONIC ns. A forked child starts with empty buffers and writes its own
@@ -37,12 +38,13 @@
 // removed and said on stderr, so another user cannot make the program write anywhere. The
 // output folder is opened once (O_NOFOLLOW) and every file in it is created with O_EXCL
 // relative to that descriptor. Attached, the recorder clears its buffers, writes
-// `attached.<source>` and records (ranges already open then are not recorded: their pop finds
-// another session's entry and drops it). A `stop` file in the channel ends the session: the
-// records go to `ranges.<source>.<pid>` in the output folder (the format above), then
-// `done.<source>` ("stop"); the buffers are cleared and the recorder is dormant again, ready for
-// the next attach. Exiting while attached writes both files ("exit"; "signal" from the signal
-// handler). If the opscope process disappears without a stop, the records are dropped. A forked
+// `attached.<source>` ("attached T", T the CLOCK_MONOTONIC ns it began) and records (ranges
+// already open then are not recorded: their pop finds another session's entry and drops it). A
+// `stop` file in the channel ends the session: the records go to `ranges.<source>.<pid>` in the
+// output folder (the format above, ranges still open left out, plus `cut B|A <tid> <ns>` lines
+// for each thread's partial ranges), then `done.<source>` ("stop N T"); the buffers are cleared
+// and the recorder is dormant again, ready for the next attach. Exiting while attached writes
+// both files ("exit T", open ranges ending at exit; "signal" from the signal handler). If the opscope process disappears without a stop, the records are dropped. A forked
 // child stays dormant (its parent owns the channel); exit removes the channel.
 #pragma once
 
