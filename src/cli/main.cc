@@ -43,7 +43,8 @@ CommandStatus StartError(const Status& status) {
 int Finish(const CommandStatus& result) {
   if (!result.ok()) {
     std::fprintf(stderr, "opscope: error: %s\n", result.status().message().c_str());
-    for (const std::string& note : result.notes()) std::fprintf(stderr, "opscope: %s\n", note.c_str());
+    for (const std::string& note : result.notes())
+      std::fprintf(stderr, "opscope: %s\n", note.c_str());
   }
   return result.exit_code();
 }

@@ -680,8 +680,9 @@ void Detach(const char* done) {
       Say("cannot write the ranges into the attach folder: " + std::string(std::strerror(errno)));
       if (fd >= 0) ::close(fd);
     }
-    const std::string text = at_exit ? "exit " + std::to_string(now) + "\n"
-                                     : "stop " + std::to_string(open) + " " + std::to_string(now) + "\n";
+    const std::string text =
+        at_exit ? "exit " + std::to_string(now) + "\n"
+                : "stop " + std::to_string(open) + " " + std::to_string(now) + "\n";
     WriteMarker(g->done_file.c_str(), text.c_str());
   }
   ClearBuffersLocked();

@@ -44,8 +44,9 @@
 // output folder (the format above, ranges still open left out, plus `cut B|A <tid> <ns>` lines
 // for each thread's partial ranges), then `done.<source>` ("stop N T"); the buffers are cleared
 // and the recorder is dormant again, ready for the next attach. Exiting while attached writes
-// both files ("exit T", open ranges ending at exit; "signal" from the signal handler). If the opscope process disappears without a stop, the records are dropped. A forked
-// child stays dormant (its parent owns the channel); exit removes the channel.
+// both files ("exit T", open ranges ending at exit; "signal" from the signal handler). If the
+// opscope process disappears without a stop, the records are dropped. A forked child stays
+// dormant (its parent owns the channel); exit removes the channel.
 #pragma once
 
 #include <cstdint>
