@@ -41,19 +41,19 @@ class DiffCommand : public Command {
             ->check(NumberIn(0, 1e6, false));
   }
 
-  int Run() override {
+  CommandStatus Run() override {
     std::string format = format_;
     if (format.empty())
       format = EndsWith(output_, ".json") ? "json" : EndsWith(output_, ".html") ? "html" : "table";
     if (!output_.empty())
-      if (Status st = CheckWritable(output_); !st.ok()) return ReportError(st);
+      if (Status st = CheckWritable(output_); !st.ok()) return st;
     auto a = profile::LoadProfile(before_);
-    if (!a.ok()) return ReportError(a.status());
+    if (!a.ok()) return a.status();
     auto b = profile::LoadProfile(after_);
-    if (!b.ok()) return ReportError(b.status());
+    if (!b.ok()) return b.status();
     if (std::string why = analysis::KindMismatch(*a, *b); !why.empty() && !force_)
-      return ReportError(InvalidArgument(before_ + " vs " + after_ + ": " + why +
-                                         "; compare like with like, or pass --force"));
+      return InvalidArgument(before_ + " vs " + after_ + ": " + why +
+                                         "; compare like with like, or pass --force");
     analysis::ProfileDiff d = analysis::DiffProfiles(*a, *b);
     analysis::GateOptions gate;
     if (fail_above_opt_->count()) gate.fail_above_pct = fail_above_;
@@ -61,7 +61,7 @@ class DiffCommand : public Command {
     analysis::GateVerdict verdict;
     if (gate.fail_above_pct || gate.fail_op_above_pct) {
       auto v = analysis::EvaluateGate(*a, *b, d, gate);
-      if (!v.ok()) return ReportError(v.status());
+      if (!v.ok()) return v.status();
       verdict = std::move(*v);
     }
     std::string text = format == "json" ? analysis::DiffToJson(d)
@@ -71,7 +71,7 @@ class DiffCommand : public Command {
     if (output_.empty()) {
       std::fputs(text.c_str(), stdout);
     } else {
-      if (Status st = WriteFileAtomic(output_, text); !st.ok()) return ReportError(st);
+      if (Status st = WriteFileAtomic(output_, text); !st.ok()) return st;
       std::fprintf(stdout, "%s\n", d.headline.c_str());
     }
     std::fflush(stdout);

@@ -39,7 +39,7 @@ class DoctorCommand : public Command {
   }
   void Setup(CLI::App* app) override {}
 
-  int Run() override {
+  CommandStatus Run() override {
     const auto checks = collect::RunDoctorChecks();
     bool bad = false;
     std::string out;

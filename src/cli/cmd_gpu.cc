@@ -59,42 +59,42 @@ class GpuCommand : public Command {
     app->add_option("command", command_, "the program to trace and its arguments (after --)");
   }
 
-  int Run() override {
+  CommandStatus Run() override {
 #ifndef OPSCOPE_HAVE_GPU_LAYER
-    return ReportError(Unsupported(
+    return Unsupported(
         "this opscope was built without the CUDA toolkit, so it has no GPU tracer; rebuild where "
-        "/usr/local/cuda (with CUPTI) is installed"));
+        "/usr/local/cuda (with CUPTI) is installed");
 #else
     namespace fs = std::filesystem;
-    if (Status s = PrepareOutput(out_, "table"); !s.ok()) return ReportError(s);
+    if (Status s = PrepareOutput(out_, "table"); !s.ok()) return s;
     std::error_code ec;
     if (!from_dir_.empty()) {
-      if (!command_.empty()) return ReportError(InvalidArgument("--from-trace reports on kept traces: give no program"));
+      if (!command_.empty()) return InvalidArgument("--from-trace reports on kept traces: give no program");
       gpu::TracedRun kept;
       for (const auto& e : fs::directory_iterator(from_dir_, ec))
         if (e.path().extension() == ".trace") kept.trace_files.push_back(e.path().string());
-      if (ec) return ReportError(NotFound(from_dir_ + ": " + ec.message()));
+      if (ec) return NotFound(from_dir_ + ": " + ec.message());
       std::sort(kept.trace_files.begin(), kept.trace_files.end());
-      if (kept.trace_files.empty()) return ReportError(NotFound(from_dir_ + ": no gpu-*.trace files"));
+      if (kept.trace_files.empty()) return NotFound(from_dir_ + ": no gpu-*.trace files");
       return Finish(kept, from_dir_);
     }
-    if (command_.empty()) return ReportError(InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]"));
+    if (command_.empty()) return InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]");
     if (!no_driver_check_)
-      if (Status s = gpu::ProbeNvidiaDriver(); !s.ok()) return ReportError(s);
+      if (Status s = gpu::ProbeNvidiaDriver(); !s.ok()) return s;
     auto tracer = gpu::FindTracerLibrary();
-    if (!tracer.ok()) return ReportError(tracer.status());
+    if (!tracer.ok()) return tracer.status();
 
     std::string dir;
     if (!keep_dir_.empty()) {
       fs::create_directories(keep_dir_, ec);
-      if (ec) return ReportError(PermissionDenied(keep_dir_ + ": cannot create: " + ec.message()));
+      if (ec) return PermissionDenied(keep_dir_ + ": cannot create: " + ec.message());
       for (const auto& e : fs::directory_iterator(keep_dir_, ec))
         if (e.path().extension() == ".trace") fs::remove(e.path(), ec);
       dir = fs::absolute(keep_dir_).string();
     } else {
       std::string tmpl = (fs::temp_directory_path(ec) / "opscope-gpu-XXXXXX").string();
       if (mkdtemp(tmpl.data()) == nullptr)
-        return ReportError(PermissionDenied(tmpl + ": cannot create a temporary folder for the trace"));
+        return PermissionDenied(tmpl + ": cannot create a temporary folder for the trace");
       dir = tmpl;
     }
 
@@ -110,20 +110,20 @@ class GpuCommand : public Command {
     if (signals.received() != 0)
       std::fprintf(stderr, "opscope: received signal %d (%s): passed it to the program\n",
                    signals.received(), strsignal(signals.received()));
-    int code = Finish(run, dir);
-    if (signals.received() != 0) code = TargetExitCode(code, signals.received());
+    CommandStatus result = Finish(run, dir);
+    if (signals.received() != 0)
+      result = std::move(result).WithExitCode(TargetExitCode(1, signals.received()));
     if (keep_dir_.empty()) fs::remove_all(dir, ec);
-    return code;
+    return result;
 #endif
   }
 
  private:
 #ifdef OPSCOPE_HAVE_GPU_LAYER
-  int Finish(const StatusOr<gpu::TracedRun>& run, const std::string& dir) {
-    if (!run.ok()) return ReportError(run.status());
+  CommandStatus Finish(const StatusOr<gpu::TracedRun>& run, const std::string& dir) {
+    if (!run.ok()) return run.status();
     if (!run->exec_error.ok()) {
-      ReportError(run->exec_error);
-      return ExitCodeForStartError(run->exec_error);
+      return StartError(run->exec_error);
     }
     if (run->term_signal)
       std::fprintf(stderr, "opscope: the program died of signal %d (%s); reporting what was traced\n",
@@ -131,14 +131,14 @@ class GpuCommand : public Command {
     else if (run->exit_code != 0)
       std::fprintf(stderr, "opscope: the program exited with status %d\n", run->exit_code);
     if (run->trace_files.empty()) {
-      ReportError(Unavailable(
+      return CommandStatus(Unavailable(
           "no GPU trace was written: the program never initialized CUDA or NVTX (is it a CUDA program? "
           "a statically linked CUDA runtime still loads the tracer; check that it reaches cudaSetDevice or a "
-          "first CUDA call)"));
-      return run->exit_code ? run->exit_code : 1;
+          "first CUDA call)"))
+          .WithExitCode(run->exit_code ? run->exit_code : 1);
     }
     auto built = gpu::ProfileFromTraces(run->trace_files);
-    if (!built.ok()) return ReportError(built.status());
+    if (!built.ok()) return built.status();
     profile::Profile& p = *built;
     profile::FillHostMeta(p.meta);
     p.meta.source = from_dir_.empty() ? ShellJoin(command_) : "traces in " + from_dir_;
@@ -165,13 +165,13 @@ class GpuCommand : public Command {
         for (auto& f : bound) f.rule = rule->id;
         p.findings.insert(p.findings.end(), bound.begin(), bound.end());
       }
-    if (Status s = profile::Validate(p); !s.ok()) return ReportError(s);
+    if (Status s = profile::Validate(p); !s.ok()) return s;
     report::ReportOptions ro;
     ro.only = {"gpu"};
     ro.gpu_trace = gpu_trace_;
     ro.iteration_range = iteration_range_;
     ro.wide = wide_;
-    if (Status s = EmitProfile(p, out_, ro); !s.ok()) return ReportError(s);
+    if (Status s = EmitProfile(p, out_, ro); !s.ok()) return s;
     return run->exit_code;
   }
 #endif

@@ -171,7 +171,7 @@ class ImportCommand : public Command {
         ->check(WholeNumberIn(0, 1000000000));
   }
 
-  int Run() override {
+  CommandStatus Run() override {
     const importers::Format* format = nullptr;
     if (!from_.empty()) {
       format = importers::FindFormat(from_);

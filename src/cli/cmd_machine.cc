@@ -35,21 +35,21 @@ class MachineCommand : public Command {
     app->add_option("--format", format_, "table or json")->check(CLI::IsMember({"table", "json"}));
   }
 
-  int Run() override {
+  CommandStatus Run() override {
     std::string path = file_.empty() ? analysis::DefaultMachineFile() : file_;
     HostInfo host = ReadHostInfo();
     analysis::MachineCeilings c;
     if (show_) {
-      if (path.empty()) return ReportError(NotFound("no machine file: HOME and XDG_CONFIG_HOME are unset; pass --machine FILE"));
+      if (path.empty()) return NotFound("no machine file: HOME and XDG_CONFIG_HOME are unset; pass --machine FILE");
       auto loaded = analysis::LoadMachineFile(path);
       if (!loaded.ok())
-        return ReportError(loaded.status().WithPrefix("no stored ceilings (run `opscope machine` first)"));
+        return loaded.status().WithPrefix("no stored ceilings (run `opscope machine` first)");
       c = *loaded;
     } else {
-      if (path.empty()) return ReportError(InvalidArgument("HOME and XDG_CONFIG_HOME are unset: pass --machine FILE"));
+      if (path.empty()) return InvalidArgument("HOME and XDG_CONFIG_HOME are unset: pass --machine FILE");
       if (Status st = CheckWritable(path); !st.ok()) {
         // The folder may not exist yet: SaveMachineFile creates it; only a real refusal stops us.
-        if (st.code() == StatusCode::kPermissionDenied) return ReportError(st);
+        if (st.code() == StatusCode::kPermissionDenied) return st;
       }
       if (peak_gflops_ > 0 && peak_gbps_ > 0) {
         c.peak_gflops_all = c.peak_gflops_one = peak_gflops_;
@@ -74,7 +74,7 @@ class MachineCommand : public Command {
         // The noise check: ceilings measured while other processes competed for the CPU would
         // misplace every op on the roofline for as long as the file is used.
         if (Status st = analysis::CheckCeilingsStable(c); !st.ok()) {
-          if (!force_) return ReportError(st);
+          if (!force_) return st;
           std::string why = st.message();
           if (StartsWith(why, "ceilings not stored: ")) why = why.substr(21);
           why = why.substr(0, why.find(": other processes"));
@@ -82,7 +82,7 @@ class MachineCommand : public Command {
                        why.c_str());
         }
       }
-      if (Status st = analysis::SaveMachineFile(c, path); !st.ok()) return ReportError(st);
+      if (Status st = analysis::SaveMachineFile(c, path); !st.ok()) return st;
     }
     if (format_ == "json") {
       std::fputs(analysis::CeilingsToJson(c).c_str(), stdout);

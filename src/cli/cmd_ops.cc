@@ -18,7 +18,7 @@ class OpsCommand : public Command {
     app->add_option("--format", format_, "table (default) or json")
         ->check(CLI::IsMember({"table", "json"}));
   }
-  int Run() override {
+  CommandStatus Run() override {
     auto ops = engine::SupportedOperators();
     if (format_ == "json") {
       nlohmann::json j = {{"schema", "opscope.ops/1"},

@@ -59,27 +59,27 @@ class ProfileCommand : public Command {
     app->add_option("--peak-gbps", peak_gbps_, "Memory-bandwidth ceiling by hand, GB/s")->check(PositiveFinite());
   }
 
-  int Run() override {
+  CommandStatus Run() override {
     if (threads_opt_->count() > 0 && (threads_ < 1 || threads_ > engine::MaxThreads()))
-      return ReportError(InvalidArgument(
+      return InvalidArgument(
           "--threads must be between 1 and " + std::to_string(engine::MaxThreads()) + " (" +
           std::to_string(engine::kMaxThreadsPerCpu) + " per usable CPU, this machine has " +
-          std::to_string(engine::UsableCpus()) + "; got " + std::to_string(threads_) + ")"));
+          std::to_string(engine::UsableCpus()) + "; got " + std::to_string(threads_) + ")");
     if (threads_ > engine::UsableCpus())
       std::fprintf(stderr, "opscope: warning: %s\n",
                    engine::OversubscriptionWarning(threads_, engine::UsableCpus()).c_str());
     Status st = PrepareOutput(out_, "table");
-    if (!st.ok()) return ReportError(st);
+    if (!st.ok()) return st;
     if (call_graph_ != "fp" && call_graph_ != "dwarf")
-      return ReportError(InvalidArgument("--call-graph must be fp or dwarf (got '" + call_graph_ + "')"));
+      return InvalidArgument("--call-graph must be fp or dwarf (got '" + call_graph_ + "')");
     std::vector<collect::EventSpec> events = collect::DefaultOpEvents();
     if (!events_.empty()) {
       auto parsed = collect::ParseEventList(events_);
-      if (!parsed.ok()) return ReportError(parsed.status());
+      if (!parsed.ok()) return parsed.status();
       events = *parsed;
     }
     auto ceilings = analysis::ResolveCeilings(machine_file_, peak_gflops_, peak_gbps_);
-    if (!ceilings.ok()) return ReportError(ceilings.status());
+    if (!ceilings.ok()) return ceilings.status();
     if (*ceilings && StartsWith((*ceilings)->verification, "unverified: "))
       std::fprintf(stderr, "opscope: warning: %s\n", (*ceilings)->verification.substr(12).c_str());
 
@@ -97,13 +97,13 @@ class ProfileCommand : public Command {
       auto eq = s.find('=');
       std::vector<int64_t> dims;
       if (eq == std::string::npos || !ParseShape(s.substr(eq + 1), &dims))
-        return ReportError(InvalidArgument("--shape '" + s + "': expected NAME=DxDxD (e.g. images=1x3x224x224)"));
+        return InvalidArgument("--shape '" + s + "': expected NAME=DxDxD (e.g. images=1x3x224x224)");
       opt.session.shapes[s.substr(0, eq)] = dims;
     }
     for (const std::string& s : inputs_) {
       auto eq = s.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-        return ReportError(InvalidArgument("--input '" + s + "': expected NAME=FILE.pb"));
+        return InvalidArgument("--input '" + s + "': expected NAME=FILE.pb");
       opt.input_files.emplace_back(s.substr(0, eq), s.substr(eq + 1));
     }
     std::unique_ptr<collect::OpCounters> counters;
@@ -167,7 +167,7 @@ class ProfileCommand : public Command {
     auto p = collect::ProfileModel(opt);
     bar.Finish();
     if (remove_perf_map) unlink(perf_map.c_str());
-    if (!p.ok()) return ReportError(p.status());
+    if (!p.ok()) return p.status();
     if (ceilings->has_value()) {
       analysis::Diagnose(&*p, &**ceilings);
     } else {
@@ -182,7 +182,7 @@ class ProfileCommand : public Command {
     ro.wide = wide_;
     ro.only = {"ops"};
     st = EmitProfile(*p, out_, ro);
-    if (!st.ok()) return ReportError(st);
+    if (!st.ok()) return st;
     return 0;
   }
 

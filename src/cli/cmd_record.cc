@@ -1,4 +1,6 @@
 // opscope record [-F HZ] [--call-graph fp|dwarf[,BYTES]] [-o FILE] -- CMD [ARGS]
+#include <fmt/format.h>
+
 #include <cstdio>
 
 #include "base/clock.h"
@@ -44,14 +46,14 @@ class RecordCommandCli : public Command {
         ->check(NumberIn(0, 1e7, false));
     app->add_option("command", command_, "The command to run (after --)");
   }
-  int Run() override {
+  CommandStatus Run() override {
     collect::RecordOptions opt;
     opt.sampler.frequency_hz = freq_;
     opt.sampler.ring_pages = ring_pages_;
     if (event_ == "cpu-clock") {
       opt.sampler.try_cycles = false;
     } else if (event_ != "auto" && event_ != "cycles") {
-      return ReportError(InvalidArgument("--event '" + event_ + "': expected auto, cycles or cpu-clock"));
+      return InvalidArgument("--event '" + event_ + "': expected auto, cycles or cpu-clock");
     }
     auto parts = Split(call_graph_, ',');
     if (parts[0] == "dwarf") {
@@ -59,32 +61,31 @@ class RecordCommandCli : public Command {
       int64_t bytes = 0;
       if (parts.size() > 1) {
         if (!ParseInt64(parts[1], &bytes) || bytes < 512 || bytes > 65000)
-          return ReportError(InvalidArgument("--call-graph dwarf," + parts[1] +
+          return InvalidArgument("--call-graph dwarf," + parts[1] +
                                              ": the stack size must be a whole number of bytes "
-                                             "from 512 to 65000"));
+                                             "from 512 to 65000");
         opt.sampler.stack_bytes = static_cast<uint32_t>((bytes + 7) / 8 * 8);
       }
     } else if (parts[0] != "fp" || parts.size() > 1) {
-      return ReportError(InvalidArgument("--call-graph '" + call_graph_ + "': expected fp or dwarf[,BYTES]"));
+      return InvalidArgument("--call-graph '" + call_graph_ + "': expected fp or dwarf[,BYTES]");
     }
     opt.output = output_;
     auto what = ResolveAttachOptions();
-    if (!what.ok()) return ReportError(what.status());
+    if (!what.ok()) return what.status();
     const bool attached = attach_.any();
     TargetSignals signals;
     auto writer = collect::RecordWriter::Create(output_);
-    if (!writer.ok()) return ReportError(writer.status());
+    if (!writer.ok()) return writer.status();
     auto result = attached ? collect::RecordAttached(attach_, *what, opt, writer->get(), signals)
                            : collect::RecordCommand(command_, opt, writer->get(), &signals);
     if (!result.ok()) {
       const bool nothing = (*writer)->failed() && (*writer)->nothing_kept();
       (*writer)->Discard();
-      return ReportError(nothing ? NothingWritten(**writer) : result.status());
+      return nothing ? NothingWritten(**writer) : result.status();
     }
     if (!result->exec_error.ok()) {
       (*writer)->Discard();
-      ReportError(result->exec_error);
-      return ExitCodeForStartError(result->exec_error);
+      return StartError(result->exec_error);
     }
     for (const auto& d : result->meta.degradations)
       if (!quiet_) std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
@@ -104,13 +105,13 @@ class RecordCommandCli : public Command {
     // Symbolize now, while the binaries the command ran are certainly on disk.
     int64_t t0 = NowNs();
     auto reader = collect::RecordReader::Open(output_);
-    if (!reader.ok()) return ReportError(reader.status());
+    if (!reader.ok()) return reader.status();
     auto section = collect::Symbolize(*reader);
-    if (!section.ok()) return ReportError(section.status());
+    if (!section.ok()) return section.status();
     st = (*writer)->WriteSymbolized(*section);
     if (!st.ok()) return ReportKeptSamples(st, *result, writer->get());
     st = (*writer)->Close();
-    if (!st.ok()) return ReportError(st);
+    if (!st.ok()) return st;
     double symbolize_s = (NowNs() - t0) / 1e9;
     if (!quiet_) {
       std::fprintf(stderr,
@@ -147,38 +148,35 @@ class RecordCommandCli : public Command {
 
   // The disk filled up after every sample was written (at the end or symbol chunk): the samples
   // are all there, `report` symbolizes them itself.
-  int ReportKeptSamples(const Status& st, const collect::RecordResult& r, collect::RecordWriter* w) {
-    int code = ReportError(st);
+  CommandStatus ReportKeptSamples(const Status& st, const collect::RecordResult& r,
+                                  collect::RecordWriter* w) {
     (void)w->Close();
-    std::fprintf(stderr, "opscope: all %llu samples were kept (%llu bytes in %s), without symbols; "
-                 "run `opscope report %s`\n", static_cast<unsigned long long>(r.samples),
-                 static_cast<unsigned long long>(w->bytes_kept()), output_.c_str(),
-                 ShellQuote(output_).c_str());
-    return code;
+    return CommandStatus(st).AndThen(fmt::format(
+        "all {} samples were kept ({} bytes in {}), without symbols; run `opscope report {}`",
+        r.samples, w->bytes_kept(), output_, ShellQuote(output_)));
   }
 
   // The disk filled up (or the file size limit was reached) while recording: the file keeps the
   // whole chunks written before, which `opscope report` reads (it symbolizes them itself).
-  int ReportPartial(const collect::RecordResult& r, collect::RecordWriter* w, int got) {
+  CommandStatus ReportPartial(const collect::RecordResult& r, collect::RecordWriter* w, int got) {
     if (w->nothing_kept()) {
       w->Discard();
-      return ReportError(NothingWritten(*w));
+      return NothingWritten(*w);
     }
     if (r.samples == 0) {  // only the header and metadata: not a profile
       w->Discard();
-      return ReportError(ResourceExhausted(w->failure().message() + "; no sample could be "
+      return ResourceExhausted(w->failure().message() + "; no sample could be "
                                            "written, so no record file was left: free some space "
-                                           "or write elsewhere with -o"));
+                                           "or write elsewhere with -o");
     }
-    int code = ReportError(r.write_error);
     (void)w->Close();
-    std::fprintf(stderr,
-                 "opscope: sampling stopped %.2f s into the run; kept the readable part: %llu "
-                 "samples, %llu bytes in %s (the command %s); run `opscope report %s`\n",
-                 static_cast<double>(r.kept_ns) / 1e9, static_cast<unsigned long long>(r.samples),
-                 static_cast<unsigned long long>(w->bytes_kept()), output_.c_str(), r.exit.c_str(),
-                 ShellQuote(output_).c_str());
-    return got != 0 ? TargetExitCode(r.exit_code, got) : code;
+    CommandStatus error = CommandStatus(r.write_error).AndThen(fmt::format(
+        "sampling stopped {:.2f} s into the run; kept the readable part: {} samples, {} bytes in "
+        "{} (the command {}); run `opscope report {}`",
+        static_cast<double>(r.kept_ns) / 1e9, r.samples, w->bytes_kept(), output_, r.exit,
+        ShellQuote(output_)));
+    if (got != 0) return std::move(error).WithExitCode(TargetExitCode(r.exit_code, got));
+    return error;
   }
 
   double freq_ = 997;

@@ -48,7 +48,7 @@ class ReportCommandCli : public Command {
                      "e.g. .txt, .json (the profile), .hot.json, .csv, .trace.json, "
                      ".folded, .svg, .pb.gz");
   }
-  int Run() override {
+  CommandStatus Run() override {
     if (!input_.empty()) file_ = input_;
     report::ReportOptions o;
     o.samples.group = report::SampleGroup::kFunction;

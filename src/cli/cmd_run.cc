@@ -29,7 +29,9 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/target_build.h"
+#include "collect/attach.h"
 #include "collect/counter_run.h"
+#include "collect/range_attach.h"
 #include "collect/range_run.h"
 #include "collect/target_build.h"
 #include "profile/profile_io.h"
@@ -57,15 +59,26 @@ class RunCommand : public Command {
     app->add_flag("--no-nvtx", no_nvtx_, "do not inject the NVTX recorder");
     app->add_flag("--no-cpu-time", no_cpu_time_,
                   "do not record each range's thread CPU time (saves two clock reads per range)");
-    app->add_option("command", command_, "the program and its arguments (after --)")->required();
+    app->add_option("-p,--pid", pid_,
+                    "attach to a running program started attachable (OPSCOPE_ATTACHABLE=1 with "
+                    "opscope's recorder preloaded); docs/diagnosis.md");
+    app->add_option("--duration", duration_s_, "with -p: stop after S seconds (default: Ctrl-C)")
+        ->check(NumberIn(0, 1e7, /*integer=*/false));
+    app->add_option("command", command_, "the program and its arguments (after --)");
   }
 
-  int Run() override {
-    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
+  CommandStatus Run() override {
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return st;
+    if (pid_.empty() && command_.empty())
+      return InvalidArgument(
+          "no command given: use `opscope run -- CMD [ARGS]`, or attach with -p PID");
+    if (!pid_.empty()) return Attach();
+    if (duration_s_ > 0)
+      return 
+          InvalidArgument("--duration applies to -p; a command runs until it exits");
     auto exe = ResolveCommand(command_[0]);
     if (!exe.ok()) {
-      ReportError(exe.status());
-      return ExitCodeForStartError(exe.status());
+      return StartError(exe.status());
     }
 
     profile::Profile p;
@@ -92,24 +105,60 @@ class RunCommand : public Command {
     };
     TargetSignals signals;
     auto ran = collect::RunRanges(ro, &signals, &p);
-    if (!ran.ok()) return ReportError(ran.status());
+    if (!ran.ok()) return ran.status();
     if (!ran->exec_error.ok()) {
-      ReportError(ran->exec_error);
-      return ExitCodeForStartError(ran->exec_error);
+      return StartError(ran->exec_error);
     }
     analysis::Diagnose(&p, nullptr);  // ranges only: no op has FLOPs for a roofline
-    if (Status st = profile::Validate(p); !st.ok()) return ReportError(st);
+    if (Status st = profile::Validate(p); !st.ok()) return st;
 
     (void)verdict;  // recorded in p.meta; the range section prints it
     report::ReportOptions o;
     o.color = UseColor(1);
     o.wide = wide_;
     o.only = {"ranges"};
-    if (Status st = EmitProfile(p, out_, o); !st.ok()) return ReportError(st);
+    if (Status st = EmitProfile(p, out_, o); !st.ok()) return st;
     return TargetExitCode(ran->exit_code, signals.received());
   }
 
  private:
+  // `run -p PID`: the ranges of a running attachable program (collect/range_attach.h).
+  CommandStatus Attach() {
+    collect::AttachSpec spec;
+    auto what = collect::ResolveAttachFlags(
+        {pid_, "", "", !command_.empty(), "use `opscope run -- CMD [ARGS]`"}, &spec);
+    if (!what.ok()) return what.status();
+    if (spec.pids.size() != 1)
+      return InvalidArgument("-p: `run` attaches to one process at a time");
+    if (runs_ != 1 || warmup_ != 0)
+      return InvalidArgument("-r/-w apply to a command; -p records one span");
+    profile::Profile p;
+    profile::FillHostMeta(p.meta);
+    p.meta.kind = "run";
+    p.meta.source = "pid " + pid_;
+    collect::RangeAttachOptions ro;
+    ro.pid = spec.pids[0];
+    ro.duration_s = duration_s_;
+    ro.cpu_time = !no_cpu_time_;
+    ro.on_note = [](const std::string& what) {
+      std::fprintf(stderr, "opscope: %s\n", what.c_str());
+    };
+    TargetSignals signals;  // received only: the program is not opscope's to signal
+    auto attached = collect::AttachRanges(ro, signals, &p);
+    if (!attached.ok()) return attached.status();
+    p.meta.source = attached->description;
+    analysis::Diagnose(&p, nullptr);
+    if (Status st = profile::Validate(p); !st.ok()) return st;
+    report::ReportOptions o;
+    o.color = UseColor(1);
+    o.wide = wide_;
+    o.only = {"ranges"};
+    if (Status st = EmitProfile(p, out_, o); !st.ok()) return st;
+    return 0;
+  }
+
+  std::string pid_;
+  double duration_s_ = 0;
   int runs_ = 1, warmup_ = 0;
   OutputChoice out_;
   bool wide_ = false;

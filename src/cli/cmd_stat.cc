@@ -59,20 +59,20 @@ class StatCommand : public Command {
     app->add_option("command", command_, "the command and its arguments, after --");
   }
 
-  int Run() override {
+  CommandStatus Run() override {
     auto what = ResolveAttachOptions();
-    if (!what.ok()) return ReportError(what.status());
+    if (!what.ok()) return what.status();
     const bool attached = attach_.any();
-    if (json_ && !sep_.empty()) return ReportError(InvalidArgument("choose one of --json and -x"));
+    if (json_ && !sep_.empty()) return InvalidArgument("choose one of --json and -x");
     std::vector<collect::EventSpec> events = collect::DefaultStatEvents();
     if (!events_.empty()) {
       auto parsed = collect::ParseEventList(Join(events_, ","));
-      if (!parsed.ok()) return ReportError(parsed.status());
+      if (!parsed.ok()) return parsed.status();
       events = std::move(parsed).value();
     }
     if (json_) out_.format = "json";
     if (!sep_.empty()) out_.format = "stat-csv";
-    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return st;
 
     profile::Profile p;
     FillMeta(p.meta);
@@ -87,10 +87,9 @@ class StatCommand : public Command {
       auto r = attached ? collect::CountAttached(attach_, *what, events, collect::SystemOpener(),
                                                  signals, &stop)
                         : collect::RunCounted(command_, events, collect::SystemOpener(), &signals);
-      if (!r.ok()) return ReportError(r.status());
+      if (!r.ok()) return r.status();
       if (!r->exec_error.ok()) {
-        ReportError(r->exec_error);
-        return r->run.exit_code;
+        return CommandStatus(r->exec_error).WithExitCode(r->run.exit_code);
       }
       for (const std::string& d : r->degradations) {
         if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end()) continue;
@@ -132,10 +131,10 @@ class StatCommand : public Command {
     if (!attached) RecordTargetBuild(command_[0], &p.meta);
     analysis::Diagnose(&p, nullptr);
     Status valid = profile::Validate(p);
-    if (!valid.ok()) return ReportError(Internal("stat produced an invalid profile: " + valid.message()));
+    if (!valid.ok()) return Internal("stat produced an invalid profile: " + valid.message());
 
     Status out = Emit(p);
-    if (!out.ok()) return ReportError(out);
+    if (!out.ok()) return out;
     return exit_code;
   }
 

@@ -13,6 +13,48 @@
 
 namespace opscope::cli {
 
+// What a command ends with; main() alone turns it into the process's exit status and, for an
+// error, the one line "opscope: error: <message>" on stderr (README "Exit codes"):
+//   - success: an exit status, 0, or for commands that run a target the target's own status
+//     (128+N for signal N; base/launch.h TargetExitCode);
+//   - an error (a non-OK Status): exit status 2 for bad arguments and input (InvalidArgument,
+//     NotFound, Unsupported, DataLoss), 1 for everything else, unless the command gives its own
+//     (WithExitCode: 126/127 for a target that could not start, StartError below; a target's
+//     status after a partial write), and notes printed after the error line (AndThen).
+class CommandStatus {
+ public:
+  CommandStatus(int exit_code = 0) : exit_code_(exit_code) {}  // NOLINT: `return 0;`
+  CommandStatus(Status status) : status_(std::move(status)) {}  // NOLINT: `return st;`
+
+  // The exit status of an error, instead of the one its StatusCode gives.
+  CommandStatus WithExitCode(int code) && {
+    exit_code_ = code;
+    explicit_code_ = true;
+    return std::move(*this);
+  }
+  // A line "opscope: <note>" printed after the error line (what was kept, what to run next).
+  CommandStatus AndThen(std::string note) && {
+    notes_.push_back(std::move(note));
+    return std::move(*this);
+  }
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  // The process's exit status (the table above).
+  int exit_code() const;
+
+ private:
+  Status status_;
+  int exit_code_ = 0;
+  bool explicit_code_ = false;
+  std::vector<std::string> notes_;
+};
+
+// A target that could not be started (base/launch.h wording): exit status 127 when it was not
+// found, 126 when it cannot be executed.
+CommandStatus StartError(const Status& status);
+
 class Command {
  public:
   virtual ~Command() = default;
@@ -20,16 +62,16 @@ class Command {
   virtual const char* Help() const = 0;
   // Declares options on the subcommand; values are bound to members of the command.
   virtual void Setup(CLI::App* app) = 0;
-  // Runs after parsing. Returns the process exit code.
-  virtual int Run() = 0;
+  // Runs after parsing; main() turns the result into the exit status and error line.
+  virtual CommandStatus Run() = 0;
 };
 
 using CommandFactory = std::function<std::unique_ptr<Command>()>;
 bool RegisterCommand(CommandFactory factory);
 const std::vector<CommandFactory>& RegisteredCommands();
 
-// Prints "opscope: error: <message>" (plus a hint for permission problems) and returns the exit
-// code for the status: 2 for bad arguments/input, 1 for everything else.
+// Prints "opscope: error: <message>" and returns the exit status of CommandStatus(status). For
+// code not yet converted to returning its Status (main() is the place that prints errors).
 int ReportError(const Status& status);
 
 // True when stdout/stderr is a terminal and NO_COLOR is unset.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/launch.h"
 #include "base/version.h"
 #include "collect/doctor.h"
 #include "engine/library_versions.h"
@@ -21,9 +22,9 @@ bool RegisterCommand(CommandFactory factory) {
 }
 const std::vector<CommandFactory>& RegisteredCommands() { return MutableCommands(); }
 
-int ReportError(const Status& status) {
-  std::fprintf(stderr, "opscope: error: %s\n", status.message().c_str());
-  switch (status.code()) {
+int CommandStatus::exit_code() const {
+  if (status_.ok() || explicit_code_) return exit_code_;
+  switch (status_.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound:
     case StatusCode::kUnsupported:
@@ -33,6 +34,22 @@ int ReportError(const Status& status) {
       return 1;
   }
 }
+
+CommandStatus StartError(const Status& status) {
+  return CommandStatus(status).WithExitCode(ExitCodeForStartError(status));
+}
+
+// The one place a command's outcome becomes output and an exit status.
+int Finish(const CommandStatus& result) {
+  if (!result.ok()) {
+    std::fprintf(stderr, "opscope: error: %s\n", result.status().message().c_str());
+    for (const std::string& note : result.notes())
+      std::fprintf(stderr, "opscope: %s\n", note.c_str());
+  }
+  return result.exit_code();
+}
+
+int ReportError(const Status& status) { return Finish(CommandStatus(status)); }
 
 bool IsTerminal(int fd) { return isatty(fd) == 1; }
 bool UseColor(int fd) {
@@ -78,6 +95,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (auto& [sub, c] : subs)
-    if (sub->parsed()) return c->Run();
+    if (sub->parsed()) return Finish(c->Run());
   return 2;
 }

@@ -20,17 +20,6 @@
 namespace opscope::collect {
 namespace {
 
-void RemoveTree(const std::string& dir) {
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") unlink((dir + "/" + n).c_str());
-    }
-    closedir(d);
-  }
-  rmdir(dir.c_str());
-}
-
 // What the recorder's clock reads cost per range on this machine (two CLOCK_MONOTONIC reads,
 // plus two CLOCK_THREAD_CPUTIME_ID reads when per-range CPU time is on), in ns: the part of the
 // recorder's cost that varies most between machines (a syscall on many VMs).
@@ -63,6 +52,36 @@ std::string DescribeDeath(int sig, int received) {
 constexpr double kBookkeepingNs = 250;
 
 }  // namespace
+
+void RemoveFlatFolder(const std::string& dir) {
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") unlink((dir + "/" + n).c_str());
+    }
+    closedir(d);
+  }
+  rmdir(dir.c_str());
+}
+
+void EstimateRecorderOverhead(bool cpu_time, int measured_runs, profile::Profile* p) {
+  if (p->ranges.empty() || !(p->e2e.stats.median > 0)) return;
+  // opscope's own cost, estimated from what the recorder does per range.
+  const double per_range_ns = ClockCostPerRangeNs(cpu_time) + kBookkeepingNs;
+  const double per_run = static_cast<double>(p->ranges.size()) / std::max(1, measured_runs);
+  profile::Overhead ov;
+  ov.observed_median_ms = p->e2e.stats.median;
+  ov.baseline_median_ms = std::max(0.0, ov.observed_median_ms - per_run * per_range_ns / 1e6);
+  ov.pct = ov.baseline_median_ms > 0
+               ? (ov.observed_median_ms - ov.baseline_median_ms) / ov.baseline_median_ms * 100
+               : 0;
+  ov.method = fmt::format(
+      "estimated: {:.0f} ranges per run × {:.0f} ns per range (clock reads "
+      "timed on this machine + {:.0f} ns bookkeeping measured by "
+      "bench/annotate_overhead)",
+      per_run, per_range_ns, kBookkeepingNs);
+  p->overhead = ov;
+}
 
 std::string RuntimeLibDir() {
   if (const char* d = std::getenv("OPSCOPE_LIB_DIR"); d && d[0]) return d;
@@ -130,7 +149,7 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
     if (use_nvtx) launch.set_env.push_back({"NVTX_INJECTION64_PATH", nvtx});
     TargetExit end;
     if (Status st = RunTarget(launch, signals, &end); !st.ok()) {
-      RemoveTree(tmp);
+      RemoveFlatFolder(tmp);
       if (st.code() == StatusCode::kInternal) return st;
       result.exec_error = st;
       return result;
@@ -155,7 +174,7 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
     std::vector<profile::Range> ranges;
     std::vector<RangeFileInfo> infos;
     if (Status st = ReadRangeFiles(prefix, &ranges, &infos); !st.ok()) {
-      RemoveTree(tmp);
+      RemoveFlatFolder(tmp);
       return st;
     }
     int unclosed = 0;
@@ -173,7 +192,7 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
       p->ranges.push_back(std::move(r));
     }
   }
-  RemoveTree(tmp);
+  RemoveFlatFolder(tmp);
   result.measured = static_cast<int>(p->e2e.runs_ms.size());
   p->meta.runs = result.measured;
   if (p->ranges.empty() && !death.empty())
@@ -186,23 +205,7 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
         "(OPSCOPE_RANGE(\"stage\")) or NVTX (nvtxRangePushA/nvtxRangePop); a statically linked "
         "program cannot load the recorder");
   profile::FinalizeStats(*p);
-  if (!p->ranges.empty() && p->e2e.stats.median > 0) {
-    // opscope's own cost, estimated from what the recorder does per range.
-    const double per_range_ns = ClockCostPerRangeNs(o.cpu_time) + kBookkeepingNs;
-    const double per_run = static_cast<double>(p->ranges.size()) / std::max(1, result.measured);
-    profile::Overhead ov;
-    ov.observed_median_ms = p->e2e.stats.median;
-    ov.baseline_median_ms = std::max(0.0, ov.observed_median_ms - per_run * per_range_ns / 1e6);
-    ov.pct = ov.baseline_median_ms > 0
-                 ? (ov.observed_median_ms - ov.baseline_median_ms) / ov.baseline_median_ms * 100
-                 : 0;
-    ov.method = fmt::format(
-        "estimated: {:.0f} ranges per run × {:.0f} ns per range (clock reads "
-        "timed on this machine + {:.0f} ns bookkeeping measured by "
-        "bench/annotate_overhead)",
-        per_run, per_range_ns, kBookkeepingNs);
-    p->overhead = ov;
-  }
+  EstimateRecorderOverhead(o.cpu_time, result.measured, p);
   return result;
 }
 

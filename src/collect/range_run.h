@@ -41,6 +41,13 @@ struct RangeRunResult {
 // else <dir of opscope>/../lib/opscope (installed).
 std::string RuntimeLibDir();
 
+// opscope's own cost per profile (p->overhead), estimated from the ranges recorded over
+// `measured_runs` runs: the clock reads timed on this machine plus the measured bookkeeping.
+void EstimateRecorderOverhead(bool cpu_time, int measured_runs, profile::Profile* p);
+
+// Removes a flat folder and the files in it.
+void RemoveFlatFolder(const std::string& dir);
+
 // Runs the program as described above and fills `p` (whose meta the caller has filled).
 // Errors: the recorder library missing, the temporary folder, unreadable range files.
 StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& options, TargetSignals* signals,

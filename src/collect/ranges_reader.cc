@@ -60,6 +60,16 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
         if (!ParseInt64(f[i + 1], dst[i])) return bad("bad number '" + f[i + 1] + "'");
       if (r.end < r.start) return bad("range ends before it starts");
       raws.push_back(r);
+    } else if (tag == "cut") {
+      std::vector<std::string> f = Split(rest, ' ', true);
+      ThreadCut c;
+      int64_t tid = 0;
+      if (f.size() != 3 || (f[0] != "B" && f[0] != "A") || !ParseInt64(f[1], &tid) ||
+          !ParseInt64(f[2], &c.ns))
+        return bad("cut line needs B|A, a thread id and a time");
+      c.kind = f[0][0];
+      c.tid = static_cast<int32_t>(tid);
+      info->cuts.push_back(c);
     } else {
       return bad("unknown record '" + tag + "'");
     }
@@ -103,6 +113,30 @@ Status ReadRangeFiles(const std::string& prefix, std::vector<profile::Range>* ou
     infos->push_back(info);
   }
   return Status::Ok();
+}
+
+size_t DropPartialRanges(int64_t window_start, int64_t window_end,
+                         const std::vector<RangeFileInfo>& infos,
+                         std::vector<profile::Range>* ranges) {
+  std::map<int32_t, int64_t> before, after;  // per thread: the latest B, the earliest A
+  for (const auto& info : infos)
+    for (const ThreadCut& c : info.cuts) {
+      if (c.kind == 'B') {
+        auto [it, fresh] = before.emplace(c.tid, c.ns);
+        if (!fresh) it->second = std::max(it->second, c.ns);
+      } else {
+        auto [it, fresh] = after.emplace(c.tid, c.ns);
+        if (!fresh) it->second = std::min(it->second, c.ns);
+      }
+    }
+  const size_t n = ranges->size();
+  std::erase_if(*ranges, [&](const profile::Range& r) {
+    if (r.start_ns < window_start || r.end_ns > window_end) return true;
+    if (auto b = before.find(r.tid); b != before.end() && r.start_ns < b->second) return true;
+    if (auto a = after.find(r.tid); a != after.end() && r.start_ns >= a->second) return true;
+    return false;
+  });
+  return n - ranges->size();
 }
 
 void AssignNesting(std::vector<profile::Range>* ranges) {

@@ -10,10 +10,21 @@
 
 namespace opscope::collect {
 
+// An attached recorder's word about a thread's partial ranges (`cut B|A <tid> <ns>` lines,
+// written on detach; ranges_recorder.h): B, a range opened before the attach ended at `ns`, so
+// the ranges of `tid` that start before `ns` were inside it; A, a range left open at the detach
+// started at `ns`, so the ranges of `tid` that start at or after `ns` are inside it.
+struct ThreadCut {
+  char kind = 'B';
+  int32_t tid = 0;
+  int64_t ns = 0;
+};
+
 struct RangeFileInfo {
   int pid = 0;
   std::string source;       // "annotate", "nvtx"
   int unclosed = 0;         // ranges still open at exit (ended at exit)
+  std::vector<ThreadCut> cuts;
 };
 
 // Parses one file's text, appending to `out` (parent/depth not yet assigned). A malformed line
@@ -25,6 +36,15 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
 // (the program may have had no annotations); the infos say which were found.
 Status ReadRangeFiles(const std::string& prefix, std::vector<profile::Range>* out,
                       std::vector<RangeFileInfo>* infos);
+
+// For an attached span (`run -p`): removes the ranges that are part of a range not recorded whole,
+// from every recorder alike (so an NVTX stage cut at the attach also takes the annotate.h ranges
+// inside it): those that start before `window_start` or end after `window_end` (the span all
+// recorders were attached), and those a ThreadCut of any file covers. Returns how many it
+// removed. Call before AssignNesting.
+size_t DropPartialRanges(int64_t window_start, int64_t window_end,
+                         const std::vector<RangeFileInfo>& infos,
+                         std::vector<profile::Range>* ranges);
 
 // Sorts ranges by (tid, start, longer first) and assigns depth and parent by containment on each
 // thread, so ranges from both recorders (annotation API and NVTX) nest with each other.

@@ -5,7 +5,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +77,7 @@ struct Open {
   int64_t start;
   int64_t cpu_start;
   uint32_t name;
+  uint32_t session;  // attach session it was opened in (a pop from another session is dropped)
 };
 
 struct CachedName {
@@ -86,6 +91,11 @@ struct ThreadBuf {
   RecordLog done;
   std::vector<std::vector<Open>> stacks;  // by domain id: open push/pop ranges
   std::unordered_map<const char*, CachedName> by_ptr;  // thread-local intern cache
+  // Attach mode: when a range opened before the attach ended on this thread (a pop with nothing
+  // to pop). The ranges recorded here before it were nested inside that unrecorded range: the
+  // detach says so (a `cut B` line), so opscope does not report the inside of a stage without
+  // the stage (see WriteAllLocked).
+  int64_t horizon = 0;
   std::vector<Open>& Stack(uint32_t domain) {
     if (domain >= stacks.size()) stacks.resize(domain + 1);
     return stacks[domain];
@@ -116,9 +126,20 @@ struct Global {
   std::vector<Ended> ended;
   uint64_t next_start_id = 1;
   bool flushed = false;
+  // Attach mode (OPSCOPE_ATTACHABLE=1): the channel folder, and while attached the output folder
+  // (an open fd: checked once, so it cannot be swapped later) and the names written into it.
+  bool attachable = false;
+  pid_t owner_pid = 0;  // the process that made the channel (a forked child is not attachable)
+  std::string channel;  // /tmp/opscope-attach-<pid>-<source>
+  int channel_fd = -1;
+  bool attached = false;
+  int out_fd = -1;
+  pid_t opscope_pid = 0;
+  std::string out_file, done_file;  // "ranges.<source>.<pid>", "done.<source>"
 };
 
 std::atomic<bool> g_active{false};
+std::atomic<uint32_t> g_session{0};
 Global* g = nullptr;
 thread_local ThreadBuf* t_buf = nullptr;
 
@@ -206,6 +227,12 @@ void AtForkChild() {
   g->ended.clear();
   g->flushed = false;
   if (t_buf) t_buf->tid = Gettid();
+  // An attachable program's child has no listener (threads do not survive fork): it stays
+  // dormant; the channel and any attach session are the parent's.
+  if (g->attachable) {
+    g_active.store(false, std::memory_order_relaxed);
+    g->attached = false;
+  }
 }
 
 // ---- Writing from a signal handler ------------------------------------------------------------
@@ -296,6 +323,57 @@ void WriteRange(SignalSafeWriter& w, char kind, int32_t tid, int64_t start, int6
 
 std::atomic<bool> g_signal_flush_busy{false};
 
+// The whole file, from a signal handler (the caller holds g->mu).
+void WriteAllSignalSafe(int fd, int64_t now) {
+  SignalSafeWriter w(fd);
+  w.Str("opscope-ranges 1\npid ");
+  w.Int(getpid());
+  w.Str("\nsource ");
+  w.Text(g->source);
+  w.Char('\n');
+  for (size_t i = 0; i < g->names.size(); ++i) {
+    w.Str("name ");
+    w.Int(static_cast<int64_t>(i));
+    w.Char(' ');
+    w.Text(g->names[i]);
+    w.Char('\n');
+  }
+  for (size_t i = 0; i < g->domains.size(); ++i) {
+    w.Str("domain ");
+    w.Int(static_cast<int64_t>(i));
+    w.Char(' ');
+    w.Text(g->domains[i]);
+    w.Char('\n');
+  }
+  for (ThreadBuf* b : g->bufs) {
+    if (!TryLockBriefly(b->mu)) continue;
+    b->done.ForEach([&](const Record& r) {
+      WriteRange(w, r.kind, b->tid, r.start, r.end, r.name, r.domain, r.depth, r.cpu_ns);
+    });
+    for (size_t domain = 0; domain < b->stacks.size(); ++domain)
+      for (size_t d = 0; d < b->stacks[domain].size(); ++d)
+        WriteRange(w, 'U', b->tid, b->stacks[domain][d].start, now, b->stacks[domain][d].name,
+                   static_cast<uint32_t>(domain), static_cast<uint32_t>(d), -1);
+    b->mu.unlock();
+  }
+  for (const Ended& e : g->ended)
+    WriteRange(w, 'S', e.s.tid, e.s.start, e.end, e.s.name, e.s.domain, 0, -1);
+  for (const auto& [id, st] : g->started)
+    WriteRange(w, 'U', st.tid, st.start, now, st.name, st.domain, 0, -1);
+}
+
+// Creates `name` in the attach output folder (never follows or replaces anything there).
+int OpenInOutFolder(const char* name) {
+  return ::openat(g->out_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+void WriteMarker(const char* name, const char* text) {
+  int fd = OpenInOutFolder(name);
+  if (fd < 0) return;
+  SignalSafeWriter(fd).Str(text);
+  ::close(fd);
+}
+
 // The file as Flush() writes it, from a signal handler. It does not mark the process flushed: if
 // the program survives the signal (its own handler runs next), the exit-time Flush() rewrites the
 // file with everything.
@@ -303,7 +381,14 @@ void FlushFromSignal() {
   if (!Active() || g == nullptr || g_signal_flush_busy.exchange(true)) return;
   const int64_t now = Now(CLOCK_MONOTONIC);
   if (TryLockBriefly(g->mu)) {
-    if (!g->flushed) {
+    if (g->attachable && g->attached && g->owner_pid == getpid()) {
+      int fd = OpenInOutFolder(g->out_file.c_str());
+      if (fd >= 0) {
+        WriteAllSignalSafe(fd, now);
+        ::close(fd);
+      }
+      WriteMarker(g->done_file.c_str(), "signal\n");
+    } else if (!g->flushed && !g->attachable) {
       // path.source.pid, built without allocating.
       char path[4096];
       size_t n = 0;
@@ -321,44 +406,7 @@ void FlushFromSignal() {
       path[n] = '\0';
       int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd >= 0) {
-        {
-          SignalSafeWriter w(fd);
-          w.Str("opscope-ranges 1\npid ");
-          w.Int(getpid());
-          w.Str("\nsource ");
-          w.Text(g->source);
-          w.Char('\n');
-          for (size_t i = 0; i < g->names.size(); ++i) {
-            w.Str("name ");
-            w.Int(static_cast<int64_t>(i));
-            w.Char(' ');
-            w.Text(g->names[i]);
-            w.Char('\n');
-          }
-          for (size_t i = 0; i < g->domains.size(); ++i) {
-            w.Str("domain ");
-            w.Int(static_cast<int64_t>(i));
-            w.Char(' ');
-            w.Text(g->domains[i]);
-            w.Char('\n');
-          }
-          for (ThreadBuf* b : g->bufs) {
-            if (!TryLockBriefly(b->mu)) continue;
-            b->done.ForEach([&](const Record& r) {
-              WriteRange(w, r.kind, b->tid, r.start, r.end, r.name, r.domain, r.depth, r.cpu_ns);
-            });
-            for (size_t domain = 0; domain < b->stacks.size(); ++domain)
-              for (size_t d = 0; d < b->stacks[domain].size(); ++d)
-                WriteRange(w, 'U', b->tid, b->stacks[domain][d].start, now,
-                           b->stacks[domain][d].name, static_cast<uint32_t>(domain),
-                           static_cast<uint32_t>(d), -1);
-            b->mu.unlock();
-          }
-          for (const Ended& e : g->ended)
-            WriteRange(w, 'S', e.s.tid, e.s.start, e.end, e.s.name, e.s.domain, 0, -1);
-          for (const auto& [id, st] : g->started)
-            WriteRange(w, 'U', st.tid, st.start, now, st.name, st.domain, 0, -1);
-        }
+        WriteAllSignalSafe(fd, now);
         ::close(fd);
       }
     }
@@ -408,14 +456,317 @@ void WriteLine(FILE* f, const char* tag, size_t id, const std::string& text) {
   std::fprintf(f, "%s %zu %s\n", tag, id, clean.c_str());
 }
 
+// The whole file through stdio (the caller holds g->mu). `at_exit` (and always outside attach
+// mode): ranges still open are written as ending now (U). Otherwise (detaching from a running
+// program) ranges still open are left out, and each thread's partial ranges are told as `cut`
+// lines (ranges_reader.h ThreadCut), which opscope applies over every recorder's ranges: B, when
+// a range opened before the attach ended (ThreadBuf::horizon); A, the start of the oldest range
+// still open. At exit no cuts are written: the ranges ending then are often the lifetime ranges
+// (a whole main(), a thread's whole loop), and dropping everything inside them would leave
+// nothing. Returns how many ranges were open.
+size_t WriteAllLocked(FILE* f, int64_t now, bool at_exit = true) {
+  const bool with_open = at_exit;
+  size_t open = g->started.size();
+  std::fprintf(f, "opscope-ranges 1\npid %d\nsource %s\n", getpid(), g->source.c_str());
+  for (size_t i = 0; i < g->names.size(); ++i) WriteLine(f, "name", i, g->names[i]);
+  for (size_t i = 0; i < g->domains.size(); ++i) WriteLine(f, "domain", i, g->domains[i]);
+  for (ThreadBuf* b : g->bufs) {
+    std::lock_guard<std::mutex> bl(b->mu);
+    b->done.ForEach([&](const Record& r) {
+      std::fprintf(f, "range %c %d %lld %lld %u %u %u %lld\n", r.kind, b->tid,
+                   static_cast<long long>(r.start), static_cast<long long>(r.end), r.name,
+                   static_cast<unsigned>(r.domain), static_cast<unsigned>(r.depth),
+                   static_cast<long long>(r.cpu_ns));
+    });
+    int64_t oldest_open = INT64_MAX;
+    for (const auto& st : b->stacks)
+      if (!st.empty()) oldest_open = std::min(oldest_open, st.front().start);
+    if (!at_exit && b->horizon > 0)
+      std::fprintf(f, "cut B %d %lld\n", b->tid, static_cast<long long>(b->horizon));
+    if (!at_exit && oldest_open != INT64_MAX)
+      std::fprintf(f, "cut A %d %lld\n", b->tid, static_cast<long long>(oldest_open));
+    for (size_t domain = 0; domain < b->stacks.size(); ++domain)
+      for (size_t d = 0, n = b->stacks[domain].size(); d < n; ++d) {
+        ++open;
+        if (!with_open) continue;
+        const auto& st = b->stacks[domain];
+        std::fprintf(f, "range U %d %lld %lld %u %zu %zu -1\n", b->tid,
+                     static_cast<long long>(st[d].start), static_cast<long long>(now), st[d].name,
+                     domain, d);
+      }
+  }
+  for (const Ended& e : g->ended)
+    std::fprintf(f, "range S %d %lld %lld %u %u 0 -1\n", e.s.tid, static_cast<long long>(e.s.start),
+                 static_cast<long long>(e.end), e.s.name, e.s.domain);
+  if (with_open)
+    for (const auto& [id, s] : g->started)
+      std::fprintf(f, "range U %d %lld %lld %u %u 0 -1\n", s.tid, static_cast<long long>(s.start),
+                   static_cast<long long>(now), s.name, s.domain);
+  return open;
+}
+
+// ---- Attach mode (OPSCOPE_ATTACHABLE=1; protocol in ranges_recorder.h) -----------------------
+
+std::mutex g_attach_mu;  // serializes the listener thread and the exit-time detach
+bool g_exiting = false;
+
+void Say(const std::string& what) {
+  std::fprintf(stderr, "opscope recorder (pid %d): %s\n", static_cast<int>(getpid()), what.c_str());
+}
+
+// The one ownership rule for what the recorder obeys: a regular file (or a folder) owned by this
+// process's uid, not writable by group or others; a file with one link only.
+bool Trusted(const struct stat& st, bool folder, std::string* why) {
+  if (folder ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+    *why = folder ? "not a folder" : "not a regular file";
+    return false;
+  }
+  if (st.st_uid != geteuid()) {
+    *why = "owned by uid " + std::to_string(st.st_uid) + ", not by this program's uid " +
+           std::to_string(geteuid());
+    return false;
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    *why = "writable by other users";
+    return false;
+  }
+  if (!folder && st.st_nlink != 1) {
+    *why = "a file with other hard links";
+    return false;
+  }
+  return true;
+}
+
+// Creates (or takes back, after an earlier process with this pid) the channel folder.
+bool OpenChannel() {
+  g->channel = "/tmp/opscope-attach-" + std::to_string(getpid()) + "-" + g->source;
+  if (mkdir(g->channel.c_str(), 0700) != 0 && errno != EEXIST) {
+    Say("cannot create " + g->channel + " (" + std::strerror(errno) + "): not attachable");
+    return false;
+  }
+  int fd = ::open(g->channel.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  std::string why;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    Say("cannot open " + g->channel + " (" + std::strerror(errno) + "): not attachable");
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
+  if (!Trusted(st, true, &why) || (st.st_mode & 077) != 0) {
+    if (why.empty()) why = "readable by other users";
+    Say(g->channel + " is " + why + ": not attachable (remove it and start the program again)");
+    ::close(fd);
+    return false;
+  }
+  unlinkat(fd, "request", 0);  // stale: from an earlier process with this pid
+  unlinkat(fd, "stop", 0);
+  g->channel_fd = fd;
+  return true;
+}
+
+bool ChannelHas(const char* name) {
+  struct stat st {};
+  return fstatat(g->channel_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// Reads `name` from the channel if it is to be obeyed; otherwise *why says why not ("" when it
+// is not there at all).
+bool ReadChannelFile(const char* name, std::string* text, std::string* why) {
+  why->clear();
+  int fd = ::openat(g->channel_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) *why = std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !Trusted(st, false, why)) {
+    ::close(fd);
+    return false;
+  }
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  text->assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  return true;
+}
+
+void ClearBuffersLocked() {
+  for (ThreadBuf* b : g->bufs) {
+    std::lock_guard<std::mutex> bl(b->mu);
+    b->done.Clear();
+    b->stacks.clear();
+    b->horizon = 0;
+  }
+  g->started.clear();
+  g->ended.clear();
+}
+
+// The listener saw a request: check it, its output folder, and switch to recording.
+void TryAttach() {
+  std::string text, why;
+  if (!ReadChannelFile("request", &text, &why)) {
+    if (!why.empty()) {
+      Say("ignored an attach request: " + g->channel + "/request is " + why);
+      unlinkat(g->channel_fd, "request", 0);
+    }
+    return;
+  }
+  std::string out;
+  long opscope_pid = 0;
+  bool magic = false, cpu = true;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    const std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line == "opscope-attach 1") magic = true;
+    else if (line.rfind("out ", 0) == 0) out = line.substr(4);
+    else if (line.rfind("opscope-pid ", 0) == 0)
+      opscope_pid = std::strtol(line.c_str() + 12, nullptr, 10);
+    else if (line == "cpu 0") cpu = false;
+  }
+  if (!magic || out.empty() || out[0] != '/' || opscope_pid <= 0) {
+    Say("ignored a malformed attach request in " + g->channel);
+    unlinkat(g->channel_fd, "request", 0);
+    return;
+  }
+  int ofd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (ofd < 0 || fstat(ofd, &st) != 0 || !Trusted(st, true, &why)) {
+    Say("ignored an attach request: its output folder " + out + " is " +
+        (ofd < 0 ? std::string("not openable (") + std::strerror(errno) + ")" : why));
+    if (ofd >= 0) ::close(ofd);
+    unlinkat(g->channel_fd, "request", 0);
+    return;
+  }
+  int64_t since = 0;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    ClearBuffersLocked();
+    since = Now(CLOCK_MONOTONIC);
+    g->out_fd = ofd;
+    g->opscope_pid = static_cast<pid_t>(opscope_pid);
+    g->out_file = "ranges." + g->source + "." + std::to_string(getpid());
+    g->done_file = "done." + g->source;
+    g_cpu_time = cpu;
+    g_session.fetch_add(1, std::memory_order_relaxed);
+    g->attached = true;
+  }
+  g_active.store(true, std::memory_order_release);
+  // When recording began (CLOCK_MONOTONIC ns): opscope keeps what all recorders saw.
+  const std::string ack = "attached " + std::to_string(since) + "\n";
+  WriteMarker(("attached." + g->source).c_str(), ack.c_str());
+}
+
+// Ends the attach session: writes what was recorded (when `done` is given: "stop", "exit") and
+// the `done.<source>` marker ("stop N T": N ranges still open were left out, their end unknown;
+// "exit T": they end at exit; T the CLOCK_MONOTONIC ns of the end), clears the buffers and goes
+// dormant again.
+void Detach(const char* done) {
+  g_active.store(false, std::memory_order_release);
+  const int64_t now = Now(CLOCK_MONOTONIC);
+  std::lock_guard<std::mutex> lock(g->mu);
+  if (!g->attached) return;
+  if (done != nullptr) {
+    const bool at_exit = std::strcmp(done, "exit") == 0;
+    size_t open = 0;
+    int fd = OpenInOutFolder(g->out_file.c_str());
+    FILE* f = fd >= 0 ? fdopen(fd, "w") : nullptr;
+    if (f != nullptr) {
+      open = WriteAllLocked(f, now, at_exit);
+      std::fclose(f);
+    } else {
+      Say("cannot write the ranges into the attach folder: " + std::string(std::strerror(errno)));
+      if (fd >= 0) ::close(fd);
+    }
+    const std::string text =
+        at_exit ? "exit " + std::to_string(now) + "\n"
+                : "stop " + std::to_string(open) + " " + std::to_string(now) + "\n";
+    WriteMarker(g->done_file.c_str(), text.c_str());
+  }
+  ClearBuffersLocked();
+  ::close(g->out_fd);
+  g->out_fd = -1;
+  g->attached = false;
+  unlinkat(g->channel_fd, "stop", 0);
+  unlinkat(g->channel_fd, "request", 0);
+}
+
+// The listener: blocks on inotify while dormant (no cost), checks every 250 ms while attached
+// (a stop request, or opscope gone without one: then the records are dropped).
+void* Listen(void*) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, nullptr);  // the program's signals go to its own threads
+  prctl(PR_SET_NAME, "opscope-listen", 0, 0, 0);
+  int ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (ino >= 0 && inotify_add_watch(ino, g->channel.c_str(),
+                                    IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB) < 0) {
+    ::close(ino);
+    ino = -1;
+  }
+  for (;;) {
+    bool attached;
+    {
+      std::lock_guard<std::mutex> lock(g_attach_mu);
+      if (g_exiting) break;
+      if (!g->attached) TryAttach();
+      else if (ChannelHas("stop")) Detach("stop");
+      else if (!ChannelHas("request") || (kill(g->opscope_pid, 0) != 0 && errno == ESRCH))
+        Detach(nullptr);  // opscope went away without a stop: nobody will read the records
+      attached = g->attached;
+    }
+    if (ino >= 0) {
+      pollfd p{ino, POLLIN, 0};
+      if (poll(&p, 1, attached ? 250 : -1) > 0) {
+        char buf[4096];
+        while (::read(ino, buf, sizeof buf) > 0) {
+        }
+      }
+    } else {
+      usleep(200000);
+    }
+  }
+  if (ino >= 0) ::close(ino);
+  return nullptr;
+}
+
+void StartListener() {
+  if (!OpenChannel()) return;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  if (pthread_create(&t, &attr, Listen, nullptr) != 0) Say("cannot start the attach listener");
+  pthread_attr_destroy(&attr);
+}
+
+// At exit: a session still attached writes its records ("exit"), and the channel is removed.
+void AttachAtExit() {
+  if (g->owner_pid != getpid()) return;  // a forked child: the channel is its parent's
+  std::lock_guard<std::mutex> lock(g_attach_mu);
+  g_exiting = true;
+  if (g->attached) Detach("exit");
+  if (g->channel_fd >= 0) {
+    unlinkat(g->channel_fd, "request", 0);
+    unlinkat(g->channel_fd, "stop", 0);
+    ::close(g->channel_fd);
+    g->channel_fd = -1;
+    rmdir(g->channel.c_str());
+  }
+}
+
 }  // namespace
 
 bool Init(const char* source) {
   const char* out = std::getenv("OPSCOPE_RANGES_OUT");
-  if (out == nullptr || out[0] == '\0') return false;
+  const bool run_mode = out != nullptr && out[0] != '\0';
+  const char* attachable = std::getenv("OPSCOPE_ATTACHABLE");
+  if (!run_mode && !(attachable && attachable[0] == '1')) return false;
   if (g == nullptr) {
     g = new Global;
-    g->path = out;
+    g->path = run_mode ? out : "";
     g->source = source;
     const char* cpu = std::getenv("OPSCOPE_RANGES_CPU");
     g_cpu_time = !(cpu && cpu[0] == '0');
@@ -423,15 +774,20 @@ bool Init(const char* source) {
     std::atexit(Flush);
     EnsureAltStack();
     InstallDeadlySignalHandlers();
+    if (!run_mode) {
+      g->attachable = true;
+      g->owner_pid = getpid();
+      StartListener();
+    }
   }
-  g_active.store(true, std::memory_order_release);
+  if (run_mode) g_active.store(true, std::memory_order_release);
   return true;
 }
 
 bool Active() { return g_active.load(std::memory_order_acquire); }
 
 uint32_t InternDomain(const char* name) {
-  if (!Active()) return 0;
+  if (g == nullptr) return 0;  // dormant recorders intern too: domains are created at start-up
   std::lock_guard<std::mutex> lock(g->mu);
   std::string s = name ? name : "(null)";
   for (size_t i = 0; i < g->domains.size(); ++i)
@@ -449,7 +805,8 @@ void Push(uint32_t domain, const char* name) {
   uint32_t id = InternName(b, name);
   int64_t cpu = CpuNow();
   std::lock_guard<std::mutex> lock(b->mu);
-  b->Stack(domain).push_back(Open{Now(CLOCK_MONOTONIC), cpu, id});
+  b->Stack(domain).push_back(
+      Open{Now(CLOCK_MONOTONIC), cpu, id, g_session.load(std::memory_order_relaxed)});
 }
 
 void Pop(uint32_t domain) {
@@ -459,9 +816,13 @@ void Pop(uint32_t domain) {
   ThreadBuf* b = Buf();
   std::lock_guard<std::mutex> lock(b->mu);
   auto& st = b->Stack(domain);
-  if (st.empty()) return;  // unmatched pop: ignored
+  if (st.empty()) {  // unmatched pop: ignored; attached, the end of a range opened before
+    if (g->attachable) b->horizon = end;
+    return;
+  }
   Open o = st.back();
   st.pop_back();
+  if (o.session != g_session.load(std::memory_order_relaxed)) return;  // opened before attach
   b->done.Add(Record{o.start, end, g_cpu_time ? cpu - o.cpu_start : -1, o.name,
                      static_cast<uint16_t>(domain), static_cast<uint8_t>(std::min<size_t>(st.size(), 255)), 'P'});
 }
@@ -493,7 +854,12 @@ void End(uint64_t rid) {
 }
 
 void Flush() {
-  if (!Active() || g == nullptr) return;
+  if (g == nullptr) return;
+  if (g->attachable) {
+    AttachAtExit();
+    return;
+  }
+  if (!Active()) return;
   int64_t now = Now(CLOCK_MONOTONIC);
   std::lock_guard<std::mutex> lock(g->mu);
   if (g->flushed) return;
@@ -504,31 +870,7 @@ void Flush() {
     std::fprintf(stderr, "opscope: cannot write ranges to %s: %s\n", path.c_str(), std::strerror(errno));
     return;
   }
-  std::fprintf(f, "opscope-ranges 1\npid %d\nsource %s\n", getpid(), g->source.c_str());
-  for (size_t i = 0; i < g->names.size(); ++i) WriteLine(f, "name", i, g->names[i]);
-  for (size_t i = 0; i < g->domains.size(); ++i) WriteLine(f, "domain", i, g->domains[i]);
-  for (ThreadBuf* b : g->bufs) {
-    std::lock_guard<std::mutex> bl(b->mu);
-    b->done.ForEach([&](const Record& r) {
-      std::fprintf(f, "range %c %d %lld %lld %u %u %u %lld\n", r.kind, b->tid,
-                   static_cast<long long>(r.start), static_cast<long long>(r.end), r.name,
-                   static_cast<unsigned>(r.domain), static_cast<unsigned>(r.depth),
-                   static_cast<long long>(r.cpu_ns));
-    });
-    for (size_t domain = 0; domain < b->stacks.size(); ++domain)
-      for (size_t d = 0, n = b->stacks[domain].size(); d < n; ++d) {
-        const auto& st = b->stacks[domain];
-        std::fprintf(f, "range U %d %lld %lld %u %zu %zu -1\n", b->tid,
-                     static_cast<long long>(st[d].start), static_cast<long long>(now), st[d].name,
-                     domain, d);
-      }
-  }
-  for (const Ended& e : g->ended)
-    std::fprintf(f, "range S %d %lld %lld %u %u 0 -1\n", e.s.tid, static_cast<long long>(e.s.start),
-                 static_cast<long long>(e.end), e.s.name, e.s.domain);
-  for (const auto& [id, s] : g->started)
-    std::fprintf(f, "range U %d %lld %lld %u %u 0 -1\n", s.tid, static_cast<long long>(s.start),
-                 static_cast<long long>(now), s.name, s.domain);
+  WriteAllLocked(f, now);
   std::fclose(f);
 }
 

@@ -1,7 +1,7 @@
 // The in-process range recorder shared by opscope's annotation runtime (annotate_rt.cc, loaded
 // with LD_PRELOAD by `opscope run`) and the NVTX injection library (nvtx/nvtx_inject.cc, loaded
 // by NVTX through NVTX_INJECTION64_PATH). It lives inside someone else's program: it never
-// throws, never aborts, and does nothing unless OPSCOPE_RANGES_OUT is set.
+// throws, never aborts, and does nothing unless OPSCOPE_RANGES_OUT or OPSCOPE_ATTACHABLE=1 is set.
 //
 // Each thread records into its own buffer (an uncontended mutex guards it against the exit-time
 // flush); a push/pop stack per (thread, domain) keeps the open ranges. At exit the records are
@@ -13,6 +13,7 @@
 //   name <id> <text to end of line>
 //   domain <id> <text to end of line>
 //   range <P|S|U> <tid> <start_ns> <end_ns> <name id> <domain id> <depth> <thread cpu ns|-1>
+//   cut <B|A> <tid> <ns>        (attach mode only, see below)
 //
 // P: push/pop, S: start/end (may end on another thread), U: still open at exit (ended at exit).
 // Timestamps are CLOCK_MONOTONIC ns. A forked child starts with empty buffers and writes its own
@@ -20,6 +21,32 @@
 // A process killed by a signal (SIGSEGV, SIGABRT, SIGTERM, SIGINT, ... whose action was still the
 // default) writes the file from the signal handler, its open ranges ending then, and dies of the
 // same signal; SIGKILL leaves no chance to write anything.
+//
+// Attach mode (`opscope run -p PID`; OPSCOPE_ATTACHABLE=1 without OPSCOPE_RANGES_OUT). The
+// recorder starts dormant: push/pop cost one load of the "active" flag, nothing is recorded or
+// written. It creates the channel folder /tmp/opscope-attach-<pid>-<source> (mode 0700; an
+// existing one is taken over only when it is this uid's and private) and one listener thread
+// that blocks on inotify there. opscope attaches by linking a `request` file into the channel:
+//
+//   opscope-attach 1
+//   opscope-pid <pid of opscope>
+//   out <absolute output folder>
+//   cpu <0|1>
+//
+// The request, and the output folder it names, are obeyed only when owned by this process's uid
+// and not writable by group or others (a request file must have one link); anything else is
+// removed and said on stderr, so another user cannot make the program write anywhere. The
+// output folder is opened once (O_NOFOLLOW) and every file in it is created with O_EXCL
+// relative to that descriptor. Attached, the recorder clears its buffers, writes
+// `attached.<source>` ("attached T", T the CLOCK_MONOTONIC ns it began) and records (ranges
+// already open then are not recorded: their pop finds another session's entry and drops it). A
+// `stop` file in the channel ends the session: the records go to `ranges.<source>.<pid>` in the
+// output folder (the format above, ranges still open left out, plus `cut B|A <tid> <ns>` lines
+// for each thread's partial ranges), then `done.<source>` ("stop N T"); the buffers are cleared
+// and the recorder is dormant again, ready for the next attach. Exiting while attached writes
+// both files ("exit T", open ranges ending at exit; "signal" from the signal handler). If the
+// opscope process disappears without a stop, the records are dropped. A forked child stays
+// dormant (its parent owns the channel); exit removes the channel.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +54,8 @@
 namespace opscope::collect::rec {
 
 // Called from the library's constructor; `source` names the output file ("annotate", "nvtx").
-// Returns false (and stays inactive) when OPSCOPE_RANGES_OUT is unset.
+// Returns false (and stays inactive) when neither OPSCOPE_RANGES_OUT nor OPSCOPE_ATTACHABLE=1 is
+// set; true when recording (run) or dormant and attachable.
 bool Init(const char* source);
 bool Active();
 

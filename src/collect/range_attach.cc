@@ -1,0 +1,306 @@
+#include "collect/range_attach.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "base/host.h"
+#include "base/launch.h"
+#include "base/strings.h"
+#include "collect/attach.h"
+#include "collect/perf_access.h"
+#include "collect/range_run.h"
+#include "collect/ranges_reader.h"
+
+namespace opscope::collect {
+namespace {
+
+constexpr const char* kSources[] = {"annotate", "nvtx"};
+constexpr double kAnswerTimeoutS = 5;
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+// Effective capabilities CAP_CHOWN (0) and CAP_DAC_OVERRIDE (1): what handing another user's
+// program a request and an output folder of its own takes.
+bool CanActForOtherUsers() {
+  if (geteuid() == 0) return true;
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (StartsWith(line, "CapEff:")) {
+      const uint64_t caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+      return (caps & 3) == 3;
+    }
+  return false;
+}
+
+// Which of opscope's recorder libraries the process has mapped (/proc/PID/maps).
+std::vector<std::string> LoadedRecorders(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  bool rt = false, nvtx = false;
+  while (std::getline(in, line)) {
+    rt = rt || line.find("/libopscope_ranges_rt.so") != std::string::npos;
+    nvtx = nvtx || line.find("/libopscope_ranges_nvtx.so") != std::string::npos;
+  }
+  std::vector<std::string> out;
+  if (rt) out.push_back("annotate");
+  if (nvtx) out.push_back("nvtx");
+  return out;
+}
+
+// Writes `text` into `dir`/`name` atomically: a private temporary file (owned by `uid` when
+// opscope acts for another user), then renamed into place (`exclusive`: RENAME_NOREPLACE, which
+// fails when `name` exists; a hard link would leave the request with two links for a moment,
+// which the recorder refuses).
+Status PlaceFile(const std::string& dir, const std::string& name, const std::string& text,
+                 uid_t uid, gid_t gid, bool exclusive) {
+  const std::string tmp = fmt::format("{}/.{}.{}.tmp", dir, name, getpid());
+  unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return PermissionDenied(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (ok && uid != geteuid()) ok = fchown(fd, uid, gid) == 0;
+  ::close(fd);
+  const std::string path = dir + "/" + name;
+  const int placed = ok ? renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(),
+                                    exclusive ? RENAME_NOREPLACE : 0)
+                        : -1;
+  const int err = errno;
+  unlink(tmp.c_str());
+  if (placed != 0 && exclusive && err == EEXIST)
+    return Unavailable(fmt::format(
+        "{} exists: another opscope is attached to this program; wait for it to finish", path));
+  if (placed != 0)
+    return PermissionDenied(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+  return Status::Ok();
+}
+
+// Polls every 20 ms until `done()` or `timeout_s`; false on timeout.
+template <typename Fn>
+bool PollFor(double timeout_s, Fn done) {
+  const int64_t end = NowNs() + static_cast<int64_t>(timeout_s * 1e9);
+  while (!done()) {
+    if (NowNs() >= end) return false;
+    usleep(20000);
+  }
+  return true;
+}
+
+struct Channel {
+  std::string source, dir;
+  bool attached = false;
+};
+
+}  // namespace
+
+std::string AttachChannel(pid_t pid, const std::string& source) {
+  return fmt::format("/tmp/opscope-attach-{}-{}", pid, source);
+}
+
+StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const TargetSignals& signals,
+                                         profile::Profile* p) {
+  auto note = [&](const std::string& what, bool degradation) {
+    if (degradation) p->meta.degradations.push_back(what);
+    if (o.on_note) o.on_note(what);
+  };
+  const pid_t pid = o.pid;
+  OPSCOPE_ASSIGN_OR_RETURN(uid_t uid, ProcessOwner(pid));
+  if (!ProcessAlive(pid)) return NotFound(fmt::format("process {} has exited", pid));
+  const std::string comm = CommOf(pid);
+  RangeAttachResult result;
+  result.description = fmt::format("pid {} ({})", pid, comm);
+  if (uid != geteuid() && !CanActForOtherUsers())
+    return PermissionDenied(fmt::format(
+        "process {} belongs to uid {}, not to you (uid {}): attaching to its ranges needs root "
+        "(opscope writes into the program's private channel folder and hands it files of its "
+        "own: CAP_DAC_OVERRIDE and CAP_CHOWN)",
+        pid, uid, geteuid()));
+
+  // The channels: only folders of the program's uid, private to it.
+  const std::string lib_dir = RuntimeLibDir();
+  const std::vector<std::string> loaded = LoadedRecorders(pid);
+  std::vector<Channel> channels;
+  gid_t gid = getegid();
+  for (const char* source : kSources) {
+    const std::string dir = AttachChannel(pid, source);
+    struct stat st {};
+    if (lstat(dir.c_str(), &st) != 0) continue;
+    bool mapped = false;
+    for (const auto& l : loaded) mapped |= l == source;
+    if (!mapped) continue;  // left behind by an earlier process with this pid
+    if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0)
+      return PermissionDenied(fmt::format(
+          "{} is not a private folder of uid {} (the program's): not trusting it; remove it and "
+          "start the program again",
+          dir, uid));
+    gid = st.st_gid;
+    channels.push_back({source, dir});
+  }
+  if (channels.empty()) {
+    const std::string how = fmt::format(
+        "start it with `OPSCOPE_ATTACHABLE=1 LD_PRELOAD={0}/libopscope_ranges_rt.so PROGRAM` "
+        "(NVTX ranges: also NVTX_INJECTION64_PATH={0}/libopscope_ranges_nvtx.so), or profile it "
+        "with `opscope run -- PROGRAM`",
+        lib_dir);
+    if (loaded.empty())
+      return NotFound(fmt::format(
+          "process {} ({}) has no opscope range recorder loaded (libopscope_ranges_rt.so or "
+          "libopscope_ranges_nvtx.so): {}",
+          pid, comm, how));
+    return NotFound(fmt::format(
+        "process {} ({}) has opscope's range recorder but was not started attachable "
+        "(OPSCOPE_ATTACHABLE=1 unset; NVTX's recorder starts at the first NVTX call): {}",
+        pid, comm, how));
+  }
+
+  // The output folder: private, the program's.
+  char tmpl[] = "/tmp/opscope-attach-out-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr)
+    return PermissionDenied(std::string("cannot create a temporary folder in /tmp: ") +
+                            std::strerror(errno));
+  const std::string out = tmpl;
+  auto fail = [&](Status st) -> Status {
+    for (const auto& c : channels)
+      if (c.attached) (void)PlaceFile(c.dir, "stop", "stop\n", uid, gid, false);
+    RemoveFlatFolder(out);
+    return st;
+  };
+  if (uid != geteuid() && chown(out.c_str(), uid, gid) != 0)
+    return fail(PermissionDenied(
+        fmt::format("cannot hand {} to uid {}: {}", out, uid, std::strerror(errno))));
+  int64_t window_start = 0, window_end = INT64_MAX;  // when every recorder was attached
+  const std::string request = fmt::format("opscope-attach 1\nopscope-pid {}\nout {}\ncpu {}\n",
+                                          getpid(), out, o.cpu_time ? 1 : 0);
+  for (auto& c : channels) {
+    if (Status st = PlaceFile(c.dir, "request", request, uid, gid, true); !st.ok()) return fail(st);
+    const std::string ack = out + "/attached." + c.source;
+    const bool answered = PollFor(kAnswerTimeoutS, [&] {
+      return Exists(ack) || !Exists(c.dir + "/request") || !ProcessAlive(pid);
+    });
+    if (!Exists(ack)) {
+      if (!ProcessAlive(pid)) return fail(NotFound(fmt::format("process {} has exited", pid)));
+      unlink((c.dir + "/request").c_str());
+      return fail(Unavailable(
+          answered ? fmt::format("the {} recorder in process {} refused the attach request (its "
+                                 "stderr says why)",
+                                 c.source, pid)
+                   : fmt::format("the {} recorder in process {} did not answer within {:g} s (is "
+                                 "the program stopped?)",
+                                 c.source, pid, kAnswerTimeoutS)));
+    }
+    c.attached = true;
+    int64_t since = 0;
+    if (ParseInt64(Trim(ReadSysFile(ack)).substr(std::string("attached ").size()), &since))
+      window_start = std::max(window_start, since);
+  }
+  const int64_t t0 = NowNs();
+  AttachSpec spec;
+  spec.pids = {pid};
+  spec.duration_s = o.duration_s;
+  ResolvedAttach what;
+  what.tasks = {{pid, pid, comm}};
+  note(fmt::format("attached to {}: recording ranges {}", result.description,
+                   o.duration_s > 0 ? fmt::format("for {:g} s", o.duration_s)
+                                    : std::string("until Ctrl-C or the program exits")),
+       false);
+  const StopReason reason = WaitForStop(spec, what, signals, nullptr);
+  // Stop: each recorder writes its records and `done`; one that exited did so at exit.
+  if (reason != StopReason::kTargetsExited)
+    for (const auto& c : channels)
+      if (Status st = PlaceFile(c.dir, "stop", "stop\n", uid, gid, false);
+          !st.ok() && ProcessAlive(pid))
+        note(st.message(), true);
+  std::vector<std::string> missing;
+  int64_t left_open = 0;
+  for (const auto& c : channels) {
+    const std::string done = out + "/done." + c.source;
+    PollFor(kAnswerTimeoutS, [&] { return Exists(done) || !ProcessAlive(pid); });
+    if (!Exists(done)) {
+      missing.push_back(c.source);
+      continue;
+    }
+    const std::vector<std::string> answer = Split(Trim(ReadSysFile(done)), ' ', true);
+    int64_t n = 0, t = 0;
+    if (answer.empty() || answer[0] != "stop") result.program_exited = true;
+    if (answer.size() == 3 && answer[0] == "stop" && ParseInt64(answer[1], &n)) left_open += n;
+    if (answer.size() >= 2 && ParseInt64(answer.back(), &t)) window_end = std::min(window_end, t);
+  }
+  const double ms = static_cast<double>(NowNs() - t0) / 1e6;
+  if (!ProcessAlive(pid)) result.program_exited = true;
+  if (reason == StopReason::kSignal)
+    note(fmt::format("opscope received {} and detached; the program keeps running",
+                     SignalName(signals.received())),
+         true);
+  if (result.program_exited)
+    note(fmt::format("the program exited while attached, after {:.1f} s; reporting the ranges "
+                     "it recorded",
+                     ms / 1000),
+         true);
+  if (left_open > 0)
+    note(fmt::format("{} range(s) still open when opscope detached are left out (their end is "
+                     "not known)",
+                     left_open),
+         true);
+  for (const auto& s : missing)
+    note(ProcessAlive(pid)
+             ? fmt::format("the {} recorder did not answer the stop request within {:g} s: its "
+                           "ranges are missing",
+                           s, kAnswerTimeoutS)
+             : fmt::format("the program ended without writing its {} ranges (killed by SIGKILL?)",
+                           s),
+         true);
+
+  std::vector<profile::Range> ranges;
+  std::vector<RangeFileInfo> infos;
+  if (Status st = ReadRangeFiles(out + "/ranges", &ranges, &infos); !st.ok()) return fail(st);
+  RemoveFlatFolder(out);
+  // Only what every recorder saw whole: a stage one of them recorded only partly takes the ranges
+  // of the others inside it along.
+  const size_t dropped = DropPartialRanges(window_start, window_end, infos, &ranges);
+  if (dropped > 0 && channels.size() > 1)
+    note(fmt::format("{} range(s) left out: part of a stage that began before or ended after the "
+                     "span all recorders ({}) were attached",
+                     dropped, channels.size()),
+         false);
+  int unclosed = 0;
+  for (const auto& inf : infos) unclosed += inf.unclosed;
+  if (unclosed > 0)
+    note(fmt::format("{} range(s) were still open when the program ended and end then", unclosed),
+         true);
+  AssignNesting(&ranges);
+  for (auto& r : ranges) {
+    r.run = 0;
+    p->ranges.push_back(std::move(r));
+  }
+  p->e2e.runs_ms.push_back(ms);
+  ThermalSample ts = ReadThermalSample();
+  p->clocks.push_back(profile::ClockSample{0, ts.cpu_mhz_avg, ts.max_temp_c});
+  p->meta.runs = 1;
+  if (p->ranges.empty())
+    note(
+        "no ranges recorded while attached: ranges that were already open when opscope "
+        "attached are not recorded; attach for longer than one stage takes",
+        true);
+  profile::FinalizeStats(*p);
+  EstimateRecorderOverhead(o.cpu_time, 1, p);
+  return result;
+}
+
+}  // namespace opscope::collect

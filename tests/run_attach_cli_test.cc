@@ -1,0 +1,320 @@
+// End-to-end tests of `opscope run -p PID` (collect/range_attach.h, the recorder's attach mode in
+// collect/ranges_recorder.h): attaching twice to one program, the program exiting while attached,
+// Ctrl-C, requests the recorder must not obey, and programs that cannot be attached to.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "diag_cli_util.h"
+#include "profile/profile_io.h"
+
+namespace opscope {
+namespace {
+
+using testing::Opscope;
+using testing::RunShell;
+
+std::string Tmp() { return testing::PerTestTempDir("opscope_run_attach_cli"); }
+std::string Bin(const std::string& name) {
+  return std::string(OPSCOPE_BINARY_DIR) + "/tests/bin/" + name;
+}
+std::string Lib(const std::string& name) {
+  return std::string(OPSCOPE_BINARY_DIR) + "/lib/" + name;
+}
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+int Count(const profile::Profile& p, const std::string& name) {
+  int n = 0;
+  for (const auto& r : p.ranges) n += r.name == name;
+  return n;
+}
+bool HasDegradation(const profile::Profile& p, const std::string& part) {
+  for (const auto& d : p.meta.degradations)
+    if (d.find(part) != std::string::npos) return true;
+  return false;
+}
+
+// tests/run_attach_app, started with the recorder preloaded (attachable unless told otherwise);
+// it runs until `exit_file` exists.
+struct App {
+  int pid = -1;
+  std::string dir, exit_file, err_file;
+  explicit App(const std::string& d, bool attachable = true, const std::string& gate = "",
+               bool nvtx = false)
+      : dir(d) {
+    const std::string ready = dir + "/ready";
+    exit_file = dir + "/exit";
+    err_file = dir + "/app.err";
+    unlink(ready.c_str());
+    unlink(exit_file.c_str());
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "LD_PRELOAD=" + Lib("libopscope_ranges_rt.so")};
+    if (attachable) argv.push_back("OPSCOPE_ATTACHABLE=1");
+    if (nvtx) argv.push_back("NVTX_INJECTION64_PATH=" + Lib("libopscope_ranges_nvtx.so"));
+    for (const auto& a : {Bin(nvtx ? "run_attach_nvtx_app" : "run_attach_app"), ready, exit_file})
+      argv.push_back(a);
+    if (!gate.empty()) argv.push_back(gate);
+    pid = testing::StartInOwnGroup(argv, dir + "/app.out", err_file);
+    EXPECT_GT(pid, 0);
+    EXPECT_TRUE(testing::WaitForFile(ready));
+  }
+  // Tells the program to exit and returns its status.
+  int Finish() {
+    std::ofstream(exit_file) << "";
+    const int status = testing::WaitForExit(pid, 30);
+    pid = -1;
+    return status;
+  }
+  ~App() {
+    if (pid > 0) Finish();
+  }
+  std::string Channel() const { return "/tmp/opscope-attach-" + std::to_string(pid) + "-annotate"; }
+};
+
+profile::Profile Load(const std::string& path) {
+  auto p = profile::LoadProfile(path);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : profile::Profile{};
+}
+
+TEST(RunAttachCli, AttachesTwiceInARowAndTheProgramKeepsRunning) {
+  const std::string dir = Tmp();
+  App app(dir);
+  ASSERT_TRUE(Exists(app.Channel())) << testing::ReadAll(app.err_file);
+  std::vector<profile::Profile> profiles;
+  for (int i = 0; i < 2; ++i) {
+    const std::string json = dir + "/attach" + std::to_string(i) + ".json";
+    auto r =
+        RunShell(Opscope() + " run -p " + std::to_string(app.pid) + " --duration 0.3 -o " + json);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("attached to pid " + std::to_string(app.pid) + " (run_attach_app)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.out.find("frame"), std::string::npos) << "the table is printed\n" << r.out;
+    profiles.push_back(Load(json));
+    const auto& p = profiles.back();
+    EXPECT_EQ(p.meta.kind, "run");
+    EXPECT_EQ(p.meta.runs, 1);
+    ASSERT_EQ(p.e2e.runs_ms.size(), 1u);
+    EXPECT_GT(Count(p, "frame"), 2) << r.err;
+    EXPECT_EQ(Count(p, "last"), 0);
+    // "work" nests in "frame" on every frame (a frame open at attach is dropped whole).
+    for (const auto& w : p.ranges)
+      if (w.name == "work") {
+        ASSERT_GE(w.parent, 0);
+        EXPECT_EQ(p.ranges[w.parent].name, "frame");
+      }
+  }
+  // The second session starts empty: nothing from the first one is reported again.
+  int64_t first_end = 0, second_start = INT64_MAX;
+  for (const auto& r : profiles[0].ranges) first_end = std::max(first_end, r.end_ns);
+  for (const auto& r : profiles[1].ranges) second_start = std::min(second_start, r.start_ns);
+  EXPECT_LT(first_end, second_start);
+  EXPECT_EQ(app.Finish(), 0);
+  EXPECT_FALSE(Exists(app.Channel())) << "the channel is removed at exit";
+  EXPECT_EQ(testing::ReadAll(app.err_file), "") << "attaching is silent in the program";
+}
+
+// NVTX frames (libopscope_ranges_nvtx.so's channel) around annotate.h work (the runtime's):
+// both recorders are attached and detached together, and their ranges nest.
+TEST(RunAttachCli, NvtxAndAnnotateRecordersAreAttachedTogether) {
+  if (access(Bin("run_attach_nvtx_app").c_str(), X_OK) != 0)
+    GTEST_SKIP() << "built without the NVTX v3 headers";
+  const std::string dir = Tmp();
+  App app(dir, true, "", /*nvtx=*/true);
+  const std::string nvtx_channel = "/tmp/opscope-attach-" + std::to_string(app.pid) + "-nvtx";
+  ASSERT_TRUE(Exists(nvtx_channel)) << testing::ReadAll(app.err_file);
+  const std::string json = dir + "/nvtx.json";
+  auto r =
+      RunShell(Opscope() + " run -p " + std::to_string(app.pid) + " --duration 0.3 -o " + json);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  profile::Profile p = Load(json);
+  int frames = 0, nested = 0;
+  for (const auto& x : p.ranges) {
+    if (x.name == "frame") {
+      ++frames;
+      EXPECT_EQ(x.domain, "nvtx");
+    }
+    if (x.name == "work" && x.parent >= 0 && p.ranges[x.parent].name == "frame") ++nested;
+  }
+  EXPECT_GT(frames, 2) << r.err;
+  EXPECT_EQ(nested, Count(p, "work")) << "every work inside an NVTX frame\n" << r.err;
+  EXPECT_EQ(app.Finish(), 0);
+  EXPECT_FALSE(Exists(nvtx_channel));
+}
+
+TEST(RunAttachCli, ProgramExitingWhileAttachedKeepsWhatWasRecorded) {
+  const std::string dir = Tmp();
+  App app(dir);
+  const std::string json = dir + "/exit.json", err = dir + "/opscope.err";
+  unlink(err.c_str());  // (a file of an earlier run would end the wait below at once)
+  unlink(json.c_str());
+  const int opscope = testing::StartInOwnGroup(
+      {Opscope(), "run", "-p", std::to_string(app.pid), "-o", json}, dir + "/opscope.out", err);
+  ASSERT_GT(opscope, 0);
+  for (int i = 0; i < 500 && testing::ReadAll(err).find("attached to") == std::string::npos; ++i)
+    usleep(10000);
+  usleep(100000);
+  EXPECT_EQ(app.Finish(), 0);
+  EXPECT_EQ(testing::WaitForExit(opscope, 30), 0) << testing::ReadAll(err);
+  const std::string e = testing::ReadAll(err);
+  EXPECT_NE(e.find("the program exited while attached"), std::string::npos) << e;
+  profile::Profile p = Load(json);
+  EXPECT_TRUE(HasDegradation(p, "the program exited while attached")) << e;
+  EXPECT_GT(Count(p, "frame"), 0) << e;
+  EXPECT_EQ(Count(p, "last"), 1) << "open at exit, ended at exit\n" << e;
+}
+
+// Starts `opscope run -p` on the app in the background and waits until it has attached.
+int StartAttached(const App& app, const std::string& json, const std::string& err,
+                  const std::vector<std::string>& extra = {}) {
+  unlink(err.c_str());  // (a file of an earlier run would end the wait below at once)
+  unlink(json.c_str());
+  std::vector<std::string> argv = {Opscope(), "run", "-p", std::to_string(app.pid), "-o", json};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const int pid = testing::StartInOwnGroup(argv, err + ".out", err);
+  for (int i = 0; i < 500 && testing::ReadAll(err).find("attached to") == std::string::npos; ++i)
+    usleep(10000);
+  return pid;
+}
+
+// A frame that began before the attach and ends after it is not recorded, and neither is its
+// "work" (recorded after the attach): the inside of a stage is not reported without the stage.
+TEST(RunAttachCli, RangesInsideARangeOpenedBeforeTheAttachAreLeftOut) {
+  const std::string dir = Tmp();
+  const std::string gate = dir + "/gate";
+  unlink(gate.c_str());
+  App app(dir, true, gate);  // holds its first frame open until `gate` exists
+  const std::string json = dir + "/gate.json", err = dir + "/opscope.err";
+  const int opscope = StartAttached(app, json, err, {"--duration", "0.4"});
+  ASSERT_GT(opscope, 0);
+  std::ofstream(gate) << "";
+  EXPECT_EQ(testing::WaitForExit(opscope, 30), 0) << testing::ReadAll(err);
+  profile::Profile p = Load(json);
+  EXPECT_GT(Count(p, "frame"), 0) << testing::ReadAll(err);
+  EXPECT_EQ(Count(p, "work"), Count(p, "frame")) << testing::ReadAll(err);
+  for (const auto& r : p.ranges)
+    if (r.name == "work") {
+      EXPECT_GE(r.parent, 0) << "a work range without its frame";
+    }
+}
+
+TEST(RunAttachCli, CtrlCDetachesAndASecondOpscopeIsRefusedMeanwhile) {
+  const std::string dir = Tmp();
+  App app(dir);
+  const std::string json = dir + "/int.json", err = dir + "/opscope.err";
+  unlink(err.c_str());  // (a file of an earlier run would end the wait below at once)
+  unlink(json.c_str());
+  const int opscope = testing::StartInOwnGroup(
+      {Opscope(), "run", "-p", std::to_string(app.pid), "-o", json}, dir + "/opscope.out", err);
+  ASSERT_GT(opscope, 0);
+  for (int i = 0; i < 500 && testing::ReadAll(err).find("attached to") == std::string::npos; ++i)
+    usleep(10000);
+  auto second = RunShell(Opscope() + " run -p " + std::to_string(app.pid) + " --duration 1");
+  EXPECT_EQ(second.exit_code, 1) << second.err;
+  EXPECT_NE(second.err.find("another opscope is attached to this program"), std::string::npos)
+      << second.err;
+  kill(-opscope, SIGINT);  // Ctrl-C on opscope's terminal: the program is not in that group
+  EXPECT_EQ(testing::WaitForExit(opscope, 30), 0) << testing::ReadAll(err);
+  profile::Profile p = Load(json);
+  EXPECT_TRUE(HasDegradation(p, "received SIGINT and detached")) << testing::ReadAll(err);
+  EXPECT_GT(Count(p, "frame"), 0);
+  EXPECT_EQ(kill(app.pid, 0), 0) << "the program keeps running";
+  EXPECT_EQ(app.Finish(), 0);
+}
+
+// Writes a request into the program's channel as opscope would, owned by `uid`, naming `out`.
+void PlaceRequest(const App& app, const std::string& out, uid_t uid) {
+  const std::string tmp = app.Channel() + "/.request.test", req = app.Channel() + "/request";
+  std::ofstream(tmp) << "opscope-attach 1\nopscope-pid " << getpid() << "\nout " << out
+                     << "\ncpu 1\n";
+  ASSERT_EQ(chown(tmp.c_str(), uid, uid), 0) << std::strerror(errno);
+  ASSERT_EQ(chmod(tmp.c_str(), 0600), 0);
+  ASSERT_EQ(rename(tmp.c_str(), req.c_str()), 0) << std::strerror(errno);
+  for (int i = 0; i < 500 && Exists(req); ++i) usleep(10000);
+  EXPECT_FALSE(Exists(req)) << "the recorder removes a request it does not obey";
+}
+
+TEST(RunAttachCli, RequestsOfAnotherUidOrNamingAWritableFolderAreIgnored) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root: a file owned by another uid cannot be placed in the program's "
+                    "private channel folder otherwise";
+  const std::string dir = Tmp();
+  App app(dir);
+  const std::string out = dir + "/out";
+  mkdir(out.c_str(), 0700);
+  chmod(out.c_str(), 0700);
+  PlaceRequest(app, out, 65534);  // nobody's request
+  EXPECT_FALSE(Exists(out + "/attached.annotate"));
+  std::string err = testing::ReadAll(app.err_file);
+  EXPECT_NE(err.find("ignored an attach request: " + app.Channel() +
+                     "/request is owned by uid 65534, not by this program's uid 0"),
+            std::string::npos)
+      << err;
+  chmod(out.c_str(), 0777);  // a folder others could plant links in
+  PlaceRequest(app, out, 0);
+  EXPECT_FALSE(Exists(out + "/attached.annotate"));
+  err = testing::ReadAll(app.err_file);
+  EXPECT_NE(err.find("its output folder " + out + " is writable by other users"), std::string::npos)
+      << err;
+  DIR* d = opendir(out.c_str());
+  int entries = 0;
+  while (dirent* e = readdir(d)) entries += e->d_name[0] != '.';
+  closedir(d);
+  EXPECT_EQ(entries, 0) << "nothing was written where the requests pointed";
+  // The program is still attachable the proper way.
+  auto r = RunShell(Opscope() + " run -p " + std::to_string(app.pid) + " --duration 0.2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("frame"), std::string::npos) << r.out;
+}
+
+TEST(RunAttachCli, ProgramsThatCannotBeAttachedToSayWhatIsMissing) {
+  // No recorder at all.
+  const std::string dir = Tmp();
+  const int sleeper =
+      testing::StartInOwnGroup({"/bin/sleep", "30"}, dir + "/s.out", dir + "/s.err");
+  ASSERT_GT(sleeper, 0);
+  usleep(50000);
+  auto r = RunShell(Opscope() + " run -p " + std::to_string(sleeper));
+  kill(sleeper, SIGKILL);
+  testing::WaitForExit(sleeper, 10);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("opscope: error: process " + std::to_string(sleeper) +
+                       " (sleep) has no opscope range recorder loaded"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("OPSCOPE_ATTACHABLE=1 LD_PRELOAD="), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // The recorder, but not attachable.
+  App app(dir, /*attachable=*/false);
+  r = RunShell(Opscope() + " run -p " + std::to_string(app.pid));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("has opscope's range recorder but was not started attachable"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(Exists(app.Channel()));
+  // Usage.
+  r = RunShell(Opscope() + " run -p 99999999");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("opscope: error: -p '99999999'", 0), 0u) << r.err;
+  r = RunShell(Opscope() + " run -p " + std::to_string(app.pid) + " -- true");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = RunShell(Opscope() + " run --duration 1 -- true");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--duration applies to -p"), std::string::npos) << r.err;
+  r = RunShell(Opscope() + " run");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no command given: use `opscope run -- CMD [ARGS]`, or attach with -p PID"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace opscope
