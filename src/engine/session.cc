@@ -1075,6 +1075,7 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
     op.beta = t == "Max" ? INFINITY : k.data<float>()[0];
   } else if (t == "Add") {
     // MatMul + Add(bias): the bias must be a constant vector over the last dimension.
+    if (n.inputs.size() != 2) return false;  // a malformed Add is refused by its own kernel
     if (nodes_[steps_[producer_step].nodes[0]].op_type != "MatMul" || steps_[producer_step].nodes.size() != 1)
       return false;
     int prod_out = steps_[producer_step].outputs[0];
