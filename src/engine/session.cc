@@ -1909,7 +1909,16 @@ void SessionImpl::AssignChannelsLast() {
   std::vector<std::vector<int>> consumers(nv);
   // is_pool: a 2-D float MaxPool/AveragePool step without the Indices output, which follows
   // its input's layout (channels-last in, channels-last out) like an elementwise step.
-  std::vector<char> is_conv(ns, 0), is_elementwise(ns, 0), is_pool(ns, 0);
+  // is_gap: a GlobalAveragePool/GlobalMaxPool that may read an NHWC input (its [N, C, 1, 1]
+  // output stays NCHW, the same bytes). is_bcast: Add/Sub/Mul/Div (post-ops fused or not) of a
+  // 4-D activation (bcast_full) and a per-channel [N|1, C, 1, 1] operand, the squeeze-excitation
+  // scale: it follows the activation's layout.
+  std::vector<char> is_conv(ns, 0), is_elementwise(ns, 0), is_pool(ns, 0), is_gap(ns, 0),
+      is_bcast(ns, 0);
+  std::vector<int> bcast_full(ns, -1);
+  auto dims_of = [&](int v) -> const std::vector<int64_t>& {
+    return values_[v].is_const ? values_[v].tensor.shape() : values_[v].shape;
+  };
   for (int s = 0; s < ns; ++s) {
     const Step& st = steps_[s];
     if (!st.active || st.sub >= 0) continue;
@@ -1927,6 +1936,43 @@ void SessionImpl::AssignChannelsLast() {
                    out.shape.size() == 4 && st.kernel->SetChannelsLast(true, true) &&
                    st.kernel->SetChannelsLast(false, false);
       continue;
+    }
+    if ((anchor == "GlobalAveragePool" || anchor == "GlobalMaxPool") && st.nodes.size() == 1 &&
+        !st.inputs.empty() && st.inputs[0] >= 0 && values_[st.inputs[0]].shape.size() == 4 &&
+        values_[st.inputs[0]].dtype == DataType::kFloat32) {
+      is_gap[s] = st.kernel->SetChannelsLast(true, false) && st.kernel->SetChannelsLast(false, false);
+      continue;
+    }
+    if ((anchor == "Add" || anchor == "Sub" || anchor == "Mul" || anchor == "Div") &&
+        out.shape.size() == 4 && out.dtype == DataType::kFloat32) {
+      const Node& n0 = nodes_[st.nodes[0]];
+      bool post_only = true;  // fused nodes are activations without data inputs of their own
+      for (size_t k = 1; k < st.nodes.size(); ++k)
+        post_only &= kElementwise.count(nodes_[st.nodes[k]].op_type) > 0 &&
+                     nodes_[st.nodes[k]].op_type != "Add" && nodes_[st.nodes[k]].op_type != "Sub" &&
+                     nodes_[st.nodes[k]].op_type != "Mul" && nodes_[st.nodes[k]].op_type != "Div";
+      int full = -1, small = -1;
+      if (post_only && n0.inputs.size() == 2 && n0.inputs[0] >= 0 && n0.inputs[1] >= 0 &&
+          n0.inputs[0] != n0.inputs[1]) {
+        for (int k = 0; k < 2; ++k) {
+          const int v = n0.inputs[k];
+          std::vector<int64_t> d = dims_of(v);
+          if (!values_[v].is_const && d == out.shape) {
+            full = v;
+          } else if (d.size() <= 4 && (values_[v].is_const || values_[v].shape_static)) {
+            d.insert(d.begin(), 4 - d.size(), 1);
+            if (d[2] == 1 && d[3] == 1 && (d[1] == out.shape[1] || d[1] == 1) &&
+                (d[0] == out.shape[0] || d[0] == 1) && !(d[1] == out.shape[1] && d[1] == 1))
+              small = v;
+          }
+        }
+      }
+      if (full >= 0 && small >= 0 && st.kernel->SetChannelsLast(true, true) &&
+          st.kernel->SetChannelsLast(false, false)) {
+        is_bcast[s] = 1;
+        bcast_full[s] = full;
+        continue;
+      }
     }
     if ((anchor == "MaxPool" || anchor == "AveragePool") && st.nodes.size() == 1) {
       const Node& pn = nodes_[st.nodes[0]];
@@ -1954,7 +2000,8 @@ void SessionImpl::AssignChannelsLast() {
     if (val.is_const || val.is_input || val.is_output || !val.shape_static || val.alias_root >= 0 ||
         val.shape.size() != 4 || val.dtype != DataType::kFloat32 || producer[v] < 0)
       continue;
-    cl[v] = is_conv[producer[v]] || is_elementwise[producer[v]] || is_pool[producer[v]];
+    cl[v] = is_conv[producer[v]] || is_elementwise[producer[v]] || is_pool[producer[v]] ||
+            is_bcast[producer[v]];
   }
   for (int v = 0; v < nv; ++v)  // a value with views keeps NCHW: the views read its bytes
     if (values_[v].alias_root >= 0) cl[values_[v].alias_root] = 0;
@@ -1968,12 +2015,17 @@ void SessionImpl::AssignChannelsLast() {
         for (int i : p.inputs)
           ok &= i < 0 || values_[i].is_const || cl[i];
       if (is_pool[producer[v]]) ok &= cl[p.inputs[0]];
+      if (is_bcast[producer[v]]) ok &= cl[bcast_full[producer[v]]];
       for (int c : consumers[v]) {
         const Step& cs = steps_[c];
         if (is_conv[c]) {
           for (size_t k = 1; k < cs.inputs.size(); ++k) ok &= cs.inputs[k] != v;
         } else if (is_pool[c]) {
           ok &= cs.inputs[0] == v && cl[cs.outputs[0]];
+        } else if (is_gap[c]) {
+          ok &= cs.inputs[0] == v;
+        } else if (is_bcast[c]) {
+          ok &= v != bcast_full[c] || cl[cs.outputs[0]];
         } else {
           ok &= is_elementwise[c] && cl[cs.outputs[0]];
         }
@@ -1982,6 +2034,14 @@ void SessionImpl::AssignChannelsLast() {
     }
   }
   for (int s = 0; s < ns; ++s) {
+    if (is_gap[s] && cl[steps_[s].inputs[0]]) {
+      steps_[s].kernel->SetChannelsLast(true, false);
+      step_infos_[s].channels_last_in = true;
+    }
+    if (is_bcast[s] && cl[bcast_full[s]]) {
+      steps_[s].kernel->SetChannelsLast(true, true);
+      step_infos_[s].channels_last_in = step_infos_[s].channels_last_out = true;
+    }
     if (is_pool[s] && cl[steps_[s].inputs[0]]) {
       steps_[s].kernel->SetChannelsLast(true, true);
       step_infos_[s].channels_last_in = step_infos_[s].channels_last_out = true;

@@ -473,8 +473,24 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
   b.Output("y2", {2, 6, 5, 5});
   b.Output("y3", {2, 6, 1, 1});
   b.Output("y4", {2, 324});
+  // A squeeze-excitation block on the region's m [2, 8, 5, 5]: GlobalAveragePool reads NHWC,
+  // two 1x1 convs on [2, 8, 1, 1], HardSigmoid, Mul(m, s) and a per-channel constant Mul stay
+  // NHWC, then a conv to a graph output.
+  b.Init("wse1", {4, 8, 1, 1}, Rand(32, 23));
+  b.Init("wse2", {8, 4, 1, 1}, Rand(32, 24));
+  b.Init("chs", {8, 1, 1}, Rand(8, 25));
+  b.Init("wout", {3, 8, 1, 1}, Rand(24, 26));
+  b.Node("GlobalAveragePool", {"m"}, {"sq"}, "se_gap");
+  b.Node("Conv", {"sq", "wse1"}, {"e1"}, "se_conv1");
+  b.Node("Relu", {"e1"}, {"e1r"}, "se_relu");
+  b.Node("Conv", {"e1r", "wse2"}, {"e2"}, "se_conv2");
+  b.Node("HardSigmoid", {"e2"}, {"sg"}, "se_gate");
+  b.Node("Mul", {"sg", "m"}, {"ex"}, "se_mul");
+  b.Node("Mul", {"ex", "chs"}, {"exc"}, "ch_scale");
+  b.Node("Conv", {"exc", "wout"}, {"y7"}, "se_out");
   b.Output("y5", {2, 3, 5, 5});
   b.Output("y6", {2, 4, 8, 8});
+  b.Output("y7", {2, 3, 5, 5});
   std::string path = b.Save("channels_last.onnx");
   Tensor x = testing::RandomTensor({2, 5, 9, 9}, 19);
 
@@ -494,7 +510,7 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
     ASSERT_TRUE((*s)->SetInput("x", x).ok());
     for (int r = 0; r < 3; ++r) {
       ASSERT_TRUE((*s)->Run().ok());
-      for (const char* out : {"y", "y2", "y3", "y4", "y5", "y6"})
+      for (const char* out : {"y", "y2", "y3", "y4", "y5", "y6", "y7"})
         EXPECT_EQ(testing::CompareFloat(*(*s)->Output(out), *(*ref)->Output(out), 1e-4f, 1e-4f), "")
             << out << " run " << r << (fuse ? " fused" : " unfused");
     }
@@ -512,6 +528,10 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
     EXPECT_EQ(layout["apool"], P(true, true));
     EXPECT_EQ(layout["after_pool"], P(true, false));
     EXPECT_EQ(layout["edge_pool"], P(false, false));
+    EXPECT_EQ(layout["se_gap"], P(true, false));
+    EXPECT_EQ(layout["se_mul"], P(true, true));
+    EXPECT_EQ(layout["se_out"], P(true, false));
+    if (!fuse) EXPECT_EQ(layout["ch_scale"], P(true, true));
   }
 }
 

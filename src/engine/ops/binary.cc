@@ -165,6 +165,26 @@ class BinaryKernel : public Kernel {
 
     std::vector<const std::vector<int64_t>*> shapes;
     for (const Tensor* t : ins) shapes.push_back(&t->shape());
+    if (channels_last_ && ins.size() == 2 && dt == DataType::kFloat32) {
+      // Inside a channels-last region (SetChannelsLast): the 4-D operand is NHWC in memory and
+      // the other one a per-channel [N|1, C, 1, 1] (same bytes in either order), so the op is
+      // an ordinary broadcast over the NHWC shapes; the output keeps the logical NCHW shape.
+      std::vector<int64_t> nhwc[2];
+      for (int k = 0; k < 2; ++k) {
+        std::vector<int64_t> d = ins[k]->shape();
+        if (d.size() > 4)
+          return NodeError(node_, "channels-last broadcast of a rank-" + std::to_string(d.size()) + " input");
+        d.insert(d.begin(), 4 - d.size(), 1);
+        nhwc[k] = {d[0], d[2], d[3], d[1]};
+      }
+      BroadcastPlan plan;
+      if (!MakeBroadcastPlan({&nhwc[0], &nhwc[1]}, &plan))
+        return NodeError(node_, "input shapes do not broadcast " + ShapeString(ins[0]->shape()) +
+                                    " " + ShapeString(ins[1]->shape()));
+      const std::vector<int64_t>& o = plan.out_shape;
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, dt, {o[0], o[3], o[1], o[2]}));
+      return Compute(ins, dt, plan, out);
+    }
     BroadcastPlan plan;
     if (!MakeBroadcastPlan(shapes, &plan, op_ == BinOp::kPRelu)) {
       std::string msg = op_ == BinOp::kPRelu ? "slope shape cannot broadcast to input shape"
@@ -202,6 +222,17 @@ class BinaryKernel : public Kernel {
     double steps = std::max<double>(1, static_cast<double>(in.size()) - 1);
     if (op_ == BinOp::kMean) steps += 1;  // the final division
     return {numel * (steps + static_cast<double>(post_ops_.size())), CompulsoryBytes(in, out)};
+  }
+
+  // Channels-last regions (SessionImpl::AssignChannelsLast) ask only Add/Sub/Mul/Div of an NHWC
+  // activation and a per-channel operand, for input and output together.
+  bool SetChannelsLast(bool input, bool output) override {
+    if (input != output) return false;
+    if (input && op_ != BinOp::kAdd && op_ != BinOp::kSub && op_ != BinOp::kMul &&
+        op_ != BinOp::kDiv)
+      return false;
+    channels_last_ = input;
+    return true;
   }
 
   bool AddPostOp(const PostOp& op) override {
@@ -380,6 +411,7 @@ class BinaryKernel : public Kernel {
   Node node_;
   BinOp op_;
   std::vector<PostOp> post_ops_;
+  bool channels_last_ = false;
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeBinary(const Node& node, BinOp op) {

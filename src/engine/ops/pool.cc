@@ -513,6 +513,32 @@ class GlobalPoolKernel : public Kernel {
     const float* px = x->data<float>();
     float* py = y->data<float>();
     bool is_max = max_;
+    if (channels_last_) {
+      // X is NHWC in memory (a channels-last region's activation; the [N, C, 1, 1] output has
+      // the same bytes in either order): fold the pixels of each image over contiguous channels,
+      // in double for the mean as below.
+      const int64_t N = x->dim(0), C = x->dim(1);
+      ParallelFor(N, n * C, [&](int64_t n0, int64_t n1) {
+        std::vector<double> acc(static_cast<size_t>(C));
+        std::vector<float> mx(static_cast<size_t>(C));
+        for (int64_t b = n0; b < n1; ++b) {
+          const float* xb = px + b * n * C;
+          if (is_max) {
+            std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
+            for (int64_t i = 0; i < n; ++i)
+              for (int64_t c = 0; c < C; ++c) mx[c] = std::max(mx[c], xb[i * C + c]);
+            for (int64_t c = 0; c < C; ++c) py[b * C + c] = mx[c];
+          } else {
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (int64_t i = 0; i < n; ++i)
+              for (int64_t c = 0; c < C; ++c) acc[c] += xb[i * C + c];
+            for (int64_t c = 0; c < C; ++c)
+              py[b * C + c] = n ? static_cast<float>(acc[c] / static_cast<double>(n)) : 0.f;
+          }
+        }
+      });
+      return Status();
+    }
     ParallelFor(planes, n, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
         const float* v = px + p * n;
@@ -535,6 +561,14 @@ class GlobalPoolKernel : public Kernel {
     return Status();
   }
 
+  // Inside a channels-last region X may be NHWC (input only: the [N, C, 1, 1] output is the
+  // same in either order, and the session keeps it NCHW); 4-D inputs only.
+  bool SetChannelsLast(bool input, bool output) override {
+    if (output) return false;
+    channels_last_ = input;
+    return true;
+  }
+
   // FLOPs: one add or comparison per input element.
   Cost EstimateCost(const std::vector<TensorDesc>& in,
                     const std::vector<TensorDesc>& out) const override {
@@ -546,6 +580,7 @@ class GlobalPoolKernel : public Kernel {
  private:
   Node node_;
   bool max_;
+  bool channels_last_ = false;
 };
 
 }  // namespace
