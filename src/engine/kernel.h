@@ -83,8 +83,9 @@ class Kernel {
   virtual bool AddPostOp(const PostOp& op) { return false; }
   // Channels-last activations: from now on input 0 (`input`) and output 0 (`output`) of a 4-D
   // NCHW tensor are stored as NHWC in memory (the logical shape stays NCHW). Returns false if
-  // the kernel cannot; convolutions can (SessionImpl::AssignChannelsLast), and 2-D pools for
-  // (true, true) only. A convolution that accepts (true, true) must accept every pair.
+  // the kernel cannot; convolutions can (SessionImpl::AssignChannelsLast), 2-D pools and
+  // per-channel Add/Sub/Mul/Div for (true, true) only, global pools for (true, false). A
+  // convolution that accepts (true, true) must accept every pair.
   virtual bool SetChannelsLast(bool input, bool output) { return !input && !output; }
 };
 
