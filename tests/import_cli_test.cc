@@ -2,9 +2,8 @@
 // per-layer rows), then `report` and `diff` on the foreign file directly and on the import.
 #include <gtest/gtest.h>
 
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "tests/cli_util.h"
 
@@ -72,27 +71,28 @@ TEST_P(ImportCli, ImportsReportsAndDiffs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, ImportCli,
-                         ::testing::Values(Case{"ort_bev_all.json", "ort", true},
-                                           Case{"ort_2019.json", "ort", false},
-                                           Case{"trt8_bev.json", "tensorrt", true},
-                                           Case{"trt7_bev.json", "tensorrt", true},
-                                           Case{"perf_script_python.txt", "perf-script", false},
-                                           Case{"nsys_small.sqlite", "nsys", false},
-                                           Case{"pytorch_gpu.json", "pytorch", false},
-                                           Case{"tflite_v2.txt", "tflite", true},
-                                           Case{"tflite_v1.txt", "tflite", false},
-                                           Case{"armnn_cpuacc.json", "armnn", true},
-                                           Case{"armnn_executenetwork_gpuacc.log", "armnn", false},
-                                           Case{"nvprof_summary.csv", "nvprof", false},
-                                           Case{"nvprof_trace.csv", "nvprof", false},
-                                           Case{"nsys_stats_sum.csv", "nsys-stats", false}),
-                         [](const ::testing::TestParamInfo<Case>& i) {
-                           std::string s = i.param.file;
-                           for (char& ch : s)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Formats, ImportCli,
+    ::testing::Values(
+        Case{"ort_bev_all.json", "ort", true}, Case{"ort_2019.json", "ort", false},
+        Case{"trt8_bev.json", "tensorrt", true}, Case{"trt7_bev.json", "tensorrt", true},
+        Case{"perf_script_python.txt", "perf-script", false},
+        Case{"nsys_small.sqlite", "nsys", false}, Case{"pytorch_gpu.json", "pytorch", false},
+        Case{"tflite_v2.txt", "tflite", true}, Case{"tflite_v1.txt", "tflite", false},
+        Case{"armnn_cpuacc.json", "armnn", true},
+        Case{"armnn_executenetwork_gpuacc.log", "armnn", false},
+        Case{"nvprof_summary.csv", "nvprof", false}, Case{"nvprof_trace.csv", "nvprof", false},
+        Case{"nsys_stats_sum.csv", "nsys-stats", false},
+        Case{"real/trt10_trtexec_windows.json", "tensorrt", false},
+        Case{"real/nsys_stats_2024_default.csv", "nsys-stats", false},
+        Case{"real/tflite_csv_mode.txt", "tflite", false},
+        Case{"real/armnn_1902_no_ids.json", "armnn", false}),
+    [](const ::testing::TestParamInfo<Case>& i) {
+      std::string s = i.param.file;
+      for (char& ch : s)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return s;
+    });
 
 TEST(ImportCliDiff, TwoRuntimesOfTheSameModelNodeByNode) {
   std::string dir = TempDir();
