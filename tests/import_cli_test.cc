@@ -113,6 +113,26 @@ TEST(ImportCliDiff, TwoRuntimesOfTheSameModelNodeByNode) {
   EXPECT_GE(changed, 20) << d.out;  // the ONNX nodes both runtimes ran
 }
 
+TEST(ImportCliOrt, ThreadPoolStatsAreShownPerNode) {
+  std::string dir = TempDir();
+  CommandResult r = RunCommand(
+      {OpscopeBinary(), "import", Data("real/ort_threadpool_stats.json"), "-o", dir + "/tp.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("thread pool (ONNX Runtime thread_scheduling_stats, per run)"),
+            std::string::npos)
+      << r.out;
+  // conv: 2.5 loops, 3.5 threads on average (4 at most), 55.5 us waiting per run.
+  EXPECT_NE(r.out.find("2.5      3.5 (  4)        3.5     11.0 us    295.0 us     55.5 us"),
+            std::string::npos)
+      << r.out;
+  nlohmann::json j = Load(dir + "/tp.json");
+  ASSERT_FALSE(j.is_discarded());
+  bool found = false;
+  for (const auto& op : j["ops"])
+    if (op["name"] == "conv") found = op["counters"]["ort.threads_used"].get<double>() == 3.5;
+  EXPECT_TRUE(found) << j["ops"].dump();
+}
+
 TEST(ImportCliErrors, OneLineAndNonZeroExit) {
   std::string dir = TempDir();
   struct Bad {

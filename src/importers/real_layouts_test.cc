@@ -265,5 +265,33 @@ TEST(RealArmnn, Layout2102StartStopTimestampsAreNotDurations) {
   EXPECT_DOUBLE_EQ(p.e2e.runs_ms[0], 9.5);
 }
 
+// --- ONNX Runtime ---
+
+TEST(RealOrt, ThreadPoolStatsAreObjectsAndBecomePerNodeCounters) {
+  profile::Profile p = MustImport("ort_threadpool_stats.json", "ort");
+  ASSERT_EQ(p.ops.size(), 2u);
+  EXPECT_EQ(p.meta.runs, 2);
+  const profile::OpRecord& conv = p.ops[0];
+  ASSERT_EQ(conv.name, "conv");
+  EXPECT_DOUBLE_EQ(conv.runs_ms[0], 0.4);
+  // Run 1: 2 loops, the caller + 2 sub-threads ran (num_run 0->2, 0->1); run 2: 3 loops, the
+  // caller + 3 sub-threads (2->4, 1->2, 0->1). Counters are per run.
+  EXPECT_DOUBLE_EQ(conv.counters.at("ort.parallel_loops"), 2.5);
+  EXPECT_DOUBLE_EQ(conv.counters.at("ort.threads_used"), 3.5);
+  EXPECT_DOUBLE_EQ(conv.counters.at("ort.threads_used_max"), 4);
+  EXPECT_DOUBLE_EQ(conv.counters.at("ort.sub_thread_runs"), 3.5);
+  EXPECT_DOUBLE_EQ(conv.counters.at("ort.block_size_max"), 4);
+  EXPECT_DOUBLE_EQ(conv.counters.at("ort.distribution_us"), 11);
+  EXPECT_DOUBLE_EQ(conv.counters.at("ort.main_run_us"), 295);
+  EXPECT_DOUBLE_EQ(conv.counters.at("ort.wait_us"), 55.5);
+  const profile::OpRecord& relu = p.ops[1];
+  EXPECT_DOUBLE_EQ(relu.counters.at("ort.parallel_loops"), 0.5);
+  EXPECT_DOUBLE_EQ(relu.counters.at("ort.threads_used"), 1);  // none in run 1, 2 in run 2
+  EXPECT_DOUBLE_EQ(relu.counters.at("ort.sub_thread_runs"), 0.5);
+  EXPECT_EQ(p.meta.extra["ort.parallel_nodes"], "2");
+  EXPECT_EQ(p.meta.extra["ort.thread_stats"],
+            "4 node events with thread-pool statistics (session-1-intra-op:4)");
+}
+
 }  // namespace
 }  // namespace opscope::importers
