@@ -1,6 +1,7 @@
 // The layouts the tools really write, as found in their sources and in files people published
 // (docs/importers.md "Real layouts" names each source): one fixture per layout under
 // testdata/real/, each imported here and its numbers checked.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "importers/importer.h"
 #include "importers/tensorrt/layer_info.h"
 #include "importers/tensorrt/layer_names.h"
+#include "profile/profile_io.h"
 
 namespace opscope::importers {
 namespace {
@@ -263,6 +265,59 @@ TEST(RealArmnn, Layout2102StartStopTimestampsAreNotDurations) {
   EXPECT_DOUBLE_EQ(p.ops[1].runs_ms[0], 0.3);
   ASSERT_EQ(p.e2e.runs_ms.size(), 1u);
   EXPECT_DOUBLE_EQ(p.e2e.runs_ms[0], 9.5);
+}
+
+// --- PyTorch ---
+
+// More GPU records than the 20 000 the importer used to keep: every kernel and runtime call is
+// in the gpu section, the totals add up, and the profile saves and loads with all of them.
+// Timestamps are epoch-sized µs (PyTorch 2.x), where end - start loses the µs fractions.
+TEST(RealPytorch, AllGpuRecordsKeptBeyondTwentyThousand) {
+  constexpr int kSteps = 5, kOpsPerStep = 5000;
+  std::string t = "{\"schemaVersion\": 1, \"traceEvents\": [\n";
+  double ts = 1.7e15;
+  int64_t corr = 1;
+  for (int s = 0; s < kSteps; ++s) {
+    t += fmt::format(
+        "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{}\", "
+        "\"pid\": 1, \"tid\": 1, \"ts\": {:.3f}, \"dur\": {:.3f}}},\n",
+        s, ts, kOpsPerStep * 10.0 + 5);
+    for (int i = 0; i < kOpsPerStep; ++i, ++corr) {
+      const double at = ts + 1 + i * 10.0;
+      t += fmt::format(
+          "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\", \"pid\": 1, "
+          "\"tid\": 1, \"ts\": {:.3f}, \"dur\": 8, \"args\": {{\"External id\": {}}}}},\n"
+          "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+          "\"pid\": 1, \"tid\": 1, \"ts\": {:.3f}, \"dur\": 3, \"args\": {{\"External id\": "
+          "{}, \"correlation\": {}}}}},\n"
+          "{{\"ph\": \"f\", \"id\": {}, \"pid\": 1, \"tid\": 1, \"ts\": {:.3f}, \"cat\": "
+          "\"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}},\n"
+          "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"relu_kernel\", \"pid\": 0, "
+          "\"tid\": \"stream 7\", \"ts\": {:.3f}, \"dur\": 2.125, \"args\": "
+          "{{\"correlation\": {}, \"stream\": 7, \"device\": 0}}}},\n",
+          at, corr, at + 1, corr, corr, corr, at + 4, at + 4, corr);
+    }
+    ts += kOpsPerStep * 10.0 + 100;
+  }
+  t += "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": \"GPU "
+       "0\"}}\n]}\n";
+  auto p = FromBytes(t, "pytorch");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(p->gpu.has_value());
+  EXPECT_EQ(p->gpu->kernels.size(), static_cast<size_t>(kSteps * kOpsPerStep));
+  EXPECT_EQ(p->gpu->api_calls.size(), static_cast<size_t>(kSteps * kOpsPerStep));
+  EXPECT_EQ(p->gpu->kernels.back().end_ns - p->gpu->kernels.back().start_ns, 2125);
+  ASSERT_EQ(p->ops.size(), 1u);
+  ASSERT_EQ(p->ops[0].runs_ms.size(), static_cast<size_t>(kSteps));
+  for (double run : p->ops[0].runs_ms) EXPECT_NEAR(run, kOpsPerStep * 2.125e-3, 1e-9);
+  for (const auto& d : p->meta.degradations)
+    EXPECT_EQ(d.find("keeps the first"), std::string::npos);
+  const std::string path = ::testing::TempDir() + "/many_kernels.json";
+  ASSERT_TRUE(profile::SaveProfile(*p, path).ok());
+  auto back = profile::LoadProfile(path);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_TRUE(back->gpu.has_value());
+  EXPECT_EQ(back->gpu->kernels.size(), static_cast<size_t>(kSteps * kOpsPerStep));
 }
 
 // --- ONNX Runtime ---

@@ -58,6 +58,67 @@ static void from_json(const nlohmann::json& j, GpuDevice& v) { DEVICE_FIELDS(OPS
   X(dropped_records); X(syncs); X(devices); X(complete); X(end_signal); \
   X(metrics_passes)
 void to_json(nlohmann::json& j, const GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_PUT); }
+
+void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v) {
+  OPSCOPE_JSON_PUT(device_name);
+  for (const char* a : {"kernels", "memcpys", "memsets", "api_calls"})
+    j[a] = std::string(kGpuArraySlot) + a;
+  OPSCOPE_JSON_PUT(dropped_records);
+  OPSCOPE_JSON_PUT(syncs);
+  OPSCOPE_JSON_PUT(devices);
+  OPSCOPE_JSON_PUT(complete);
+  OPSCOPE_JSON_PUT(end_signal);
+  OPSCOPE_JSON_PUT(metrics_passes);
+}
+
+namespace {
+template <class T>
+void WriteRecords(const std::vector<T>& records, int indent, std::string_view pad,
+                  const std::function<void(std::string_view)>& sink) {
+  if (records.empty()) {
+    sink("[]");
+    return;
+  }
+  const std::string elem_pad =
+      indent < 0 ? std::string() : std::string(pad) + std::string(static_cast<size_t>(indent), ' ');
+  sink(indent < 0 ? "[" : "[\n");
+  std::string text;
+  for (size_t i = 0; i < records.size(); ++i) {
+    nlohmann::json e = records[i];
+    text = e.dump(indent);
+    if (indent >= 0) {
+      std::string shifted = elem_pad;
+      for (char c : text) {
+        shifted += c;
+        if (c == '\n') shifted += elem_pad;
+      }
+      text.swap(shifted);
+    }
+    sink(text);
+    if (i + 1 < records.size()) sink(indent < 0 ? "," : ",\n");
+  }
+  if (indent >= 0) {
+    sink("\n");
+    sink(pad);
+  }
+  sink("]");
+}
+}  // namespace
+
+bool WriteGpuArray(const GpuSection& v, std::string_view name, int indent, std::string_view pad,
+                   const std::function<void(std::string_view)>& sink) {
+  if (name == "kernels")
+    WriteRecords(v.kernels, indent, pad, sink);
+  else if (name == "memcpys")
+    WriteRecords(v.memcpys, indent, pad, sink);
+  else if (name == "memsets")
+    WriteRecords(v.memsets, indent, pad, sink);
+  else if (name == "api_calls")
+    WriteRecords(v.api_calls, indent, pad, sink);
+  else
+    return false;
+  return true;
+}
 void from_json(const nlohmann::json& j, GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_GET); }
 
 }  // namespace opscope::profile
