@@ -144,10 +144,22 @@ TEST(ProfileJsonStreaming, GpuArraysSplicedAsTheTreeWouldDumpThem) {
     k.start_ns = i * 10;
     k.end_ns = i * 10 + 5;
     k.grid[0] = 7;
+    k.block[2] = 3;
+    k.occupancy = 0.375 * i;
+    k.sm_throughput_pct = i == 1 ? 12.5 : -1;
+    k.metrics_duration_ns = 1e-5 * i;
+    k.bound = i == 2 ? "memory" : "";
+    k.tid = 40 + i;
+    k.correlation_id = 4000000000u;
     p.gpu->kernels.push_back(k);
   }
   GpuApiCall a;
   a.name = "cudaLaunchKernel";
+  a.api = "runtime";
+  a.start_ns = -5;
+  a.end_ns = 9000000000000000000;
+  p.gpu->api_calls.push_back(a);
+  a.name = "cu\xc3\xa9\"q\"";
   p.gpu->api_calls.push_back(a);
   GpuMemcpy m;
   m.kind = "HtoD";
