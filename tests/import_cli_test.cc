@@ -113,6 +113,40 @@ TEST(ImportCliDiff, TwoRuntimesOfTheSameModelNodeByNode) {
   EXPECT_GE(changed, 20) << d.out;  // the ONNX nodes both runtimes ran
 }
 
+// Two TensorRT engines of one model that fused it differently: the layers are compared through
+// their ONNX nodes, as groups, straight from the foreign files.
+TEST(ImportCliDiff, TensorRtLayersFusedDifferentlyAreComparedAsGroups) {
+  CommandResult d = RunCommand({OpscopeBinary(), "diff", Data("trt8_bev.json"),
+                                Data("trt8_bev_split.json"), "--format", "json"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  nlohmann::json dj = nlohmann::json::parse(d.out, nullptr, false);
+  ASSERT_FALSE(dj.is_discarded()) << d.out;
+  ASSERT_EQ(dj["groups"].size(), 2u) << dj["groups"].dump();
+  bool conv = false, head = false;
+  for (const auto& g : dj["groups"]) {
+    if (g["before_layers"][0] == "backbone.conv1 + backbone.conv1.bn + backbone.conv1.relu") {
+      conv = true;
+      EXPECT_EQ(g["after_layers"], nlohmann::json::array({"backbone.conv1 + backbone.conv1.bn",
+                                                          "backbone.conv1.relu"}));
+      EXPECT_NEAR(g["before_ms"].get<double>(), 0.15, 1e-9);
+      EXPECT_NEAR(g["after_ms"].get<double>(), 0.17, 1e-9);
+    }
+    if (g["before_layers"][0] == "head.heatmap + PWN(head.heatmap.sigmoid)") {
+      head = true;
+      EXPECT_EQ(g["nodes"], nlohmann::json::array({"head.heatmap", "head.heatmap.sigmoid"}));
+    }
+  }
+  EXPECT_TRUE(conv && head) << dj["groups"].dump();
+  for (const auto& n : dj["nodes"]) {
+    EXPECT_NE(n["name"], "backbone.conv1.relu") << "a grouped layer listed as appeared";
+    EXPECT_NE(n["name"], "head.heatmap + PWN(head.heatmap.sigmoid)");
+  }
+  CommandResult t =
+      RunCommand({OpscopeBinary(), "diff", Data("trt8_bev.json"), Data("trt8_bev_split.json")});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("layers compared as groups"), std::string::npos) << t.out;
+}
+
 TEST(ImportCliOrt, ThreadPoolStatsAreShownPerNode) {
   std::string dir = TempDir();
   CommandResult r = RunCommand(

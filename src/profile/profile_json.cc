@@ -46,11 +46,13 @@ void from_json(const nlohmann::json& j, E2E& v) {
 void to_json(nlohmann::json& j, const OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_PUT);
   if (!v.layout.empty()) OPSCOPE_JSON_PUT(layout);
+  if (!v.source_nodes.empty()) OPSCOPE_JSON_PUT(source_nodes);
   if (v.int_ops > 0) j["ops"] = v.int_ops;
 }
 void from_json(const nlohmann::json& j, OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_GET);
   OPSCOPE_JSON_GET(layout);
+  OPSCOPE_JSON_GET(source_nodes);
   if (auto it = j.find("ops"); it != j.end()) v.int_ops = it->get<double>();
 }
 

@@ -243,7 +243,16 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     if (std::isfinite(e.pct)) pct_sum += e.pct;
     profile::OpRecord op;
     op.name = e.name;
-    op.op_type = TypeFromName(trt::ParseLayerName(e.name));
+    trt::LayerName ln = trt::ParseLayerName(e.name);
+    op.op_type = TypeFromName(ln);
+    // The nodes the name lists (a region's first and last node: the ones between need the model).
+    if (ln.kind != trt::LayerName::Kind::kReformat && ln.kind != trt::LayerName::Kind::kUnnamed) {
+      op.source_nodes = ln.parts;
+      for (const auto& [first, last] : ln.ranges) {
+        op.source_nodes.push_back(first);
+        if (last != first) op.source_nodes.push_back(last);
+      }
+    }
     op.index = static_cast<int>(p.ops.size());
     op.runs_ms = {e.avg};
     op.step = e.name;
