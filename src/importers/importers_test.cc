@@ -648,7 +648,8 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
                         {"real/tflite_csv_mode.txt", "tflite"},
                         {"real/armnn_1902_no_ids.json", "armnn"},
                         {"real/armnn_2102_start_stop.json", "armnn"},
-                        {"real/ort_threadpool_stats.json", "ort"}};
+                        {"real/ort_threadpool_stats.json", "ort"},
+                        {"real/pytorch_2x_kineto.json", "pytorch"}};
   for (const Seed& s : seeds) {
     std::string b = ReadFile(Data(s.file)).value();
     auto run = [&](const std::string& x) {

@@ -320,6 +320,33 @@ TEST(RealPytorch, AllGpuRecordsKeptBeyondTwentyThousand) {
   EXPECT_EQ(back->gpu->kernels.size(), static_cast<size_t>(kSteps * kOpsPerStep));
 }
 
+TEST(RealPytorch, Kineto2xLayout) {
+  profile::Profile p = MustImport("pytorch_2x_kineto.json", "pytorch");
+  EXPECT_EQ(p.meta.runs, 1);
+  ASSERT_EQ(p.ops.size(), 3u);
+  const profile::OpRecord* conv = nullptr;
+  for (const auto& op : p.ops)
+    if (op.op_type == "aten::conv2d") conv = &op;
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->input_shapes[1], (std::vector<int64_t>{64, 3, 7, 7}));
+  EXPECT_NEAR(conv->runs_ms[0], 0.12325, 1e-12);  // its kernel, launched by cuLaunchKernel
+  ASSERT_TRUE(p.gpu.has_value());
+  ASSERT_EQ(p.gpu->kernels.size(), 1u);
+  EXPECT_EQ(p.gpu->kernels[0].stream, 7);  // "tid": "stream 7"
+  EXPECT_EQ(p.gpu->kernels[0].grid[0], 196);
+  EXPECT_EQ(p.gpu->kernels[0].registers_per_thread, 168);
+  EXPECT_EQ(p.gpu->kernels[0].end_ns - p.gpu->kernels[0].start_ns, 123250);
+  ASSERT_EQ(p.gpu->memcpys.size(), 1u);
+  EXPECT_EQ(p.gpu->memcpys[0].kind, "DtoH");
+  EXPECT_EQ(p.gpu->memcpys[0].bytes, 4000);
+  EXPECT_FALSE(p.gpu->memcpys[0].pageable);
+  ASSERT_EQ(p.gpu->memsets.size(), 1u);
+  EXPECT_EQ(p.gpu->memsets[0].bytes, 256);
+  ASSERT_EQ(p.gpu->api_calls.size(), 3u);
+  EXPECT_EQ(p.gpu->api_calls[0].api, "driver");
+  EXPECT_EQ(p.meta.extra["pytorch.gpu_linked"], "3 of 3 GPU records");
+}
+
 // --- ONNX Runtime ---
 
 TEST(RealOrt, ThreadPoolStatsAreObjectsAndBecomePerNodeCounters) {

@@ -95,6 +95,7 @@ struct Runtime {
   double ts, end;
   int64_t tid, ext, corr;
   uint32_t name;
+  bool driver;  // "cuda_driver" (cuLaunchKernel, ...), else the runtime API
 };
 struct Device {
   Cat cat;
@@ -244,7 +245,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
               ops.push_back({ts, end, tid, ext, strings.Id(name), dims_id});
               break;
             case Cat::kRuntime:
-              rts.push_back({ts, end, tid, ext, corr, strings.Id(name)});
+              rts.push_back({ts, end, tid, ext, corr, strings.Id(name), cat == "cuda_driver"});
               break;
             default: {
               Device d{c,      ts,    end,
@@ -474,7 +475,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     for (size_t i = 0; i < rts.size(); ++i) {
       profile::GpuApiCall a;
       a.name = strings.names[rts[i].name];
-      a.api = "runtime";
+      a.api = rts[i].driver ? "driver" : "runtime";
       a.tid = static_cast<int32_t>(rts[i].tid);
       a.start_ns = static_cast<int64_t>(rts[i].ts * 1000);
       a.end_ns = a.start_ns + std::llround((rts[i].end - rts[i].ts) * 1000);
