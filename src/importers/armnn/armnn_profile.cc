@@ -57,15 +57,16 @@ struct Node {
   enum class Kind { kObject, kArray, kNumber, kString, kOther } kind = Kind::kOther;
   double number = 0;
   std::string text;
-  std::vector<std::pair<std::string, Node>> children;  // arrays: empty keys
+  std::string key;             // this value's key in its parent object ("" in arrays)
+  std::vector<Node> children;  // members / elements, in file order
 
-  const Node* Find(std::string_view key) const {
-    for (const auto& [k, v] : children)
-      if (k == key) return &v;
+  const Node* Find(std::string_view name) const {
+    for (const Node& c : children)
+      if (c.key == name) return &c;
     return nullptr;
   }
-  std::string String(std::string_view key) const {
-    const Node* n = Find(key);
+  std::string String(std::string_view name) const {
+    const Node* n = Find(name);
     return n && n->kind == Kind::kString ? n->text : "";
   }
 };
@@ -112,9 +113,9 @@ class TreeBuilder : public nlohmann::json_sax<nlohmann::json> {
       return &root;
     }
     Node* top = stack_.back();
-    top->children.emplace_back(top->kind == Node::Kind::kObject ? key_ : std::string(),
-                               std::move(n));
-    return &top->children.back().second;
+    n.key = top->kind == Node::Kind::kObject ? key_ : std::string();
+    top->children.push_back(std::move(n));
+    return &top->children.back();
   }
   bool Add(Node n) {
     Append(std::move(n));
@@ -179,8 +180,8 @@ bool IsEvent(const std::string& key, const Node& n) {
 // event's own "raw"/"unit".
 StatusOr<std::vector<double>> WallClock(const Node& ev, const std::string& where) {
   const Node* m = nullptr;
-  for (const auto& [k, v] : ev.children)
-    if (StripId(k) == "Wall clock time" && v.kind == Node::Kind::kObject) {
+  for (const Node& v : ev.children)
+    if (StripId(v.key) == "Wall clock time" && v.kind == Node::Kind::kObject) {
       m = &v;
       break;
     }
@@ -198,7 +199,7 @@ StatusOr<std::vector<double>> WallClock(const Node& ev, const std::string& where
   if (!raw || raw->kind != Node::Kind::kArray)
     return DataLoss(where + ": the wall-clock measurement has no \"raw\" array");
   std::vector<double> out;
-  for (const auto& [k, v] : raw->children) {
+  for (const Node& v : raw->children) {
     if (v.kind != Node::Kind::kNumber) return DataLoss(where + ": a \"raw\" value is not a number");
     OPSCOPE_RETURN_IF_ERROR(util::CheckTime(v.number, where, "a wall-clock time"));
     out.push_back(v.number * scale);
@@ -234,19 +235,22 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::vector<Row> rows;
   std::map<std::string, int> backends;
   int inferences = 0;
-  for (const auto& [inf_key, inf] : armnn->children) {
+  for (const Node& inf : armnn->children) {
+    const std::string& inf_key = inf.key;
     if (!StartsWith(inf_key, "inference_measurements") || inf.kind != Node::Kind::kObject) continue;
     ++inferences;
     const std::string where = origin + ": " + inf_key;
     OPSCOPE_ASSIGN_OR_RETURN(std::vector<double> total, WallClock(inf, where));
     for (double t : total) p.e2e.runs_ms.push_back(t);
-    for (const auto& [ex_key, ex] : inf.children) {
+    for (const Node& ex : inf.children) {
+      const std::string& ex_key = ex.key;
       // "Execute_#2" (19.05 on) or "layer_measurements" (19.02).
       if ((!StartsWith(ex_key, "Execute") && !StartsWith(ex_key, "layer_measurements")) ||
           ex.kind != Node::Kind::kObject)
         continue;
       size_t pos = 0;
-      for (const auto& [w_key, w] : ex.children) {
+      for (const Node& w : ex.children) {
+        const std::string& w_key = w.key;
         if (!IsEvent(w_key, w) || IsMeasurement(w_key, w)) continue;
         std::string wname = StripId(w_key);
         std::string short_name =
