@@ -2,9 +2,8 @@
 // per-layer rows), then `report` and `diff` on the foreign file directly and on the import.
 #include <gtest/gtest.h>
 
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "tests/cli_util.h"
 
@@ -72,27 +71,28 @@ TEST_P(ImportCli, ImportsReportsAndDiffs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, ImportCli,
-                         ::testing::Values(Case{"ort_bev_all.json", "ort", true},
-                                           Case{"ort_2019.json", "ort", false},
-                                           Case{"trt8_bev.json", "tensorrt", true},
-                                           Case{"trt7_bev.json", "tensorrt", true},
-                                           Case{"perf_script_python.txt", "perf-script", false},
-                                           Case{"nsys_small.sqlite", "nsys", false},
-                                           Case{"pytorch_gpu.json", "pytorch", false},
-                                           Case{"tflite_v2.txt", "tflite", true},
-                                           Case{"tflite_v1.txt", "tflite", false},
-                                           Case{"armnn_cpuacc.json", "armnn", true},
-                                           Case{"armnn_executenetwork_gpuacc.log", "armnn", false},
-                                           Case{"nvprof_summary.csv", "nvprof", false},
-                                           Case{"nvprof_trace.csv", "nvprof", false},
-                                           Case{"nsys_stats_sum.csv", "nsys-stats", false}),
-                         [](const ::testing::TestParamInfo<Case>& i) {
-                           std::string s = i.param.file;
-                           for (char& ch : s)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Formats, ImportCli,
+    ::testing::Values(
+        Case{"ort_bev_all.json", "ort", true}, Case{"ort_2019.json", "ort", false},
+        Case{"trt8_bev.json", "tensorrt", true}, Case{"trt7_bev.json", "tensorrt", true},
+        Case{"perf_script_python.txt", "perf-script", false},
+        Case{"nsys_small.sqlite", "nsys", false}, Case{"pytorch_gpu.json", "pytorch", false},
+        Case{"tflite_v2.txt", "tflite", true}, Case{"tflite_v1.txt", "tflite", false},
+        Case{"armnn_cpuacc.json", "armnn", true},
+        Case{"armnn_executenetwork_gpuacc.log", "armnn", false},
+        Case{"nvprof_summary.csv", "nvprof", false}, Case{"nvprof_trace.csv", "nvprof", false},
+        Case{"nsys_stats_sum.csv", "nsys-stats", false},
+        Case{"real/trt10_trtexec_windows.json", "tensorrt", false},
+        Case{"real/nsys_stats_2024_default.csv", "nsys-stats", false},
+        Case{"real/tflite_csv_mode.txt", "tflite", false},
+        Case{"real/armnn_1902_no_ids.json", "armnn", false}),
+    [](const ::testing::TestParamInfo<Case>& i) {
+      std::string s = i.param.file;
+      for (char& ch : s)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return s;
+    });
 
 TEST(ImportCliDiff, TwoRuntimesOfTheSameModelNodeByNode) {
   std::string dir = TempDir();
@@ -111,6 +111,60 @@ TEST(ImportCliDiff, TwoRuntimesOfTheSameModelNodeByNode) {
   int changed = 0;
   for (const auto& n : dj["nodes"]) changed += n["change"] == "changed";
   EXPECT_GE(changed, 20) << d.out;  // the ONNX nodes both runtimes ran
+}
+
+// Two TensorRT engines of one model that fused it differently: the layers are compared through
+// their ONNX nodes, as groups, straight from the foreign files.
+TEST(ImportCliDiff, TensorRtLayersFusedDifferentlyAreComparedAsGroups) {
+  CommandResult d = RunCommand({OpscopeBinary(), "diff", Data("trt8_bev.json"),
+                                Data("trt8_bev_split.json"), "--format", "json"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  nlohmann::json dj = nlohmann::json::parse(d.out, nullptr, false);
+  ASSERT_FALSE(dj.is_discarded()) << d.out;
+  ASSERT_EQ(dj["groups"].size(), 2u) << dj["groups"].dump();
+  bool conv = false, head = false;
+  for (const auto& g : dj["groups"]) {
+    if (g["before_layers"][0] == "backbone.conv1 + backbone.conv1.bn + backbone.conv1.relu") {
+      conv = true;
+      EXPECT_EQ(g["after_layers"], nlohmann::json::array({"backbone.conv1 + backbone.conv1.bn",
+                                                          "backbone.conv1.relu"}));
+      EXPECT_NEAR(g["before_ms"].get<double>(), 0.15, 1e-9);
+      EXPECT_NEAR(g["after_ms"].get<double>(), 0.17, 1e-9);
+    }
+    if (g["before_layers"][0] == "head.heatmap + PWN(head.heatmap.sigmoid)") {
+      head = true;
+      EXPECT_EQ(g["nodes"], nlohmann::json::array({"head.heatmap", "head.heatmap.sigmoid"}));
+    }
+  }
+  EXPECT_TRUE(conv && head) << dj["groups"].dump();
+  for (const auto& n : dj["nodes"]) {
+    EXPECT_NE(n["name"], "backbone.conv1.relu") << "a grouped layer listed as appeared";
+    EXPECT_NE(n["name"], "head.heatmap + PWN(head.heatmap.sigmoid)");
+  }
+  CommandResult t =
+      RunCommand({OpscopeBinary(), "diff", Data("trt8_bev.json"), Data("trt8_bev_split.json")});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("layers compared as groups"), std::string::npos) << t.out;
+}
+
+TEST(ImportCliOrt, ThreadPoolStatsAreShownPerNode) {
+  std::string dir = TempDir();
+  CommandResult r = RunCommand(
+      {OpscopeBinary(), "import", Data("real/ort_threadpool_stats.json"), "-o", dir + "/tp.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("thread pool (ONNX Runtime thread_scheduling_stats, per run)"),
+            std::string::npos)
+      << r.out;
+  // conv: 2.5 loops, 3.5 threads on average (4 at most), 55.5 us waiting per run.
+  EXPECT_NE(r.out.find("2.5      3.5 (  4)        3.5     11.0 us    295.0 us     55.5 us"),
+            std::string::npos)
+      << r.out;
+  nlohmann::json j = Load(dir + "/tp.json");
+  ASSERT_FALSE(j.is_discarded());
+  bool found = false;
+  for (const auto& op : j["ops"])
+    if (op["name"] == "conv") found = op["counters"]["ort.threads_used"].get<double>() == 3.5;
+  EXPECT_TRUE(found) << j["ops"].dump();
 }
 
 TEST(ImportCliErrors, OneLineAndNonZeroExit) {

@@ -161,3 +161,76 @@ TEST(DiagDiff, GoldenTableAndJson) {
 
 }  // namespace
 }  // namespace opscope::analysis
+
+namespace opscope::analysis {
+namespace {
+
+profile::OpRecord Layer(const std::string& name, std::vector<std::string> nodes, double ms) {
+  profile::OpRecord op;
+  op.name = name;
+  op.op_type = "CaskConvolution";
+  op.source_nodes = std::move(nodes);
+  op.runs_ms = {ms};
+  return op;
+}
+
+// Two TensorRT engines of one model: `A + B + C` fused in one, `A + B` and `C` in the other.
+TEST(DiffGroups, LayersOfTheSameNodesCutDifferentlyAreOneGroup) {
+  profile::Profile a, b;
+  a.meta.kind = b.meta.kind = "import/tensorrt";
+  a.ops = {Layer("A + B + C", {"A", "B", "C"}, 3.0), Layer("D", {"D"}, 1.0),
+           Layer("Reformatting CopyNode for Input Tensor 0 to D", {}, 0.25)};
+  b.ops = {Layer("A + B", {"A", "B"}, 1.5), Layer("C", {"C"}, 0.5), Layer("D", {"D"}, 1.25)};
+  profile::FinalizeStats(a);
+  profile::FinalizeStats(b);
+  ProfileDiff d = DiffProfiles(a, b);
+  ASSERT_EQ(d.groups.size(), 1u);
+  const GroupDelta& g = d.groups[0];
+  EXPECT_EQ(g.before_layers, (std::vector<std::string>{"A + B + C"}));
+  EXPECT_EQ(g.after_layers, (std::vector<std::string>{"A + B", "C"}));
+  EXPECT_EQ(g.nodes, (std::vector<std::string>{"A", "B", "C"}));
+  EXPECT_DOUBLE_EQ(g.before_ms, 3.0);
+  EXPECT_DOUBLE_EQ(g.after_ms, 2.0);
+  EXPECT_DOUBLE_EQ(g.delta_pct, -100.0 / 3);
+  // The grouped layers are not reported as unrelated additions and removals; the rest are.
+  std::map<std::string, std::string> change;
+  for (const auto& n : d.nodes) change[n.name] = n.change;
+  EXPECT_EQ(change.count("A + B + C"), 0u);
+  EXPECT_EQ(change.count("A + B"), 0u);
+  EXPECT_EQ(change.count("C"), 0u);
+  EXPECT_EQ(change["D"], "changed");
+  EXPECT_EQ(change["Reformatting CopyNode for Input Tensor 0 to D"], "disappeared");
+  EXPECT_NE(FormatDiff(d, false).find("  before: A + B + C\n  after:  A + B | C\n"),
+            std::string::npos)
+      << FormatDiff(d, false);
+  nlohmann::json j = nlohmann::json::parse(DiffToJson(d));
+  ASSERT_EQ(j["groups"].size(), 1u);
+  EXPECT_EQ(j["groups"][0]["after_layers"][1], "C");
+}
+
+// Joined to the model, layers are the rows that share a fused step.
+TEST(DiffGroups, JoinedRowsGroupByTheirStep) {
+  profile::Profile a, b;
+  auto node = [](const std::string& n, const std::string& step, double ms) {
+    profile::OpRecord op;
+    op.name = n;
+    op.op_type = "Conv";
+    op.status = "fused";
+    op.step = step;
+    op.runs_ms = {ms};
+    return op;
+  };
+  a.ops = {node("A", "A + B + C", 1), node("B", "A + B + C", 1), node("C", "A + B + C", 1)};
+  b.ops = {node("A", "A + B", 0.75), node("B", "A + B", 0.75), node("C", "C", 0.5)};
+  profile::FinalizeStats(a);
+  profile::FinalizeStats(b);
+  ProfileDiff d = DiffProfiles(a, b);
+  ASSERT_EQ(d.groups.size(), 1u);
+  EXPECT_DOUBLE_EQ(d.groups[0].delta_ms, -1.0);
+  EXPECT_EQ(d.nodes.size(), 3u);  // the nodes still compare one by one (estimated splits)
+  // The same cut on both sides is no group.
+  EXPECT_TRUE(DiffProfiles(a, a).groups.empty());
+}
+
+}  // namespace
+}  // namespace opscope::analysis

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -80,6 +81,81 @@ std::string KindMismatch(const profile::Profile& before, const profile::Profile&
   return "before is " + KindInWords(a) + " but after is " + KindInWords(b) +
          ": their times measure different things";
 }
+
+namespace {
+
+// One side's layers: name -> (its nodes, its time), in profile order.
+struct Layer {
+  std::string name;
+  std::vector<std::string> nodes;
+  double ms = 0;
+};
+
+std::vector<Layer> LayersOf(const profile::Profile& p) {
+  std::vector<Layer> out;
+  std::map<std::string, size_t> at;
+  for (const auto& op : p.ops) {
+    std::string layer = op.name;
+    std::vector<std::string> nodes = op.source_nodes;
+    if (nodes.empty()) {
+      nodes = {op.name};
+      if (op.status == "fused" && !op.step.empty()) layer = op.step;
+    }
+    auto [it, fresh] = at.emplace(layer, out.size());
+    if (fresh) out.push_back({layer, {}, 0});
+    Layer& l = out[it->second];
+    l.nodes.insert(l.nodes.end(), nodes.begin(), nodes.end());
+    l.ms += OpMs(op);
+  }
+  return out;
+}
+
+std::vector<GroupDelta> CompareGroups(const profile::Profile& before,
+                                      const profile::Profile& after) {
+  std::vector<Layer> lb = LayersOf(before), la = LayersOf(after);
+  // Union-find over layers (before first, then after), joined through the nodes they share.
+  std::vector<size_t> parent(lb.size() + la.size());
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  std::function<size_t(size_t)> find = [&](size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  std::map<std::string, size_t> owner;  // node -> a layer that has it
+  auto layer_at = [&](size_t i) -> const Layer& {
+    return i < lb.size() ? lb[i] : la[i - lb.size()];
+  };
+  for (size_t i = 0; i < parent.size(); ++i)
+    for (const std::string& n : layer_at(i).nodes) {
+      auto [it, fresh] = owner.emplace(n, i);
+      if (!fresh) parent[find(i)] = find(it->second);
+    }
+  std::map<size_t, GroupDelta> groups;
+  std::map<size_t, std::set<std::string>> nodes;
+  for (size_t i = 0; i < parent.size(); ++i) {
+    GroupDelta& g = groups[find(i)];
+    const Layer& l = layer_at(i);
+    (i < lb.size() ? g.before_layers : g.after_layers).push_back(l.name);
+    (i < lb.size() ? g.before_ms : g.after_ms) += l.ms;
+    nodes[find(i)].insert(l.nodes.begin(), l.nodes.end());
+  }
+  std::vector<GroupDelta> out;
+  for (auto& [root, g] : groups) {
+    if (g.before_layers.empty() || g.after_layers.empty()) continue;
+    std::set<std::string> b(g.before_layers.begin(), g.before_layers.end()),
+        a(g.after_layers.begin(), g.after_layers.end());
+    if (b == a) continue;  // the same layers on both sides: the rows compare one to one
+    g.nodes.assign(nodes[root].begin(), nodes[root].end());
+    g.delta_ms = g.after_ms - g.before_ms;
+    g.delta_pct = g.before_ms > 0 ? g.delta_ms / g.before_ms * 100 : 0;
+    out.push_back(std::move(g));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+    return std::fabs(x.delta_ms) > std::fabs(y.delta_ms);
+  });
+  return out;
+}
+
+}  // namespace
 
 ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile& after) {
   ProfileDiff d;
@@ -194,6 +270,18 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
     n.delta_ms = n.after_ms;
     d.nodes.push_back(std::move(n));
   }
+  d.groups = CompareGroups(before, after);
+  if (!d.groups.empty()) {
+    std::set<std::string> grouped_before, grouped_after;
+    for (const auto& g : d.groups) {
+      grouped_before.insert(g.before_layers.begin(), g.before_layers.end());
+      grouped_after.insert(g.after_layers.begin(), g.after_layers.end());
+    }
+    std::erase_if(d.nodes, [&](const NodeDelta& n) {
+      return (n.change == "disappeared" && grouped_before.count(n.name)) ||
+             (n.change == "appeared" && grouped_after.count(n.name));
+    });
+  }
   SortByAbs(d.nodes);
   for (auto& [name, t] : types) {
     t.op_type = name;
@@ -304,6 +392,30 @@ std::string FormatDiff(const ProfileDiff& d, bool color, size_t max_rows) {
     for (size_t i = 0; i < rows.size() && i < max_rows; ++i) out += Row(rows[i], color);
     if (rows.size() > max_rows) out += fmt::format("... {} more rows (--format json for all)\n", rows.size() - max_rows);
   };
+  if (!d.groups.empty()) {
+    out += fmt::format("\n{:<34} {:<16} {:>11} {:>11} {:>11} {:>12}\n", "layers compared as groups",
+                       "", "before", "after", "Δ ms", "Δ%");
+    auto cut = [](std::string s, size_t n) {
+      return s.size() > n ? s.substr(0, n - 3) + "..." : s;
+    };
+    for (size_t i = 0; i < d.groups.size() && i < max_rows; ++i) {
+      const GroupDelta& g = d.groups[i];
+      std::vector<std::string> shown(g.nodes.begin(),
+                                     g.nodes.begin() + std::min<size_t>(6, g.nodes.size()));
+      out +=
+          fmt::format("{:<34} {:<16} {:>11} {:>11} {:>11} {:>12}\n",
+                      fmt::format("group of {} node(s)", g.nodes.size()), "",
+                      BoundedMs(g.before_ms), BoundedMs(g.after_ms), BoundedSigned(g.delta_ms, 3),
+                      g.before_ms > 0 ? BoundedPct(g.delta_pct) : "-");
+      out += "  before: " + cut(Join(g.before_layers, " | "), 100) + "\n";
+      out += "  after:  " + cut(Join(g.after_layers, " | "), 100) + "\n";
+      out +=
+          "  nodes:  " + Join(shown, ", ") + (g.nodes.size() > shown.size() ? ", ..." : "") + "\n";
+    }
+    if (d.groups.size() > max_rows)
+      out +=
+          fmt::format("... {} more groups (--format json for all)\n", d.groups.size() - max_rows);
+  }
   table("node", d.nodes);
   table("range", d.ranges);
   int appeared = 0, disappeared = 0, reshaped = 0;
@@ -353,6 +465,17 @@ std::string DiffToJson(const ProfileDiff& d) {
   for (const auto& n : d.nodes) j["nodes"].push_back(node(n));
   j["ranges"] = nlohmann::json::array();
   for (const auto& n : d.ranges) j["ranges"].push_back(node(n));
+  if (!d.groups.empty()) {
+    j["groups"] = nlohmann::json::array();
+    for (const auto& g : d.groups)
+      j["groups"].push_back({{"before_layers", g.before_layers},
+                             {"after_layers", g.after_layers},
+                             {"nodes", g.nodes},
+                             {"before_ms", g.before_ms},
+                             {"after_ms", g.after_ms},
+                             {"delta_ms", g.delta_ms},
+                             {"delta_pct", g.delta_pct}});
+  }
   j["notes"] = d.notes;
   return j.dump(1) + "\n";
 }

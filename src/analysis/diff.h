@@ -5,9 +5,9 @@
 // the per-run samples (kBootstrapResamples resamples of each side, a fixed seed, so the same
 // inputs give the same interval), and the speed-up factor. Nodes are matched by name; per-node
 // and per-op-type deltas use trimmed means; nodes present on one side only are "appeared" or
-// "disappeared"; a node whose input or output shapes differ is flagged. Rows are sorted by the
-// absolute change, largest first. Ranges (from `opscope run`) are compared by path the same way.
-// Op types present on one side only are "new" or "gone".
+// "disappeared" unless a group (GroupDelta) covers them; a node whose input or output shapes differ
+// is flagged. Rows are sorted by the absolute change, largest first. Ranges (from `opscope run`)
+// are compared by path the same way. Op types present on one side only are "new" or "gone".
 //
 // Honesty: profiles of different kinds (a model profile and a `run` profile) measure different
 // things; KindMismatch says so and `diff` refuses them unless forced. Different sources and
@@ -36,6 +36,18 @@ struct NodeDelta {
   std::string shape_before, shape_after;  // outputs, "1x64x56x56"; "" when absent
 };
 
+// Layers made of the same ONNX nodes but cut differently on the two sides (TensorRT fusing
+// `A + B + C` in one engine and `A + B`, `C` in another; one runtime running A, B, C as nodes and
+// another as one fused layer): compared as one group, not as unrelated rows that appeared and
+// disappeared. A side's layers are its rows with `source_nodes` (imports without --model), or the
+// rows that share a fused `step` (imports joined to the model); groups are the connected sets of
+// layers that share a node, listed when the two sides' layers differ.
+struct GroupDelta {
+  std::vector<std::string> before_layers, after_layers;  // layer names, in profile order
+  std::vector<std::string> nodes;                        // the ONNX nodes they share, sorted
+  double before_ms = 0, after_ms = 0, delta_ms = 0, delta_pct = 0;
+};
+
 struct OpTypeDelta {
   std::string op_type;
   std::string change;        // "changed", "new" (after only), "gone" (before only)
@@ -60,6 +72,8 @@ struct ProfileDiff {
   std::string before_source, after_source;
   E2EDelta e2e;
   std::vector<NodeDelta> nodes;      // sorted by |delta_ms| descending
+  std::vector<GroupDelta> groups;    // sorted by |delta_ms| descending; their layer rows are not
+                                     // in `nodes` as appeared/disappeared
   std::vector<OpTypeDelta> op_types; // sorted by |delta_ms| descending
   std::vector<NodeDelta> ranges;     // `run` profiles: by range path (op_type = domain)
   std::vector<std::string> notes;    // different models/machines, missing data, ...

@@ -89,6 +89,33 @@ std::string OpTable(const profile::Profile& p, size_t top) {
   return out;
 }
 
+// ONNX Runtime's thread-pool statistics per node (importers/ort: the "ort.*" counters, per run),
+// hottest nodes first; empty when the profile has none.
+std::string ThreadPoolTable(const profile::Profile& p, size_t top) {
+  std::vector<const profile::OpRecord*> ops;
+  for (const auto& op : p.ops)
+    if (op.counters.count("ort.threads_used")) ops.push_back(&op);
+  if (ops.empty()) return "";
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](auto* a, auto* b) { return a->stats.trimmed_mean > b->stats.trimmed_mean; });
+  auto c = [](const profile::OpRecord* op, const char* k) { return op->counters.at(k); };
+  std::string out = fmt::format(
+      "\nthread pool (ONNX Runtime thread_scheduling_stats, per run):\n{:<40}  {:>6}  {:>13}  "
+      "{:>9}  {:>10}  {:>10}  {:>10}\n",
+      "node", "loops", "threads (max)", "sub-runs", "dispatch", "main run", "wait");
+  size_t n = 0;
+  for (auto* op : ops) {
+    if (top && n++ >= top) break;
+    out += fmt::format(
+        "{:<40}  {:>6.1f}  {:>7.1f} ({:>3.0f})  {:>9.1f}  {:>10}  {:>10}  {:>10}\n", op->name,
+        c(op, "ort.parallel_loops"), c(op, "ort.threads_used"), c(op, "ort.threads_used_max"),
+        c(op, "ort.sub_thread_runs"), HumanMs(c(op, "ort.distribution_us") / 1000),
+        HumanMs(c(op, "ort.main_run_us") / 1000), HumanMs(c(op, "ort.wait_us") / 1000));
+  }
+  if (top && ops.size() > top) out += fmt::format("  ... {} more rows\n", ops.size() - top);
+  return out;
+}
+
 std::string HotFunctions(const profile::Profile& p, size_t top) {
   const auto& s = *p.samples;
   std::map<uint32_t, double> self;
@@ -301,6 +328,7 @@ class ImportCommand : public Command {
     if (!join_line.empty()) out += join_line + "\n";
     out += "\n";
     if (!p.ops.empty()) out += OpTable(p, top_);
+    out += ThreadPoolTable(p, top_);
     if (p.samples && !p.samples->samples.empty()) out += HotFunctions(p, top_ ? top_ : 1000000);
     if (p.gpu && !p.gpu->kernels.empty()) out += GpuSummary(*p.gpu, top_ ? top_ : 1000000);
     if (!p.findings.empty()) {

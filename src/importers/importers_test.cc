@@ -636,7 +636,20 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
                         {"armnn_cpuacc.json", "armnn"},
                         {"armnn_executenetwork_gpuacc.log", "armnn"},
                         {"nvprof_summary.csv", "nvprof"},
-                        {"nvprof_trace.csv", "nvprof"}};
+                        {"nvprof_trace.csv", "nvprof"},
+                        {"real/trt10_trtexec_windows.json", "tensorrt"},
+                        {"real/trt7_googlenet_layout.json", "tensorrt"},
+                        {"real/nsys_stats_2024_default.csv", "nsys-stats"},
+                        {"real/nsys_stats_2021_gpukernsum_windows.csv", "nsys-stats"},
+                        {"real/nsys_stats_api_and_gpu_trace.csv", "nsys-stats"},
+                        {"real/nvprof_gpu_and_api_trace.csv", "nvprof"},
+                        {"real/nvprof_summary_unified_memory.csv", "nvprof"},
+                        {"real/tflite_2x_subgraphs_delegate_internal.txt", "tflite"},
+                        {"real/tflite_csv_mode.txt", "tflite"},
+                        {"real/armnn_1902_no_ids.json", "armnn"},
+                        {"real/armnn_2102_start_stop.json", "armnn"},
+                        {"real/ort_threadpool_stats.json", "ort"},
+                        {"real/pytorch_2x_kineto.json", "pytorch"}};
   for (const Seed& s : seeds) {
     std::string b = ReadFile(Data(s.file)).value();
     auto run = [&](const std::string& x) {

@@ -76,6 +76,11 @@ struct OpRecord {
   std::string status = "executed";
   std::string step;                     // name of the execution step that ran it
   std::vector<std::string> fused_with;  // other source nodes of the same step
+  // A row that is a runtime's layer rather than an ONNX node (an import without --model): the
+  // ONNX nodes the layer was made of, as far as the file tells (TensorRT's fused names, layer
+  // info Metadata); empty when unknown (and omitted in JSON). `diff` compares layers made of
+  // the same nodes as groups (analysis/diff.h).
+  std::vector<std::string> source_nodes;
   std::string attribution = "measured"; // how runs_ms was obtained
   // Memory order the engine kept this Conv's input/output in when it differs from ONNX's NCHW
   // (channels-last regions), e.g. "NHWC in, NCHW out"; empty otherwise (and omitted in JSON).

@@ -1,7 +1,10 @@
 #include "profile/profile_json.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 
 #include "base/files.h"
 #include "profile/json_fields.h"
@@ -43,11 +46,13 @@ void from_json(const nlohmann::json& j, E2E& v) {
 void to_json(nlohmann::json& j, const OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_PUT);
   if (!v.layout.empty()) OPSCOPE_JSON_PUT(layout);
+  if (!v.source_nodes.empty()) OPSCOPE_JSON_PUT(source_nodes);
   if (v.int_ops > 0) j["ops"] = v.int_ops;
 }
 void from_json(const nlohmann::json& j, OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_GET);
   OPSCOPE_JSON_GET(layout);
+  OPSCOPE_JSON_GET(source_nodes);
   if (auto it = j.find("ops"); it != j.end()) v.int_ops = it->get<double>();
 }
 
@@ -73,7 +78,9 @@ void from_json(const nlohmann::json& j, ClockSample& v) {
   OPSCOPE_JSON_GET(run); OPSCOPE_JSON_GET(cpu_mhz); OPSCOPE_JSON_GET(temp_c);
 }
 
-void to_json(nlohmann::json& j, const Profile& p) {
+namespace {
+// gpu_slots: the gpu section's record arrays as slots (profile_json.h), for the streaming writer.
+void ProfileToJson(nlohmann::json& j, const Profile& p, bool gpu_slots) {
   j = nlohmann::json::object();
   j["schema"] = kSchema;
   j["meta"] = p.meta;
@@ -84,10 +91,45 @@ void to_json(nlohmann::json& j, const Profile& p) {
   if (p.stat) j["stat"] = *p.stat;
   if (p.samples) j["samples"] = *p.samples;
   if (!p.ranges.empty()) j["ranges"] = p.ranges;
-  if (p.gpu) j["gpu"] = *p.gpu;
+  if (p.gpu) {
+    if (gpu_slots)
+      GpuSectionWithSlots(j["gpu"], *p.gpu);
+    else
+      j["gpu"] = *p.gpu;
+  }
   j["findings"] = p.findings;
   if (!p.clocks.empty()) j["clocks"] = p.clocks;
 }
+
+// The profile's JSON text, handed to `sink` piece by piece: the document tree without the gpu
+// record arrays, dumped, with each array's slot replaced by its records written one at a time.
+// The text equals nlohmann::json(p).dump(indent) + "\n".
+void WriteProfileJson(const Profile& p, int indent,
+                      const std::function<void(std::string_view)>& sink) {
+  nlohmann::json j;
+  ProfileToJson(j, p, /*gpu_slots=*/true);
+  std::string head = j.dump(indent);
+  j = nullptr;
+  // The slot as dumped: "\u0001opscope-gpu-array\u0001kernels".
+  const std::string prefix = "\"\\u0001opscope-gpu-array\\u0001";
+  size_t pos = 0, at;
+  while (p.gpu && (at = head.find(prefix, pos)) != std::string::npos) {
+    size_t name_at = at + prefix.size(), name_end = head.find('"', name_at);
+    if (name_end == std::string::npos) break;
+    size_t line = head.rfind('\n', at);
+    line = line == std::string::npos ? 0 : line + 1;
+    size_t pad_end = head.find_first_not_of(' ', line);
+    sink(std::string_view(head).substr(pos, at - pos));
+    WriteGpuArray(*p.gpu, std::string_view(head).substr(name_at, name_end - name_at), indent,
+                  std::string_view(head).substr(line, pad_end - line), sink);
+    pos = name_end + 1;
+  }
+  sink(std::string_view(head).substr(pos));
+  sink("\n");
+}
+}  // namespace
+
+void to_json(nlohmann::json& j, const Profile& p) { ProfileToJson(j, p, /*gpu_slots=*/false); }
 
 void from_json(const nlohmann::json& j, Profile& p) {
   auto get = [&](const char* key, auto& field) {
@@ -107,8 +149,9 @@ void from_json(const nlohmann::json& j, Profile& p) {
 }
 
 std::string ToJsonString(const Profile& p, int indent) {
-  nlohmann::json j = p;
-  return j.dump(indent) + "\n";
+  std::string out;
+  WriteProfileJson(p, indent, [&](std::string_view s) { out.append(s); });
+  return out;
 }
 
 namespace {
@@ -189,7 +232,27 @@ StatusOr<Profile> FromJsonString(const std::string& text, const std::string& ori
 }
 
 Status SaveProfile(const Profile& p, const std::string& path) {
-  return WriteFileAtomic(path, ToJsonString(p));
+  // Streamed to the file (a 1 GB trace's import writes hundreds of MB of records), then renamed
+  // into place like WriteFileAtomic.
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return PermissionDenied(path + ": cannot write: " + std::strerror(errno));
+    WriteProfileJson(p, 1, [&](std::string_view s) {
+      out.write(s.data(), static_cast<std::streamsize>(s.size()));
+    });
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return ResourceExhausted(path + ": write failed: " + std::strerror(errno));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string err = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return PermissionDenied(path + ": cannot rename into place: " + err);
+  }
+  return Status::Ok();
 }
 
 namespace {

@@ -2,7 +2,9 @@
 // embed profile pieces in their own JSON (report/). One .cc per section.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "profile/profile.h"
 
@@ -34,6 +36,15 @@ void to_json(nlohmann::json& j, const Range& v);             // ranges_json.cc
 void from_json(const nlohmann::json& j, Range& v);
 void to_json(nlohmann::json& j, const GpuSection& v);        // gpu_json.cc
 void from_json(const nlohmann::json& j, GpuSection& v);
+// The gpu section with its record arrays (kernels, memcpys, memsets, api_calls) replaced by the
+// string kGpuArraySlot + name, and the writer of one such array in the text nlohmann's dump
+// would give it (elements at `pad` plus one indent; `indent` < 0: compact). ToJsonString and
+// SaveProfile splice the arrays in record by record: a document tree holds about 2.5 KB per
+// kernel record, the records themselves a tenth of that.
+inline constexpr char kGpuArraySlot[] = "\x01opscope-gpu-array\x01";
+void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v);
+bool WriteGpuArray(const GpuSection& v, std::string_view name, int indent, std::string_view pad,
+                   const std::function<void(std::string_view)>& sink);
 void to_json(nlohmann::json& j, const Finding& v);           // findings_json.cc
 void from_json(const nlohmann::json& j, Finding& v);
 

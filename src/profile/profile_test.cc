@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile/profile_io.h"
+#include "profile/profile_json.h"
 
 namespace opscope::profile {
 namespace {
@@ -118,6 +119,61 @@ TEST(ProfileTest, RejectsBadInput) {
   p = Sample();
   p.ops[1].name = "conv";
   EXPECT_FALSE(Validate(p).ok());
+}
+
+}  // namespace
+}  // namespace opscope::profile
+
+namespace opscope::profile {
+namespace {
+
+// The streaming writer (the gpu section's record arrays spliced in one record at a time) writes
+// exactly what the document tree's dump writes, pretty and compact, empty arrays included.
+TEST(ProfileJsonStreaming, GpuArraysSplicedAsTheTreeWouldDumpThem) {
+  Profile p;
+  p.meta.kind = "import/pytorch";
+  OpRecord op;
+  op.name = "a";
+  op.runs_ms = {1.0};
+  p.ops.push_back(op);
+  p.gpu.emplace();
+  p.gpu->device_name = "dev \"0\"";
+  for (int i = 0; i < 3; ++i) {
+    GpuKernel k;
+    k.name = "k" + std::to_string(i) + "<float>\n";
+    k.start_ns = i * 10;
+    k.end_ns = i * 10 + 5;
+    k.grid[0] = 7;
+    k.block[2] = 3;
+    k.occupancy = 0.375 * i;
+    k.sm_throughput_pct = i == 1 ? 12.5 : -1;
+    k.metrics_duration_ns = 1e-5 * i;
+    k.bound = i == 2 ? "memory" : "";
+    k.tid = 40 + i;
+    k.correlation_id = 4000000000u;
+    p.gpu->kernels.push_back(k);
+  }
+  GpuApiCall a;
+  a.name = "cudaLaunchKernel";
+  a.api = "runtime";
+  a.start_ns = -5;
+  a.end_ns = 9000000000000000000;
+  p.gpu->api_calls.push_back(a);
+  a.name = "cu\xc3\xa9\"q\"";
+  p.gpu->api_calls.push_back(a);
+  GpuMemcpy m;
+  m.kind = "HtoD";
+  m.bytes = 42;
+  p.gpu->memcpys.push_back(m);
+  // memsets stays empty: "[]".
+  for (int indent : {1, 2, -1}) {
+    nlohmann::json tree = p;
+    EXPECT_EQ(ToJsonString(p, indent), tree.dump(indent) + "\n") << "indent " << indent;
+  }
+  Profile no_gpu = p;
+  no_gpu.gpu.reset();
+  nlohmann::json tree = no_gpu;
+  EXPECT_EQ(ToJsonString(no_gpu), tree.dump(1) + "\n");
 }
 
 }  // namespace

@@ -59,7 +59,10 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::string_view text = src.bytes();
   profile::Profile p = util::NewProfile("nvprof", origin);
   std::vector<std::string> header, units;
-  enum class Table { kNone, kSummary, kTrace } table = Table::kNone;
+  // kApiTrace: --print-api-trace ("Start","Duration","Name","Correlation_ID": host calls).
+  enum class Table { kNone, kSummary, kTrace, kApiTrace } table = Table::kNone;
+  bool saw_table = false;
+  if (StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);  // a BOM
   size_t pos = 0, line_no = 0, header_line = 0;
   std::map<std::string, size_t> rows_by_name;
   while (pos < text.size()) {
@@ -69,13 +72,26 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     pos = nl + 1;
     ++line_no;
     const std::string where = origin + ":" + std::to_string(line_no);
-    if (line.empty() || line[0] == '=' || StartsWith(line, "==")) continue;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (line[0] == '=') {
+      // "==1234== Profiling result:", "==1234== Unified Memory profiling result:",
+      // "======== Warning: ...": whatever table came before has ended.
+      table = Table::kNone;
+      continue;
+    }
     std::vector<std::string> f = csv::Fields(line);
     if (line[0] == '"' && (f[0] == "Type" || f[0] == "Time(%)" || f[0] == "Start")) {
       header = f;
+      saw_table = true;
       units.clear();
       header_line = line_no;
-      table = f[0] == "Start" ? Table::kTrace : Table::kSummary;
+      table = Table::kSummary;
+      if (f[0] == "Start") {
+        bool gpu = false;
+        for (const std::string& h : f) gpu = gpu || h == "Grid X" || h == "Stream" || h == "Device";
+        table = gpu ? Table::kTrace : Table::kApiTrace;
+      }
       continue;
     }
     if (table == Table::kNone) continue;
@@ -116,12 +132,12 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       if (name.empty()) return DataLoss(where + ": a row without a Name");
       if (rows_by_name.count(name)) continue;
       rows_by_name[name] = p.ops.size();
-      p.ops.push_back(GpuTotalOp(name, static_cast<int>(p.ops.size()), total,
-                                 "nvprof total over " + row["Calls"] + " calls (average " +
-                                     HumanMs(avg) + ")"));
+      p.ops.push_back(GpuTotalOp(
+          name, static_cast<int>(p.ops.size()), total,
+          "nvprof total over " + row["Calls"] + " calls (average " + HumanMs(avg) + ")"));
       continue;
     }
-    // GPU trace.
+    // GPU trace (or the API trace).
     if (!p.gpu) p.gpu.emplace();
     double start = 0, dur = 0;
     OPSCOPE_RETURN_IF_ERROR(time_ms("Start", &start));
@@ -130,6 +146,17 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     const int64_t s_ns = static_cast<int64_t>(start * 1e6),
                   e_ns = s_ns + static_cast<int64_t>(dur * 1e6);
     std::string name = row["Name"];
+    if (table == Table::kApiTrace) {
+      profile::GpuApiCall a;
+      a.name = name;
+      a.api = StartsWith(name, "cu") && !StartsWith(name, "cuda") ? "driver" : "runtime";
+      a.start_ns = s_ns;
+      a.end_ns = e_ns;
+      a.correlation_id =
+          static_cast<uint32_t>(std::min<int64_t>(integer("Correlation_ID"), 1LL << 31));
+      p.gpu->api_calls.push_back(std::move(a));
+      continue;
+    }
     int32_t stream = static_cast<int32_t>(integer("Stream"));
     uint32_t corr = static_cast<uint32_t>(integer("Correlation_ID"));
     if (StartsWith(name, "[CUDA memcpy")) {
@@ -137,7 +164,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       m.kind = CopyKindFromName(name);
       double size = 0, scale = SizeScale(unit["Size"]);
       if (ParseDouble(row["Size"], &size) && std::isfinite(scale) && size >= 0 && size < 1e15)
-        m.bytes = static_cast<int64_t>(size * scale);
+        m.bytes = std::llround(size * scale);
       m.pageable = row["SrcMemType"] == "Pageable" || row["DstMemType"] == "Pageable";
       m.stream = stream;
       m.start_ns = s_ns;
@@ -148,7 +175,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       profile::GpuMemset m;
       double size = 0, scale = SizeScale(unit["Size"]);
       if (ParseDouble(row["Size"], &size) && std::isfinite(scale) && size >= 0 && size < 1e15)
-        m.bytes = static_cast<int64_t>(size * scale);
+        m.bytes = std::llround(size * scale);
       m.stream = stream;
       m.start_ns = s_ns;
       m.end_ns = e_ns;
@@ -171,11 +198,11 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       double smem = 0, scale = SizeScale(unit["Static SMem"]);
       if (ParseDouble(row["Static SMem"], &smem) && std::isfinite(scale) && smem >= 0 &&
           smem < 1e12)
-        k.static_shared_bytes = static_cast<int64_t>(smem * scale);
+        k.static_shared_bytes = std::llround(smem * scale);
       scale = SizeScale(unit["Dynamic SMem"]);
       if (ParseDouble(row["Dynamic SMem"], &smem) && std::isfinite(scale) && smem >= 0 &&
           smem < 1e12)
-        k.dynamic_shared_bytes = static_cast<int64_t>(smem * scale);
+        k.dynamic_shared_bytes = std::llround(smem * scale);
       k.stream = stream;
       k.start_ns = s_ns;
       k.end_ns = e_ns;
@@ -184,11 +211,12 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       p.gpu->kernels.push_back(std::move(k));
     }
   }
-  if (table == Table::kNone)
+  if (!saw_table)
     return DataLoss(origin +
                     ": no nvprof CSV table (\"Type\",\"Time(%)\",... or \"Start\","
                     "\"Duration\",...); write it with nvprof --csv --log-file FILE");
-  if (p.ops.empty() && !p.gpu)
+  if (p.ops.empty() && (!p.gpu || (p.gpu->kernels.empty() && p.gpu->memcpys.empty() &&
+                                   p.gpu->memsets.empty() && p.gpu->api_calls.empty())))
     return DataLoss(origin + ": the nvprof table has no GPU activity rows");
   if (!p.ops.empty())
     p.meta.degradations.push_back(

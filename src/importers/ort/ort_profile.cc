@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 
@@ -58,10 +59,64 @@ struct NodeRow {
   bool parallel = false;  // thread_scheduling_stats showed sub-threads
 };
 
+// One node event's "thread_scheduling_stats" (ORT's ThreadPoolProfiler::Stop, written as a JSON
+// object since the profiler writes args starting with '{' unquoted; older builds quoted it):
+//   {"main_thread": {"thread_pool_name": "session-1-intra-op", "thread_id": "1403",
+//                    "block_size": [1, 4], "core": 3, "Distribution": 12,
+//                    "DistributionEnqueue": 3, "Run": 250, "Wait": 40, "WaitRevoke": 0},
+//    "sub_threads": {"1404": {"num_run": 2, "core": 5}, ...}}
+// Times are µs; block_size has one entry per parallel loop the node dispatched; a sub-thread's
+// num_run counts since the session started (so a node's share is the increase over the
+// previous node event).
+struct ThreadStats {
+  int loops = 0;          // parallel loops dispatched (entries of block_size)
+  int64_t max_block = 0;  // the largest block size
+  double distribution_us = 0, run_us = 0, wait_us = 0;
+  std::vector<std::pair<std::string, int64_t>> sub;  // thread id -> cumulative num_run
+  std::string pool;
+};
+
 struct NodeEvent {
   int32_t row;
   double ts_us, dur_us;
+  int32_t stats = -1;  // index into the stats list, -1 when the event had none
 };
+
+// Reads thread_scheduling_stats; false when the value is empty or not the layout above.
+bool ReadThreadStats(od::value v, ThreadStats* out) {
+  std::string_view raw;
+  od::object obj;
+  if (v.get_object().get(obj) == simdjson::SUCCESS) {
+    if (obj.raw_json().get(raw) != simdjson::SUCCESS) return false;
+  } else if (v.get_string().get(raw) != simdjson::SUCCESS || raw.empty()) {
+    return false;
+  }
+  nlohmann::json j = nlohmann::json::parse(raw, nullptr, false);
+  if (!j.is_object()) return false;
+  auto num = [](const nlohmann::json& o, const char* k) {
+    auto it = o.find(k);
+    if (it == o.end() || !it->is_number()) return 0.0;
+    double d = it->get<double>();
+    return std::isfinite(d) && d >= 0 && d < 1e15 ? d : 0.0;
+  };
+  if (auto m = j.find("main_thread"); m != j.end() && m->is_object()) {
+    if (auto b = m->find("block_size"); b != m->end() && b->is_array()) {
+      out->loops = static_cast<int>(std::min<size_t>(b->size(), 1 << 30));
+      for (const auto& x : *b)
+        if (x.is_number_integer() && x.get<int64_t>() > out->max_block)
+          out->max_block = x.get<int64_t>();
+    }
+    out->distribution_us = num(*m, "Distribution") + num(*m, "DistributionEnqueue");
+    out->run_us = num(*m, "Run");
+    out->wait_us = num(*m, "Wait") + num(*m, "WaitRevoke");
+    if (auto n = m->find("thread_pool_name"); n != m->end() && n->is_string())
+      out->pool = n->get<std::string>();
+  }
+  if (auto st = j.find("sub_threads"); st != j.end() && st->is_object())
+    for (auto it = st->begin(); it != st->end(); ++it)
+      out->sub.push_back({it.key(), static_cast<int64_t>(num(it.value(), "num_run"))});
+  return true;
+}
 
 // [{"float":[1,3,224,224]}, {"int64":[]}] -> shapes
 void ReadShapes(od::value v, std::vector<std::vector<int64_t>>* out) {
@@ -99,6 +154,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::vector<NodeRow> rows;
   std::unordered_map<std::string, int32_t> by_name;
   std::vector<NodeEvent> events;
+  std::vector<ThreadStats> thread_stats;
   std::vector<std::pair<double, double>> runs;  // model_run [ts, ts+dur) in µs
   std::map<std::string, int> providers;
   std::vector<profile::GpuKernel> kernels;
@@ -116,6 +172,8 @@ StatusOr<profile::Profile> Parse(const Source& src) {
           double ts = 0, dur = 0;
           bool has_dur = false;
           NodeRow args_row;
+          ThreadStats tstats;
+          bool has_tstats = false;
           int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
           for (auto field : ev) {
             std::string_view key = field.unescaped_key();
@@ -143,10 +201,8 @@ StatusOr<profile::Profile> Parse(const Source& src) {
                   double d = ReadNumber(a.value());
                   if (std::isfinite(d)) args_row.index = static_cast<int64_t>(d);
                 } else if (ak == "thread_scheduling_stats") {
-                  std::string_view s = a.value().get_string();
-                  size_t sub = s.find("\"sub_threads\"");
-                  args_row.parallel = sub != std::string_view::npos &&
-                                      s.find("\"thread_id\"", sub) != std::string_view::npos;
+                  has_tstats = ReadThreadStats(a.value(), &tstats);
+                  args_row.parallel = has_tstats && (tstats.loops > 0 || !tstats.sub.empty());
                 } else if (ak == "grid_x" || ak == "grid_y" || ak == "grid_z" || ak == "block_x" ||
                            ak == "block_y" || ak == "block_z") {
                   double d = ReadNumber(a.value());
@@ -210,7 +266,12 @@ StatusOr<profile::Profile> Parse(const Source& src) {
             if (r.out_shapes.empty()) r.out_shapes = std::move(args_row.out_shapes);
             r.parallel = r.parallel || args_row.parallel;
           }
-          events.push_back({it->second, ts, dur});
+          int32_t stats_at = -1;
+          if (has_tstats) {
+            stats_at = static_cast<int32_t>(thread_stats.size());
+            thread_stats.push_back(std::move(tstats));
+          }
+          events.push_back({it->second, ts, dur, stats_at});
           return Status::Ok();
         });
       },
@@ -234,6 +295,41 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   if (!by_interval) n_runs = static_cast<size_t>(max_occ);
   std::vector<std::vector<double>> per_run(rows.size(), std::vector<double>(n_runs, 0.0));
   std::fill(occurrence.begin(), occurrence.end(), 0);
+  // Thread-pool use per row, summed over its events (then divided by the runs): parallel loops,
+  // threads that did work (the calling thread when it dispatched a loop, plus every sub-thread
+  // whose run count went up since the previous node event), sub-thread runs, and the calling
+  // thread's distribution / run / wait times.
+  struct ThreadUse {
+    double events = 0, loops = 0, threads = 0, max_threads = 0, sub_runs = 0, max_block = 0;
+    double distribution_us = 0, run_us = 0, wait_us = 0;
+  };
+  std::vector<ThreadUse> use(rows.size());
+  std::unordered_map<std::string, int64_t> last_runs;  // sub-thread id -> num_run seen last
+  std::map<std::string, int> pools;
+  for (const NodeEvent& e : events) {
+    if (e.stats < 0) continue;
+    const ThreadStats& t = thread_stats[static_cast<size_t>(e.stats)];
+    ThreadUse& u = use[static_cast<size_t>(e.row)];
+    double threads = t.loops > 0 ? 1 : 0, sub_runs = 0;
+    for (const auto& [id, n] : t.sub) {
+      int64_t& last = last_runs[id];
+      if (n > last) {
+        threads += 1;
+        sub_runs += static_cast<double>(n - last);
+      }
+      last = std::max(last, n);
+    }
+    u.events += 1;
+    u.loops += t.loops;
+    u.threads += threads;
+    u.max_threads = std::max(u.max_threads, threads);
+    u.sub_runs += sub_runs;
+    u.max_block = std::max(u.max_block, static_cast<double>(t.max_block));
+    u.distribution_us += t.distribution_us;
+    u.run_us += t.run_us;
+    u.wait_us += t.wait_us;
+    if (!t.pool.empty()) ++pools[t.pool];
+  }
   size_t outside = 0;
   for (const NodeEvent& e : events) {
     size_t r = 0;
@@ -284,12 +380,31 @@ StatusOr<profile::Profile> Parse(const Source& src) {
         "measured by ONNX Runtime" + (r.provider.empty() ? "" : " (" + r.provider + ")");
     if (!r.provider.empty()) ++providers[r.provider];
     parallel += r.parallel;
+    if (const ThreadUse& u = use[order[k]]; u.events > 0) {
+      // Per run, like every counter of an op (profile.h); max_threads and max_block are maxima.
+      const double per = 1.0 / static_cast<double>(std::max<size_t>(n_runs, 1));
+      op.counters["ort.parallel_loops"] = u.loops * per;
+      op.counters["ort.threads_used"] = u.threads / u.events;
+      op.counters["ort.threads_used_max"] = u.max_threads;
+      op.counters["ort.sub_thread_runs"] = u.sub_runs * per;
+      op.counters["ort.block_size_max"] = u.max_block;
+      op.counters["ort.distribution_us"] = u.distribution_us * per;
+      op.counters["ort.main_run_us"] = u.run_us * per;
+      op.counters["ort.wait_us"] = u.wait_us * per;
+    }
     p.ops.push_back(std::move(op));
   }
   std::vector<std::string> prov;
   for (const auto& [name, n] : providers) prov.push_back(name + ":" + std::to_string(n));
   if (!prov.empty()) p.meta.extra["ort.providers"] = Join(prov, " ");
   if (parallel) p.meta.extra["ort.parallel_nodes"] = std::to_string(parallel);
+  if (!thread_stats.empty()) {
+    std::vector<std::string> ps;
+    for (const auto& [name, n] : pools) ps.push_back(name + ":" + std::to_string(n));
+    p.meta.extra["ort.thread_stats"] = std::to_string(thread_stats.size()) +
+                                       " node events with thread-pool statistics" +
+                                       (ps.empty() ? std::string() : " (" + Join(ps, " ") + ")");
+  }
   if (providers.empty() && rows.size())
     p.meta.extra["ort.layout"] =
         "args with op_name only (ONNX Runtime 1.x before shapes were "

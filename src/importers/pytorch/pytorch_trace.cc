@@ -19,7 +19,8 @@
 // row's time is the device time of the kernels it launched — kernel -> runtime call by
 // correlation id -> the op by External id (or by containment) -> its top-level op; CPU-only
 // traces give the ops' inclusive CPU time. Runs are the ProfilerStep#N annotations (else one).
-// Kernels, copies, memsets and runtime calls also fill the gpu section (up to kMaxGpuRecords).
+// Kernels, copies, memsets and runtime calls also fill the gpu section, every one of them (the
+// profile writer streams its record arrays, profile_json.h).
 //
 // Streamed (json_scan.h): a 1 GB trace is read in one pass; memory is one compact record per
 // op, runtime call and kernel (docs/benchmarks.md has the measured time and peak RSS).
@@ -39,10 +40,6 @@ namespace opscope::importers {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-// The gpu section keeps the first kMaxGpuRecords records of each kind: the profile JSON writer
-// builds a document tree (about 2.5 KB per kernel record), so 200k records would cost ~1 GB.
-constexpr size_t kMaxGpuRecords = 20000;
 
 int Sniff(std::string_view head, const std::string&) {
   size_t i = json::SkipSpace(head, 0);
@@ -98,10 +95,11 @@ struct Runtime {
   double ts, end;
   int64_t tid, ext, corr;
   uint32_t name;
+  bool driver;  // "cuda_driver" (cuLaunchKernel, ...), else the runtime API
 };
 struct Device {
   Cat cat;
-  double ts, end;
+  double ts, end, dur;  // dur kept as read: end - ts loses µs fractions at epoch-sized ts
   int64_t corr, stream, device, bytes;
   uint32_t name;
   int32_t grid[3], block[3], regs;
@@ -247,20 +245,13 @@ StatusOr<profile::Profile> Parse(const Source& src) {
               ops.push_back({ts, end, tid, ext, strings.Id(name), dims_id});
               break;
             case Cat::kRuntime:
-              rts.push_back({ts, end, tid, ext, corr, strings.Id(name)});
+              rts.push_back({ts, end, tid, ext, corr, strings.Id(name), cat == "cuda_driver"});
               break;
             default: {
-              Device d{c,
-                       ts,
-                       end,
-                       corr,
-                       stream,
-                       device,
-                       bytes,
-                       strings.Id(name),
-                       {},
-                       {},
-                       static_cast<int32_t>(regs),
+              Device d{c,      ts,    end,
+                       dur,    corr,  stream,
+                       device, bytes, strings.Id(name),
+                       {},     {},    static_cast<int32_t>(regs),
                        shared};
               for (int k = 0; k < 3; ++k) d.grid[k] = grid[k], d.block[k] = block[k];
               devs.push_back(d);
@@ -369,7 +360,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     grow(r);
     int64_t run = run_of(top.ts);
     if (run < 0) continue;
-    gpu_ms[r][run] += (d.end - d.ts) / 1000.0;
+    gpu_ms[r][run] += d.dur / 1000.0;
     ++kernels_of[r];
     ++linked;
   }
@@ -434,13 +425,15 @@ StatusOr<profile::Profile> Parse(const Source& src) {
                                   "ProfilerStep and are not counted");
   if (steps.empty())
     p.meta.degradations.push_back("no ProfilerStep#N annotations: the whole trace is one run");
-  // The gpu section (bounded).
+  // The gpu section: every record.
   if (!devs.empty() || !rts.empty()) {
     p.gpu.emplace();
-    size_t kept = 0;
+    size_t n_kernels = 0;
+    for (const Device& d : devs) n_kernels += d.cat == Cat::kKernel;
+    p.gpu->kernels.reserve(n_kernels);
+    p.gpu->api_calls.reserve(rts.size());
     for (const Device& d : devs) {
-      if (kept++ >= kMaxGpuRecords) break;
-      const int64_t s = static_cast<int64_t>(d.ts * 1000), e = static_cast<int64_t>(d.end * 1000);
+      const int64_t s = static_cast<int64_t>(d.ts * 1000), e = s + std::llround(d.dur * 1000);
       if (d.cat == Cat::kKernel) {
         profile::GpuKernel k;
         k.name = strings.names[d.name];
@@ -478,21 +471,17 @@ StatusOr<profile::Profile> Parse(const Source& src) {
         p.gpu->memsets.push_back(m);
       }
     }
-    for (size_t i = 0; i < rts.size() && i < kMaxGpuRecords; ++i) {
+    std::vector<Device>().swap(devs);
+    for (size_t i = 0; i < rts.size(); ++i) {
       profile::GpuApiCall a;
       a.name = strings.names[rts[i].name];
-      a.api = "runtime";
+      a.api = rts[i].driver ? "driver" : "runtime";
       a.tid = static_cast<int32_t>(rts[i].tid);
       a.start_ns = static_cast<int64_t>(rts[i].ts * 1000);
-      a.end_ns = static_cast<int64_t>(rts[i].end * 1000);
+      a.end_ns = a.start_ns + std::llround((rts[i].end - rts[i].ts) * 1000);
       a.correlation_id = static_cast<uint32_t>(rts[i].corr);
       p.gpu->api_calls.push_back(std::move(a));
     }
-    if (devs.size() > kMaxGpuRecords || rts.size() > kMaxGpuRecords)
-      p.meta.degradations.push_back(fmt::format(
-          "the gpu section keeps the first {} GPU records and runtime calls of {} and {} (the op "
-          "rows count all of them)",
-          kMaxGpuRecords, devs.size(), rts.size()));
   }
   return p;
 }

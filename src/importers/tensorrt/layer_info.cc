@@ -90,6 +90,7 @@ Status ApplyLayerInfo(const LayerInfo& info, profile::Profile* p) {
         for (auto& d : s)
           if (d < 0) d = 0;
     if (!e.tactic.empty()) op.attribution += "; tactic " + e.tactic;
+    if (!e.onnx_nodes.empty()) op.source_nodes = e.onnx_nodes;  // exact, better than the name
     if (!e.formats.empty()) op.layout = e.formats;
   }
   p->meta.extra["trt.layer_info"] = info.origin + (info.names_only ? " (names only)" : "");

@@ -70,11 +70,26 @@ LayerName ParseLayerName(std::string_view name) {
     if (to != std::string::npos) out.reformat_target = Trim(std::string_view(n).substr(to + 4));
     return out;
   }
+  // TensorRT 7: "conv1/7x7_s2 + conv1/relu_7x7 input reformatter 0" (and "output reformatter").
+  for (std::string_view tag : {" input reformatter ", " output reformatter "}) {
+    size_t at = n.rfind(tag);
+    if (at == std::string::npos || at + tag.size() >= n.size()) continue;
+    bool digits = true;
+    for (char c : std::string_view(n).substr(at + tag.size()))
+      digits = digits && std::isdigit(static_cast<unsigned char>(c));
+    if (!digits) continue;
+    out.kind = LayerName::Kind::kReformat;
+    out.reformat_target = Trim(std::string_view(n).substr(0, at));
+    return out;
+  }
   if (StartsWith(n, "(Unnamed Layer")) {
     out.kind = LayerName::Kind::kUnnamed;
     return out;
   }
-  std::vector<std::string> top = SplitTop(n, " + ");
+  // TensorRT 7 merges parallel layers that share an input: "a + b || c + d" (horizontal fusion).
+  std::vector<std::string> top;
+  for (const std::string& branch : SplitTop(n, " || "))
+    for (std::string& part : SplitTop(branch, " + ")) top.push_back(std::move(part));
   // TFLite delegate rows list their nodes: "conv1, relu1".
   if (top.size() == 1) top = SplitTop(n, ", ");
   if (top.size() > 1) out.kind = LayerName::Kind::kFused;
@@ -90,9 +105,11 @@ std::vector<std::string> ParseOnnxMetadata(std::string_view m) {
   size_t pos = 0;
   while ((pos = m.find(kTag, pos)) != std::string_view::npos) {
     size_t start = pos + kTag.size();
-    // The name runs to the "]" that closes this tag: the next "]\x1f", or the last "]".
-    size_t end = m.find("]\x1f", start);
-    if (end == std::string_view::npos) end = m.rfind(']');
+    // The name runs to the "]" that closes this tag: the "]" before the next tag (TensorRT 8.6
+    // separates tags with \x1f, 10 with \x1e, hand-made ones with a space), or the last "]".
+    size_t next = m.find(kTag, start);
+    std::string_view scope = m.substr(0, next == std::string_view::npos ? m.size() : next);
+    size_t end = scope.rfind(']');
     if (end == std::string_view::npos || end < start) break;
     std::string name = Trim(m.substr(start, end - start));
     if (!name.empty()) out.push_back(name);

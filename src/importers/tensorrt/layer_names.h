@@ -10,8 +10,10 @@
 //   "node_of_out_3"                                   onnx-tensorrt's name for an unnamed node
 //                                                     (the tensor it produces)
 //   "(Unnamed Layer* 7) [Shuffle]"                    a layer without an ONNX counterpart
-// Layer info adds "Metadata": "[ONNX Layer: Conv_12]\x1f[ONNX Layer: Relu_14]" (TensorRT 8.6+),
-// the exact source nodes.
+//   "a + b || c + d"                                  TensorRT 7: parallel layers merged
+//   "conv1 + relu1 input reformatter 0"               TensorRT 7's name for a format conversion
+// Layer info adds "Metadata": "[ONNX Layer: Conv_12]\x1f[ONNX Layer: Relu_14]" (TensorRT 8.6;
+// 10 separates with \x1e), the exact source nodes.
 #pragma once
 
 #include <string>

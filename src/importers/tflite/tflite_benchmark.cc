@@ -36,7 +36,8 @@ std::string_view StripLog(std::string_view line) {
 int Sniff(std::string_view head, const std::string&) {
   if (head.find("Operator-wise Profiling Info") != std::string_view::npos ||
       (head.find("[node type]") != std::string_view::npos &&
-       head.find("[avg ms]") != std::string_view::npos))
+       head.find("[avg ms]") != std::string_view::npos) ||
+      head.find("node type, first, avg_ms, %, cdf%") != std::string_view::npos)
     return kSniffCertain;
   if (head.find("STARTING!") != std::string_view::npos &&
       head.find("Graph:") != std::string_view::npos &&
@@ -69,6 +70,8 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::map<std::string, int> seen;
   int64_t count = 0;
   double avg_us = -1;
+  bool have_timings = false, csv_rows = false;
+  std::vector<std::string> skipped_sections;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
@@ -84,7 +87,21 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       in_regular = false;
       continue;
     }
-    if (StartsWith(Trim(line), "Timings (microseconds):") && in_regular) {
+    {
+      std::string t = Trim(line);
+      if (in_regular &&
+          (StartsWith(t, "Subgraph (index:") || StartsWith(t, "Delegate internal:")) &&
+          !StartsWith(t, "Subgraph (index: 0") && t.find("Timings") == std::string::npos) {
+        // Other subgraphs (control flow bodies) and the ops inside a delegate have tables of
+        // their own; their time is already inside the calling op / the delegate's row.
+        skipped_sections.push_back(t.substr(0, t.size() - (EndsWith(t, ":") ? 1 : 0)));
+        in_table = false;
+        done = done || !p.ops.empty();
+        continue;
+      }
+    }
+    if (StartsWith(Trim(line), "Timings (microseconds):") && in_regular && !have_timings) {
+      have_timings = true;
       for (const std::string& kv : Split(Trim(line).substr(23), ' ', true)) {
         size_t eq = kv.find('=');
         if (eq == std::string::npos) continue;
@@ -105,15 +122,50 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     if (!in_table || done) continue;
     if (line.find("[node type]") != std::string_view::npos) {
       cols = HeaderColumns(line);
+      csv_rows = false;
+      continue;
+    }
+    if (StartsWith(Trim(line), "node type, first, avg_ms")) {
+      // --op_profiling_output_mode=csv: "node type, first, avg_ms, %, cdf%, mem KB, times
+      // called, name"; commas inside a name were replaced by tabs.
+      cols.clear();
+      for (const std::string& c : Split(Trim(line), ',', true)) {
+        std::string n = Trim(c);
+        cols.push_back(n == "avg_ms" ? "avg ms" : n == "name" ? "Name" : n);
+      }
+      csv_rows = true;
       continue;
     }
     std::string t = Trim(line);
     if (t.empty()) continue;
     if (cols.empty()) return DataLoss(where + ": a Run Order row before the column header");
+    std::vector<std::string> cells;
+    if (csv_rows) {
+      for (const std::string& c : Split(t, ',')) cells.push_back(Trim(c));
+    } else if (line.find('\t') != std::string_view::npos) {
+      // Each column is "\t" + a right-aligned field: tabs separate, and a node type may hold
+      // spaces ("Convolution (NHWC, F32) IGEMM" in a delegate's own table).
+      for (const std::string& c : Split(line, '\t')) {
+        std::string x = Trim(c);
+        if (!x.empty() || !cells.empty()) cells.push_back(x);
+      }
+      while (!cells.empty() && cells.back().empty()) cells.pop_back();
+    }
+    const bool by_cells = cells.size() == cols.size();
+    std::string name;
+    if (by_cells) {
+      std::string& nm = cells.back();
+      if (csv_rows)
+        for (char& ch : nm)
+          if (ch == '\t') ch = ',';
+      // "[conv1/Relu6]:0" (newer versions append the node index), "[conv1/Relu6]", "conv1".
+      if (!nm.empty() && nm[0] == '[' && nm.rfind(']') != std::string::npos)
+        nm = Trim(std::string_view(nm).substr(1, nm.rfind(']') - 1));
+      name = nm;
+    }
     // The name is the bracketed group after the numbers ("[conv1/Relu6]"; a delegate's row is
     // "[node1, node2]:14", the delegate's own node index after the colon).
-    std::string name;
-    if (size_t o = t.find('['); o != std::string::npos) {
+    if (size_t o = t.find('['); !by_cells && o != std::string::npos) {
       std::string_view nm = std::string_view(t).substr(o + 1);
       size_t close = nm.rfind(']');
       if (close == std::string_view::npos) return DataLoss(where + ": unterminated [Name]");
@@ -121,9 +173,13 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       t = Trim(std::string_view(t).substr(0, o));
     }
     std::vector<std::string> vals;
-    for (const std::string& v : Split(t, ' ', true))
-      for (const std::string& w : Split(v, '\t', true)) vals.push_back(w);
-    size_t want = cols.size() - (name.empty() ? 0 : 1);
+    if (cells.size() == cols.size()) {
+      vals.assign(cells.begin(), cells.end() - 1);
+    } else {
+      for (const std::string& v : Split(t, ' ', true))
+        for (const std::string& w : Split(v, '\t', true)) vals.push_back(w);
+    }
+    size_t want = by_cells ? vals.size() : cols.size() - (name.empty() ? 0 : 1);
     if (vals.size() != want)
       return DataLoss(where + ": expected " + std::to_string(want) + " columns, found " +
                       std::to_string(vals.size()) + " (truncated or corrupt table?)");
@@ -167,7 +223,10 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     return DataLoss(origin +
                     ": no \"Run Order\" table of the regular benchmark runs; run "
                     "benchmark_model with --enable_op_profiling=true");
-  if (in_table && !done)
+  for (const std::string& sec : skipped_sections)
+    p.meta.degradations.push_back("section '" + sec +
+                                  "' not read: its time is inside the primary graph's rows");
+  if (in_table && !done && !csv_rows)
     p.meta.degradations.push_back(
         "the Run Order table is not followed by the next section: the "
         "output may be cut short");
