@@ -3,7 +3,10 @@
 
 Pages: the demo model profile (through `opscope profile -o FILE.html`), a model profile with
 call-stack samples, a `record` of a real program, a `run` profile of the pipeline example, a diff
-(`opscope diff A B -o diff.html`) and a `stat` profile (the counter table). For each page, the
+(`opscope diff A B -o diff.html`), a `stat` profile (the counter table), and a 600-op profile
+(bench/html_big_profile) whose op table holds only its first 200 rows as HTML and builds the rest
+from its JSON block: a row that is not in the page must be found by the filter and by a finding's
+link, a built row must have the cells of a server-rendered one, and sorting must order every row. For each page, the
 page's own self-test hook (`#selftest`, src/report/html/page.js) reports JavaScript errors, table row counts, whether
 sorting a numeric column orders the rows, and the size of every chart; this driver adds the
 browser's console output (any console message or Content-Security-Policy violation fails) and
@@ -46,7 +49,7 @@ def console_lines(stderr):
     return [l for l in stderr.splitlines() if ":CONSOLE" in l or "Content Security Policy" in l]
 
 
-def check_page(browser, tmp, name, page, expect_rows, charts, table):
+def check_page(browser, tmp, name, page, expect_rows, charts, table, lazy=None):
     dom, err = chromium(browser, page, "#selftest", os.path.join(tmp, "chrome-" + name))
     problems = []
     for l in console_lines(err):
@@ -77,6 +80,26 @@ def check_page(browser, tmp, name, page, expect_rows, charts, table):
             problems.append(f"table {table}: filtering by op type left non-matching rows (or none)")
         if "rows_after_filter" in t and t["rows_after_filter"] != t["rows"]:
             problems.append(f"table {table}: clearing the filter did not bring every row back")
+        if "filter_count_ok" in t and not t["filter_count_ok"]:
+            problems.append(f"table {table}: the filter's count '{t.get('filter_count')}' is not over every row")
+        if lazy:
+            # Only the first rows are in the page; the rest are built from the JSON block.
+            if not t.get("lazy"):
+                problems.append(f"table {table}: expected only the first rows as HTML, the page has all {t['rows']}")
+            elif t["dom_rows"] >= t["declared"]:
+                problems.append(f"table {table}: {t['dom_rows']} rows in the page at load, not fewer than {t['declared']}")
+            else:
+                if not t.get("lazy_target_absent"):
+                    problems.append(f"table {table}: the last row {t.get('lazy_target')} was in the page at load")
+                if not t.get("lazy_filter_found"):
+                    problems.append(f"table {table}: filtering for {t.get('lazy_target')} (not in the page) did not show it alone")
+                if not t.get("lazy_cells_match"):
+                    problems.append(f"table {table}: a row built from the JSON differs from the HTML rows in its cells")
+                if t.get("dom_rows_after_clear") != t["dom_rows"]:
+                    problems.append(f"table {table}: clearing the filter left {t.get('dom_rows_after_clear')} rows, not the first {t['dom_rows']}")
+                if lazy.get("link") and (t.get("link_target") != lazy["link"] or not t.get("link_ok")):
+                    problems.append(f"table {table}: following the finding's link to {lazy['link']} (not in the page) "
+                                    f"did not build, highlight and scroll to it (target {t.get('link_target')}, ok {t.get('link_ok')})")
     for c in charts:
         box = res["charts"].get(c)
         if not box:
@@ -112,6 +135,16 @@ def main():
         run([opscope, "diff", P("a.json"), P("b.json"), "-o", P("diff.html")])
         run([opscope, "stat", "-r", "2", "-o", P("stat.json"), "--", "true"])
         run([render, P("stat.json"), P("stat.html")])
+        # More ops than the page holds as HTML (200 rows): the rest are built by the script. A
+        # finding names a low-share op, so its link targets a row that is not in the page.
+        run([os.path.join(build, "bench", "html_big_profile"), P("big.json"), "600", "10"])
+        big = json.load(open(P("big.json")))
+        by_share = sorted(range(len(big["ops"])), key=lambda i: big["ops"][i]["share"])
+        link_op = by_share[1]
+        big["findings"].append({"rule": "test-link", "severity": "info", "title": "names a row beyond the first",
+                                "evidence": "", "suggestion": "", "ops": [big["ops"][link_op]["name"]]})
+        json.dump(big, open(P("big.json"), "w"))
+        run([render, P("big.json"), P("big.html")])
         n_ops = len(json.load(open(P("a.json")))["ops"])
         a_names = {o["name"] for o in json.load(open(P("a.json")))["ops"]}
         b_names = {o["name"] for o in json.load(open(P("b.json")))["ops"]}
@@ -123,6 +156,7 @@ def main():
             ("run", P("run.html"), 0, ["timeline-chart"], "rangetable"),
             ("diff", P("diff.html"), len(a_names | b_names), ["optype-delta-chart"], "difftable"),
             ("stat", P("stat.html"), 0, ["latency-chart"], "countertable"),
+            ("big", P("big.html"), len(big["ops"]), op_charts, "optable", {"link": f"op-{link_op}"}),
         ]
         problems = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
@@ -144,6 +178,23 @@ def main():
             if "id=\"findings\"" not in dom or "<svg class=\"chart roofline\"" not in dom:
                 problems.append("demo without JavaScript: findings or charts missing")
             print(f"demo without JavaScript: {rows} op rows", flush=True)
+            # The large page without JavaScript: its first rows, and a note that says so and how
+            # to get the whole table.
+            page = open(P("big.html")).read()
+            start = page.index("<script>")
+            end = page.index("</script>", start) + len("</script>")
+            open(P("big-nojs.html"), "w").write(page[:start] + page[end:])
+            dom, _ = chromium(browser, P("big-nojs.html"), "", P("chrome-nojs"))
+            rows = len(re.findall(r'<tr [^>]*id="(?:op|step)-', dom))
+            note = re.search(r'<noscript><p class="note" id="optable-noscript">Only the first (\d+) of the (\d+) rows.*?'
+                             r'opscope report PROFILE.json --format csv', page, re.S)
+            declared = re.search(r'<table id="optable"[^>]* data-rows="(\d+)"', page)
+            if not note or not declared:
+                problems.append("big page without JavaScript: no <noscript> note on the missing rows")
+            elif int(note.group(1)) != rows or int(note.group(2)) != int(declared.group(1)) or rows >= int(declared.group(1)):
+                problems.append(f"big page without JavaScript: {rows} rows, the note says {note.group(1)} of "
+                                f"{note.group(2)}, the table declares {declared.group(1)}")
+            print(f"big page without JavaScript: {rows} of {declared.group(1) if declared else '?'} rows", flush=True)
         if problems:
             print("FAIL:\n  " + "\n  ".join(problems))
             return 1

@@ -161,34 +161,148 @@ struct RowData {
   std::map<std::string, double> counters;
 };
 
-std::string RowCells(const RowData& r, const Columns& c, const std::string& name_html,
-                     const std::string& index_cell) {
-  std::string out = index_cell;
-  out += Td(name_html, "name");
-  out += Td(Escape(r.type));
-  out += Td(Escape(r.status));
-  out += TdNum(r.median, HumanMs(r.median));
-  out += TdNum(r.trimmed, HumanMs(r.trimmed));
-  out += TdNum(r.share, Pct(r.share));
-  out += "<td data-v=\"" + Num(r.cv) + "\">" +
-         Sparkline(r.runs, fmt::format("{} runs: CV {:.1f}%", r.runs.size(), r.cv * 100)) + "</td>";
-  out += TdNum(r.cv, r.runs.size() >= 2 ? fmt::format("{:.1f}%", r.cv * 100) : "-");
+// One cell of the op table, kept as data so that it renders either as HTML (the first rows of the
+// page) or as JSON (the rows page.js builds on demand), from the same values.
+struct Cell {
+  enum Kind { kText, kNum, kName, kSpark } kind = kText;
+  std::string cls;   // kText: the cell's class ("mono"), if any
+  double v = 0;      // kNum, kSpark: the sort key (data-v)
+  std::string text;  // the shown text, unescaped
+  SparkGeometry spark;
+};
+
+// One <tr> of the op table: a single op, a fused step (kind "group") or a step's source node
+// (kind "child").
+struct Row {
+  std::string id, kind, group, parent, name_attr, type_attr;
+  int op = -1;
+  std::vector<Cell> cells;
+};
+
+Cell TextCell(std::string text, std::string cls = "") {
+  Cell c;
+  c.text = std::move(text);
+  c.cls = std::move(cls);
+  return c;
+}
+Cell NumCell(double v, std::string text) {
+  Cell c;
+  c.kind = Cell::kNum;
+  c.v = v;
+  c.text = std::move(text);
+  return c;
+}
+
+std::vector<Cell> RowCells(const RowData& r, const Columns& c, Cell index_cell) {
+  std::vector<Cell> out;
+  out.push_back(std::move(index_cell));
+  Cell name;
+  name.kind = Cell::kName;
+  name.text = r.name;
+  out.push_back(std::move(name));
+  out.push_back(TextCell(r.type));
+  out.push_back(TextCell(r.status));
+  out.push_back(NumCell(r.median, HumanMs(r.median)));
+  out.push_back(NumCell(r.trimmed, HumanMs(r.trimmed)));
+  out.push_back(NumCell(r.share, Pct(r.share)));
+  Cell spark;
+  spark.kind = Cell::kSpark;
+  spark.v = r.cv;
+  spark.text = fmt::format("{} runs: CV {:.1f}%", r.runs.size(), r.cv * 100);
+  spark.spark = SparkPoints(r.runs);
+  out.push_back(std::move(spark));
+  out.push_back(NumCell(r.cv, r.runs.size() >= 2 ? fmt::format("{:.1f}%", r.cv * 100) : "-"));
   const double sec = r.trimmed / 1e3;
-  out += TdNum(r.flops, HumanCount(r.flops));
-  out += TdNum(r.bytes, HumanBytes(r.bytes));
+  out.push_back(NumCell(r.flops, HumanCount(r.flops)));
+  out.push_back(NumCell(r.bytes, HumanBytes(r.bytes)));
   const double gflops = sec > 0 && r.flops > 0 ? r.flops / sec / 1e9 : 0;
   const double gbps = sec > 0 && r.bytes > 0 ? r.bytes / sec / 1e9 : 0;
-  out += TdNum(gflops, Rate(gflops));
-  out += TdNum(gbps, Rate(gbps));
+  out.push_back(NumCell(gflops, Rate(gflops)));
+  out.push_back(NumCell(gbps, Rate(gbps)));
   const double intensity = r.bytes > 0 ? r.flops / r.bytes : 0;
-  out += TdNum(intensity, intensity > 0 ? fmt::format("{:.2f}", intensity) : "-");
-  if (c.roofline) out += Td(Escape(r.bound));
+  out.push_back(NumCell(intensity, intensity > 0 ? fmt::format("{:.2f}", intensity) : "-"));
+  if (c.roofline) out.push_back(TextCell(r.bound));
   for (const auto& ev : c.counters) {
     auto it = r.counters.find(ev);
-    out += it == r.counters.end() ? TdNum(-1, "") : TdNum(it->second, HumanCount(it->second));
+    out.push_back(it == r.counters.end() ? NumCell(-1, "")
+                                         : NumCell(it->second, HumanCount(it->second)));
   }
-  out += Td(Escape(r.shapes), "mono");
+  out.push_back(TextCell(r.shapes, "mono"));
   return out;
+}
+
+std::string RowHtml(const Row& r) {
+  std::string out = "<tr";
+  if (!r.kind.empty()) out += " class=\"" + r.kind + "\"";
+  if (!r.parent.empty()) out += " data-parent=\"" + r.parent + "\"";
+  out += " id=\"" + r.id + "\"";
+  if (!r.group.empty()) out += " data-group=\"" + r.group + "\"";
+  if (r.op >= 0) out += fmt::format(" data-op=\"{}\"", r.op);
+  out += " data-name=\"" + Escape(r.name_attr) + "\" data-type=\"" + Escape(r.type_attr) + "\">";
+  for (const Cell& c : r.cells) {
+    switch (c.kind) {
+      case Cell::kText:
+        out += Td(Escape(c.text), c.cls.empty() ? nullptr : c.cls.c_str());
+        break;
+      case Cell::kNum:
+        out += TdNum(c.v, c.text);
+        break;
+      case Cell::kName:
+        out += Td((r.kind == "group"   ? "<button type=\"button\" class=\"tog js-only\" "
+                                         "aria-expanded=\"true\" aria-label=\"show the source "
+                                         "nodes\"></button>"
+                   : r.kind == "child" ? "↳ "
+                                       : "") +
+                      Escape(c.text),
+                  "name");
+        break;
+      case Cell::kSpark: {
+        const std::string svg = SparklineSvg(c.spark, c.text);
+        out += "<td data-v=\"" + Num(c.v) + "\">" + svg + "</td>";
+        break;
+      }
+    }
+  }
+  return out + "</tr>\n";
+}
+
+// The JSON twin of RowHtml, read by page.js (buildRow): {"id","k","g","p","op","n","t","c":[...]}
+// where a cell is "text", {"x":"text","c":"class"}, [sort key, "text"] (numeric),
+// {"name":"text"}, or {"v":sort key,"x":"hover text","m":median y,"y":[y per run]} (sparkline).
+std::string RowJson(const Row& r) {
+  std::string out = "{\"id\":" + JsonString(r.id);
+  if (!r.kind.empty()) out += ",\"k\":" + JsonString(r.kind);
+  if (!r.group.empty()) out += ",\"g\":" + JsonString(r.group);
+  if (!r.parent.empty()) out += ",\"p\":" + JsonString(r.parent);
+  if (r.op >= 0) out += fmt::format(",\"op\":{}", r.op);
+  out += ",\"n\":" + JsonString(r.name_attr) + ",\"t\":" + JsonString(r.type_attr) + ",\"c\":[";
+  for (size_t i = 0; i < r.cells.size(); ++i) {
+    const Cell& c = r.cells[i];
+    if (i) out += ',';
+    switch (c.kind) {
+      case Cell::kText:
+        out += c.cls.empty() ? JsonString(c.text)
+                             : "{\"x\":" + JsonString(c.text) + ",\"c\":" + JsonString(c.cls) + "}";
+        break;
+      case Cell::kNum:
+        out += "[" + Num(c.v) + "," + JsonString(c.text) + "]";
+        break;
+      case Cell::kName:
+        out += "{\"name\":" + JsonString(c.text) + "}";
+        break;
+      case Cell::kSpark:
+        out += "{\"v\":" + Num(c.v) + ",\"x\":" + JsonString(c.text);
+        if (!c.spark.ys.empty()) {
+          out += ",\"m\":" + Num(c.spark.median_y, 1) + ",\"y\":[";
+          for (size_t k = 0; k < c.spark.ys.size(); ++k)
+            out += (k ? "," : "") + Num(c.spark.ys[k], 1);
+          out += "]";
+        }
+        out += "}";
+        break;
+    }
+  }
+  return out + "]}";
 }
 
 std::string OpTable(const profile::Profile& p) {
@@ -268,6 +382,9 @@ std::string OpTable(const profile::Profile& p) {
   // from the first row instead of measuring every cell (several times faster to open at 5,000
   // ops, docs/html-report.md).
   constexpr size_t kFixedLayoutRows = 300;
+  // The first kInitialUnits rows (units: an op, or a fused step with its nodes) by share are in
+  // the page as HTML; with 5,000 rows as HTML the page took 5.4 s to open (docs/benchmarks.md).
+  constexpr size_t kInitialUnits = 200;
   const bool fixed = p.ops.size() + groups > kFixedLayoutRows;
   int total_w = 0;
   for (const auto& h : heads) total_w += std::get<2>(h);
@@ -308,15 +425,20 @@ std::string OpTable(const profile::Profile& p) {
     r.counters = op.counters;
     return r;
   };
+  // Rows of the units: the first kInitialUnits become HTML, the rest one JSON block that page.js
+  // builds rows from when they are scrolled to, filtered, sorted or linked to.
+  std::vector<std::vector<Row>> unit_rows;
+  unit_rows.reserve(units.size());
   int g = 0;
   for (const auto& u : units) {
+    std::vector<Row> rows;
     if (u.step.empty()) {
       int i = u.ops[0];
       RowData r = op_row(i);
-      out += fmt::format("<tr id=\"op-{}\" data-op=\"{}\" data-name=\"{}\" data-type=\"{}\">", i, i,
-                         Escape(r.name), Escape(r.type));
-      out += RowCells(r, cols, Escape(r.name), TdNum(i, std::to_string(i)));
-      out += "</tr>\n";
+      Row row{fmt::format("op-{}", i), "", "", "", r.name, r.type, i, {}};
+      row.cells = RowCells(r, cols, NumCell(i, std::to_string(i)));
+      rows.push_back(std::move(row));
+      unit_rows.push_back(std::move(rows));
       continue;
     }
     ++g;
@@ -344,27 +466,53 @@ std::string OpTable(const profile::Profile& p) {
     if (s.runs.size() >= 2) s.cv = ComputeStats(s.runs).cv;
     std::string names;
     for (int k : u.ops) names += p.ops[k].name + "\n";
-    out += fmt::format(
-        "<tr class=\"group\" id=\"step-{}\" data-group=\"g{}\" data-name=\"{}\" data-type=\"{}\">",
-        g, g, Escape(s.name + "\n" + names), Escape(s.type));
-    out += RowCells(s, cols,
-                    "<button type=\"button\" class=\"tog js-only\" aria-expanded=\"true\" "
-                    "aria-label=\"show the source "
-                    "nodes\"></button>" +
-                        Escape(s.name),
-                    TdNum(p.ops[u.ops[0]].index, ""));
-    out += "</tr>\n";
+    const std::string gid = fmt::format("g{}", g);
+    Row head{fmt::format("step-{}", g), "group", gid, "", s.name + "\n" + names, s.type, -1, {}};
+    head.cells = RowCells(s, cols, NumCell(p.ops[u.ops[0]].index, ""));
+    rows.push_back(std::move(head));
     for (int k : u.ops) {
       RowData r = op_row(k);
-      out += fmt::format(
-          "<tr class=\"child\" data-parent=\"g{}\" id=\"op-{}\" data-op=\"{}\" data-name=\"{}\" "
-          "data-type=\"{}\">",
-          g, k, k, Escape(r.name), Escape(r.type));
-      out += RowCells(r, cols, "↳ " + Escape(r.name), TdNum(k, std::to_string(k)));
-      out += "</tr>\n";
+      Row child{fmt::format("op-{}", k), "child", "", gid, r.name, r.type, k, {}};
+      child.cells = RowCells(r, cols, NumCell(k, std::to_string(k)));
+      rows.push_back(std::move(child));
     }
+    unit_rows.push_back(std::move(rows));
   }
+  size_t html_rows = 0;
+  const size_t html_units = std::min(units.size(), kInitialUnits);
+  for (size_t u = 0; u < html_units; ++u)
+    for (const Row& r : unit_rows[u]) {
+      out += RowHtml(r);
+      ++html_rows;
+    }
   out += "</tbody></table></div>\n";
+  if (html_units < units.size()) {
+    const size_t rest_rows = p.ops.size() + groups - html_rows;
+    out += "<script type=\"application/json\" id=\"optable-data\">" +
+           fmt::format("{{\"spark\":[{},{}],\"units\":[", Num(kSparkWidth), Num(kSparkHeight));
+    for (size_t u = html_units; u < units.size(); ++u) {
+      if (u > html_units) out += ",\n";
+      out += "[";
+      for (size_t k = 0; k < unit_rows[u].size(); ++k)
+        out += (k ? "," : "") + RowJson(unit_rows[u][k]);
+      out += "]";
+    }
+    out += "]}</script>\n";
+    out += fmt::format(
+        "<p class=\"js-only muted\" id=\"optable-more\"><span class=\"left\">{}</span> more "
+        "rows are built as you scroll, "
+        "sort or filter. <button type=\"button\" class=\"more\" data-table=\"optable\">show "
+        "all</button></p>\n",
+        rest_rows);
+    out += fmt::format(
+        "<noscript><p class=\"note\" id=\"optable-noscript\">Only the first {} of the {} "
+        "rows (by share of time) are shown here: the other {} are built by the page's script, "
+        "which is disabled. For the whole table without a browser: <code>opscope report "
+        "PROFILE.json --format csv</code> (every node, one line each; <code>-o ops.csv</code> to "
+        "write a file) or <code>opscope report PROFILE.json --format "
+        "table</code>.</p></noscript>\n",
+        html_rows, html_rows + rest_rows, rest_rows);
+  }
   int folded = 0;
   for (const auto& op : p.ops) folded += op.status == "folded";
   if (folded)
