@@ -14,9 +14,14 @@ the op count from the profile JSON. The demo page is also loaded without its scr
 with JavaScript disabled gets): its table must still hold every op, and the findings and charts
 must be there.
 
-Skips (exit 77, with the reason) when chromium is not installed. Never asserts a time.
-usage: html_browser_test.py BUILD_DIR SOURCE_DIR
+`--browser firefox` runs the same pages and checks in headless Firefox (firefox-esr), driven through
+its built-in Marionette protocol (tests/marionette.py). Firefox does not show its Content-Security-
+Policy reports to a headless driver, so only Chromium's run checks that no CSP violation is logged.
+
+Skips (exit 77, with the reason) when the browser is not installed. Never asserts a time.
+usage: html_browser_test.py BUILD_DIR SOURCE_DIR [--browser chromium|firefox]
 """
+import argparse
 import concurrent.futures
 import html
 import json
@@ -26,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 SKIP = 77
 
@@ -49,10 +55,51 @@ def console_lines(stderr):
     return [l for l in stderr.splitlines() if ":CONSOLE" in l or "Content Security Policy" in l]
 
 
-def check_page(browser, tmp, name, page, expect_rows, charts, table, lazy=None):
-    dom, err = chromium(browser, page, "#selftest", os.path.join(tmp, "chrome-" + name))
+class ChromiumLoader:
+    """Headless Chromium, one process per page (`--dump-dom`); two pages at a time."""
+    name, workers = "chromium", 2
+
+    def __init__(self, binary, tmp):
+        self.binary, self.tmp = binary, tmp
+
+    def load(self, page, fragment, tag):
+        dom, err = chromium(self.binary, page, fragment, os.path.join(self.tmp, "chrome-" + tag))
+        return dom, console_lines(err), err
+
+    def close(self):
+        pass
+
+
+class FirefoxLoader:
+    """Headless Firefox driven through Marionette (tests/marionette.py): one browser, one page at
+    a time. Messages of the page (console, uncaught errors) print to its output with
+    devtools.console.stdout.content; the browser's own chrome messages (resource://) are not the
+    page's and are ignored."""
+    name, workers = "firefox", 1
+
+    def __init__(self, binary, tmp):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import marionette
+        self.ff = marionette.Firefox(binary)
+        self.lock = threading.Lock()
+
+    def load(self, page, fragment, tag):
+        with self.lock:
+            before = len(self.ff.console())
+            dom = self.ff.dom("file://" + page + fragment)
+            out = self.ff.console()[before:]
+        lines = [l for l in out.splitlines() if "file://" in l or "Content-Security-Policy" in l
+                 or "Content Security Policy" in l]
+        return dom, lines, out
+
+    def close(self):
+        self.ff.close()
+
+
+def check_page(loader, name, page, expect_rows, charts, table, lazy=None):
+    dom, console, err = loader.load(page, "#selftest", name)
     problems = []
-    for l in console_lines(err):
+    for l in console:
         problems.append("console: " + l.strip())
     found = re.findall(r'<pre id="opscope-selftest">(.*?)</pre>', dom, re.S)
     m = re.match(r"(.*)", found[-1], re.S) if found else None
@@ -98,8 +145,16 @@ def check_page(browser, tmp, name, page, expect_rows, charts, table, lazy=None):
                 if t.get("dom_rows_after_clear") != t["dom_rows"]:
                     problems.append(f"table {table}: clearing the filter left {t.get('dom_rows_after_clear')} rows, not the first {t['dom_rows']}")
                 if lazy.get("link") and (t.get("link_target") != lazy["link"] or not t.get("link_ok")):
+                    steps = {k: t.get(k) for k in ("link_built", "link_hit", "link_visible", "link_in_view")}
                     problems.append(f"table {table}: following the finding's link to {lazy['link']} (not in the page) "
-                                    f"did not build, highlight and scroll to it (target {t.get('link_target')}, ok {t.get('link_ok')})")
+                                    f"did not build, highlight and scroll to it (target {t.get('link_target')}, {steps})")
+        if lazy and lazy.get("link"):
+            # Opening the page at a row that is not in it (a link from elsewhere): built and marked.
+            dom, _, _ = loader.load(page, "#" + lazy["link"], name + "-at-link")
+            tag = re.search(r'<tr [^>]*id="' + re.escape(lazy["link"]) + r'"[^>]*>', dom)
+            if not tag or not re.search(r'class="[^"]*\bhit\b', tag.group(0)):
+                problems.append(f"opening the page at #{lazy['link']} did not build and mark that row: "
+                                f"{tag.group(0) if tag else 'no such row'}")
     for c in charts:
         box = res["charts"].get(c)
         if not box:
@@ -112,11 +167,23 @@ def check_page(browser, tmp, name, page, expect_rows, charts, table, lazy=None):
 
 
 def main():
-    build, src = sys.argv[1], sys.argv[2]
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not browser:
-        print("SKIP: chromium is not installed (scripts/install-deps.sh installs it: apt-get install chromium)")
-        return SKIP
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("src")
+    ap.add_argument("--browser", choices=["chromium", "firefox"], default="chromium")
+    a = ap.parse_args()
+    build, src = a.build, a.src
+    if a.browser == "chromium":
+        browser = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not browser:
+            print("SKIP: chromium is not installed (scripts/install-deps.sh installs it: apt-get install chromium)")
+            return SKIP
+    else:
+        browser = shutil.which("firefox-esr") or shutil.which("firefox")
+        if not browser:
+            print("SKIP: firefox-esr is not on PATH (optional and large, not in scripts/install-deps.sh: "
+                  "apt-get install --no-install-recommends firefox-esr)")
+            return SKIP
     opscope = os.path.join(build, "opscope")
     render = os.path.join(build, "html_render")
     model = os.path.join(src, "models", "bev_demo.onnx")
@@ -159,17 +226,23 @@ def main():
             ("big", P("big.html"), len(big["ops"]), op_charts, "optable", {"link": f"op-{link_op}"}),
         ]
         problems = []
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
-            futs = {ex.submit(check_page, browser, tmp, *pg): pg[0] for pg in pages}
+        try:
+            loader = (ChromiumLoader if a.browser == "chromium" else FirefoxLoader)(browser, tmp)
+        except RuntimeError as e:
+            print(f"FAIL: {a.browser} did not start: {e}")
+            return 1
+        print(f"browser: {a.browser} ({browser})", flush=True)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=loader.workers) as ex:
+            futs = {ex.submit(check_page, loader, *pg): pg[0] for pg in pages}
             # Without JavaScript: the page with its script removed (headless --dump-dom cannot run
             # with scripting disabled in the browser).
             page = open(P("demo.html")).read()
             start, end = page.index("<script>"), page.index("</script>") + len("</script>")
             open(P("demo-nojs.html"), "w").write(page[:start] + page[end:])
-            nojs = ex.submit(chromium, browser, P("demo-nojs.html"), "", P("chrome-nojs"))
+            nojs = ex.submit(loader.load, P("demo-nojs.html"), "", "nojs")
             for f in concurrent.futures.as_completed(futs):
                 problems += [f"{futs[f]}: {p}" for p in f.result()]
-            dom, err = nojs.result()
+            dom, _, _ = nojs.result()
             rows = len(re.findall(r'<tr [^>]*data-op="', dom))
             if rows != n_ops:
                 problems.append(f"demo without JavaScript: {rows} op rows, expected {n_ops}")
@@ -184,7 +257,7 @@ def main():
             start = page.index("<script>")
             end = page.index("</script>", start) + len("</script>")
             open(P("big-nojs.html"), "w").write(page[:start] + page[end:])
-            dom, _ = chromium(browser, P("big-nojs.html"), "", P("chrome-nojs"))
+            dom, _, _ = loader.load(P("big-nojs.html"), "", "big-nojs")
             rows = len(re.findall(r'<tr [^>]*id="(?:op|step)-', dom))
             note = re.search(r'<noscript><p class="note" id="optable-noscript">Only the first (\d+) of the (\d+) rows.*?'
                              r'opscope report PROFILE.json --format csv', page, re.S)
@@ -195,6 +268,7 @@ def main():
                 problems.append(f"big page without JavaScript: {rows} rows, the note says {note.group(1)} of "
                                 f"{note.group(2)}, the table declares {declared.group(1)}")
             print(f"big page without JavaScript: {rows} of {declared.group(1) if declared else '?'} rows", flush=True)
+        loader.close()
         if problems:
             print("FAIL:\n  " + "\n  ".join(problems))
             return 1

@@ -5,6 +5,10 @@
   'use strict';
   var errors = [];
   window.addEventListener('error', function (e) { errors.push(String(e.message)); });
+  // A refused script or style (the page's policy allows only this script) is an error too.
+  document.addEventListener('securitypolicyviolation', function (e) {
+    errors.push('Content-Security-Policy refused ' + e.violatedDirective + ' ' + (e.blockedURI || ''));
+  });
   var root = document.documentElement;
   root.className = root.className.replace('nojs', 'js');
 
@@ -426,11 +430,15 @@
           var a = lazyLinks[lazyLinks.length - 1];
           var id = a.getAttribute('href').slice(1);
           t.link_target = id;
-          a.click();
+          // What following the link does (the hashchange handler), synchronously.
+          location.hash = a.getAttribute('href');
           reveal();
           var target = document.getElementById(id);
-          t.link_ok = !!target && target.classList.contains('hit') && visibleRows(table).indexOf(target) >= 0 &&
-            inView(target);
+          t.link_built = !!target;
+          t.link_hit = !!target && target.classList.contains('hit');
+          t.link_visible = !!target && visibleRows(table).indexOf(target) >= 0;
+          t.link_in_view = !!target && inView(target);
+          t.link_ok = t.link_built && t.link_hit && t.link_visible && t.link_in_view;
         }
         // The last row by the default order is not in the page: the filter must build it.
         var last = rowInfo(m.units[m.units.length - 1]).filter(function (x) { return /^op-/.test(x.id); }).pop();
