@@ -4,8 +4,8 @@
 Pages: the demo model profile (through `opscope profile -o FILE.html`), a model profile with
 call-stack samples, a `record` of a real program, a `run` profile of the pipeline example, a diff
 (`opscope diff A B -o diff.html`), a `stat` profile (the counter table), and a 600-op profile
-(bench/html_big_profile) whose op table holds only its first 200 rows as HTML and builds the rest
-from its JSON block: a row that is not in the page must be found by the filter and by a finding's
+(bench/html_big_profile) and the diff of two such profiles, whose tables hold only their first 200
+rows as HTML and build the rest from a JSON block: a row that is not in the page must be found by the filter and by a finding's
 link, a built row must have the cells of a server-rendered one, and sorting must order every row. For each page, the
 page's own self-test hook (`#selftest`, src/report/html/page.js) reports JavaScript errors, table row counts, whether
 sorting a numeric column orders the rows, and the size of every chart; this driver adds the
@@ -212,6 +212,8 @@ def main():
                                 "evidence": "", "suggestion": "", "ops": [big["ops"][link_op]["name"]]})
         json.dump(big, open(P("big.json"), "w"))
         run([render, P("big.json"), P("big.html")])
+        run([os.path.join(build, "bench", "html_big_profile"), P("big_b.json"), "600", "12"])
+        run([opscope, "diff", P("big.json"), P("big_b.json"), "-o", P("bigdiff.html")])
         n_ops = len(json.load(open(P("a.json")))["ops"])
         a_names = {o["name"] for o in json.load(open(P("a.json")))["ops"]}
         b_names = {o["name"] for o in json.load(open(P("b.json")))["ops"]}
@@ -224,6 +226,7 @@ def main():
             ("diff", P("diff.html"), len(a_names | b_names), ["optype-delta-chart"], "difftable"),
             ("stat", P("stat.html"), 0, ["latency-chart"], "countertable"),
             ("big", P("big.html"), len(big["ops"]), op_charts, "optable", {"link": f"op-{link_op}"}),
+            ("bigdiff", P("bigdiff.html"), len(big["ops"]), ["optype-delta-chart"], "difftable", {"link": None}),
         ]
         problems = []
         try:

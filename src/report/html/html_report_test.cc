@@ -299,14 +299,14 @@ TEST(HtmlReport, FiveThousandOpsGetTheFirstRowsAsHtmlAndTheRestAsData) {
     EXPECT_EQ(d["units"][u][0]["id"], "op-" + std::to_string(200 + u));
   }
   // One row exactly as page.js reads it (RowJson): cells in column order.
-  EXPECT_EQ(
-      d["units"][4799][0].dump(),
-      R"({"c":[[4999,"4999"],{"name":"/encoder/layer.124/MatMul_4999"},"MatMul","executed",)"
-      R"([0.5001,"500.1 us"],[0.533433,"533.4 us"],[0.000136,"0.0%"],)"
-      R"({"m":14.5,"v":0.108233,"x":"3 runs: CV 10.8%","y":[14.5,1.5,14.5]},[0.108233,"10.8%"],)"
-      R"([10000000,"10.00M"],[1000000,"1.00 MB"],[18.746485,"18.75"],[1.874649,"1.87"],)"
-      R"([10,"10.00"],{"c":"mono","x":"1x8x4x4"}],"id":"op-4999",)"
-      R"("n":"/encoder/layer.124/MatMul_4999","op":4999,"t":"MatMul"})");
+  EXPECT_EQ(d["units"][4799][0].dump(),
+            R"({"c":[[4999,"4999"],{"name":"/encoder/layer.124/MatMul_4999"},"MatMul","executed",)"
+            R"([0.5001,"500.1 us"],[0.533433,"533.4 us"],[0.000136,"0.0%"],)"
+            R"({"m":14.5,"s":1,"v":0.108233,"x":"3 runs: CV 10.8%","y":[14.5,1.5,14.5]},)"
+            R"([0.108233,"10.8%"],)"
+            R"([10000000,"10.00M"],[1000000,"1.00 MB"],[18.746485,"18.75"],[1.874649,"1.87"],)"
+            R"([10,"10.00"],{"c":"mono","x":"1x8x4x4"}],"id":"op-4999",)"
+            R"("n":"/encoder/layer.124/MatMul_4999","op":4999,"t":"MatMul"})");
   EXPECT_EQ(d["spark"], nlohmann::json::parse("[72,16]"));
   // The finding's link targets the row that only the script builds.
   EXPECT_NE(html.find("<a href=\"#op-4999\">"), std::string::npos);
@@ -319,6 +319,27 @@ TEST(HtmlReport, FiveThousandOpsGetTheFirstRowsAsHtmlAndTheRestAsData) {
   EXPECT_NE(html.find("<colgroup>"), std::string::npos);
   EXPECT_EQ(Count(html, "<rect class=\"ev\""), 5000u) << "one run on the timeline";
   EXPECT_NE(html.find("class=\"deferred\""), std::string::npos);
+}
+
+TEST(HtmlReport, LargeDiffCarriesItsLaterNodesAsData) {
+  profile::Profile a = ModelProfile();
+  a.ops.clear();
+  a.op_events.clear();
+  for (int i = 0; i < 450; ++i) {
+    a.ops.push_back(Op("n" + std::to_string(i), "Relu", {1, 1.1, 1.05}));
+    a.ops.back().index = i;
+  }
+  profile::Profile b = a;
+  for (auto& op : b.ops) op.runs_ms = {1.2, 1.3, 1.25};
+  profile::FinalizeStats(a);
+  profile::FinalizeStats(b);
+  std::string html = RenderDiffPage(a, b, analysis::DiffProfiles(a, b), "a.json", "b.json");
+  const size_t data_at = html.find("<script type=\"application/json\" id=\"difftable-data\">");
+  ASSERT_NE(data_at, std::string::npos);
+  EXPECT_EQ(Count(html.substr(0, data_at), " data-op=\""), 200u);
+  EXPECT_EQ(Count(html, "\"id\":\"node-"), 250u);
+  EXPECT_NE(html.find("Only the first 200 of the 450 rows"), std::string::npos);
+  EXPECT_NE(html.find("--format json</code>"), std::string::npos);
 }
 
 TEST(HtmlReport, RowsCarriedAsDataCannotCloseTheirScript) {

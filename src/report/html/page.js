@@ -80,7 +80,7 @@
     if (numeric) return typeof c === 'object' && typeof c.v === 'number' ? c.v : -Infinity;
     if (typeof c === 'string') return c.toLowerCase();
     if (c.name !== undefined) return c.name.toLowerCase();
-    if (c.v !== undefined) return String(c.v).toLowerCase();
+    if (c.s) return c.v !== undefined ? String(c.v).toLowerCase() : c.y ? c.x.toLowerCase() : '';
     return c.x.toLowerCase();
   }
   function sparkSvg(c, size) {
@@ -135,8 +135,8 @@
           td.appendChild(b);
         }
         td.appendChild(document.createTextNode((r.k === 'child' ? '\u21b3 ' : '') + c.name));
-      } else if (c.v !== undefined) {
-        td.setAttribute('data-v', c.v);
+      } else if (c.s) {
+        if (c.v !== undefined) td.setAttribute('data-v', c.v);
         if (c.y) td.appendChild(sparkSvg(c, m.spark));
       } else {
         if (c.c) td.className = c.c;
@@ -441,7 +441,7 @@
           t.link_ok = t.link_built && t.link_hit && t.link_visible && t.link_in_view;
         }
         // The last row by the default order is not in the page: the filter must build it.
-        var last = rowInfo(m.units[m.units.length - 1]).filter(function (x) { return /^op-/.test(x.id); }).pop();
+        var last = rowInfo(m.units[m.units.length - 1]).filter(function (x) { return !/^step-/.test(x.id); }).pop();
         t.lazy_target = last.id;
         t.lazy_target_absent = !document.getElementById(last.id);
         input.value = last.name;
@@ -455,15 +455,16 @@
         input.value = '';
         input.dispatchEvent(new Event('input'));
         t.dom_rows_after_clear = table.tBodies[0].rows.length;
-        // A row built by a spark-carrying JSON cell looks like a server-rendered one.
+        // A row built from the JSON has the cells of a server-rendered one: the same columns, each
+        // of the same kind (numeric, name, monospace; sort key; sparkline).
         var html_tr = table.querySelector('tbody tr[data-op]:not(.child)');
+        var kind = function (td) {
+          return ['num', 'name', 'mono'].filter(function (c) { return td.classList.contains(c); }).join() + '|' +
+            td.hasAttribute('data-v') + '|' + !!td.querySelector('svg.spark');
+        };
         if (el && html_tr) {
           t.lazy_cells_match = el.children.length === html_tr.children.length &&
-            Array.prototype.every.call(el.children, function (td, i) {
-              var h = html_tr.children[i];
-              return td.className === h.className && td.hasAttribute('data-v') === h.hasAttribute('data-v') &&
-                !!td.querySelector('svg.spark') === !!h.querySelector('svg.spark');
-            });
+            Array.prototype.every.call(el.children, function (td, i) { return kind(td) === kind(html_tr.children[i]); });
         }
       }
       var ths = table.tHead.rows[0].cells, col = -1;

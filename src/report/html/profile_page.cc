@@ -16,6 +16,7 @@
 #include "report/html/charts.h"
 #include "report/html/html_page.h"
 #include "report/html/html_report.h"
+#include "report/html/table_rows.h"
 
 namespace opscope::report::html {
 
@@ -161,38 +162,6 @@ struct RowData {
   std::map<std::string, double> counters;
 };
 
-// One cell of the op table, kept as data so that it renders either as HTML (the first rows of the
-// page) or as JSON (the rows page.js builds on demand), from the same values.
-struct Cell {
-  enum Kind { kText, kNum, kName, kSpark } kind = kText;
-  std::string cls;   // kText: the cell's class ("mono"), if any
-  double v = 0;      // kNum, kSpark: the sort key (data-v)
-  std::string text;  // the shown text, unescaped
-  SparkGeometry spark;
-};
-
-// One <tr> of the op table: a single op, a fused step (kind "group") or a step's source node
-// (kind "child").
-struct Row {
-  std::string id, kind, group, parent, name_attr, type_attr;
-  int op = -1;
-  std::vector<Cell> cells;
-};
-
-Cell TextCell(std::string text, std::string cls = "") {
-  Cell c;
-  c.text = std::move(text);
-  c.cls = std::move(cls);
-  return c;
-}
-Cell NumCell(double v, std::string text) {
-  Cell c;
-  c.kind = Cell::kNum;
-  c.v = v;
-  c.text = std::move(text);
-  return c;
-}
-
 std::vector<Cell> RowCells(const RowData& r, const Columns& c, Cell index_cell) {
   std::vector<Cell> out;
   out.push_back(std::move(index_cell));
@@ -205,12 +174,8 @@ std::vector<Cell> RowCells(const RowData& r, const Columns& c, Cell index_cell) 
   out.push_back(NumCell(r.median, HumanMs(r.median)));
   out.push_back(NumCell(r.trimmed, HumanMs(r.trimmed)));
   out.push_back(NumCell(r.share, Pct(r.share)));
-  Cell spark;
-  spark.kind = Cell::kSpark;
-  spark.v = r.cv;
-  spark.text = fmt::format("{} runs: CV {:.1f}%", r.runs.size(), r.cv * 100);
-  spark.spark = SparkPoints(r.runs);
-  out.push_back(std::move(spark));
+  out.push_back(SparkCell(r.runs, fmt::format("{} runs: CV {:.1f}%", r.runs.size(), r.cv * 100),
+                          /*sort_key=*/true, r.cv));
   out.push_back(NumCell(r.cv, r.runs.size() >= 2 ? fmt::format("{:.1f}%", r.cv * 100) : "-"));
   const double sec = r.trimmed / 1e3;
   out.push_back(NumCell(r.flops, HumanCount(r.flops)));
@@ -229,80 +194,6 @@ std::vector<Cell> RowCells(const RowData& r, const Columns& c, Cell index_cell) 
   }
   out.push_back(TextCell(r.shapes, "mono"));
   return out;
-}
-
-std::string RowHtml(const Row& r) {
-  std::string out = "<tr";
-  if (!r.kind.empty()) out += " class=\"" + r.kind + "\"";
-  if (!r.parent.empty()) out += " data-parent=\"" + r.parent + "\"";
-  out += " id=\"" + r.id + "\"";
-  if (!r.group.empty()) out += " data-group=\"" + r.group + "\"";
-  if (r.op >= 0) out += fmt::format(" data-op=\"{}\"", r.op);
-  out += " data-name=\"" + Escape(r.name_attr) + "\" data-type=\"" + Escape(r.type_attr) + "\">";
-  for (const Cell& c : r.cells) {
-    switch (c.kind) {
-      case Cell::kText:
-        out += Td(Escape(c.text), c.cls.empty() ? nullptr : c.cls.c_str());
-        break;
-      case Cell::kNum:
-        out += TdNum(c.v, c.text);
-        break;
-      case Cell::kName:
-        out += Td((r.kind == "group"   ? "<button type=\"button\" class=\"tog js-only\" "
-                                         "aria-expanded=\"true\" aria-label=\"show the source "
-                                         "nodes\"></button>"
-                   : r.kind == "child" ? "↳ "
-                                       : "") +
-                      Escape(c.text),
-                  "name");
-        break;
-      case Cell::kSpark: {
-        const std::string svg = SparklineSvg(c.spark, c.text);
-        out += "<td data-v=\"" + Num(c.v) + "\">" + svg + "</td>";
-        break;
-      }
-    }
-  }
-  return out + "</tr>\n";
-}
-
-// The JSON twin of RowHtml, read by page.js (buildRow): {"id","k","g","p","op","n","t","c":[...]}
-// where a cell is "text", {"x":"text","c":"class"}, [sort key, "text"] (numeric),
-// {"name":"text"}, or {"v":sort key,"x":"hover text","m":median y,"y":[y per run]} (sparkline).
-std::string RowJson(const Row& r) {
-  std::string out = "{\"id\":" + JsonString(r.id);
-  if (!r.kind.empty()) out += ",\"k\":" + JsonString(r.kind);
-  if (!r.group.empty()) out += ",\"g\":" + JsonString(r.group);
-  if (!r.parent.empty()) out += ",\"p\":" + JsonString(r.parent);
-  if (r.op >= 0) out += fmt::format(",\"op\":{}", r.op);
-  out += ",\"n\":" + JsonString(r.name_attr) + ",\"t\":" + JsonString(r.type_attr) + ",\"c\":[";
-  for (size_t i = 0; i < r.cells.size(); ++i) {
-    const Cell& c = r.cells[i];
-    if (i) out += ',';
-    switch (c.kind) {
-      case Cell::kText:
-        out += c.cls.empty() ? JsonString(c.text)
-                             : "{\"x\":" + JsonString(c.text) + ",\"c\":" + JsonString(c.cls) + "}";
-        break;
-      case Cell::kNum:
-        out += "[" + Num(c.v) + "," + JsonString(c.text) + "]";
-        break;
-      case Cell::kName:
-        out += "{\"name\":" + JsonString(c.text) + "}";
-        break;
-      case Cell::kSpark:
-        out += "{\"v\":" + Num(c.v) + ",\"x\":" + JsonString(c.text);
-        if (!c.spark.ys.empty()) {
-          out += ",\"m\":" + Num(c.spark.median_y, 1) + ",\"y\":[";
-          for (size_t k = 0; k < c.spark.ys.size(); ++k)
-            out += (k ? "," : "") + Num(c.spark.ys[k], 1);
-          out += "]";
-        }
-        out += "}";
-        break;
-    }
-  }
-  return out + "]}";
 }
 
 std::string OpTable(const profile::Profile& p) {
@@ -382,9 +273,6 @@ std::string OpTable(const profile::Profile& p) {
   // from the first row instead of measuring every cell (several times faster to open at 5,000
   // ops, docs/html-report.md).
   constexpr size_t kFixedLayoutRows = 300;
-  // The first kInitialUnits rows (units: an op, or a fused step with its nodes) by share are in
-  // the page as HTML; with 5,000 rows as HTML the page took 5.4 s to open (docs/benchmarks.md).
-  constexpr size_t kInitialUnits = 200;
   const bool fixed = p.ops.size() + groups > kFixedLayoutRows;
   int total_w = 0;
   for (const auto& h : heads) total_w += std::get<2>(h);
@@ -478,41 +366,14 @@ std::string OpTable(const profile::Profile& p) {
     }
     unit_rows.push_back(std::move(rows));
   }
-  size_t html_rows = 0;
-  const size_t html_units = std::min(units.size(), kInitialUnits);
-  for (size_t u = 0; u < html_units; ++u)
-    for (const Row& r : unit_rows[u]) {
-      out += RowHtml(r);
-      ++html_rows;
-    }
+  TableRows rows = RenderTableRows(
+      "optable", unit_rows, "by share of time",
+      "<code>opscope report PROFILE.json --format csv</code> (every node, one line each; "
+      "<code>-o ops.csv</code> to write a file) or <code>opscope report PROFILE.json --format "
+      "table</code>.");
+  out += rows.body;
   out += "</tbody></table></div>\n";
-  if (html_units < units.size()) {
-    const size_t rest_rows = p.ops.size() + groups - html_rows;
-    out += "<script type=\"application/json\" id=\"optable-data\">" +
-           fmt::format("{{\"spark\":[{},{}],\"units\":[", Num(kSparkWidth), Num(kSparkHeight));
-    for (size_t u = html_units; u < units.size(); ++u) {
-      if (u > html_units) out += ",\n";
-      out += "[";
-      for (size_t k = 0; k < unit_rows[u].size(); ++k)
-        out += (k ? "," : "") + RowJson(unit_rows[u][k]);
-      out += "]";
-    }
-    out += "]}</script>\n";
-    out += fmt::format(
-        "<p class=\"js-only muted\" id=\"optable-more\"><span class=\"left\">{}</span> more "
-        "rows are built as you scroll, "
-        "sort or filter. <button type=\"button\" class=\"more\" data-table=\"optable\">show "
-        "all</button></p>\n",
-        rest_rows);
-    out += fmt::format(
-        "<noscript><p class=\"note\" id=\"optable-noscript\">Only the first {} of the {} "
-        "rows (by share of time) are shown here: the other {} are built by the page's script, "
-        "which is disabled. For the whole table without a browser: <code>opscope report "
-        "PROFILE.json --format csv</code> (every node, one line each; <code>-o ops.csv</code> to "
-        "write a file) or <code>opscope report PROFILE.json --format "
-        "table</code>.</p></noscript>\n",
-        html_rows, html_rows + rest_rows, rest_rows);
-  }
+  out += rows.after;
   int folded = 0;
   for (const auto& op : p.ops) folded += op.status == "folded";
   if (folded)
