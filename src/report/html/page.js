@@ -1,6 +1,7 @@
 // opscope HTML report: the interactive layer over a page that is complete without it (tables,
-// findings and charts are server-rendered HTML and SVG). Sorting, filtering, expanding fused
-// steps, flame-graph zoom, and a self-test hook for the browser tests (#selftest).
+// findings and charts are server-rendered HTML and SVG; large tables carry their later rows as
+// JSON). Building those rows on demand, sorting, filtering, expanding fused steps, flame-graph
+// zoom, and a self-test hook for the browser tests (#selftest).
 (function () {
   'use strict';
   var errors = [];
@@ -16,9 +17,9 @@
 
   // ---- tables. Each sortable table has a model: its units (a row, or a fused step's row with
   // its source nodes' rows: they sort and filter together) in the current order. A unit is
-  // either built (its <tr>s) or data: a large op table carries only its first rows as HTML and
-  // the rest as JSON (a script element of type application/json, id TABLE-data, written
-  // by profile_page.cc RowJson), parsed the first time they are needed. The <tbody> holds the units
+  // either built (its <tr>s) or data: a large table carries only its first rows as HTML and the
+  // rest as JSON (a script element of type application/json, id TABLE-data, written by
+  // table_rows.cc RowJson), parsed the first time they are needed. The <tbody> holds the units
   // of the current order that match the filter, from the first up to `limit` of them; scrolling
   // near the end of the table, "show all", sorting, filtering and links build and add more.
   var CHUNK = 200;
