@@ -664,6 +664,13 @@ std::string EncodeSampleSection(const profile::SampleSection& s) {
   }
   PutVarint(out, s.warnings.size());
   for (const auto& w : s.warnings) PutString(out, w);
+  // Added after the first release of the format: readers of older chunks find none.
+  PutVarint(out, s.modules.size());
+  for (const auto& m : s.modules) {
+    PutString(out, m.name);
+    PutString(out, m.path);
+    PutString(out, m.build_id);
+  }
   return out;
 }
 
@@ -720,6 +727,15 @@ StatusOr<profile::SampleSection> DecodeSampleSection(std::string_view bytes) {
   }
   s.warnings.resize(c.Count(1));
   for (auto& w : s.warnings) w = c.String();
+  // Chunks written before modules were recorded end here.
+  if (c.ok() && !c.done()) {
+    s.modules.resize(c.Count(3));
+    for (auto& m : s.modules) {
+      m.name = c.String();
+      m.path = c.String();
+      m.build_id = c.String();
+    }
+  }
   if (!c.ok()) return DataLoss("symbolized chunk is malformed (corrupt file)");
   return s;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "collect/build_id.h"
 #include "collect/perf_map.h"
 #include "collect/symbolize.h"
 #include "base/testing/fuzz_corpus.h"
@@ -50,6 +51,7 @@ std::string SampleFile(bool with_symbolized) {
     sec.samples.push_back({{1}, 10, 11, 2000, 2e6, 2});
     sec.thread_names[11] = "worker";
     sec.warnings = {"w"};
+    sec.modules = {{"m", "/opt/lib/m", "00ff"}};
     bytes += MakeChunk(ChunkType::kSymbolized, EncodeSampleSection(sec));
   }
   return bytes;
@@ -163,6 +165,32 @@ TEST(RecordFile, SymbolizedSectionRoundTrip) {
   EXPECT_EQ(s.samples[0].op, -1);
   EXPECT_EQ(s.thread_names.at(11), "worker");
   EXPECT_EQ(s.warnings, std::vector<std::string>{"w"});
+  ASSERT_EQ(s.modules.size(), 1u);
+  EXPECT_EQ(s.modules[0].name, "m");
+  EXPECT_EQ(s.modules[0].path, "/opt/lib/m");
+  EXPECT_EQ(s.modules[0].build_id, "00ff");
+}
+
+// A symbolized chunk written before modules were recorded ends after the warnings: it still
+// decodes, with no modules.
+TEST(RecordFile, SymbolizedChunkWithoutModulesStillDecodes) {
+  profile::SampleSection sec;
+  sec.event = "cpu-clock";
+  sec.frames = {{"f", "m", "a.cc", 3, 16, false}};
+  sec.samples.push_back({{0}, 10, 11, 1000, 1e6, -1});
+  sec.warnings = {"w"};
+  std::string bytes = EncodeSampleSection(sec);
+  ASSERT_EQ(bytes.back(), '\0') << "the module count, last";
+  bytes.pop_back();
+  auto old = DecodeSampleSection(bytes);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(old->modules.empty());
+  EXPECT_EQ(old->warnings, std::vector<std::string>{"w"});
+  // A truncated module list is corrupt, not silently short.
+  sec.modules = {{"m", "/opt/lib/m", "00ff"}};
+  bytes = EncodeSampleSection(sec);
+  bytes.resize(bytes.size() - 2);
+  EXPECT_FALSE(DecodeSampleSection(bytes).ok());
 }
 
 TEST(RecordFile, EveryTruncationIsHandled) {
@@ -364,6 +392,13 @@ TEST(Symbolize, NamesAPcFromMmapEvents) {
   const auto& f = sec->frames[sec->samples[0].stack[0]];
   EXPECT_NE(f.function.find("KnownFunctionForSymbolizer(int)"), std::string::npos) << f.function;
   EXPECT_EQ(f.module, "record_collect_test");
+  // The module's full path and build id, for pprof's Mapping.
+  ASSERT_EQ(sec->modules.size(), 1u);
+  EXPECT_EQ(sec->modules[0].name, "record_collect_test");
+  EXPECT_EQ(sec->modules[0].path, exe);
+  auto id = ReadGnuBuildId(exe);
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  EXPECT_EQ(sec->modules[0].build_id, *id);
 }
 
 TEST(Symbolize, JitCodeFromPerfMapAndUnknownAnonymousCode) {

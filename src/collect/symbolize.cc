@@ -17,6 +17,7 @@
 
 #include "base/files.h"
 #include "base/strings.h"
+#include "collect/build_id.h"
 #include "collect/perf_map.h"
 #include "collect/unwind.h"
 
@@ -73,6 +74,14 @@ class Builder {
   const std::vector<uint32_t>& FramesFor(Space& s, uint64_t pc);
   void Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out);
   uint32_t Intern(profile::Frame f);
+  // Remembers a mapped file by the name its frames carry (the first path with that name wins).
+  void NoteModule(const std::string& path, bool readable) {
+    auto [it, inserted] = modules_.emplace(Basename(path), profile::Module{});
+    if (!inserted) return;
+    it->second = {Basename(path), path, ""};
+    if (readable)
+      if (auto id = ReadGnuBuildId(path); id.ok()) it->second.build_id = *id;
+  }
   void Warn(const std::string& key, const std::string& text) {
     if (warned_.insert(key).second) section_.warnings.push_back(text);
   }
@@ -82,6 +91,7 @@ class Builder {
   std::map<int, std::unique_ptr<Space>> spaces_;
   std::unordered_map<std::string, uint32_t> frame_ids_;
   std::set<std::string> warned_;
+  std::map<std::string, profile::Module> modules_;
 };
 
 std::string DieName(Dwarf_Die* die) {
@@ -104,6 +114,7 @@ void Builder::Prepare(Space& s) {
   for (const auto& m : s.maps) {
     if (m.file.empty() || m.file[0] != '/' || reported.count(m.file)) continue;
     if (EndsWith(m.file, " (deleted)")) {
+      NoteModule(m.file, false);
       Warn("deleted:" + m.file, m.file + ": the file was deleted after it was mapped; its frames are [unknown]");
       continue;
     }
@@ -111,7 +122,9 @@ void Builder::Prepare(Space& s) {
     // The paths come from the record file: open only regular files (a FIFO would block the
     // open, a device could be read forever); libelf refuses anything that is not ELF.
     struct stat st;
-    if (stat(m.file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    const bool exists = stat(m.file.c_str(), &st) == 0;
+    NoteModule(m.file, exists && S_ISREG(st.st_mode));
+    if (exists && !S_ISREG(st.st_mode)) {
       Warn("elf:" + m.file, m.file + ": not a regular file, so not a binary to symbolize; its "
                             "frames are [unknown]");
       continue;
@@ -344,6 +357,11 @@ StatusOr<profile::SampleSection> Builder::Run() {
   if (reader_.bytes_dropped())
     section_.warnings.push_back("recording is incomplete: " + std::to_string(reader_.bytes_dropped()) +
                                 " bytes at the end were dropped (" + reader_.drop_reason() + ")");
+  // The files the frames are in, with their paths and build ids (pprof's Mapping).
+  std::set<std::string> used;
+  for (const auto& f : section_.frames) used.insert(f.module);
+  for (const auto& [name, m] : modules_)
+    if (used.count(name)) section_.modules.push_back(m);
   // Threads that exist now (in-process sampling, or a still-running target) name themselves.
   for (const auto& smp : section_.samples) {
     if (section_.thread_names.count(smp.tid)) continue;

@@ -19,6 +19,16 @@ struct Frame {
   bool inlined = false;   // an inlined frame reconstructed from debug info
 };
 
+// A sampled ELF file: what Frame::module names (its basename), where it was when recorded, and its
+// GNU build id (hex, "" when it has none). pprof's Mapping gets the path and build id, so
+// `pprof -symbolize` and debuginfod can find the binary; the other formats show the basename.
+// Profiles written before these were recorded have no modules (and still load).
+struct Module {
+  std::string name;      // == Frame::module of its frames
+  std::string path;      // absolute path at recording time
+  std::string build_id;  // lowercase hex of NT_GNU_BUILD_ID, "" if none
+};
+
 struct Sample {
   std::vector<uint32_t> stack;  // indices into frames, leaf first
   int32_t pid = 0, tid = 0;
@@ -37,6 +47,7 @@ struct SampleSection {
   std::vector<Sample> samples;
   std::map<int32_t, std::string> thread_names;  // tid -> comm
   std::vector<std::string> warnings;            // missing debug info, unreadable maps, ...
+  std::vector<Module> modules;  // the ELF files frames are in, by name (first path wins)
 };
 
 }  // namespace opscope::profile

@@ -170,13 +170,19 @@ std::string EncodePprof(const profile::Profile& p) {
       label_str("op", p.ops[static_cast<size_t>(s.op)].name);
     out.Message(2, sm);
   }
+  // The full path and build id where the recording stored them (older profiles: the name only).
+  std::map<std::string, const profile::Module*> modules;
+  for (const auto& m : sec.modules) modules.emplace(m.name, &m);
   for (const auto& [module, id] : mapping_ids) {
     Pb m;
     m.U64(1, id);
     m.U64(2, 0);  // memory_start
     m.U64(3, mapping_limit[module]);
     m.U64(4, 0);  // file_offset
-    m.I64(5, str.Id(module));
+    auto mod = modules.find(module);
+    const bool known = mod != modules.end();
+    m.I64(5, str.Id(known && !mod->second->path.empty() ? mod->second->path : module));
+    if (known && !mod->second->build_id.empty()) m.I64(6, str.Id(mod->second->build_id));
     m.U64(7, 1);   // has_functions
     m.U64(8, 1);   // has_filenames
     m.U64(9, 1);   // has_line_numbers

@@ -3,9 +3,11 @@
 // OPSCOPE_UPDATE_GOLDEN=1 after an intended change and review the diff.
 #include "report/samples_report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "base/testing/golden.h"
 #include "profile/profile_io.h"
@@ -60,6 +62,9 @@ profile::Profile Synthetic() {
   add({7, 0}, 2, 1e6);
   s.thread_names = {{1, "split"}, {2, "worker"}};
   s.warnings = {"libjit.so: no symbol table (stripped binary); its functions show as [unknown]"};
+  // What `opscope record` stores for each sampled file (libjit.so: recorded without a build id).
+  s.modules = {{"split", "/opt/app/bin/split", "0123456789abcdef0123456789abcdef01234567"},
+               {"libjit.so", "/opt/app/lib/libjit.so", ""}};
   return p;
 }
 
@@ -325,6 +330,50 @@ TEST(Pprof, MappingsTimeAndUnknownSymbols) {
   int unknown = 0;
   for (uint64_t id : fn_name_ids) unknown += strings.at(id).rfind("[unknown] libx.so+0x", 0) == 0;
   EXPECT_EQ(unknown, 2);
+}
+
+// The Mapping table as text: id, memory range, file offset, filename, build id.
+std::string MappingTable(const profile::Profile& p) {
+  auto raw = Gunzip(*RenderPprof(p));
+  if (!raw.ok()) return "gunzip failed";
+  std::vector<std::string> strings;
+  std::vector<std::string> maps;
+  for (const auto& f : Parse(*raw)) {
+    if (f.number == 6) strings.push_back(f.bytes);
+    if (f.number == 3) maps.push_back(f.bytes);
+  }
+  std::string out;
+  for (const auto& m : maps) {
+    uint64_t v[11] = {};
+    for (const auto& x : Parse(m)) v[x.number < 11 ? x.number : 0] = x.varint;
+    auto str = [&](uint64_t i) { return i < strings.size() ? strings[i] : "<bad string index>"; };
+    out += fmt::format("mapping {} [0x{:x}, 0x{:x}) offset 0x{:x} file {} build_id {}\n", v[1],
+                       v[2], v[3], v[4], str(v[5]), v[6] ? str(v[6]) : "-");
+  }
+  return out;
+}
+
+// pprof's Mapping carries the recorded full path and build id (what `pprof -symbolize` and
+// debuginfod look binaries up by); a profile written before they were recorded keeps the names.
+TEST(Pprof, MappingFilenameAndBuildId) {
+  profile::Profile p = Synthetic();
+  CheckGolden("synthetic.mappings.txt", MappingTable(p));
+  const std::string with = MappingTable(p);
+  EXPECT_NE(with.find("file /opt/app/bin/split build_id 0123456789abcdef0123456789abcdef01234567"),
+            std::string::npos)
+      << with;
+  EXPECT_NE(with.find("file /opt/app/lib/libjit.so build_id -"), std::string::npos) << with;
+  // An older profile: no "modules" in its JSON.
+  nlohmann::json j = nlohmann::json::parse(profile::ToJsonString(p));
+  j["samples"].erase("modules");
+  auto old = profile::FromJsonString(j.dump(), "old.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(old->samples->modules.empty());
+  const std::string without = MappingTable(*old);
+  EXPECT_NE(without.find("file split build_id -"), std::string::npos) << without;
+  EXPECT_NE(without.find("file libjit.so build_id -"), std::string::npos) << without;
+  // The other formats keep the basename.
+  EXPECT_EQ(RenderFolded(p), RenderFolded(*old));
 }
 
 TEST(Pprof, GzipRoundTripAndBadInput) {

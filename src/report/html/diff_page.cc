@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "report/html/html_page.h"
 #include "report/html/html_report.h"
+#include "report/html/table_rows.h"
 
 namespace opscope::report::html {
 namespace {
@@ -93,16 +94,16 @@ std::string RenderDiffPage(const profile::Profile& before, const profile::Profil
   std::map<std::string, const profile::OpRecord*> bmap, amap;
   for (const auto& op : before.ops) bmap[op.name] = &op;
   for (const auto& op : after.ops) amap[op.name] = &op;
-  struct Row {
+  struct NodeRow {
     const analysis::NodeDelta* n;
     analysis::ChangeCi ci;
     bool computed = false;
     int rank = 2;  // 0 slower beyond the noise, 1 other changes, 2 the rest
   };
-  std::vector<Row> rows;
+  std::vector<NodeRow> rows;
   size_t computed = 0, skipped = 0;
   for (const auto& n : d.nodes) {
-    Row r{&n, {}, false, 1};
+    NodeRow r{&n, {}, false, 1};
     if (n.change == "changed") {
       auto b = bmap.find(n.name), a = amap.find(n.name);
       if (b != bmap.end() && a != amap.end()) {
@@ -118,7 +119,7 @@ std::string RenderDiffPage(const profile::Profile& before, const profile::Profil
     if (r.ci.has_ci && r.ci.low_pct > 0) r.rank = 0;
     rows.push_back(r);
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
+  std::stable_sort(rows.begin(), rows.end(), [](const NodeRow& x, const NodeRow& y) {
     if (x.rank != y.rank) return x.rank < y.rank;
     if (x.rank == 0) return x.n->delta_ms > y.n->delta_ms;
     return false;  // d.nodes is already by |delta| descending
@@ -164,6 +165,8 @@ std::string RenderDiffPage(const profile::Profile& before, const profile::Profil
             "style=\"width:70px\"><col style=\"width:130px\"><col style=\"width:120px\"><col "
             "style=\"width:90px\"><col style=\"width:90px\"></colgroup>\n"
           : "");
+  std::vector<std::vector<Row>> units;
+  units.reserve(rows.size());
   int i = 0;
   for (const auto& r : rows) {
     const auto& n = *r.n;
@@ -179,30 +182,41 @@ std::string RenderDiffPage(const profile::Profile& before, const profile::Profil
     else
       verdict = "within noise", vcls = "muted";
     if (n.shape_changed) verdict += " · shape " + n.shape_before + " → " + n.shape_after;
-    out += fmt::format("<tr id=\"node-{}\" data-op=\"{}\" data-name=\"{}\" data-type=\"{}\">", i, i,
-                       Escape(n.name), Escape(n.op_type));
+    Row row{fmt::format("node-{}", i), "", "", "", n.name, n.op_type, i, {}};
     ++i;
-    out += "<td class=\"name\">" + Escape(n.name) + "</td><td>" + Escape(n.op_type) + "</td><td>" +
-           Escape(n.change) + "</td>";
-    out += n.change == "appeared" ? TdNum(-1, "-") : TdNum(n.before_ms, HumanMs(n.before_ms));
-    out += n.change == "disappeared" ? TdNum(-1, "-") : TdNum(n.after_ms, HumanMs(n.after_ms));
-    out += TdNum(n.delta_ms, analysis::BoundedSigned(n.delta_ms, 3));
-    out += n.change == "changed" && n.before_ms > 0
-               ? TdNum(n.delta_pct, analysis::BoundedPct(n.delta_pct))
-               : TdNum(0, "-");
-    out += r.ci.has_ci ? TdNum(r.ci.low_pct, analysis::BoundedSigned(r.ci.low_pct, 1) + "%…" +
-                                                 analysis::BoundedPct(r.ci.high_pct))
-                       : TdNum(0, "-");
-    out += "<td class=\"" + vcls + "\">" + Escape(verdict) + "</td>";
+    Cell name;
+    name.kind = Cell::kName;
+    name.text = n.name;
+    row.cells.push_back(std::move(name));
+    row.cells.push_back(TextCell(n.op_type));
+    row.cells.push_back(TextCell(n.change));
+    row.cells.push_back(n.change == "appeared" ? NumCell(-1, "-")
+                                               : NumCell(n.before_ms, HumanMs(n.before_ms)));
+    row.cells.push_back(n.change == "disappeared" ? NumCell(-1, "-")
+                                                  : NumCell(n.after_ms, HumanMs(n.after_ms)));
+    row.cells.push_back(NumCell(n.delta_ms, analysis::BoundedSigned(n.delta_ms, 3)));
+    row.cells.push_back(n.change == "changed" && n.before_ms > 0
+                            ? NumCell(n.delta_pct, analysis::BoundedPct(n.delta_pct))
+                            : NumCell(0, "-"));
+    row.cells.push_back(r.ci.has_ci
+                            ? NumCell(r.ci.low_pct, analysis::BoundedSigned(r.ci.low_pct, 1) +
+                                                        "%…" + analysis::BoundedPct(r.ci.high_pct))
+                            : NumCell(0, "-"));
+    row.cells.push_back(TextCell(verdict, vcls));
     auto b = bmap.find(n.name), a = amap.find(n.name);
-    out += "<td>" +
-           (b != bmap.end() ? Sparkline(b->second->runs_ms, "before: per-run times") : "") +
-           "</td>";
-    out += "<td>" + (a != amap.end() ? Sparkline(a->second->runs_ms, "after: per-run times") : "") +
-           "</td>";
-    out += "</tr>\n";
+    static const std::vector<double> kNone;
+    row.cells.push_back(SparkCell(b != bmap.end() ? b->second->runs_ms : kNone,
+                                  "before: per-run times", /*sort_key=*/false));
+    row.cells.push_back(SparkCell(a != amap.end() ? a->second->runs_ms : kNone,
+                                  "after: per-run times", /*sort_key=*/false));
+    units.push_back({std::move(row)});
   }
-  out += "</tbody></table></div>\n</section>\n";
+  TableRows table = RenderTableRows(
+      "difftable", units, "regressions first, then by the size of the change",
+      "<code>opscope diff BEFORE.json AFTER.json --format json</code> (every node with its "
+      "change).");
+  out += table.body;
+  out += "</tbody></table></div>\n" + table.after + "</section>\n";
 
   if (!d.ranges.empty()) {
     out += "<section id=\"ranges\">\n<h2>Ranges</h2>\n";

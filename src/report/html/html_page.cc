@@ -158,30 +158,80 @@ std::string BarChart(const std::string& id, const std::string& aria_label, std::
   return out;
 }
 
-std::string Sparkline(const std::vector<double>& values, const std::string& title) {
-  if (values.size() < 2) return "";
-  const double w = 72, h = 16;
+SparkGeometry SparkPoints(const std::vector<double>& values) {
+  SparkGeometry g;
+  if (values.size() < 2) return g;
+  const double h = kSparkHeight;
   auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
   double lo = *lo_it, hi = *hi_it;
   if (hi - lo <= 0) hi = lo + 1e-12;
   std::vector<double> sorted = values;
   std::sort(sorted.begin(), sorted.end());
   const double med = PercentileSorted(sorted, 0.5);
-  auto ypos = [&](double v) { return h - 1.5 - (v - lo) / (hi - lo) * (h - 3); };
+  auto ypos = [&](double v) {
+    return std::round((h - 1.5 - (v - lo) / (hi - lo) * (h - 3)) * 10) / 10;
+  };
+  g.median_y = ypos(med);
+  g.ys.reserve(values.size());
+  for (double v : values) g.ys.push_back(ypos(v));
+  return g;
+}
+
+std::string SparklineSvg(const SparkGeometry& g, const std::string& title) {
+  if (g.ys.empty()) return "";
+  const double w = kSparkWidth, h = kSparkHeight;
   std::string pts;
-  pts.reserve(values.size() * 10);
-  for (size_t i = 0; i < values.size(); ++i) {
+  pts.reserve(g.ys.size() * 10);
+  for (size_t i = 0; i < g.ys.size(); ++i) {
     if (i) pts += ' ';
-    pts += Num(1 + (w - 2) * i / (values.size() - 1), 1);
+    pts += Num(1 + (w - 2) * i / (g.ys.size() - 1), 1);
     pts += ',';
-    pts += Num(ypos(values[i]), 1);
+    pts += Num(g.ys[i], 1);
   }
   return fmt::format(
       "<svg class=\"spark\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "xmlns=\"http://www.w3.org/2000/svg\">"
       "<title>{2}</title><line x1=\"0\" x2=\"{0}\" y1=\"{3}\" y2=\"{3}\"/><polyline "
       "points=\"{4}\"/></svg>",
-      Num(w), Num(h), Escape(title), Num(ypos(med), 1), pts);
+      Num(w), Num(h), Escape(title), Num(g.median_y, 1), pts);
+}
+
+std::string Sparkline(const std::vector<double>& values, const std::string& title) {
+  return SparklineSvg(SparkPoints(values), title);
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  out.reserve(s.size() + 2);
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '<':
+      case '>':
+      case '&':
+        out += fmt::format("\\u{:04x}", c);
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        // Shown as the visible text "\xNN", as Escape() shows them in the HTML rows.
+        if (c < 0x20 || c == 0x7f)
+          out += fmt::format("\\\\x{:02x}", c);
+        else
+          out += ch;
+    }
+  }
+  return out + "\"";
 }
 
 std::string LatencyHistogram(const std::string& id, const std::vector<double>& runs_ms) {

@@ -55,6 +55,24 @@ std::string BarChart(const std::string& id, const std::string& aria_label, std::
 // for fewer than two values.
 std::string Sparkline(const std::vector<double>& values, const std::string& title);
 
+// The sparkline's geometry: kSparkWidth x kSparkHeight px, the y of each value (run order, x
+// evenly spaced from 1 to width - 1) and of the median, rounded to 0.1 px. page.js draws the rows
+// it builds from the embedded JSON with the same numbers (SparkFromData), so a lazily built row
+// looks exactly like a server-rendered one. Empty `ys` for fewer than two values.
+inline constexpr double kSparkWidth = 72, kSparkHeight = 16;
+struct SparkGeometry {
+  double median_y = 0;
+  std::vector<double> ys;
+};
+SparkGeometry SparkPoints(const std::vector<double>& values);
+// The <svg class="spark"> of a geometry (empty when it has no points).
+std::string SparklineSvg(const SparkGeometry& g, const std::string& title);
+
+// `s` as a JSON string literal that is safe inside a <script type="application/json"> element:
+// < > & are written as \u003c \u003e \u0026, so no "</script" or "<!--" can appear; other
+// control characters than tab and newline become the visible text "\xNN", as Escape() shows them.
+std::string JsonString(std::string_view s);
+
 // A histogram of per-run latencies (ms) with the median marked.
 std::string LatencyHistogram(const std::string& id, const std::vector<double>& runs_ms);
 

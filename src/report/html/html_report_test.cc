@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "analysis/diff.h"
@@ -258,24 +259,118 @@ TEST(HtmlReport, DiffPutsRegressionsFirst) {
   EXPECT_NE(html.find("id=\"optype-delta-chart\""), std::string::npos);
 }
 
-TEST(HtmlReport, FiveThousandOpsGetEveryRowAndAFixedLayout) {
+// The JSON block of a page whose op table holds only its first rows, parsed.
+nlohmann::json RowData(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"optable-data\">";
+  size_t a = html.find(open);
+  if (a == std::string::npos) return nullptr;
+  a += open.size();
+  return nlohmann::json::parse(html.substr(a, html.find("</script>", a) - a));
+}
+
+TEST(HtmlReport, FiveThousandOpsGetTheFirstRowsAsHtmlAndTheRestAsData) {
   profile::Profile p = ModelProfile();
   p.ops.clear();
   p.op_events.clear();
   for (int i = 0; i < 5000; ++i) {
+    // Times fall with the index, so the default order (by share) is the index order.
     p.ops.push_back(Op("/encoder/layer." + std::to_string(i / 40) + "/MatMul_" + std::to_string(i),
-                       "MatMul", {0.1, 0.11, 0.1}, 1e7, 1e6));
+                       "MatMul", {1 - i * 1e-4, 1.1 - i * 1e-4, 1 - i * 1e-4}, 1e7, 1e6));
     p.ops.back().index = i;
     for (int run = 0; run < 3; ++run)
       p.op_events.push_back({i, run, 1, run * 1000000000LL + i * 100000LL, 90000});
   }
+  p.findings[0].ops = {"/encoder/layer.124/MatMul_4999"};
   profile::FinalizeStats(p);
   std::string html = RenderProfilePage(p);
-  EXPECT_EQ(Count(html, " data-op=\""), 5000u);
+  const size_t data_at = html.find("id=\"optable-data\"");
+  ASSERT_NE(data_at, std::string::npos);
+  const std::string head = html.substr(0, data_at);
+  EXPECT_EQ(Count(head, " data-op=\""), 200u) << "the first 200 rows as HTML";
+  EXPECT_EQ(Count(head, "class=\"spark\""), 200u);
+  EXPECT_NE(head.find("id=\"op-199\""), std::string::npos);
+  EXPECT_EQ(head.find("id=\"op-200\""), std::string::npos);
+  EXPECT_NE(html.find("data-rows=\"5000\""), std::string::npos);
+  nlohmann::json d = RowData(html);
+  ASSERT_TRUE(d.is_object());
+  ASSERT_EQ(d["units"].size(), 4800u);
+  for (size_t u = 0; u < d["units"].size(); ++u) {
+    ASSERT_EQ(d["units"][u].size(), 1u);
+    EXPECT_EQ(d["units"][u][0]["id"], "op-" + std::to_string(200 + u));
+  }
+  // One row exactly as page.js reads it (RowJson): cells in column order.
+  EXPECT_EQ(d["units"][4799][0].dump(),
+            R"({"c":[[4999,"4999"],{"name":"/encoder/layer.124/MatMul_4999"},"MatMul","executed",)"
+            R"([0.5001,"500.1 us"],[0.533433,"533.4 us"],[0.000136,"0.0%"],)"
+            R"({"m":14.5,"s":1,"v":0.108233,"x":"3 runs: CV 10.8%","y":[14.5,1.5,14.5]},)"
+            R"([0.108233,"10.8%"],)"
+            R"([10000000,"10.00M"],[1000000,"1.00 MB"],[18.746485,"18.75"],[1.874649,"1.87"],)"
+            R"([10,"10.00"],{"c":"mono","x":"1x8x4x4"}],"id":"op-4999",)"
+            R"("n":"/encoder/layer.124/MatMul_4999","op":4999,"t":"MatMul"})");
+  EXPECT_EQ(d["spark"], nlohmann::json::parse("[72,16]"));
+  // The finding's link targets the row that only the script builds.
+  EXPECT_NE(html.find("<a href=\"#op-4999\">"), std::string::npos);
+  // Without the script: a note says what is missing and how to get the whole table.
+  EXPECT_NE(html.find("<noscript><p class=\"note\" id=\"optable-noscript\">Only the first 200 of "
+                      "the 5000 rows"),
+            std::string::npos);
+  EXPECT_NE(html.find("--format csv"), std::string::npos);
   EXPECT_NE(html.find("class=\"sortable fixed\""), std::string::npos);
   EXPECT_NE(html.find("<colgroup>"), std::string::npos);
   EXPECT_EQ(Count(html, "<rect class=\"ev\""), 5000u) << "one run on the timeline";
   EXPECT_NE(html.find("class=\"deferred\""), std::string::npos);
+}
+
+TEST(HtmlReport, LargeDiffCarriesItsLaterNodesAsData) {
+  profile::Profile a = ModelProfile();
+  a.ops.clear();
+  a.op_events.clear();
+  for (int i = 0; i < 450; ++i) {
+    a.ops.push_back(Op("n" + std::to_string(i), "Relu", {1, 1.1, 1.05}));
+    a.ops.back().index = i;
+  }
+  profile::Profile b = a;
+  for (auto& op : b.ops) op.runs_ms = {1.2, 1.3, 1.25};
+  profile::FinalizeStats(a);
+  profile::FinalizeStats(b);
+  std::string html = RenderDiffPage(a, b, analysis::DiffProfiles(a, b), "a.json", "b.json");
+  const size_t data_at = html.find("<script type=\"application/json\" id=\"difftable-data\">");
+  ASSERT_NE(data_at, std::string::npos);
+  EXPECT_EQ(Count(html.substr(0, data_at), " data-op=\""), 200u);
+  EXPECT_EQ(Count(html, "\"id\":\"node-"), 250u);
+  EXPECT_NE(html.find("Only the first 200 of the 450 rows"), std::string::npos);
+  EXPECT_NE(html.find("--format json</code>"), std::string::npos);
+}
+
+TEST(HtmlReport, RowsCarriedAsDataCannotCloseTheirScript) {
+  profile::Profile p = ModelProfile();
+  p.ops.clear();
+  p.op_events.clear();
+  for (int i = 0; i < 300; ++i) {
+    p.ops.push_back(Op("n" + std::to_string(i), "Relu", {1.0 / (i + 1), 1.0 / (i + 1)}));
+    p.ops.back().index = i;
+  }
+  const std::string evil = std::string("</script><script>alert(1)</script><!--\x01\"\\");
+  p.ops[299].name = evil;
+  p.ops[299].op_type = "</SCRIPT>&";
+  p.findings.clear();
+  profile::FinalizeStats(p);
+  std::string html = RenderProfilePage(p);
+  EXPECT_EQ(Count(html, "<script"), 2u) << "opscope's script and the row data";
+  EXPECT_EQ(Count(html, "</script>"), 2u);
+  EXPECT_EQ(Count(html, "<!--"), 0u);
+  nlohmann::json d = RowData(html);
+  ASSERT_TRUE(d.is_object());
+  const auto& row = d["units"].back()[0];
+  // The control character is shown as the HTML rows show it (Escape: "\x01").
+  EXPECT_EQ(row["n"], "</script><script>alert(1)</script><!--\\x01\"\\");
+  EXPECT_EQ(row["t"], "</SCRIPT>&");
+}
+
+TEST(HtmlPage, JsonStringIsSafeInsideAScriptElement) {
+  EXPECT_EQ(JsonString("a</script>&\"\\\n\t\x01"),
+            "\"a\\u003c/script\\u003e\\u0026\\\"\\\\\\n\\t\\\\x01\"");
+  EXPECT_EQ(JsonString("✓"), "\"✓\"");
 }
 
 TEST(HtmlReport, GpuProfileGetsKernelAndCopyTablesAndLanes) {

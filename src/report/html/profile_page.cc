@@ -16,6 +16,7 @@
 #include "report/html/charts.h"
 #include "report/html/html_page.h"
 #include "report/html/html_report.h"
+#include "report/html/table_rows.h"
 
 namespace opscope::report::html {
 
@@ -161,33 +162,37 @@ struct RowData {
   std::map<std::string, double> counters;
 };
 
-std::string RowCells(const RowData& r, const Columns& c, const std::string& name_html,
-                     const std::string& index_cell) {
-  std::string out = index_cell;
-  out += Td(name_html, "name");
-  out += Td(Escape(r.type));
-  out += Td(Escape(r.status));
-  out += TdNum(r.median, HumanMs(r.median));
-  out += TdNum(r.trimmed, HumanMs(r.trimmed));
-  out += TdNum(r.share, Pct(r.share));
-  out += "<td data-v=\"" + Num(r.cv) + "\">" +
-         Sparkline(r.runs, fmt::format("{} runs: CV {:.1f}%", r.runs.size(), r.cv * 100)) + "</td>";
-  out += TdNum(r.cv, r.runs.size() >= 2 ? fmt::format("{:.1f}%", r.cv * 100) : "-");
+std::vector<Cell> RowCells(const RowData& r, const Columns& c, Cell index_cell) {
+  std::vector<Cell> out;
+  out.push_back(std::move(index_cell));
+  Cell name;
+  name.kind = Cell::kName;
+  name.text = r.name;
+  out.push_back(std::move(name));
+  out.push_back(TextCell(r.type));
+  out.push_back(TextCell(r.status));
+  out.push_back(NumCell(r.median, HumanMs(r.median)));
+  out.push_back(NumCell(r.trimmed, HumanMs(r.trimmed)));
+  out.push_back(NumCell(r.share, Pct(r.share)));
+  out.push_back(SparkCell(r.runs, fmt::format("{} runs: CV {:.1f}%", r.runs.size(), r.cv * 100),
+                          /*sort_key=*/true, r.cv));
+  out.push_back(NumCell(r.cv, r.runs.size() >= 2 ? fmt::format("{:.1f}%", r.cv * 100) : "-"));
   const double sec = r.trimmed / 1e3;
-  out += TdNum(r.flops, HumanCount(r.flops));
-  out += TdNum(r.bytes, HumanBytes(r.bytes));
+  out.push_back(NumCell(r.flops, HumanCount(r.flops)));
+  out.push_back(NumCell(r.bytes, HumanBytes(r.bytes)));
   const double gflops = sec > 0 && r.flops > 0 ? r.flops / sec / 1e9 : 0;
   const double gbps = sec > 0 && r.bytes > 0 ? r.bytes / sec / 1e9 : 0;
-  out += TdNum(gflops, Rate(gflops));
-  out += TdNum(gbps, Rate(gbps));
+  out.push_back(NumCell(gflops, Rate(gflops)));
+  out.push_back(NumCell(gbps, Rate(gbps)));
   const double intensity = r.bytes > 0 ? r.flops / r.bytes : 0;
-  out += TdNum(intensity, intensity > 0 ? fmt::format("{:.2f}", intensity) : "-");
-  if (c.roofline) out += Td(Escape(r.bound));
+  out.push_back(NumCell(intensity, intensity > 0 ? fmt::format("{:.2f}", intensity) : "-"));
+  if (c.roofline) out.push_back(TextCell(r.bound));
   for (const auto& ev : c.counters) {
     auto it = r.counters.find(ev);
-    out += it == r.counters.end() ? TdNum(-1, "") : TdNum(it->second, HumanCount(it->second));
+    out.push_back(it == r.counters.end() ? NumCell(-1, "")
+                                         : NumCell(it->second, HumanCount(it->second)));
   }
-  out += Td(Escape(r.shapes), "mono");
+  out.push_back(TextCell(r.shapes, "mono"));
   return out;
 }
 
@@ -308,15 +313,20 @@ std::string OpTable(const profile::Profile& p) {
     r.counters = op.counters;
     return r;
   };
+  // Rows of the units: the first kInitialUnits become HTML, the rest one JSON block that page.js
+  // builds rows from when they are scrolled to, filtered, sorted or linked to.
+  std::vector<std::vector<Row>> unit_rows;
+  unit_rows.reserve(units.size());
   int g = 0;
   for (const auto& u : units) {
+    std::vector<Row> rows;
     if (u.step.empty()) {
       int i = u.ops[0];
       RowData r = op_row(i);
-      out += fmt::format("<tr id=\"op-{}\" data-op=\"{}\" data-name=\"{}\" data-type=\"{}\">", i, i,
-                         Escape(r.name), Escape(r.type));
-      out += RowCells(r, cols, Escape(r.name), TdNum(i, std::to_string(i)));
-      out += "</tr>\n";
+      Row row{fmt::format("op-{}", i), "", "", "", r.name, r.type, i, {}};
+      row.cells = RowCells(r, cols, NumCell(i, std::to_string(i)));
+      rows.push_back(std::move(row));
+      unit_rows.push_back(std::move(rows));
       continue;
     }
     ++g;
@@ -344,27 +354,26 @@ std::string OpTable(const profile::Profile& p) {
     if (s.runs.size() >= 2) s.cv = ComputeStats(s.runs).cv;
     std::string names;
     for (int k : u.ops) names += p.ops[k].name + "\n";
-    out += fmt::format(
-        "<tr class=\"group\" id=\"step-{}\" data-group=\"g{}\" data-name=\"{}\" data-type=\"{}\">",
-        g, g, Escape(s.name + "\n" + names), Escape(s.type));
-    out += RowCells(s, cols,
-                    "<button type=\"button\" class=\"tog js-only\" aria-expanded=\"true\" "
-                    "aria-label=\"show the source "
-                    "nodes\"></button>" +
-                        Escape(s.name),
-                    TdNum(p.ops[u.ops[0]].index, ""));
-    out += "</tr>\n";
+    const std::string gid = fmt::format("g{}", g);
+    Row head{fmt::format("step-{}", g), "group", gid, "", s.name + "\n" + names, s.type, -1, {}};
+    head.cells = RowCells(s, cols, NumCell(p.ops[u.ops[0]].index, ""));
+    rows.push_back(std::move(head));
     for (int k : u.ops) {
       RowData r = op_row(k);
-      out += fmt::format(
-          "<tr class=\"child\" data-parent=\"g{}\" id=\"op-{}\" data-op=\"{}\" data-name=\"{}\" "
-          "data-type=\"{}\">",
-          g, k, k, Escape(r.name), Escape(r.type));
-      out += RowCells(r, cols, "↳ " + Escape(r.name), TdNum(k, std::to_string(k)));
-      out += "</tr>\n";
+      Row child{fmt::format("op-{}", k), "child", "", gid, r.name, r.type, k, {}};
+      child.cells = RowCells(r, cols, NumCell(k, std::to_string(k)));
+      rows.push_back(std::move(child));
     }
+    unit_rows.push_back(std::move(rows));
   }
+  TableRows rows = RenderTableRows(
+      "optable", unit_rows, "by share of time",
+      "<code>opscope report PROFILE.json --format csv</code> (every node, one line each; "
+      "<code>-o ops.csv</code> to write a file) or <code>opscope report PROFILE.json --format "
+      "table</code>.");
+  out += rows.body;
   out += "</tbody></table></div>\n";
+  out += rows.after;
   int folded = 0;
   for (const auto& op : p.ops) folded += op.status == "folded";
   if (folded)
