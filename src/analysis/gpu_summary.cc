@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <set>
@@ -111,7 +112,11 @@ std::vector<Interval> IterationWindows(const profile::Profile& p, const SummaryO
     if (!eligible) continue;
     auto& t = top[r.name];
     ++t.first;
-    t.second += r.end_ns - r.start_ns;
+    // Saturating: a damaged or foreign trace may hold times near the int64 range, and the sum
+    // only ranks the candidates (found by gpu_decoder_fuzz: 2^62 + 2^62).
+    int64_t d = 0, sum = 0;
+    if (__builtin_sub_overflow(r.end_ns, r.start_ns, &d) || d < 0) d = 0;
+    t.second = __builtin_add_overflow(t.second, d, &sum) ? INT64_MAX : sum;
   }
   std::string best;
   std::pair<int64_t, int64_t> best_v{0, 0};

@@ -24,7 +24,9 @@ profile::Profile MustImport(const std::string& file, const char* expect_format) 
   EXPECT_TRUE(head.ok()) << file;
   auto fmt = Detect(head.value().substr(0, kSniffBytes), file);
   EXPECT_TRUE(fmt.ok()) << file << ": " << fmt.status().message();
-  if (fmt.ok()) EXPECT_STREQ(fmt.value()->name, expect_format) << file;
+  if (fmt.ok()) {
+    EXPECT_STREQ(fmt.value()->name, expect_format) << file;
+  }
   auto p = ImportFile(Real(file));
   EXPECT_TRUE(p.ok()) << file << ": " << p.status().message();
   return p.ok() ? std::move(p).value() : profile::Profile{};
