@@ -172,6 +172,9 @@ class SessionImpl final : public Session {
   void Fuse();
   void FuseQdq();
   void FuseGelu();
+  bool ScalarConstNear(int value, double want, double tol) const;
+  bool LiveSingleStep(int node) const;
+  int OtherInput(int n, const char* op, int value) const;
   struct UnaryPattern {
     std::vector<int> chain;  // nodes, the first reading x
     int x, out;
@@ -1226,6 +1229,30 @@ void SessionImpl::FuseQdq() {
   }
 }
 
+// Pattern helpers of the fusions below. A float scalar constant within `tol` of `want`:
+bool SessionImpl::ScalarConstNear(int value, double want, double tol) const {
+  if (value < 0 || !values_[value].is_const) return false;
+  const Tensor& t = values_[value].tensor;
+  if (t.dtype() != DataType::kFloat32 || t.numel() != 1 || t.rank() > 1) return false;
+  return std::fabs(static_cast<double>(t.data<float>()[0]) - want) <= tol;
+}
+
+// The node is still a live main-graph step of its own.
+bool SessionImpl::LiveSingleStep(int node) const {
+  const int st = node < 0 ? -1 : node_step_[node];
+  return st >= 0 && steps_[st].active && steps_[st].sub < 0 && steps_[st].nodes.size() == 1 &&
+         steps_[st].nodes[0] == node;
+}
+
+// The binary node `n` of type `op` with `value` as one input: the other input, or -2.
+int SessionImpl::OtherInput(int n, const char* op, int value) const {
+  const Node& nd = nodes_[n];
+  if (nd.op_type != op || nd.inputs.size() != 2 || nd.outputs.size() != 1) return -2;
+  if (nd.inputs[0] == value && nd.inputs[1] != value) return nd.inputs[1];
+  if (nd.inputs[1] == value && nd.inputs[0] != value) return nd.inputs[0];
+  return -2;
+}
+
 // The erf form of Gelu as exporters write it, 0.5 * x * (1 + erf(x / sqrt(2))) in five nodes
 // (PyTorch: Div(x, 1.4142) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5); others multiply by 0.7071 or
 // halve x or the sum first), becomes one step running the Gelu kernel on x: one pass instead of
@@ -1233,25 +1260,9 @@ void SessionImpl::FuseQdq() {
 // must still be a live step of its own, and the constants must be float scalars with the
 // pattern's values.
 void SessionImpl::FuseGelu() {
-  auto scalar = [&](int value, double want, double tol) {
-    if (value < 0 || !values_[value].is_const) return false;
-    const Tensor& t = values_[value].tensor;
-    if (t.dtype() != DataType::kFloat32 || t.numel() != 1 || t.rank() > 1) return false;
-    return std::fabs(static_cast<double>(t.data<float>()[0]) - want) <= tol;
-  };
-  auto live_single = [&](int node) {
-    int st = node_step_[node];
-    return st >= 0 && steps_[st].active && steps_[st].sub < 0 && steps_[st].nodes.size() == 1 &&
-           steps_[st].nodes[0] == node;
-  };
-  // The binary node `n` of type `op` with `value` as one input: the other input, or -2.
-  auto other_input = [&](int n, const char* op, int value) {
-    const Node& nd = nodes_[n];
-    if (nd.op_type != op || nd.inputs.size() != 2 || nd.outputs.size() != 1) return -2;
-    if (nd.inputs[0] == value && nd.inputs[1] != value) return nd.inputs[1];
-    if (nd.inputs[1] == value && nd.inputs[0] != value) return nd.inputs[0];
-    return -2;
-  };
+  auto scalar = [&](int v, double want, double tol) { return ScalarConstNear(v, want, tol); };
+  auto live_single = [&](int node) { return LiveSingleStep(node); };
+  auto other_input = [&](int n, const char* op, int v) { return OtherInput(n, op, v); };
   for (size_t e = 0; e < nodes_.size(); ++e) {
     const Node& erf = nodes_[e];
     if (erf.op_type != "Erf" || erf.inputs.size() != 1 || erf.inputs[0] < 0 || !live_single(e))
@@ -1341,24 +1352,9 @@ void SessionImpl::AbsorbInto(int s, const std::vector<int>& chain, int skip) {
 // Runs after the post-op pass, so x is already a fused Conv+BatchNormalization's output.
 std::vector<SessionImpl::UnaryPattern> SessionImpl::FindHardSwish() {
   std::vector<UnaryPattern> found;
-  auto scalar = [&](int value, double want, double tol) {
-    if (value < 0 || !values_[value].is_const) return false;
-    const Tensor& t = values_[value].tensor;
-    if (t.dtype() != DataType::kFloat32 || t.numel() != 1 || t.rank() > 1) return false;
-    return std::fabs(static_cast<double>(t.data<float>()[0]) - want) <= tol;
-  };
-  auto live_single = [&](int node) {
-    int st = node < 0 ? -1 : node_step_[node];
-    return st >= 0 && steps_[st].active && steps_[st].sub < 0 && steps_[st].nodes.size() == 1 &&
-           steps_[st].nodes[0] == node;
-  };
-  auto other_input = [&](int n, const char* op, int value) {
-    const Node& nd = nodes_[n];
-    if (nd.op_type != op || nd.inputs.size() != 2 || nd.outputs.size() != 1) return -2;
-    if (nd.inputs[0] == value && nd.inputs[1] != value) return nd.inputs[1];
-    if (nd.inputs[1] == value && nd.inputs[0] != value) return nd.inputs[0];
-    return -2;
-  };
+  auto scalar = [&](int v, double want, double tol) { return ScalarConstNear(v, want, tol); };
+  auto live_single = [&](int node) { return LiveSingleStep(node); };
+  auto other_input = [&](int n, const char* op, int v) { return OtherInput(n, op, v); };
   // Div(v, 6) or Mul(v, 1/6) with `v` the numerator.
   auto is_sixth = [&](int n, int v) {
     const Node& nd = nodes_[n];

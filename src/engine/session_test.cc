@@ -903,6 +903,35 @@ TEST(SessionTest, MaxWithAConstantFusesIntoTheConvolutionAsAOneSidedClip) {
   }
 }
 
+// Loads `path` fused and unfused (one thread each), runs both on the same seeded inputs and
+// checks that every output in `outs` agrees. Returns the fused session's step count and, in
+// `fused_count`, how many of its nodes are fused into another's step (0 steps on a failure).
+size_t CheckFusedMatchesUnfused(const std::string& path, const std::vector<std::string>& outs,
+                                const std::string& where, int* fused_count = nullptr) {
+  SessionOptions opts, plain;
+  opts.threads = plain.threads = 1;
+  plain.fuse = false;
+  auto fused = Session::Load(path, opts);
+  auto unfused = Session::Load(path, plain);
+  if (!fused.ok() || !unfused.ok()) {
+    ADD_FAILURE() << where << ": " << (fused.ok() ? unfused.status() : fused.status()).message();
+    return 0;
+  }
+  if (!(*fused)->FillRandomInputs(3).ok() || !(*unfused)->FillRandomInputs(3).ok() ||
+      !(*fused)->Run().ok() || !(*unfused)->Run().ok()) {
+    ADD_FAILURE() << where << ": a run failed";
+    return 0;
+  }
+  for (const auto& o : outs)
+    EXPECT_EQ(testing::CompareFloat(*(*fused)->Output(o), *(*unfused)->Output(o), 2e-6f, 2e-6f), "")
+        << o << " " << where;
+  if (fused_count) {
+    *fused_count = 0;
+    for (const NodeInfo& n : (*fused)->Nodes()) *fused_count += n.status == "fused";
+  }
+  return (*fused)->Steps().size();
+}
+
 // The erf form of Gelu in its exporter variants is one step and computes what the five nodes
 // do; a pattern whose intermediate is read elsewhere, or whose constant is not 0.5, is left.
 TEST(SessionTest, ErfGeluPatternsBecomeOneStepAndMatchUnfused) {
@@ -935,30 +964,13 @@ TEST(SessionTest, ErfGeluPatternsBecomeOneStepAndMatchUnfused) {
       outs.push_back("n");
     }
     for (const auto& o : outs) b.Output(o, {3, 40});
-    const std::string path = b.Save("gelu_pattern.onnx");
-    SessionOptions opts, plain;
-    opts.threads = plain.threads = 1;
-    plain.fuse = false;
-    auto fused = Session::Load(path, opts);
-    auto unfused = Session::Load(path, plain);
-    ASSERT_TRUE(fused.ok()) << fused.status().message();
-    ASSERT_TRUE(unfused.ok()) << unfused.status().message();
     const bool want_fused = v != kLeakedSum && v != kWrongHalf;
+    int fused_nodes = 0;
+    const size_t steps = CheckFusedMatchesUnfused(b.Save("gelu_pattern.onnx"), outs,
+                                                  "variant " + std::to_string(v), &fused_nodes);
     // Relu + one Gelu step; unfused the pattern keeps its five steps (plus Neg).
-    EXPECT_EQ((*fused)->Steps().size() == 2, want_fused) << "variant " << v;
-    ASSERT_TRUE((*fused)->FillRandomInputs(3).ok());
-    ASSERT_TRUE((*unfused)->FillRandomInputs(3).ok());
-    ASSERT_TRUE((*fused)->Run().ok());
-    ASSERT_TRUE((*unfused)->Run().ok());
-    for (const auto& o : outs)
-      EXPECT_EQ(testing::CompareFloat(*(*fused)->Output(o), *(*unfused)->Output(o), 2e-6f, 2e-6f),
-                "")
-          << o << " variant " << v;
-    if (want_fused) {
-      int fused_nodes = 0;
-      for (const NodeInfo& n : (*fused)->Nodes()) fused_nodes += n.status == "fused";
-      EXPECT_EQ(fused_nodes, 4) << "variant " << v;
-    }
+    EXPECT_EQ(steps == 2, want_fused) << "variant " << v;
+    if (want_fused) EXPECT_EQ(fused_nodes, 4) << "variant " << v;
   }
 }
 
@@ -1001,14 +1013,6 @@ TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
     }
     for (const auto& o : outs) b.Output(o, v == kInput ? std::vector<int64_t>{1, 3, 6, 6}
                                                        : std::vector<int64_t>{1, 4, 4, 4});
-    const std::string path = b.Save("hardswish_pattern.onnx");
-    SessionOptions opts, plain;
-    opts.threads = plain.threads = 1;
-    plain.fuse = false;
-    auto fused = Session::Load(path, opts);
-    auto unfused = Session::Load(path, plain);
-    ASSERT_TRUE(fused.ok()) << fused.status().message();
-    ASSERT_TRUE(unfused.ok()) << unfused.status().message();
     size_t want_steps = 0;
     switch (v) {
       case kConvBn: case kConvBnSixthFirst: want_steps = 1; break;  // conv+bn+4
@@ -1016,15 +1020,10 @@ TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
       case kSharedX: want_steps = 3; break;                         // conv+bn, HardSwish, Neg
       case kWrongConstant: want_steps = 4; break;                   // conv+bn, Add+Clip, Mul, Div
     }
-    EXPECT_EQ((*fused)->Steps().size(), want_steps) << "variant " << v;
-    ASSERT_TRUE((*fused)->FillRandomInputs(3).ok());
-    ASSERT_TRUE((*unfused)->FillRandomInputs(3).ok());
-    ASSERT_TRUE((*fused)->Run().ok());
-    ASSERT_TRUE((*unfused)->Run().ok());
-    for (const auto& o : outs)
-      EXPECT_EQ(testing::CompareFloat(*(*fused)->Output(o), *(*unfused)->Output(o), 2e-6f, 2e-6f),
-                "")
-          << o << " variant " << v;
+    EXPECT_EQ(CheckFusedMatchesUnfused(b.Save("hardswish_pattern.onnx"), outs,
+                                       "variant " + std::to_string(v)),
+              want_steps)
+        << "variant " << v;
   }
 }
 
@@ -1048,19 +1047,9 @@ TEST(SessionTest, ConvAffineConstantsFoldIntoTheWeights) {
     b.Node("Add", {"m", "t"}, {"a"}, "shift");
     b.Node("Mul", {"sc", "a"}, {"y"}, "per_channel");
     b.Output("y", {1, 4, 4, 4});
-    const std::string path = b.Save("conv_affine.onnx");
-    SessionOptions o, plain;
-    o.threads = plain.threads = 1;
-    plain.fuse = false;
-    auto s = Session::Load(path, o);
-    auto u = Session::Load(path, plain);
-    ASSERT_TRUE(s.ok() && u.ok());
-    EXPECT_EQ((*s)->Steps().size(), after_relu ? 4u : 1u);
-    ASSERT_TRUE((*s)->FillRandomInputs(2).ok());
-    ASSERT_TRUE((*u)->FillRandomInputs(2).ok());
-    ASSERT_TRUE((*s)->Run().ok());
-    ASSERT_TRUE((*u)->Run().ok());
-    EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), *(*u)->Output("y"), 2e-6f, 2e-6f), "");
+    EXPECT_EQ(CheckFusedMatchesUnfused(b.Save("conv_affine.onnx"), {"y"},
+                                       after_relu ? "after Relu" : "before any activation"),
+              after_relu ? 4u : 1u);
   }
 }
 
