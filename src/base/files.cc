@@ -26,11 +26,18 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+  return WriteFileAtomicStreamed(path, [&](std::ostream& out) {
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  });
+}
+
+Status WriteFileAtomicStreamed(const std::string& path,
+                               const std::function<void(std::ostream&)>& fill) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return PermissionDenied(path + ": cannot write: " + std::strerror(errno));
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    fill(out);
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());

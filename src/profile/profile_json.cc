@@ -233,26 +233,12 @@ StatusOr<Profile> FromJsonString(const std::string& text, const std::string& ori
 
 Status SaveProfile(const Profile& p, const std::string& path) {
   // Streamed to the file (a 1 GB trace's import writes hundreds of MB of records), then renamed
-  // into place like WriteFileAtomic.
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return PermissionDenied(path + ": cannot write: " + std::strerror(errno));
+  // into place.
+  return WriteFileAtomicStreamed(path, [&](std::ostream& out) {
     WriteProfileJson(p, 1, [&](std::string_view s) {
       out.write(s.data(), static_cast<std::streamsize>(s.size()));
     });
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return ResourceExhausted(path + ": write failed: " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return PermissionDenied(path + ": cannot rename into place: " + err);
-  }
-  return Status::Ok();
+  });
 }
 
 namespace {
