@@ -259,6 +259,14 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
   int index = 0;
   for (const auto& n : g.node()) {
     OPSCOPE_RETURN_IF_ERROR(CheckNode(n, index++, ranks, path));
+    // libonnx's Scan shape inference fills a vector of num_scan_inputs axes before checking it
+    // against the inputs: 2^31 asked for 16 GiB (model_struct_fuzz). At most the node's inputs.
+    if (n.op_type() == "Scan" && (n.domain().empty() || n.domain() == "ai.onnx"))
+      for (const auto& a : n.attribute())
+        if (a.name() == "num_scan_inputs" && (a.i() < 1 || a.i() > n.input_size()))
+          return InvalidArgument(path + ": node '" + n.name() + "' (Scan): num_scan_inputs = " +
+                                 std::to_string(a.i()) + " but the node has " +
+                                 std::to_string(n.input_size()) + " inputs");
     // Subgraphs (If/Loop/Scan bodies) are checked the same way, with their own ranks.
     for (const auto& a : n.attribute())
       if (a.has_g()) OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(a.g(), path));
