@@ -38,7 +38,8 @@ static double MedianNsPerIter(F f, int n) {
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 200000;
   if (n <= 0) n = 200000;
-  bool recording = dlsym(RTLD_DEFAULT, "opscope_annotate_api_v1") != nullptr && std::getenv("OPSCOPE_RANGES_OUT");
+  bool recording = dlsym(RTLD_DEFAULT, "opscope_annotate_api_v1") != nullptr &&
+                   std::getenv("OPSCOPE_RANGES_OUT");
   double plain = MedianNsPerIter(Plain, n);
   double annotated = MedianNsPerIter(Annotated, n);
   std::printf("%s: loop %.2f ns/iter, with OPSCOPE_RANGE %.2f ns/iter: %.2f ns per range\n",

@@ -74,7 +74,8 @@ double NsPerStep(opscope::OpObserver* obs, int steps) {
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 20000;
-  std::printf("%-8s %-50s %14s %14s %10s\n", "threads", "events", "ns/step (med)", "baseline", "reads");
+  std::printf("%-8s %-50s %14s %14s %10s\n", "threads", "events", "ns/step (med)", "baseline",
+              "reads");
   for (int threads : {1, 2, 4}) {
     IdleThreads idle(threads - 1);
     OpCounters::Options o;

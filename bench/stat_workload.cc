@@ -46,8 +46,9 @@ void OnThreads(int threads, void (*fn)(long), long arg) {
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: stat_workload faults PAGES THREADS | spin ITERS THREADS | sleep N | "
-                       "fork-faults PAGES\n");
+  std::fprintf(stderr,
+               "usage: stat_workload faults PAGES THREADS | spin ITERS THREADS | sleep N | "
+               "fork-faults PAGES\n");
   return 2;
 }
 

@@ -144,7 +144,8 @@ void BM_GridSample(benchmark::State& st, std::string mode, int threads, bool smo
     if (!(*k)->Run(ctx).ok()) st.SkipWithError("gridsample failed");
     benchmark::DoNotOptimize(ctx.out_.raw());
   }
-  st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(x.nbytes() + g.nbytes() + ctx.out_.nbytes()));
+  st.SetBytesProcessed(st.iterations() *
+                       static_cast<int64_t>(x.nbytes() + g.nbytes() + ctx.out_.nbytes()));
 }
 
 void BM_OutputMemcpy(benchmark::State& st) {
@@ -158,24 +159,32 @@ void BM_OutputMemcpy(benchmark::State& st) {
 }
 
 int Register() {
-  benchmark::RegisterBenchmark("Resize2x/1x64x100x100/memcpy_of_output", BM_OutputMemcpy)->UseRealTime();
+  benchmark::RegisterBenchmark("Resize2x/1x64x100x100/memcpy_of_output", BM_OutputMemcpy)
+      ->UseRealTime();
   for (const char* m : {"nearest", "linear", "cubic"})
     for (int t : {1, 2})
-      benchmark::RegisterBenchmark(("Resize2x/1x64x100x100/" + std::string(m) + "_" +
-                                    std::to_string(t) + "t").c_str(), BM_Resize, m, t)->UseRealTime();
+      benchmark::RegisterBenchmark(
+          ("Resize2x/1x64x100x100/" + std::string(m) + "_" + std::to_string(t) + "t").c_str(),
+          BM_Resize, m, t)
+          ->UseRealTime();
   for (bool smooth : {false, true})
     for (const char* m : {"nearest", "bilinear", "bicubic"})
       for (int t : {1, 2})
-        benchmark::RegisterBenchmark(("GridSample/1x64x100x100_at_200x200/" +
-                                      std::string(smooth ? "smooth_" : "random_") + m + "_" +
-                                      std::to_string(t) + "t").c_str(),
-                                     BM_GridSample, m, t, smooth)->UseRealTime();
+        benchmark::RegisterBenchmark(
+            ("GridSample/1x64x100x100_at_200x200/" + std::string(smooth ? "smooth_" : "random_") +
+             m + "_" + std::to_string(t) + "t")
+                .c_str(),
+            BM_GridSample, m, t, smooth)
+            ->UseRealTime();
   for (const Case& c : kCases) {
     const std::string n = c.name;
-    benchmark::RegisterBenchmark(("Transpose/" + n + "/memcpy").c_str(), BM_Memcpy, c)->UseRealTime();
+    benchmark::RegisterBenchmark(("Transpose/" + n + "/memcpy").c_str(), BM_Memcpy, c)
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("Transpose/" + n + "/naive").c_str(), BM_Naive, c)->UseRealTime();
-    benchmark::RegisterBenchmark(("Transpose/" + n + "/kernel_1t").c_str(), BM_Transpose, c, 1)->UseRealTime();
-    benchmark::RegisterBenchmark(("Transpose/" + n + "/kernel_2t").c_str(), BM_Transpose, c, 2)->UseRealTime();
+    benchmark::RegisterBenchmark(("Transpose/" + n + "/kernel_1t").c_str(), BM_Transpose, c, 1)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("Transpose/" + n + "/kernel_2t").c_str(), BM_Transpose, c, 2)
+        ->UseRealTime();
   }
   return 0;
 }

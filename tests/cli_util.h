@@ -7,7 +7,7 @@
 namespace opscope::testing {
 
 struct CommandResult {
-  int exit_code = -1;     // exit status, or 128+signal
+  int exit_code = -1;  // exit status, or 128+signal
   std::string out, err;
 };
 

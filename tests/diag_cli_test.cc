@@ -17,10 +17,13 @@ using testing::Opscope;
 using testing::RunShell;
 
 std::string Tmp() { return testing::PerTestTempDir("opscope_diag_cli"); }
-std::string Data(const std::string& n) { return std::string(OPSCOPE_SOURCE_DIR) + "/src/analysis/testdata/" + n; }
+std::string Data(const std::string& n) {
+  return std::string(OPSCOPE_SOURCE_DIR) + "/src/analysis/testdata/" + n;
+}
 
 TEST(DiagCli, DiffTableHeadline) {
-  auto r = RunShell(Opscope() + " diff " + Data("model_before.json") + " " + Data("model_after.json"));
+  auto r =
+      RunShell(Opscope() + " diff " + Data("model_before.json") + " " + Data("model_after.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string first = r.out.substr(0, r.out.find('\n'));
   EXPECT_NE(first.find("end-to-end 40.230 ms → 20.115 ms (-50.0%"), std::string::npos) << first;
@@ -30,7 +33,8 @@ TEST(DiagCli, DiffTableHeadline) {
 
 TEST(DiagCli, DiffJsonToFile) {
   std::string out = Tmp() + "/d.json";
-  auto r = RunShell(Opscope() + " diff -o " + out + " " + Data("model_before.json") + " " + Data("model_after.json"));
+  auto r = RunShell(Opscope() + " diff -o " + out + " " + Data("model_before.json") + " " +
+                    Data("model_after.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(testing::ReadAll(out));
   EXPECT_EQ(j["schema"], "opscope.diff/1");
@@ -79,7 +83,8 @@ TEST(DiagCli, DiffRefusesWhatItCannotCompareHonestly) {
   { std::ofstream(absurd) << j.dump(); }
   r = RunShell(Opscope() + " diff " + before + " " + absurd);
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.err.find("e2e.runs_ms[2] = 1e+300 ms is not a plausible time"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("e2e.runs_ms[2] = 1e+300 ms is not a plausible time"), std::string::npos)
+      << r.err;
 }
 
 // Every numeric option of every subcommand refuses negative, zero (where it makes no sense),
@@ -133,7 +138,9 @@ TEST(DiagCli, BadNumericOptionsAreOneLineUsageErrors) {
 
 TEST(DiagCli, MachineByHandAndShow) {
   std::string f = Tmp() + "/cfg/opscope/machine.json";
-  auto r = RunShell(Opscope() + " machine --peak-gflops 200 --peak-gbps 50 --cpu-model 'Jetson Orin' --machine " + f);
+  auto r = RunShell(
+      Opscope() + " machine --peak-gflops 200 --peak-gbps 50 --cpu-model 'Jetson Orin' --machine " +
+      f);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(testing::ReadAll(f));
   EXPECT_EQ(j["method"], "manual");
@@ -158,7 +165,8 @@ TEST(DiagCli, MachineMeasuresToXdgConfig) {
     EXPECT_NE(r.err.find("ceilings not stored"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("quiet machine"), std::string::npos) << r.err;
     EXPECT_NE(access(file.c_str(), F_OK), 0) << "refused ceilings were stored";
-    r = RunShell("XDG_CONFIG_HOME=" + cfg + " " + Opscope() + " machine --quick --threads 1 --force");
+    r = RunShell("XDG_CONFIG_HOME=" + cfg + " " + Opscope() +
+                 " machine --quick --threads 1 --force");
   }
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(testing::ReadAll(file));
@@ -186,7 +194,8 @@ TEST(DiagCli, ProfileRefusesCeilingsFromAnotherCpu) {
                     "/tests/models/twin_matmul.onnx --runs 1 --warmup 0 --machine " + f);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find(f + ": machine ceilings were measured on 'Some Other CPU 9000'"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("but this CPU is"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("run `opscope machine` again"), std::string::npos) << r.err;
 }

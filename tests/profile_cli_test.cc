@@ -99,7 +99,8 @@ TEST(ProfileCliTest, BadModelFiles) {
   std::ofstream(text) << "this is not a model\n";
   ExpectError(Profile({text}), "not a valid ONNX model");
 
-  std::string unsupported = WriteModel("unsupported.onnx", TinyModel({{"", "Relu"}, {"com.example", "FancyOp"}, {"", "Hardmax"}}));
+  std::string unsupported = WriteModel(
+      "unsupported.onnx", TinyModel({{"", "Relu"}, {"com.example", "FancyOp"}, {"", "Hardmax"}}));
   auto r = Profile({unsupported});
   ExpectError(r, "2 unsupported nodes (ai.onnx opset 13, com.example domain opset 1): ");
   EXPECT_NE(r.err.find("com.example::FancyOp ×1 (node 'n1'), Hardmax ×1 (node 'n2')"),
@@ -120,8 +121,8 @@ TEST(ProfileCliTest, Opset20ModelRunsAndTheProfileSaysWhichOnnxChecksRan) {
   // skipped and the profile says so.
   onnx::ModelProto m = TinyModel({{"", "Gelu"}, {"", "Mish"}});
   m.mutable_opset_import(0)->set_version(20);
-  auto r = Profile(
-      {WriteModel("gelu20.onnx", m), "--runs", "2", "--warmup", "1", "--format", "json"});
+  auto r =
+      Profile({WriteModel("gelu20.onnx", m), "--runs", "2", "--warmup", "1", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto p = profile::FromJsonString(r.out, "stdout");
   ASSERT_TRUE(p.ok()) << p.status().message();
@@ -165,7 +166,8 @@ TEST(ProfileCliTest, WrongInputFile) {
   std::string model = kSrc + "/tests/models/twin_matmul.onnx";
   std::string dir = TempDir() + "/outs";
   // Save real outputs, then feed an output (shape 256x128) as the input x (256x256).
-  auto r = Profile({model, "--runs", "1", "--warmup", "1", "--save-outputs", dir, "--format", "json"});
+  auto r =
+      Profile({model, "--runs", "1", "--warmup", "1", "--save-outputs", dir, "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectError(Profile({model, "--input", "x=" + dir + "/output_0.pb", "--runs", "1"}), "x");
   ExpectError(Profile({model, "--input", "x=" + TempDir() + "/none.pb"}), "no such file");
@@ -179,7 +181,8 @@ TEST(ProfileCliTest, FuzzFoundCorruptModelsAreOneLineErrors) {
       {"crash-parsedata-heap-overflow.onnx", "initializer 'sp': raw_data holds"},
       {"crash-slice-axes-initializer-long-raw-data.onnx", "initializer 'ax': raw_data holds"},
       {"crash-convtranspose-rank2-input-no-attributes.onnx", "initializer 'w': raw_data holds"},
-      {"crash-tensor-numel-signed-overflow.onnx", "node 'Conv_0' (Conv): input 'x' has rank 8 but weight 'w' has rank 5"},
+      {"crash-tensor-numel-signed-overflow.onnx",
+       "node 'Conv_0' (Conv): input 'x' has rank 8 but weight 'w' has rank 5"},
   };
   for (const auto& [f, what] : cases) {
     std::string model = kSrc + "/tests/fuzz_corpus/model_struct_fuzz/" + f;
@@ -244,8 +247,9 @@ TEST(ProfileCliTest, ExternalDataOutsideTheModelFolderIsRefused) {
   auto r = Profile({WriteModel("leak.onnx", m), "--runs", "1", "--warmup", "0", "--save-outputs",
                     outs, "--format", "json"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  ExpectError(r, "leak.onnx: initializer 'stolen': external data location "
-                 "'../../../../../../../../etc/passwd' leads out of the model's folder");
+  ExpectError(r,
+              "leak.onnx: initializer 'stolen': external data location "
+              "'../../../../../../../../etc/passwd' leads out of the model's folder");
   EXPECT_FALSE(std::filesystem::exists(outs + "/output_0.pb"));
 }
 
@@ -268,8 +272,9 @@ TEST(ProfileCliTest, InputFileErrorsNameTheInputAndTheFile) {
 
   auto r = Profile({model, "--input", "nosuch=" + good_pb, "--runs", "1"});
   EXPECT_EQ(r.exit_code, 2);
-  ExpectError(r, "--input nosuch=" + good_pb + " names 'nosuch', which is not an input of the "
-                 "model (inputs: x)");
+  ExpectError(r, "--input nosuch=" + good_pb +
+                     " names 'nosuch', which is not an input of the "
+                     "model (inputs: x)");
   EXPECT_EQ(r.err.find("--shape"), std::string::npos) << r.err;
 
   std::string empty = TempDir() + "/empty.pb";
@@ -302,8 +307,8 @@ TEST(ProfileCliTest, InputFileErrorsNameTheInputAndTheFile) {
 }
 
 TEST(ProfileCliTest, FourTimesTheWorkMeasuresClearlySlower) {
-  auto r = Profile({kSrc + "/tests/models/twin_matmul.onnx", "--threads", "1", "--warmup", "5", "--runs", "40",
-                    "--no-overhead", "--format", "json"});
+  auto r = Profile({kSrc + "/tests/models/twin_matmul.onnx", "--threads", "1", "--warmup", "5",
+                    "--runs", "40", "--no-overhead", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto p = profile::FromJsonString(r.out, "stdout");
   ASSERT_TRUE(p.ok()) << p.status().message();
@@ -319,7 +324,8 @@ TEST(ProfileCliTest, FourTimesTheWorkMeasuresClearlySlower) {
   EXPECT_GE(ratio, 2.0);
   EXPECT_LE(ratio, 8.0);
   double sum = light->stats.median + heavy->stats.median;
-  EXPECT_NEAR(sum / p->e2e.stats.median, 1.0, 0.10) << "per-op sum " << sum << " vs e2e " << p->e2e.stats.median;
+  EXPECT_NEAR(sum / p->e2e.stats.median, 1.0, 0.10)
+      << "per-op sum " << sum << " vs e2e " << p->e2e.stats.median;
 }
 
 // Control flow: every node of a Loop body and of an If inside it is a row of its own, named
@@ -333,9 +339,10 @@ TEST(ProfileCliTest, SubgraphNodesAreRowsOfTheirOwnAndParentsAreExclusive) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   std::map<std::string, const profile::OpRecord*> by_name;
   for (const auto& op : p->ops) by_name[op.name] = &op;
-  for (const char* n : {"lstm", "Loop_0", "Loop_0/body/early", "Loop_0/body/If_0",
-                        "Loop_0/body/If_0/then_branch/fast_mm", "Loop_0/body/If_0/then_branch/fast_tanh",
-                        "Loop_0/body/If_0/else_branch/slow_mm", "Loop_0/body/scan_copy"})
+  for (const char* n :
+       {"lstm", "Loop_0", "Loop_0/body/early", "Loop_0/body/If_0",
+        "Loop_0/body/If_0/then_branch/fast_mm", "Loop_0/body/If_0/then_branch/fast_tanh",
+        "Loop_0/body/If_0/else_branch/slow_mm", "Loop_0/body/scan_copy"})
     ASSERT_TRUE(by_name.count(n)) << n;
   EXPECT_EQ(by_name["Loop_0"]->attribution,
             "measured, exclusive of its subgraph nodes (listed as 'Loop_0/...')");
@@ -409,7 +416,8 @@ TEST(ProfileCliTest, DemoModelEveryNodeOnceInEveryFormat) {
   auto bytes = ReadFile(model);
   ASSERT_TRUE(bytes.ok());
   ASSERT_TRUE(m.ParseFromString(*bytes));
-  std::string json = TempDir() + "/demo.json", csv = TempDir() + "/demo.csv", trace = TempDir() + "/demo.trace.json";
+  std::string json = TempDir() + "/demo.json", csv = TempDir() + "/demo.csv",
+              trace = TempDir() + "/demo.trace.json";
   auto r = Profile({model, "--threads", "2", "--warmup", "1", "--runs", "3", "-o", json});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Hot operators"), std::string::npos);
@@ -419,7 +427,8 @@ TEST(ProfileCliTest, DemoModelEveryNodeOnceInEveryFormat) {
   auto p = profile::LoadProfile(json);
   ASSERT_TRUE(p.ok()) << p.status().message();
   ASSERT_EQ(p->ops.size(), static_cast<size_t>(m.graph().node_size()));
-  for (int i = 0; i < m.graph().node_size(); ++i) EXPECT_EQ(p->ops[i].name, m.graph().node(i).name());
+  for (int i = 0; i < m.graph().node_size(); ++i)
+    EXPECT_EQ(p->ops[i].name, m.graph().node(i).name());
   int folded = 0, fused = 0;
   for (const auto& op : p->ops) {
     folded += op.status == "folded";
@@ -452,8 +461,8 @@ namespace {
 // PMU), samples attributed to nodes, and `report --group op` opens them.
 TEST(ProfileCliTest, CountersAndSamplesPerNode) {
   std::string json = TempDir() + "/sampled.json";
-  auto r = Profile({kSrc + "/tests/models/twin_matmul.onnx", "--threads", "1", "--warmup", "2", "--runs", "30",
-                    "--counters", "--sample", "-F", "2003", "-o", json});
+  auto r = Profile({kSrc + "/tests/models/twin_matmul.onnx", "--threads", "1", "--warmup", "2",
+                    "--runs", "30", "--counters", "--sample", "-F", "2003", "-o", json});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto p = profile::LoadProfile(json);
   ASSERT_TRUE(p.ok()) << p.status().message();
@@ -482,7 +491,8 @@ TEST(ProfileCliTest, OpsAsJson) {
   ASSERT_TRUE(j["operators"].is_array());
   for (const auto& op : j["operators"])
     EXPECT_NE(table.out.find("  " + op.get<std::string>() + "\n"), std::string::npos) << op;
-  EXPECT_NE(table.out.find(std::to_string(j["operators"].size()) + " ONNX operators"), std::string::npos);
+  EXPECT_NE(table.out.find(std::to_string(j["operators"].size()) + " ONNX operators"),
+            std::string::npos);
 }
 
 // Several -o in one pass, status lines on stderr, and a contradicting extension refused before
@@ -490,16 +500,19 @@ TEST(ProfileCliTest, OpsAsJson) {
 TEST(ProfileCliTest, SeveralOutputsInOnePass) {
   std::string model = kSrc + "/tests/models/twin_matmul.onnx";
   std::string dir = TempDir();
-  ExpectError(Profile({model, "-o", dir + "/a.json", "--format", "csv"}), "the .json extension means json");
-  auto r = Profile({model, "--runs", "2", "--warmup", "0", "--no-overhead", "-o", dir + "/p.json", "-o",
-                    dir + "/p.trace.json", "-o", dir + "/p.csv", "-o", dir + "/p.folded"});
+  ExpectError(Profile({model, "-o", dir + "/a.json", "--format", "csv"}),
+              "the .json extension means json");
+  auto r = Profile({model, "--runs", "2", "--warmup", "0", "--no-overhead", "-o", dir + "/p.json",
+                    "-o", dir + "/p.trace.json", "-o", dir + "/p.csv", "-o", dir + "/p.folded"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* f : {"p.json", "p.trace.json", "p.csv", "p.folded"}) {
     EXPECT_FALSE(ReadAll(dir + "/" + f).empty()) << f;
-    EXPECT_NE(r.err.find(std::string("opscope: wrote ") + dir + "/" + f), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(std::string("opscope: wrote ") + dir + "/" + f), std::string::npos)
+        << r.err;
   }
   EXPECT_EQ(r.out.find("wrote"), std::string::npos) << "status lines belong on stderr";
-  EXPECT_NE(r.out.find("Hot operators"), std::string::npos) << "the table still goes to the terminal";
+  EXPECT_NE(r.out.find("Hot operators"), std::string::npos)
+      << "the table still goes to the terminal";
   EXPECT_TRUE(nlohmann::json::parse(ReadAll(dir + "/p.trace.json"), nullptr, false).is_object());
 }
 

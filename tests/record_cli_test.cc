@@ -1,10 +1,10 @@
 // End-to-end tests of `opscope record` and `opscope report`: accuracy against a program whose
 // profile is known by construction, in both call-graph modes, and clear errors on bad input.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -74,9 +74,11 @@ void CheckAccuracy(const std::string& mode, const std::string& binary) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   Shares s = ReadShares(rec);
   ASSERT_GT(s.samples, 1000u) << "too few samples to judge accuracy";
-  std::printf("%s: %llu samples; heavy self %.1f%% incl %.1f%%, light self %.1f%% incl %.1f%%, work incl %.1f%%\n",
-              mode.c_str(), static_cast<unsigned long long>(s.samples), s.heavy_self, s.heavy_incl,
-              s.light_self, s.light_incl, s.work_incl);
+  std::printf(
+      "%s: %llu samples; heavy self %.1f%% incl %.1f%%, light self %.1f%% incl %.1f%%, work incl "
+      "%.1f%%\n",
+      mode.c_str(), static_cast<unsigned long long>(s.samples), s.heavy_self, s.heavy_incl,
+      s.light_self, s.light_incl, s.work_incl);
   EXPECT_NEAR(s.heavy_self, 75, 5) << mode;
   EXPECT_NEAR(s.light_self, 25, 5) << mode;
   EXPECT_NEAR(s.heavy_incl, 75, 5) << mode;
@@ -94,7 +96,9 @@ void CheckAccuracy(const std::string& mode, const std::string& binary) {
 }
 
 TEST(RecordAccuracy, FramePointerCallGraphs) { CheckAccuracy("fp", "record_split_fp"); }
-TEST(RecordAccuracy, DwarfCallGraphsWithoutFramePointers) { CheckAccuracy("dwarf", "record_split_dwarf"); }
+TEST(RecordAccuracy, DwarfCallGraphsWithoutFramePointers) {
+  CheckAccuracy("dwarf", "record_split_dwarf");
+}
 
 TEST(RecordCli, PassesArgumentsAfterDashDash) {
   std::string rec = TempPath("ls.rec");
@@ -132,7 +136,8 @@ TEST(RecordCli, CommandNotFound) {
   std::string rec = TempPath("nf.rec");
   Result r = Shell(kOpscope + " record -o " + rec + " -- no-such-command-opscope-xyz");
   EXPECT_EQ(r.exit_code, 127) << r.out;
-  EXPECT_NE(r.out.find("command not found: 'no-such-command-opscope-xyz'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("command not found: 'no-such-command-opscope-xyz'"), std::string::npos)
+      << r.out;
   EXPECT_EQ(access(rec.c_str(), F_OK), -1) << "no file should be left behind";
 }
 
@@ -156,7 +161,8 @@ TEST(RecordCli, KilledRecorderLeavesAReadableFile) {
     dup2(fd, 1);
     dup2(fd, 2);
     std::string bin = kTests + "/record_split_fp";
-    execl(kOpscope.c_str(), "opscope", "record", "-o", rec.c_str(), "--", bin.c_str(), "3000", nullptr);
+    execl(kOpscope.c_str(), "opscope", "record", "-o", rec.c_str(), "--", bin.c_str(), "3000",
+          nullptr);
     _exit(127);
   }
   usleep(1200 * 1000);  // long enough for at least one events chunk (written every ~100 ms)
@@ -168,14 +174,17 @@ TEST(RecordCli, KilledRecorderLeavesAReadableFile) {
   ASSERT_FALSE(j.is_discarded()) << rep.out;
   EXPECT_GT(j["samples"].get<int>(), 0);
   bool said_unfinished = false;
-  for (const auto& d : j["degradations"]) said_unfinished |= d.get<std::string>().find("did not finish") != std::string::npos;
+  for (const auto& d : j["degradations"])
+    said_unfinished |= d.get<std::string>().find("did not finish") != std::string::npos;
   EXPECT_TRUE(said_unfinished) << rep.out;
   std::remove(rec.c_str());
 }
 
 TEST(ReportCli, BadFiles) {
   std::string good = TempPath("good.rec");
-  ASSERT_EQ(Shell(kOpscope + " record -q -o " + good + " -- " + kTests + "/record_split_fp 300").exit_code, 0);
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + good + " -- " + kTests + "/record_split_fp 300")
+                .exit_code,
+            0);
   std::string bytes = opscope::testing::ReadAll(good);
   ASSERT_GT(bytes.size(), 100u);
 
@@ -199,10 +208,14 @@ TEST(ReportCli, BadFiles) {
   WriteFile(cut, bad);
   r = Shell(kOpscope + " report " + cut);
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out;
-  EXPECT_TRUE(r.out.find("corrupt") != std::string::npos || r.out.find("checksum") != std::string::npos) << r.out;
+  EXPECT_TRUE(r.out.find("corrupt") != std::string::npos ||
+              r.out.find("checksum") != std::string::npos)
+      << r.out;
 
   // A foreign file.
-  WriteFile(cut, "\x7f" "ELF not a profile at all");
+  WriteFile(cut,
+            "\x7f"
+            "ELF not a profile at all");
   r = Shell(kOpscope + " report " + cut);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("error:"), std::string::npos) << r.out;
@@ -219,12 +232,15 @@ TEST(ReportCli, BadFiles) {
 // blame the command, and the events chunks after the damaged one are still used.
 TEST(ReportCli, CorruptEventsChunkIsReportedInEveryFormat) {
   std::string good = TempPath("ev_good.rec");
-  ASSERT_EQ(Shell(kOpscope + " record -q -o " + good + " -- " + kTests + "/record_split_fp 300").exit_code, 0);
+  ASSERT_EQ(Shell(kOpscope + " record -q -o " + good + " -- " + kTests + "/record_split_fp 300")
+                .exit_code,
+            0);
   std::string bytes = opscope::testing::ReadAll(good);
   ASSERT_GT(bytes.size(), 100u);
   auto u32 = [&](size_t at) {
     uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + k])) << (8 * k);
+    for (int k = 0; k < 4; ++k)
+      v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + k])) << (8 * k);
     return v;
   };
   std::string damaged = bytes.substr(0, 8);
@@ -247,10 +263,13 @@ TEST(ReportCli, CorruptEventsChunkIsReportedInEveryFormat) {
   Result table = Shell(kOpscope + " report " + path);
   EXPECT_EQ(table.exit_code, 0) << table.out;
   EXPECT_NE(table.out.find("fails its checksum"), std::string::npos) << table.out;
-  EXPECT_EQ(table.out.find("the command ended before the first sample"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("the command ended before the first sample"), std::string::npos)
+      << table.out;
   for (const char* format : {"folded", "svg"}) {
-    Result r = opscope::testing::RunShell(kOpscope + " report " + path + " --format " + format + " >/dev/null");
-    EXPECT_NE(r.err.find("opscope: warning: corrupt record file"), std::string::npos) << format << ": " << r.err;
+    Result r = opscope::testing::RunShell(kOpscope + " report " + path + " --format " + format +
+                                          " >/dev/null");
+    EXPECT_NE(r.err.find("opscope: warning: corrupt record file"), std::string::npos)
+        << format << ": " << r.err;
   }
   std::string pb = TempPath("ev_bad.pb.gz");
   Result r = opscope::testing::RunShell(kOpscope + " report " + path + " -o " + pb);
@@ -260,7 +279,8 @@ TEST(ReportCli, CorruptEventsChunkIsReportedInEveryFormat) {
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
   bool warned = false;
-  for (const auto& w : j["warnings"]) warned |= w.get<std::string>().find("fails its checksum") != std::string::npos;
+  for (const auto& w : j["warnings"])
+    warned |= w.get<std::string>().find("fails its checksum") != std::string::npos;
   EXPECT_TRUE(warned) << r.out;
   std::remove(path.c_str());
   std::remove(good.c_str());
@@ -268,7 +288,8 @@ TEST(ReportCli, CorruptEventsChunkIsReportedInEveryFormat) {
 
 TEST(ReportCli, ProfileWithOpsButNoSamples) {
   std::string path = TempPath("ops.json");
-  WriteFile(path, R"({"schema": "opscope.profile/1", "meta": {"kind": "profile", "source": "m.onnx"},
+  WriteFile(path,
+            R"({"schema": "opscope.profile/1", "meta": {"kind": "profile", "source": "m.onnx"},
     "ops": [{"name": "relu_1", "op_type": "Relu", "stats": {"median": 0.5}, "share": 0.2},
             {"name": "conv_0", "op_type": "Conv", "stats": {"median": 2.5}, "share": 0.8}]})");
   Result r = Shell(kOpscope + " report " + path);
@@ -304,8 +325,11 @@ TEST(ReportCli, MissingDebugInfoStillNamesFunctions) {
 
 TEST(ReportCli, OutputFormatsByExtension) {
   std::string rec = TempPath("fmt.rec");
-  ASSERT_EQ(Shell(kOpscope + " record -q -o " + rec + " -- " + kTests + "/record_split_fp 300").exit_code, 0);
-  for (const char* ext : {".svg", ".folded", ".pb.gz", ".json", ".hot.json", ".txt", ".profile.json"}) {
+  ASSERT_EQ(
+      Shell(kOpscope + " record -q -o " + rec + " -- " + kTests + "/record_split_fp 300").exit_code,
+      0);
+  for (const char* ext :
+       {".svg", ".folded", ".pb.gz", ".json", ".hot.json", ".txt", ".profile.json"}) {
     std::string out = TempPath(std::string("out") + ext);
     Result r = Shell(kOpscope + " report " + rec + " -o " + out);
     EXPECT_EQ(r.exit_code, 0) << ext << ": " << r.out;
@@ -348,7 +372,7 @@ struct SignalledRecord {
 // `to_target_group`: the signal goes to the command's own process group and not to opscope, as
 // a terminal's Ctrl-C does while opscope has handed the terminal to the command.
 SignalledRecord RecordAndSignal(const std::string& name, int sig, bool whole_group,
-                    bool to_target_group = false) {
+                                bool to_target_group = false) {
   SignalledRecord s;
   const std::string dir = TempPath(name);
   mkdir(dir.c_str(), 0755);

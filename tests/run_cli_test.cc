@@ -19,7 +19,9 @@ using testing::Opscope;
 using testing::RunShell;
 
 std::string Tmp() { return testing::PerTestTempDir("opscope_run_cli"); }
-std::string Bin(const std::string& name) { return std::string(OPSCOPE_BINARY_DIR) + "/tests/bin/" + name; }
+std::string Bin(const std::string& name) {
+  return std::string(OPSCOPE_BINARY_DIR) + "/tests/bin/" + name;
+}
 
 // `expected_exit`: opscope exits with the program's own status (128+N for signal N).
 profile::Profile RunJson(const std::string& args, std::string* err = nullptr,
@@ -44,7 +46,8 @@ const profile::Finding* FindRule(const profile::Profile& p, const std::string& i
 TEST(RunCli, PipelineExampleShowsThreeStagesPreprocessingFirst) {
   std::string tmp = Tmp();
   std::string json = tmp + "/pipeline.json";
-  auto r = RunShell(Opscope() + " run -r 2 -o " + json + " -- " + OPSCOPE_BINARY_DIR "/examples/pipeline_example 1");
+  auto r = RunShell(Opscope() + " run -r 2 -o " + json + " -- " +
+                    OPSCOPE_BINARY_DIR "/examples/pipeline_example 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The first thing shown is the stage headline, pre-processing first (the order the stages ran).
   EXPECT_TRUE(r.out.find("pipeline") != std::string::npos);
@@ -67,7 +70,8 @@ TEST(RunCli, PipelineExampleShowsThreeStagesPreprocessingFirst) {
   EXPECT_GT(top["pre-processing"], top["network"]);
   EXPECT_GT(top["pre-processing"], top["post-processing"]);
   bool resize_nested = false;
-  for (const auto& s : rep.ranges) resize_nested |= s.path == "pre-processing/resize" && s.calls == 2;
+  for (const auto& s : rep.ranges)
+    resize_nested |= s.path == "pre-processing/resize" && s.calls == 2;
   EXPECT_TRUE(resize_nested);
   const auto* f = FindRule(*p, "pipeline-bottleneck");
   ASSERT_NE(f, nullptr);
@@ -81,7 +85,8 @@ TEST(RunCli, CsvAndChromeTrace) {
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_TRUE(csv.out.starts_with("path,name,domain,depth,calls,total_ms")) << csv.out;
   EXPECT_NE(csv.out.find("\nouter/inner,inner,opscope,1,3,"), std::string::npos) << csv.out;
-  EXPECT_EQ(csv.out.find("annotate_c_app done"), std::string::npos) << "program output must go to stderr";
+  EXPECT_EQ(csv.out.find("annotate_c_app done"), std::string::npos)
+      << "program output must go to stderr";
 
   std::string trace = tmp + "/t.trace.json";
   auto tr = RunShell(Opscope() + " run -o " + trace + " -- " + app);
@@ -111,7 +116,8 @@ TEST(RunCli, CsvAndChromeTrace) {
 // `opscope report` renders a saved run profile: the range table (it once said "no samples").
 TEST(RunCli, ReportRendersRunProfiles) {
   std::string json = Tmp() + "/r.json", csv = Tmp() + "/r.csv";
-  auto r = RunShell(Opscope() + " run -r 2 -o " + json + " -o " + csv + " -- " + Bin("run_annotate_c_app"));
+  auto r = RunShell(Opscope() + " run -r 2 -o " + json + " -o " + csv + " -- " +
+                    Bin("run_annotate_c_app"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(testing::ReadAll(csv).empty());
   auto rep = RunShell(Opscope() + " report " + json);
@@ -150,7 +156,8 @@ TEST(RunCli, CHeaderNestingAndUnclosedRange) {
   EXPECT_EQ(inner, 3);
   EXPECT_EQ(open, 1);
   bool noted = false;
-  for (const auto& d : p.meta.degradations) noted |= d.find("still open at exit") != std::string::npos;
+  for (const auto& d : p.meta.degradations)
+    noted |= d.find("still open at exit") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -162,10 +169,12 @@ TEST(RunCli, ProgramRunsWithoutOpscope) {
 
 TEST(RunCli, ArgumentsAfterDoubleDashReachTheProgram) {
   auto p = RunJson("-- sh -c 'test \"$1\" = -l' sh -l");
-  for (const auto& d : p.meta.degradations) EXPECT_EQ(d.find("exited with status"), std::string::npos) << d;
+  for (const auto& d : p.meta.degradations)
+    EXPECT_EQ(d.find("exited with status"), std::string::npos) << d;
   auto q = RunJson("-- sh -c 'test \"$1\" = -l' sh -x", nullptr, 1);
   bool failed = false;
-  for (const auto& d : q.meta.degradations) failed |= d.find("exited with status 1") != std::string::npos;
+  for (const auto& d : q.meta.degradations)
+    failed |= d.find("exited with status 1") != std::string::npos;
   EXPECT_TRUE(failed);
 }
 
@@ -173,7 +182,8 @@ TEST(RunCli, MissingCommandIsAOneLineError) {
   auto r = RunShell(Opscope() + " run -- /nonexistent/prog");
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_NE(r.err.find("opscope: error: command not found: '/nonexistent/prog' (no such file)"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -239,7 +249,9 @@ TEST(RunCli, DiffOfPipelineBeforeAfterFastPreprocess) {
   std::string tmp = Tmp();
   std::string app = std::string(OPSCOPE_BINARY_DIR) + "/examples/pipeline_example 1";
   ASSERT_EQ(RunShell(Opscope() + " run -o " + tmp + "/b.json -- " + app).exit_code, 0);
-  ASSERT_EQ(RunShell(Opscope() + " run -o " + tmp + "/a.json -- " + app + " --fast-preprocess").exit_code, 0);
+  ASSERT_EQ(
+      RunShell(Opscope() + " run -o " + tmp + "/a.json -- " + app + " --fast-preprocess").exit_code,
+      0);
   auto r = RunShell(Opscope() + " diff --format json " + tmp + "/b.json " + tmp + "/a.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -298,8 +310,8 @@ TEST(RunCli, CrashedProgramKeepsItsClosedRangesAndIsCalledCrashed) {
   // alternate stack (overflow-thread: the one installed for a second thread when it recorded).
   for (const std::string how : {"crash", "abort", "overflow", "overflow-thread"}) {
     std::string err;
-    auto p = RunJson("-- sh -c 'ulimit -c 0; exec " + Bin("run_signal_app") + " " + how + "'",
-                     &err, 128 + (how == "abort" ? SIGABRT : SIGSEGV));
+    auto p = RunJson("-- sh -c 'ulimit -c 0; exec " + Bin("run_signal_app") + " " + how + "'", &err,
+                     128 + (how == "abort" ? SIGABRT : SIGSEGV));
     EXPECT_EQ(CountRanges(p, "frame"), 3) << how << "\n" << err;
     EXPECT_EQ(CountRanges(p, "doomed"), 1) << how << ": the open range ends at the crash";
     if (how == "overflow-thread") EXPECT_EQ(CountRanges(p, "thread_frame"), 1) << err;
@@ -330,9 +342,9 @@ SignalledRun RunAndSignal(const std::string& name, int sig, bool whole_group) {
   const std::string ready = dir + "/ready", json = dir + "/run.json";
   unlink(ready.c_str());
   unlink(json.c_str());
-  int pid = testing::StartInOwnGroup({Opscope(), "run", "-o", json, "--", Bin("run_signal_app"),
-                                      "wait", ready},
-                                     dir + "/out.txt", dir + "/err.txt");
+  int pid = testing::StartInOwnGroup(
+      {Opscope(), "run", "-o", json, "--", Bin("run_signal_app"), "wait", ready}, dir + "/out.txt",
+      dir + "/err.txt");
   SignalledRun s;
   EXPECT_GT(pid, 0);
   EXPECT_TRUE(testing::WaitForFile(ready));

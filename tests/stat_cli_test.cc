@@ -36,7 +36,8 @@ std::map<std::string, double> ParseSeparated(const std::string& text) {
 
 TEST(StatCliTest, CountsThreadsOfTheCommand) {
   const std::string csv = testing::TempDir() + "/faults.csv";
-  Result r = Opscope("stat -e page-faults,task-clock -o " + csv + " -- " STAT_WORKLOAD " faults 3000 2");
+  Result r =
+      Opscope("stat -e page-faults,task-clock -o " + csv + " -- " STAT_WORKLOAD " faults 3000 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto m = ParseSeparated(testing::ReadAll(csv));
   EXPECT_GE(m["page-faults"], 6000) << testing::ReadAll(csv);
@@ -116,15 +117,19 @@ TEST(StatCliTest, JsonOnStderr) {
 // The real kernel's paranoid=2 refusal and the user-only rung, as an unprivileged user.
 TEST(StatCliTest, UnprivilegedUnderParanoid2CountsUserSpaceOnly) {
   const std::string paranoid = testing::ReadAll("/proc/sys/kernel/perf_event_paranoid");
-  if (geteuid() != 0 || std::system("command -v setpriv >/dev/null 2>&1") != 0 || Trim(paranoid) != "2")
+  if (geteuid() != 0 || std::system("command -v setpriv >/dev/null 2>&1") != 0 ||
+      Trim(paranoid) != "2")
     GTEST_SKIP() << "needs root (to drop to nobody), setpriv, and kernel.perf_event_paranoid=2";
   // nobody may not be able to read the build tree: run a copy from the temp dir.
   const std::string bin = testing::TempDir() + "/opscope";
-  ASSERT_EQ(std::system(("cp " + std::string(OPSCOPE_BINARY_DIR) + "/opscope " + bin + " && chmod 755 " +
-                         testing::TempDir() + " " + bin).c_str()), 0);
+  ASSERT_EQ(std::system(("cp " + std::string(OPSCOPE_BINARY_DIR) + "/opscope " + bin +
+                         " && chmod 755 " + testing::TempDir() + " " + bin)
+                            .c_str()),
+            0);
   const std::string out = testing::TempDir() + "/nobody.err";
   int status = std::system(("setpriv --reuid=65534 --regid=65534 --clear-groups " + bin +
-                            " stat -e task-clock,page-faults -- true 2>" + out).c_str());
+                            " stat -e task-clock,page-faults -- true 2>" + out)
+                               .c_str());
   ASSERT_TRUE(WIFEXITED(status));
   const std::string err = testing::ReadAll(out);
   EXPECT_EQ(WEXITSTATUS(status), 0) << err;
@@ -163,14 +168,14 @@ namespace {
 struct SignalledStat {
   int exit_code = -1;
   std::string err;
-  std::string json;    // what -o wrote
+  std::string json;  // what -o wrote
   bool target_alive = false;
 };
 
 // `to_target_group`: the signal goes to the command's own process group and not to opscope, as
 // a terminal's Ctrl-C does while opscope has handed the terminal to the command.
 SignalledStat StatAndSignal(const std::string& name, int sig, bool whole_group,
-                    bool to_target_group = false) {
+                            bool to_target_group = false) {
   const std::string dir = testing::TempDir() + "/" + name;
   mkdir(dir.c_str(), 0755);
   const std::string ready = dir + "/ready", pidfile = dir + "/pid", out = dir + "/stat.json";
@@ -247,9 +252,9 @@ namespace {
 // an interactive command can still read it (a background group would be stopped by SIGTTIN).
 TEST(StatCliTest, CommandCanReadTheTerminal) {
   if (testing::RunShell("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
-  Result r = testing::RunShell(
-      "printf 'hello\\n' | timeout 20 script -qec \"" + testing::OpscopeBinary() +
-      " stat -e task-clock -- sh -c 'read x && echo got-\\$x'\" /dev/null");
+  Result r =
+      testing::RunShell("printf 'hello\\n' | timeout 20 script -qec \"" + testing::OpscopeBinary() +
+                        " stat -e task-clock -- sh -c 'read x && echo got-\\$x'\" /dev/null");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("got-hello"), std::string::npos) << r.out << r.err;
 }
@@ -265,7 +270,8 @@ TEST(StatCliTest, SeparatedValuesMatchPerfColumns) {
   auto lines = [](const std::string& text) {
     std::vector<std::vector<std::string>> out;
     for (const std::string& line : Split(text, '\n', true))
-      if (line.find(",task-clock,") != std::string::npos || line.find(",page-faults,") != std::string::npos)
+      if (line.find(",task-clock,") != std::string::npos ||
+          line.find(",page-faults,") != std::string::npos)
         out.push_back(Split(line, ','));
     return out;
   };
@@ -274,10 +280,12 @@ TEST(StatCliTest, SeparatedValuesMatchPerfColumns) {
   ASSERT_EQ(o.size(), 2u) << ours.err;
   for (size_t i = 0; i < 2; ++i) {
     ASSERT_EQ(o[i].size(), p[i].size()) << ours.err << "\nperf:\n" << perf.err;
-    for (size_t c : {1, 2, 7}) EXPECT_EQ(o[i][c], p[i][c]) << "column " << c;  // unit, event, metric unit
+    for (size_t c : {1, 2, 7})
+      EXPECT_EQ(o[i][c], p[i][c]) << "column " << c;  // unit, event, metric unit
     EXPECT_TRUE(o[i][3].ends_with("%")) << "variance column with -r: " << o[i][3];
     double v;
-    for (size_t c : {0, 4, 5, 6}) EXPECT_TRUE(ParseDouble(o[i][c], &v)) << "column " << c << ": " << o[i][c];
+    for (size_t c : {0, 4, 5, 6})
+      EXPECT_TRUE(ParseDouble(o[i][c], &v)) << "column " << c << ": " << o[i][c];
   }
 }
 

@@ -56,7 +56,9 @@ void ResizeNaive(const std::vector<float>& src, std::vector<float>* dst) {
             int x0 = std::clamp(static_cast<int>(std::floor(fx)), 0, kSrcW - 2);
             int y0 = std::clamp(static_cast<int>(std::floor(fy)), 0, kSrcH - 2);
             float ax = std::clamp(fx - x0, 0.f, 1.f), ay = std::clamp(fy - y0, 0.f, 1.f);
-            auto at = [&](int yy, int xx) { return src[(static_cast<size_t>(yy) * kSrcW + xx) * kC + c]; };
+            auto at = [&](int yy, int xx) {
+              return src[(static_cast<size_t>(yy) * kSrcW + xx) * kC + c];
+            };
             acc += (1 - ay) * ((1 - ax) * at(y0, x0) + ax * at(y0, x0 + 1)) +
                    ay * ((1 - ax) * at(y0 + 1, x0) + ax * at(y0 + 1, x0 + 1));
           }
@@ -85,7 +87,8 @@ void ResizeFast(const std::vector<float>& src, std::vector<float>* dst) {
       for (int c = 0; c < kC; ++c) {
         int i = xi[x] * kC + c;
         float a = xa[x];
-        float v = (1 - ay) * ((1 - a) * r0[i] + a * r0[i + kC]) + ay * ((1 - a) * r1[i] + a * r1[i + kC]);
+        float v =
+            (1 - ay) * ((1 - a) * r0[i] + a * r0[i + kC]) + ay * ((1 - a) * r1[i] + a * r1[i + kC]);
         (*dst)[(static_cast<size_t>(c) * kDstH + y) * kDstW + x] = v;
       }
   }
@@ -96,11 +99,13 @@ void Normalize(std::vector<float>* t) {
   const float mean[kC] = {123.7f, 116.3f, 103.5f}, inv_std[kC] = {1 / 58.4f, 1 / 57.1f, 1 / 57.4f};
   size_t plane = static_cast<size_t>(kDstH) * kDstW;
   for (int c = 0; c < kC; ++c)
-    for (size_t i = 0; i < plane; ++i) (*t)[c * plane + i] = ((*t)[c * plane + i] - mean[c]) * inv_std[c];
+    for (size_t i = 0; i < plane; ++i)
+      (*t)[c * plane + i] = ((*t)[c * plane + i] - mean[c]) * inv_std[c];
 }
 
 // y[n] = relu(W[n][k] · x[k]) for a few layers.
-std::vector<float> Network(const std::vector<float>& input, const std::vector<std::vector<float>>& weights,
+std::vector<float> Network(const std::vector<float>& input,
+                           const std::vector<std::vector<float>>& weights,
                            const std::vector<int>& dims) {
   OPSCOPE_RANGE("network");
 #ifdef OPSCOPE_EXAMPLE_NVTX
@@ -132,12 +137,14 @@ std::vector<Box> PostProcess(const std::vector<float>& scores) {
     float cx = static_cast<float>(i % 64) * 5, cy = static_cast<float>(i / 64) * 5;
     boxes.push_back({cx, cy, cx + 12, cy + 12, scores[i]});
   }
-  std::sort(boxes.begin(), boxes.end(), [](const Box& a, const Box& b) { return a.score > b.score; });
+  std::sort(boxes.begin(), boxes.end(),
+            [](const Box& a, const Box& b) { return a.score > b.score; });
   std::vector<Box> keep;
   for (const Box& b : boxes) {
     bool ok = true;
     for (const Box& k : keep) {
-      float iw = std::min(b.x1, k.x1) - std::max(b.x0, k.x0), ih = std::min(b.y1, k.y1) - std::max(b.y0, k.y0);
+      float iw = std::min(b.x1, k.x1) - std::max(b.x0, k.x0),
+            ih = std::min(b.y1, k.y1) - std::max(b.y0, k.y0);
       if (iw > 0 && ih > 0 && iw * ih > 0.5f * 144) {
         ok = false;
         break;
@@ -165,7 +172,8 @@ int main(int argc, char** argv) {
   std::vector<std::vector<float>> weights;
   for (size_t l = 0; l + 1 < dims.size(); ++l) {
     std::vector<float> w(static_cast<size_t>(dims[l]) * dims[l + 1]);
-    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 2654435761u) % 1000) / 1e6f - 5e-4f;
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = static_cast<float>((i * 2654435761u) % 1000) / 1e6f - 5e-4f;
     weights.push_back(std::move(w));
   }
   double checksum = 0;

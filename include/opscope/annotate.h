@@ -61,7 +61,7 @@ static inline void opscope_range_pop(void) {
 #endif
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 
 namespace opscope {
 /* Pushes on construction, pops on destruction. */
@@ -76,7 +76,8 @@ class ScopedRange {
 
 #define OPSCOPE_RANGE_CAT2_(a, b) a##b
 #define OPSCOPE_RANGE_CAT_(a, b) OPSCOPE_RANGE_CAT2_(a, b)
-#define OPSCOPE_RANGE(name) ::opscope::ScopedRange OPSCOPE_RANGE_CAT_(opscope_range_, __LINE__)(name)
+#define OPSCOPE_RANGE(name) \
+  ::opscope::ScopedRange OPSCOPE_RANGE_CAT_(opscope_range_, __LINE__)(name)
 #endif /* __cplusplus */
 
 #endif /* OPSCOPE_ANNOTATE_H_ */

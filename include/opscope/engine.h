@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "opscope/status.h"
 #include "opscope/observer.h"
+#include "opscope/status.h"
 #include "opscope/tensor.h"
 
 namespace opscope::engine {
@@ -37,7 +37,7 @@ int MaxThreads();
 std::string OversubscriptionWarning(int threads, int cpus);
 
 struct SessionOptions {
-  int threads = 0;                  // 0: one per usable CPU; at most MaxThreads()
+  int threads = 0;  // 0: one per usable CPU; at most MaxThreads()
   bool fold_constants = true;
   bool fuse = true;
   // Keep the activations between consecutive 2-D convolutions (and the elementwise ops between
@@ -54,25 +54,25 @@ struct SessionOptions {
 struct ValueSpec {
   std::string name;
   DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;       // concrete after Load
+  std::vector<int64_t> shape;  // concrete after Load
 };
 
 // How an ONNX node is executed.
 struct NodeInfo {
-  std::string name;                 // node name (generated "<op_type>_<index>" when empty)
+  std::string name;  // node name (generated "<op_type>_<index>" when empty)
   std::string op_type, domain;
-  int step = -1;                    // step that runs it, -1 if folded away
-  std::string status;               // "executed", "fused", "folded"
+  int step = -1;       // step that runs it, -1 if folded away
+  std::string status;  // "executed", "fused", "folded"
   std::vector<std::vector<int64_t>> input_shapes, output_shapes;
-  double flops = 0, bytes = 0;      // per run, from the operator's cost function
-  double int_ops = 0;               // integer operations per run (quantized kernels)
+  double flops = 0, bytes = 0;  // per run, from the operator's cost function
+  double int_ops = 0;           // integer operations per run (quantized kernels)
 };
 
 // One unit of execution: a node, or a fused group of nodes (nodes[0] is the anchor).
 struct StepInfo {
-  std::string name;                 // anchor node's name
-  std::string op_type;              // anchor's op type, "+Relu" etc. appended when fused
-  std::vector<int> nodes;           // indices into nodes()
+  std::string name;        // anchor node's name
+  std::string op_type;     // anchor's op type, "+Relu" etc. appended when fused
+  std::vector<int> nodes;  // indices into nodes()
   // Channels-last (NHWC in memory) input 0 / output 0, from the second run on.
   bool channels_last_in = false, channels_last_out = false;
   // A step of a control-flow subgraph (If branch, Loop/Scan body): the step of the If/Loop/Scan

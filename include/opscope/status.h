@@ -13,14 +13,14 @@ namespace opscope {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // bad user input: flags, model contents, shapes
-  kNotFound,         // a file, node, event or command that does not exist
-  kUnsupported,      // valid input that opscope cannot handle (operator, format version)
-  kPermissionDenied, // the OS refused (perf_event_paranoid, capabilities, file modes)
-  kResourceExhausted,// allocation too large, ring buffer overflow that cannot be recovered
-  kDataLoss,         // truncated or corrupt file
-  kUnavailable,      // hardware or driver absent (no PMU, no GPU)
-  kInternal,         // a bug in opscope
+  kInvalidArgument,    // bad user input: flags, model contents, shapes
+  kNotFound,           // a file, node, event or command that does not exist
+  kUnsupported,        // valid input that opscope cannot handle (operator, format version)
+  kPermissionDenied,   // the OS refused (perf_event_paranoid, capabilities, file modes)
+  kResourceExhausted,  // allocation too large, ring buffer overflow that cannot be recovered
+  kDataLoss,           // truncated or corrupt file
+  kUnavailable,        // hardware or driver absent (no PMU, no GPU)
+  kInternal,           // a bug in opscope
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -48,11 +48,17 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
-inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
-inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
+inline Status ResourceExhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }

@@ -9,7 +9,16 @@
 
 namespace opscope::engine {
 
-enum class DataType : uint8_t { kFloat32, kInt64, kInt32, kBool, kUint8, kInt8, kFloat64, kFloat16 };
+enum class DataType : uint8_t {
+  kFloat32,
+  kInt64,
+  kInt32,
+  kBool,
+  kUint8,
+  kInt8,
+  kFloat64,
+  kFloat16
+};
 
 const char* DataTypeName(DataType t);
 size_t DataTypeSize(DataType t);
@@ -36,8 +45,14 @@ class Tensor {
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
-  template <typename T> T* data() { return static_cast<T*>(data_); }
-  template <typename T> const T* data() const { return static_cast<const T*>(data_); }
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(data_);
+  }
 
   // Changes the shape without touching data (numel must match).
   void Reshape(std::vector<int64_t> shape);

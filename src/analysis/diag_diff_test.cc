@@ -39,7 +39,8 @@ TEST(DiagDiff, BottleneckRemoved) {
   bool appeared = false, reshaped = false;
   for (const auto& n : d.nodes) {
     if (n.name == "cast_out") appeared = n.change == "appeared";
-    if (n.name == "reshape1") reshaped = n.shape_changed && n.shape_before == "1x56x56x64" && n.shape_after == "1x64x3136";
+    if (n.name == "reshape1")
+      reshaped = n.shape_changed && n.shape_before == "1x56x56x64" && n.shape_after == "1x64x3136";
     if (n.name == "conv1") {
       EXPECT_FALSE(n.shape_changed);
     }
@@ -100,7 +101,8 @@ TEST(DiagDiff, StatesRunCountsAndCallsAFewRunsWeak) {
   EXPECT_TRUE(d.e2e.weak_ci);
   EXPECT_NE(d.headline.find("3 vs 3 runs, weak CI"), std::string::npos) << d.headline;
   bool noted = false;
-  for (const auto& n : d.notes) noted = noted || n.find("from 3 runs before and 3 after") != std::string::npos;
+  for (const auto& n : d.notes)
+    noted = noted || n.find("from 3 runs before and 3 after") != std::string::npos;
   EXPECT_TRUE(noted);
   EXPECT_TRUE(nlohmann::json::parse(DiffToJson(d))["e2e"]["weak_ci"].get<bool>());
 
@@ -108,7 +110,8 @@ TEST(DiagDiff, StatesRunCountsAndCallsAFewRunsWeak) {
   for (auto* p : {&a, &b}) {
     auto runs = p->e2e.runs_ms;
     p->e2e.runs_ms.clear();
-    for (int i = 0; i < 4; ++i) p->e2e.runs_ms.insert(p->e2e.runs_ms.end(), runs.begin(), runs.end());
+    for (int i = 0; i < 4; ++i)
+      p->e2e.runs_ms.insert(p->e2e.runs_ms.end(), runs.begin(), runs.end());
   }
   d = DiffProfiles(a, b);
   EXPECT_FALSE(d.e2e.weak_ci);
@@ -129,7 +132,8 @@ TEST(DiagDiff, DifferentKindsAndModelsAreSaid) {
   for (auto& op : b.ops) op.name = "other_" + op.name;
   d = DiffProfiles(a, b);
   bool noted = false;
-  for (const auto& n : d.notes) noted = noted || n.find("no node name in common") != std::string::npos;
+  for (const auto& n : d.notes)
+    noted = noted || n.find("no node name in common") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 

@@ -7,7 +7,8 @@ namespace {
 
 std::vector<profile::ClockSample> Trace(std::vector<double> mhz, std::vector<double> temp) {
   std::vector<profile::ClockSample> v;
-  for (size_t i = 0; i < mhz.size(); ++i) v.push_back({static_cast<int32_t>(i), mhz[i], temp.empty() ? 0 : temp[i]});
+  for (size_t i = 0; i < mhz.size(); ++i)
+    v.push_back({static_cast<int32_t>(i), mhz[i], temp.empty() ? 0 : temp[i]});
   return v;
 }
 
@@ -52,12 +53,12 @@ TEST(DiagHygiene, Repeats) {
 }
 
 TEST(DiagHygiene, Producers) {
-  auto d = ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O0",
-                              "GNU AS 2.40"});
+  auto d =
+      ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O0", "GNU AS 2.40"});
   EXPECT_EQ(d.kind, "debug");
   EXPECT_EQ(d.opt_level, "-O0");
-  auto r = ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O2",
-                              "GNU C17 12.2.0 -O0 -g -O3"});
+  auto r = ClassifyProducers(
+      {"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O2", "GNU C17 12.2.0 -O0 -g -O3"});
   EXPECT_EQ(r.kind, "release");
   auto none = ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g"});
   EXPECT_EQ(none.kind, "debug");

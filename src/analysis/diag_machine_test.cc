@@ -38,10 +38,15 @@ TEST(DiagMachine, JsonRoundTrip) {
 
 TEST(DiagMachine, BadJson) {
   EXPECT_EQ(CeilingsFromJson("{", "m.json").status().code(), StatusCode::kDataLoss);
-  EXPECT_EQ(CeilingsFromJson("{\"schema\":\"other\"}", "m.json").status().code(), StatusCode::kUnsupported);
-  EXPECT_EQ(CeilingsFromJson("{\"schema\":\"opscope.machine/1\",\"triad_gbps\":\"x\"}", "m.json").status().code(),
+  EXPECT_EQ(CeilingsFromJson("{\"schema\":\"other\"}", "m.json").status().code(),
+            StatusCode::kUnsupported);
+  EXPECT_EQ(CeilingsFromJson("{\"schema\":\"opscope.machine/1\",\"triad_gbps\":\"x\"}", "m.json")
+                .status()
+                .code(),
             StatusCode::kDataLoss);
-  EXPECT_EQ(CeilingsFromJson("{\"schema\":\"opscope.machine/1\",\"triad_gbps\":-1}", "m.json").status().code(),
+  EXPECT_EQ(CeilingsFromJson("{\"schema\":\"opscope.machine/1\",\"triad_gbps\":-1}", "m.json")
+                .status()
+                .code(),
             StatusCode::kDataLoss);
 }
 
@@ -54,7 +59,8 @@ TEST(DiagMachine, MetaRoundTripAndMismatch) {
   EXPECT_EQ(back->method, "measured");
   EXPECT_FALSE(CeilingsFromMeta(profile::Meta{}).has_value());
   EXPECT_EQ(CeilingsMismatch(Sample(), "AMD EPYC 7B13"), "");
-  EXPECT_NE(CeilingsMismatch(Sample(), "Cortex-A78AE").find("measured on 'AMD EPYC 7B13'"), std::string::npos);
+  EXPECT_NE(CeilingsMismatch(Sample(), "Cortex-A78AE").find("measured on 'AMD EPYC 7B13'"),
+            std::string::npos);
   EXPECT_EQ(Sample().PeakGflops(1), 80.25);
   EXPECT_EQ(Sample().PeakGflops(4), 150.5);
 }
@@ -124,7 +130,8 @@ TEST(DiagMachine, StampedCeilingsAreRefusedOnAnotherCpu) {
   const std::string m = refused.status().message();
   EXPECT_NE(m.find(f), std::string::npos) << m;  // which file
   EXPECT_NE(m.find("measured on 'AMD EPYC 7B13' (4 CPUs, flags: avx2 fma sse2 sse4_2)"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("this CPU is 'Intel Xeon Gold 6338' (64 CPUs"), std::string::npos) << m;
   EXPECT_NE(m.find("new here: avx512f"), std::string::npos) << m;
   EXPECT_NE(m.find("run `opscope machine` again"), std::string::npos) << m;
@@ -141,10 +148,11 @@ TEST(DiagMachine, StampedCeilingsAreRefusedOnAnotherCpu) {
 }
 
 TEST(DiagMachine, UnstampedOldFileIsUsedButUnverified) {
-  std::string f = WriteCeilingsFile("old_machine.json",
-                                    "{\"schema\": \"opscope.machine/1\", \"peak_gflops_all\": 21.7, "
-                                    "\"peak_gflops_one\": 20, \"triad_gbps\": 9, "
-                                    "\"cpu_model\": \"AMD EPYC\", \"method\": \"measured\"}");
+  std::string f =
+      WriteCeilingsFile("old_machine.json",
+                        "{\"schema\": \"opscope.machine/1\", \"peak_gflops_all\": 21.7, "
+                        "\"peak_gflops_one\": 20, \"triad_gbps\": 9, "
+                        "\"cpu_model\": \"AMD EPYC\", \"method\": \"measured\"}");
   CpuStamp here{"Intel Xeon Gold 6338", "avx2 fma", 64};
   auto c = ResolveCeilings(f, 0, 0, &here);
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -172,7 +180,8 @@ TEST(DiagMachine, NoisyMeasurementsAreNotStored) {
   Status st = CheckCeilingsStable(c);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("peak float32, all cores varied 34% between 5 repeats"),
-            std::string::npos) << st.message();
+            std::string::npos)
+      << st.message();
   EXPECT_NE(st.message().find("quiet machine"), std::string::npos);
   // Stable but loaded throughout: the all-core peak cannot be below one core's.
   c.spread_pct = 1;
@@ -197,7 +206,8 @@ TEST(DiagMachine, KernelsMeasureSomething) {
   double bw = MeasureTriadGbps(4 << 20, 1, 0.01, 1);
   EXPECT_TRUE(std::isfinite(bw));
   EXPECT_GT(bw, 0.01);
-  EXPECT_NE(FormatCeilings(Sample()).find("ridge 7.5 FLOP/B"), std::string::npos) << FormatCeilings(Sample());
+  EXPECT_NE(FormatCeilings(Sample()).find("ridge 7.5 FLOP/B"), std::string::npos)
+      << FormatCeilings(Sample());
 }
 
 }  // namespace

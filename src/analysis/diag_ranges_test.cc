@@ -68,12 +68,17 @@ TEST(DiagRanges, BadRecords) {
   collect::RangeFileInfo info;
   EXPECT_EQ(collect::ParseRangeRecords("hello\n", "f", &r, &info).code(), StatusCode::kDataLoss);
   EXPECT_EQ(collect::ParseRangeRecords("", "f", &r, &info).code(), StatusCode::kDataLoss);
-  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 2\n", "f", &r, &info).code(), StatusCode::kDataLoss);
-  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 5 2 0 0 0 -1\nname 0 a\n", "f", &r, &info).code(),
+  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 2\n", "f", &r, &info).code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 5 2 0 0 0 -1\nname 0 a\n", "f",
+                                       &r, &info)
+                .code(),
             StatusCode::kDataLoss);  // ends before it starts
-  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 2 5 9 0 0 -1\n", "f", &r, &info).code(),
+  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nrange P 1 2 5 9 0 0 -1\n", "f", &r, &info)
+                .code(),
             StatusCode::kDataLoss);  // missing name
-  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nbogus 1\n", "f", &r, &info).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(collect::ParseRangeRecords("opscope-ranges 1\nbogus 1\n", "f", &r, &info).code(),
+            StatusCode::kDataLoss);
   // Truncations of a valid file never crash; either parse or a DataLoss.
   std::string full = kRecords;
   for (size_t n = 0; n < full.size(); n += 7) {
@@ -111,7 +116,8 @@ TEST(DiagRanges, Summary) {
   EXPECT_EQ(rep.ranges[4].path, "post-processing");
   EXPECT_DOUBLE_EQ(rep.top_total_ms, 200 + 1 + 60 + 20);
   EXPECT_NEAR(rep.ranges[0].share_of_top, 200.0 / 281, 1e-12);
-  EXPECT_TRUE(rep.headline.starts_with("pre-processing 100.000 ms (71.2%), loader, \"io\" 500.0 us"))
+  EXPECT_TRUE(
+      rep.headline.starts_with("pre-processing 100.000 ms (71.2%), loader, \"io\" 500.0 us"))
       << rep.headline;
 }
 

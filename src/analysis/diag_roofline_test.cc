@@ -76,7 +76,8 @@ TEST(DiagRoofline, SingleThreadUsesOneCorePeak) {
 
 TEST(DiagRoofline, SlowBigKernelIsNotLatencyBound) {
   // 8 GFLOP taking 10 s: 0.8% of peak, but its ideal time is 80 ms: a bad kernel, not overhead.
-  auto points = ComputeRoofline(MakeProfile({MakeOp("slow_conv", "Conv", 10000, 8e9, 40e6)}), Ceilings());
+  auto points =
+      ComputeRoofline(MakeProfile({MakeOp("slow_conv", "Conv", 10000, 8e9, 40e6)}), Ceilings());
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(points[0].cls, BoundClass::kCompute);
 }
@@ -89,10 +90,12 @@ TEST(DiagRoofline, WithoutCeilingsOnlyDataMovementIsClassified) {
 }
 
 TEST(DiagRoofline, CountersConfirmOrContradict) {
-  std::map<std::string, double> mem = {{"instructions", 1e9}, {"cycles", 2e9}, {"cache-misses", 2e7}};
+  std::map<std::string, double> mem = {
+      {"instructions", 1e9}, {"cycles", 2e9}, {"cache-misses", 2e7}};
   EXPECT_TRUE(CounterConfirmation(mem, BoundClass::kMemory).starts_with("confirmed"));
   EXPECT_TRUE(CounterConfirmation(mem, BoundClass::kCompute).starts_with("contradicted"));
-  std::map<std::string, double> cpu = {{"instructions", 3e9}, {"cycles", 1e9}, {"cache-misses", 1e5}};
+  std::map<std::string, double> cpu = {
+      {"instructions", 3e9}, {"cycles", 1e9}, {"cache-misses", 1e5}};
   EXPECT_TRUE(CounterConfirmation(cpu, BoundClass::kCompute).starts_with("confirmed"));
   EXPECT_TRUE(CounterConfirmation(cpu, BoundClass::kMemory).starts_with("contradicted"));
   std::map<std::string, double> mid = {{"ipc", 1.5}};
@@ -104,7 +107,8 @@ TEST(DiagRoofline, MemoryBoundConfirmedByCountersInPoint) {
   profile::Profile p = ClassesProfile();
   p.ops[1].counters = {{"instructions", 1e7}, {"cycles", 4e7}, {"LLC-load-misses", 1e6}};
   auto points = ComputeRoofline(p, Ceilings());
-  EXPECT_TRUE(points[1].counter_confirmation.starts_with("confirmed")) << points[1].counter_confirmation;
+  EXPECT_TRUE(points[1].counter_confirmation.starts_with("confirmed"))
+      << points[1].counter_confirmation;
 }
 
 TEST(DiagRoofline, DataMovementList) {
@@ -112,12 +116,14 @@ TEST(DiagRoofline, DataMovementList) {
                         "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile", "Pad", "Identity",
                         "Cast", "DepthToSpace", "SpaceToDepth", "ScatterND"})
     EXPECT_TRUE(IsDataMovementOp(t)) << t;
-  for (const char* t : {"Conv", "MatMul", "Add", "Resize", "Softmax", ""}) EXPECT_FALSE(IsDataMovementOp(t)) << t;
+  for (const char* t : {"Conv", "MatMul", "Add", "Resize", "Softmax", ""})
+    EXPECT_FALSE(IsDataMovementOp(t)) << t;
 }
 
 TEST(DiagRoofline, GoldenTable) {
   auto points = ComputeRoofline(ClassesProfile(), Ceilings());
-  testing::ExpectGolden("roofline_classes.ceil100-10.txt", FormatRoofline(points, Ceilings(), false));
+  testing::ExpectGolden("roofline_classes.ceil100-10.txt",
+                        FormatRoofline(points, Ceilings(), false));
 }
 
 // Ceilings measured under load (21.7 GFLOP/s on a CPU that does ~200), written to a file by
@@ -151,7 +157,8 @@ TEST(DiagRoofline, OpsAboveTheCeilingsAreFlagged) {
   auto points = ComputeRoofline(p, *c);
   ASSERT_EQ(points.size(), 4u);
   EXPECT_NE(points[0].above_roof.find("150.0 GFLOP/s, above the compute roof of 21.7"),
-            std::string::npos) << points[0].above_roof;
+            std::string::npos)
+      << points[0].above_roof;
   EXPECT_NE(points[1].above_roof.find("above the memory roof of 10.0 GB/s"), std::string::npos)
       << points[1].above_roof;
   EXPECT_EQ(points[2].above_roof, "");
@@ -256,8 +263,10 @@ TEST(DiagMachine, Int8CeilingRoundTripsAndIsMeasured) {
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->peak_gops_int8_all, 123.5);
   // A file without the field (written before it existed) reads as 0 = unknown.
-  auto old = CeilingsFromJson("{\"schema\": \"opscope.machine/2\", \"peak_gflops_all\": 3, "
-                              "\"triad_gbps\": 2}", "old");
+  auto old = CeilingsFromJson(
+      "{\"schema\": \"opscope.machine/2\", \"peak_gflops_all\": 3, "
+      "\"triad_gbps\": 2}",
+      "old");
   ASSERT_TRUE(old.ok());
   EXPECT_EQ(old->PeakGopsInt8(2), 0);
   // The measurement itself: short, but positive and finite.

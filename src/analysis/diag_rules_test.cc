@@ -49,9 +49,10 @@ TEST(DiagRules, RegistryHasEveryRuleOnceWithTrigger) {
     EXPECT_TRUE(ids.insert(r->id).second) << r->id;
     EXPECT_GT(std::string(r->trigger).size(), 10u) << r->id;
   }
-  for (const char* id : {"debug-build", "throttling", "pipeline-bottleneck", "data-movement-share",
-                         "memory-bound-hot", "compute-bound-hot", "many-small-ops",
-                         "e2e-overhead-gap", "high-variance", "cpu-governor", "counters-unavailable"})
+  for (const char* id :
+       {"debug-build", "throttling", "pipeline-bottleneck", "data-movement-share",
+        "memory-bound-hot", "compute-bound-hot", "many-small-ops", "e2e-overhead-gap",
+        "high-variance", "cpu-governor", "counters-unavailable"})
     EXPECT_TRUE(ids.count(id)) << id;
 }
 
@@ -110,7 +111,8 @@ TEST(DiagRules, ComputeBoundHotWithPoorKernel) {
 
 TEST(DiagRules, ManySmallOps) {
   std::vector<profile::OpRecord> ops;
-  for (int i = 0; i < 40; ++i) ops.push_back(MakeOp("add" + std::to_string(i), "Add", 0.02, 1e3, 1e4));
+  for (int i = 0; i < 40; ++i)
+    ops.push_back(MakeOp("add" + std::to_string(i), "Add", 0.02, 1e3, 1e4));
   ops.push_back(MakeOp("conv", "Conv", 1.0, 6e7, 1e5));
   auto p = MakeProfile(ops, Steady(1.8));
   auto f = RunRules(p, nullptr);
@@ -172,7 +174,8 @@ TEST(DiagRules, ThrottlingTraceIsReported) {
 TEST(DiagRules, DebugBuilds) {
   auto p = Clean();
   p.meta.build_type = "Debug";
-  BuildVerdictToMeta(ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O0"}), &p.meta);
+  BuildVerdictToMeta(ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O0"}),
+                     &p.meta);
   auto f = RunRules(p, nullptr);
   int n = 0;
   for (const auto& x : f)
@@ -292,7 +295,8 @@ namespace {
 TEST(DiagRules, QuantConversionNamesUnfusedQdqNodesWithTheirShare) {
   std::vector<profile::OpRecord> ops;
   for (int i = 0; i < 4; ++i) {
-    ops.push_back(testing::MakeOp("dq" + std::to_string(i), "DynamicQuantizeLinear", 1.0, 4e5, 5e5));
+    ops.push_back(
+        testing::MakeOp("dq" + std::to_string(i), "DynamicQuantizeLinear", 1.0, 4e5, 5e5));
     ops.push_back(testing::MakeOp("ci" + std::to_string(i), "ConvInteger", 4.0, 0, 2e5));
     ops.back().int_ops = 4e8;
   }

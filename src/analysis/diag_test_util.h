@@ -3,11 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include "base/testing/golden.h"
-
 #include <string>
 #include <vector>
 
+#include "base/testing/golden.h"
 #include "profile/profile.h"
 
 namespace opscope::analysis::testing {
@@ -25,7 +24,8 @@ inline profile::OpRecord MakeOp(const std::string& name, const std::string& type
   return op;
 }
 
-inline profile::Profile MakeProfile(std::vector<profile::OpRecord> ops, std::vector<double> e2e = {}) {
+inline profile::Profile MakeProfile(std::vector<profile::OpRecord> ops,
+                                    std::vector<double> e2e = {}) {
   profile::Profile p;
   p.meta.kind = "profile";
   p.meta.build_type = "Release";

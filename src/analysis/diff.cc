@@ -58,7 +58,8 @@ static void SortByAbs(std::vector<NodeDelta>& v) {
 }
 
 static std::string KindInWords(const std::string& kind) {
-  if (kind == "profile") return "a model profile (`opscope profile`: per-op times on the built-in engine)";
+  if (kind == "profile")
+    return "a model profile (`opscope profile`: per-op times on the built-in engine)";
   if (kind == "run") return "a `run` profile (a whole program's annotated ranges)";
   if (kind == "stat") return "a `stat` profile (a whole program's counters)";
   if (kind == "gpu") return "a `gpu` profile (a CUDA program's kernels)";
@@ -74,8 +75,8 @@ std::string KindMismatch(const profile::Profile& before, const profile::Profile&
   // Per-op profiles of a model compare whatever runtime measured them: the built-in engine
   // ("profile") and imported ones ("import/ort", "import/tensorrt", ...), joined to ONNX nodes.
   auto per_op = [](const std::string& k) {
-    return k == "profile" || (k.rfind("import/", 0) == 0 && k != "import/perf-script" &&
-                              k != "import/nsys");
+    return k == "profile" ||
+           (k.rfind("import/", 0) == 0 && k != "import/perf-script" && k != "import/nsys");
   };
   if (per_op(a) && per_op(b)) return "";
   return "before is " + KindInWords(a) + " but after is " + KindInWords(b) +
@@ -169,23 +170,30 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
     bool common = false;
     for (const auto& op : after.ops) common = common || names.count(op.name);
     if (!common)
-      d.notes.push_back("no node name in common: these look like profiles of different models, so "
-                        "the per-node rows only list what each side has");
+      d.notes.push_back(
+          "no node name in common: these look like profiles of different models, so "
+          "the per-node rows only list what each side has");
   }
   if (!before.meta.source.empty() && !after.meta.source.empty() &&
       before.meta.source != after.meta.source && before.meta.kind != "profile")
-    d.notes.push_back(fmt::format("different programs ('{}' vs '{}'): the change includes whatever "
-                                  "differs between them", before.meta.source, after.meta.source));
+    d.notes.push_back(
+        fmt::format("different programs ('{}' vs '{}'): the change includes whatever "
+                    "differs between them",
+                    before.meta.source, after.meta.source));
   if (!before.meta.cpu_model.empty() && !after.meta.cpu_model.empty() &&
       before.meta.cpu_model != after.meta.cpu_model)
-    d.notes.push_back(fmt::format("profiles come from different CPUs ('{}' vs '{}'): the change "
-                                  "mixes the code change with the machine change",
-                                  before.meta.cpu_model, after.meta.cpu_model));
-  if (before.meta.threads != after.meta.threads && before.meta.threads > 0 && after.meta.threads > 0)
-    d.notes.push_back(fmt::format("thread count differs: {} vs {}", before.meta.threads, after.meta.threads));
+    d.notes.push_back(
+        fmt::format("profiles come from different CPUs ('{}' vs '{}'): the change "
+                    "mixes the code change with the machine change",
+                    before.meta.cpu_model, after.meta.cpu_model));
+  if (before.meta.threads != after.meta.threads && before.meta.threads > 0 &&
+      after.meta.threads > 0)
+    d.notes.push_back(
+        fmt::format("thread count differs: {} vs {}", before.meta.threads, after.meta.threads));
   if (before.meta.build_type != after.meta.build_type && !before.meta.build_type.empty() &&
       !after.meta.build_type.empty())
-    d.notes.push_back("opscope build types differ: " + before.meta.build_type + " vs " + after.meta.build_type);
+    d.notes.push_back("opscope build types differ: " + before.meta.build_type + " vs " +
+                      after.meta.build_type);
 
   // End to end.
   E2EDelta& e = d.e2e;
@@ -204,8 +212,8 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
       if (e.weak_ci)
         d.notes.push_back(fmt::format(
             "the 95% CI comes from {} runs before and {} after: with fewer than {} runs per side "
-            "it is weak (too narrow); measure more runs", e.runs_before, e.runs_after,
-            kMinRunsForSolidCi));
+            "it is weak (too narrow); measure more runs",
+            e.runs_before, e.runs_after, kMinRunsForSolidCi));
     } else {
       d.notes.push_back("fewer than 2 runs on one side: no confidence interval");
     }
@@ -218,8 +226,9 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
       e.basis = "sum of ops";
       e.before_ms = sb;
       e.after_ms = sa;
-      d.notes.push_back("no per-run end-to-end times: comparing the sums of op times, without a "
-                        "confidence interval");
+      d.notes.push_back(
+          "no per-run end-to-end times: comparing the sums of op times, without a "
+          "confidence interval");
     }
   }
   if (e.available && e.before_ms > 0) {
@@ -331,9 +340,12 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
 
   // Headline.
   if (e.available) {
-    std::string ci = e.has_ci ? ", 95% CI " + BoundedSigned(e.ci_low_pct, 1) + "…" + BoundedPct(e.ci_high_pct) : "";
+    std::string ci =
+        e.has_ci ? ", 95% CI " + BoundedSigned(e.ci_low_pct, 1) + "…" + BoundedPct(e.ci_high_pct)
+                 : "";
     if (e.basis == "end-to-end runs")
-      ci += fmt::format(", {} vs {} runs{}", e.runs_before, e.runs_after, e.weak_ci ? ", weak CI" : "");
+      ci += fmt::format(", {} vs {} runs{}", e.runs_before, e.runs_after,
+                        e.weak_ci ? ", weak CI" : "");
     std::string verdict;
     if (e.has_ci && !e.significant)
       verdict = "no significant change";
@@ -341,9 +353,9 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
       verdict = BoundedSigned(e.speedup, 2).substr(1) + "× faster";
     else
       verdict = BoundedSigned(e.speedup > 0 ? 1 / e.speedup : 0, 2).substr(1) + "× slower";
-    d.headline = fmt::format("{} {} → {} ({}{}): {}", e.basis == "sum of ops" ? "sum of ops" : "end-to-end",
-                             BoundedMs(e.before_ms), BoundedMs(e.after_ms), BoundedPct(e.delta_pct), ci,
-                             verdict);
+    d.headline = fmt::format(
+        "{} {} → {} ({}{}): {}", e.basis == "sum of ops" ? "sum of ops" : "end-to-end",
+        BoundedMs(e.before_ms), BoundedMs(e.after_ms), BoundedPct(e.delta_pct), ci, verdict);
   } else {
     d.headline = "no end-to-end or op times to compare";
   }
@@ -390,7 +402,8 @@ std::string FormatDiff(const ProfileDiff& d, bool color, size_t max_rows) {
     out += fmt::format("\n{:<34} {:<16} {:>11} {:>11} {:>11} {:>12}\n", title, "type", "before",
                        "after", "Δ ms", "Δ%");
     for (size_t i = 0; i < rows.size() && i < max_rows; ++i) out += Row(rows[i], color);
-    if (rows.size() > max_rows) out += fmt::format("... {} more rows (--format json for all)\n", rows.size() - max_rows);
+    if (rows.size() > max_rows)
+      out += fmt::format("... {} more rows (--format json for all)\n", rows.size() - max_rows);
   };
   if (!d.groups.empty()) {
     out += fmt::format("\n{:<34} {:<16} {:>11} {:>11} {:>11} {:>12}\n", "layers compared as groups",
@@ -432,10 +445,10 @@ std::string FormatDiff(const ProfileDiff& d, bool color, size_t max_rows) {
 
 std::string DiffToJson(const ProfileDiff& d) {
   auto node = [](const NodeDelta& n) {
-    nlohmann::json j = {{"name", n.name}, {"op_type", n.op_type}, {"change", n.change},
-                        {"before_ms", n.before_ms}, {"after_ms", n.after_ms},
-                        {"delta_ms", n.delta_ms}, {"delta_pct", n.delta_pct},
-                        {"shape_changed", n.shape_changed}};
+    nlohmann::json j = {{"name", n.name},           {"op_type", n.op_type},
+                        {"change", n.change},       {"before_ms", n.before_ms},
+                        {"after_ms", n.after_ms},   {"delta_ms", n.delta_ms},
+                        {"delta_pct", n.delta_pct}, {"shape_changed", n.shape_changed}};
     if (n.shape_changed) {
       j["shape_before"] = n.shape_before;
       j["shape_after"] = n.shape_after;
@@ -447,19 +460,30 @@ std::string DiffToJson(const ProfileDiff& d) {
   j["headline"] = d.headline;
   j["before"] = d.before_source;
   j["after"] = d.after_source;
-  j["e2e"] = {{"available", d.e2e.available}, {"basis", d.e2e.basis},
-              {"before_ms", d.e2e.before_ms}, {"after_ms", d.e2e.after_ms},
-              {"delta_pct", d.e2e.delta_pct}, {"speedup", d.e2e.speedup},
-              {"runs_before", d.e2e.runs_before}, {"runs_after", d.e2e.runs_after},
-              {"has_ci", d.e2e.has_ci}, {"weak_ci", d.e2e.weak_ci}, {"ci95_low_pct", d.e2e.ci_low_pct},
-              {"ci95_high_pct", d.e2e.ci_high_pct}, {"significant", d.e2e.significant},
+  j["e2e"] = {{"available", d.e2e.available},
+              {"basis", d.e2e.basis},
+              {"before_ms", d.e2e.before_ms},
+              {"after_ms", d.e2e.after_ms},
+              {"delta_pct", d.e2e.delta_pct},
+              {"speedup", d.e2e.speedup},
+              {"runs_before", d.e2e.runs_before},
+              {"runs_after", d.e2e.runs_after},
+              {"has_ci", d.e2e.has_ci},
+              {"weak_ci", d.e2e.weak_ci},
+              {"ci95_low_pct", d.e2e.ci_low_pct},
+              {"ci95_high_pct", d.e2e.ci_high_pct},
+              {"significant", d.e2e.significant},
               {"ci_method", fmt::format("bootstrap of the trimmed mean, {} resamples, fixed seed",
                                         kBootstrapResamples)}};
   j["op_types"] = nlohmann::json::array();
   for (const auto& t : d.op_types)
-    j["op_types"].push_back({{"op_type", t.op_type}, {"change", t.change}, {"count_before", t.count_before},
-                             {"count_after", t.count_after}, {"before_ms", t.before_ms},
-                             {"after_ms", t.after_ms}, {"delta_ms", t.delta_ms},
+    j["op_types"].push_back({{"op_type", t.op_type},
+                             {"change", t.change},
+                             {"count_before", t.count_before},
+                             {"count_after", t.count_after},
+                             {"before_ms", t.before_ms},
+                             {"after_ms", t.after_ms},
+                             {"delta_ms", t.delta_ms},
                              {"delta_pct", t.delta_pct}});
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : d.nodes) j["nodes"].push_back(node(n));

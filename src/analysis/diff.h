@@ -29,9 +29,9 @@ inline constexpr size_t kMinRunsForSolidCi = 10;
 
 struct NodeDelta {
   std::string name, op_type;
-  std::string change;        // "changed", "appeared", "disappeared"
+  std::string change;  // "changed", "appeared", "disappeared"
   double before_ms = 0, after_ms = 0, delta_ms = 0;
-  double delta_pct = 0;      // relative to before (0 when before is 0)
+  double delta_pct = 0;  // relative to before (0 when before is 0)
   bool shape_changed = false;
   std::string shape_before, shape_after;  // outputs, "1x64x56x56"; "" when absent
 };
@@ -50,18 +50,18 @@ struct GroupDelta {
 
 struct OpTypeDelta {
   std::string op_type;
-  std::string change;        // "changed", "new" (after only), "gone" (before only)
+  std::string change;  // "changed", "new" (after only), "gone" (before only)
   int count_before = 0, count_after = 0;
   double before_ms = 0, after_ms = 0, delta_ms = 0, delta_pct = 0;
 };
 
 struct E2EDelta {
-  bool available = false;    // both sides have per-run times
+  bool available = false;              // both sides have per-run times
   double before_ms = 0, after_ms = 0;  // trimmed means
   double delta_pct = 0;
   size_t runs_before = 0, runs_after = 0;  // per-run samples behind the trimmed means
-  bool has_ci = false;       // both sides have >= 2 runs
-  bool weak_ci = false;      // fewer than kMinRunsForSolidCi runs on a side
+  bool has_ci = false;                     // both sides have >= 2 runs
+  bool weak_ci = false;                    // fewer than kMinRunsForSolidCi runs on a side
   double ci_low_pct = 0, ci_high_pct = 0;
   bool significant = false;  // the CI excludes 0
   double speedup = 0;        // before / after
@@ -71,12 +71,12 @@ struct E2EDelta {
 struct ProfileDiff {
   std::string before_source, after_source;
   E2EDelta e2e;
-  std::vector<NodeDelta> nodes;      // sorted by |delta_ms| descending
-  std::vector<GroupDelta> groups;    // sorted by |delta_ms| descending; their layer rows are not
-                                     // in `nodes` as appeared/disappeared
-  std::vector<OpTypeDelta> op_types; // sorted by |delta_ms| descending
-  std::vector<NodeDelta> ranges;     // `run` profiles: by range path (op_type = domain)
-  std::vector<std::string> notes;    // different models/machines, missing data, ...
+  std::vector<NodeDelta> nodes;       // sorted by |delta_ms| descending
+  std::vector<GroupDelta> groups;     // sorted by |delta_ms| descending; their layer rows are not
+                                      // in `nodes` as appeared/disappeared
+  std::vector<OpTypeDelta> op_types;  // sorted by |delta_ms| descending
+  std::vector<NodeDelta> ranges;      // `run` profiles: by range path (op_type = domain)
+  std::vector<std::string> notes;     // different models/machines, missing data, ...
   std::string headline;
 };
 

@@ -16,7 +16,9 @@ std::string FormatFindings(const std::vector<profile::Finding>& findings, bool c
   for (const auto& f : findings) {
     std::string sev = f.severity;
     if (color) {
-      const char* c = f.severity == "critical" ? "\x1b[31m" : f.severity == "warning" ? "\x1b[33m" : "\x1b[36m";
+      const char* c = f.severity == "critical"  ? "\x1b[31m"
+                      : f.severity == "warning" ? "\x1b[33m"
+                                                : "\x1b[36m";
       sev = c + sev + reset;
     }
     out += fmt::format("  [{}] {}: {}\n", sev, f.rule, f.title);
@@ -35,7 +37,8 @@ std::string FormatCeilings(const MachineCeilings& c) {
   if (c.llc_gbps > 0) s += fmt::format(", {:.1f} GB/s in LLC", c.llc_gbps);
   if (c.triad_gbps > 0 && c.peak_gflops_all > 0)
     s += fmt::format("; ridge {:.1f} FLOP/B", c.peak_gflops_all / c.triad_gbps);
-  if (!c.method.empty()) s += " [" + c.method + (c.cpu_model.empty() ? "" : ", " + c.cpu_model) + "]";
+  if (!c.method.empty())
+    s += " [" + c.method + (c.cpu_model.empty() ? "" : ", " + c.cpu_model) + "]";
   return s;
 }
 
@@ -53,24 +56,29 @@ std::string FormatRoofline(const std::vector<RooflinePoint>& points, const Machi
     std::string type = p.op_type.size() > 14 ? p.op_type.substr(0, 14) : p.op_type;
     std::string cls = BoundClassName(p.cls);
     if (color) {
-      const char* k = p.cls == BoundClass::kMemory ? "\x1b[33m" : p.cls == BoundClass::kCompute ? "\x1b[32m"
-                    : p.cls == BoundClass::kDataMovement ? "\x1b[35m" : "\x1b[36m";
+      const char* k = p.cls == BoundClass::kMemory         ? "\x1b[33m"
+                      : p.cls == BoundClass::kCompute      ? "\x1b[32m"
+                      : p.cls == BoundClass::kDataMovement ? "\x1b[35m"
+                                                           : "\x1b[36m";
       cls = k + fmt::format("{:<14}", cls) + "\x1b[0m";
     }
     std::string counters = p.counter_confirmation;
     if (counters == "no hardware counters") counters = "-";
     // "!" after %roof: the op runs above a roof, so the ceilings are wrong (footnote below).
-    out += fmt::format("{:<30} {:<14} {:>6.1f}% {:>9.2f} {:>10.2f} {:>9.2f} {:>6.0f}%{} {:<14} {}\n",
-                       name, type, p.share * 100, p.intensity, p.achieved_gflops, p.achieved_gbps,
-                       p.pct_of_roof, p.above_roof.empty() ? " " : "!", cls, counters);
+    out +=
+        fmt::format("{:<30} {:<14} {:>6.1f}% {:>9.2f} {:>10.2f} {:>9.2f} {:>6.0f}%{} {:<14} {}\n",
+                    name, type, p.share * 100, p.intensity, p.achieved_gflops, p.achieved_gbps,
+                    p.pct_of_roof, p.above_roof.empty() ? " " : "!", cls, counters);
   }
   if (v.size() > max_rows) out += fmt::format("... {} more ops\n", v.size() - max_rows);
   size_t above = 0;
   for (const auto* p : v) above += !p->above_roof.empty();
   if (above > 0)
-    out += fmt::format("! {} op(s) run above the machine ceilings: the ceilings are wrong "
-                       "(measured under load or on another machine), and so are the classes and "
-                       "%roof above; run `opscope machine` again on a quiet machine\n", above);
+    out += fmt::format(
+        "! {} op(s) run above the machine ceilings: the ceilings are wrong "
+        "(measured under load or on another machine), and so are the classes and "
+        "%roof above; run `opscope machine` again on a quiet machine\n",
+        above);
   return out;
 }
 

@@ -182,7 +182,8 @@ std::vector<KernelThroughputRow> ThroughputRows(const profile::GpuSection& g) {
       if (sum.weight[i] > 0) *fields[i] = sum.value[i] / sum.weight[i];
     r.pct = total > 0 ? 100.0 * r.duration_ns / total : 0;
     r.bound = profile::ClassifyKernelBound(r.sm_pct, r.memory_pct, r.dram_pct);
-    r.low_occupancy = r.bound == "latency" && profile::LowAchievedOccupancy(r.achieved_occupancy_pct);
+    r.low_occupancy =
+        r.bound == "latency" && profile::LowAchievedOccupancy(r.achieved_occupancy_pct);
     out.push_back(r);
   }
   std::stable_sort(out.begin(), out.end(),

@@ -49,8 +49,10 @@ ThrottleReport DetectThrottling(const std::vector<profile::ClockSample>& clocks)
   } else if (r.throttled) {
     std::vector<std::string> parts;
     if (freq_drop)
-      parts.push_back(fmt::format("CPU frequency fell from {:.0f} MHz (first run) to {:.0f} MHz "
-                                  "(last run), -{:.1f}%", r.first_mhz, r.last_mhz, r.freq_drop_pct));
+      parts.push_back(
+          fmt::format("CPU frequency fell from {:.0f} MHz (first run) to {:.0f} MHz "
+                      "(last run), -{:.1f}%",
+                      r.first_mhz, r.last_mhz, r.freq_drop_pct));
     if (heat)
       parts.push_back(fmt::format("temperature rose from {:.1f} °C to {:.1f} °C (+{:.1f} °C)",
                                   r.first_temp_c, r.last_temp_c, r.temp_rise_c));
@@ -59,8 +61,9 @@ ThrottleReport DetectThrottling(const std::vector<profile::ClockSample>& clocks)
   } else {
     r.summary = fmt::format("clocks steady over {} runs", m.size());
     if (r.have_freq) r.summary += fmt::format(" ({:.0f} → {:.0f} MHz", r.first_mhz, r.last_mhz);
-    if (r.have_temp) r.summary += fmt::format("{}{:.1f} → {:.1f} °C", r.have_freq ? ", " : " (",
-                                              r.first_temp_c, r.last_temp_c);
+    if (r.have_temp)
+      r.summary += fmt::format("{}{:.1f} → {:.1f} °C", r.have_freq ? ", " : " (", r.first_temp_c,
+                               r.last_temp_c);
     r.summary += ")";
   }
   return r;
@@ -118,11 +121,13 @@ BuildVerdict ClassifyProducers(const std::vector<std::string>& producers) {
   auto best = std::max_element(votes.begin(), votes.end(),
                                [](const auto& a, const auto& b) { return a.second < b.second; });
   v.opt_level = best->first;
-  v.kind = (v.opt_level == "-O0" || v.opt_level == "none" || v.opt_level == "-Og") ? "debug" : "release";
+  v.kind =
+      (v.opt_level == "-O0" || v.opt_level == "none" || v.opt_level == "-Og") ? "debug" : "release";
   int total = 0;
   for (const auto& [k, n] : votes) total += n;
-  v.evidence = fmt::format("{} of {} compilation units built with {} (\"{}\")", best->second, total,
-                           v.opt_level == "none" ? "no -O flag" : v.opt_level, example[best->first]);
+  v.evidence =
+      fmt::format("{} of {} compilation units built with {} (\"{}\")", best->second, total,
+                  v.opt_level == "none" ? "no -O flag" : v.opt_level, example[best->first]);
   return v;
 }
 

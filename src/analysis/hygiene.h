@@ -29,10 +29,10 @@ struct ThrottleReport {
   bool throttled = false;
   double first_mhz = 0, last_mhz = 0, min_mhz = 0;
   double first_temp_c = 0, last_temp_c = 0, max_temp_c = 0;
-  double freq_drop_pct = 0;    // (first - min) / first * 100 over measured runs
-  double temp_rise_c = 0;      // max - first
+  double freq_drop_pct = 0;  // (first - min) / first * 100 over measured runs
+  double temp_rise_c = 0;    // max - first
   std::vector<int> affected_runs;
-  std::string summary;         // one sentence, "" when nothing was sampled
+  std::string summary;  // one sentence, "" when nothing was sampled
 };
 // Warm-up samples (run < 0) are ignored.
 ThrottleReport DetectThrottling(const std::vector<profile::ClockSample>& clocks);
@@ -41,7 +41,7 @@ struct RepeatReport {
   Stats stats;
   std::vector<int> outlier_runs;  // indices into the measured runs
   std::string verdict;            // "stable", "noisy", "unstable"
-  std::string words;              // "12 runs, median 4.31 ms, trimmed mean 4.33 ms, CV 1.2%: stable"
+  std::string words;  // "12 runs, median 4.31 ms, trimmed mean 4.33 ms, CV 1.2%: stable"
 };
 RepeatReport AnalyzeRepeats(std::span<const double> runs_ms);
 
@@ -62,7 +62,7 @@ BuildVerdict ClassifyProducers(const StatusOr<std::vector<std::string>>& produce
 BuildVerdict ClassifyBuildType(const std::string& cmake_build_type);
 
 // Meta::extra keys used to carry the target's verdict from `stat`/`record`/`run` to the rules.
-inline constexpr char kTargetBuildKey[] = "target.build";          // "release"/"debug"/"unknown"
+inline constexpr char kTargetBuildKey[] = "target.build";  // "release"/"debug"/"unknown"
 inline constexpr char kTargetOptKey[] = "target.opt_level";
 inline constexpr char kTargetEvidenceKey[] = "target.build_evidence";
 void BuildVerdictToMeta(const BuildVerdict& v, profile::Meta* meta);

@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
@@ -22,10 +21,11 @@ double MachineCeilings::PeakGopsInt8(int threads) const {
   return peak_gops_int8_all > 0 ? peak_gops_int8_all : peak_gops_int8_one;
 }
 
-#define CEILING_FIELDS(X) X(peak_gflops_all) X(peak_gflops_one) X(peak_gops_int8_all) \
-  X(peak_gops_int8_one) X(triad_gbps) X(llc_gbps) \
-  X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method) X(cpu_flags) X(cpus) \
-  X(spread_pct) X(spread_of) X(repeats)
+#define CEILING_FIELDS(X)                                                                  \
+  X(peak_gflops_all)                                                                       \
+  X(peak_gflops_one) X(peak_gops_int8_all) X(peak_gops_int8_one) X(triad_gbps) X(llc_gbps) \
+      X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method) X(cpu_flags) X(cpus)   \
+          X(spread_pct) X(spread_of) X(repeats)
 
 std::string CeilingsToJson(const MachineCeilings& c) {
   nlohmann::json j;
@@ -43,10 +43,12 @@ StatusOr<MachineCeilings> CeilingsFromJson(const std::string& text, const std::s
   // /1 files (no CPU stamp) are still read: CheckCeilingsCpu treats them as unverified.
   std::string schema = j.value("schema", "");
   if (schema != "opscope.machine/1" && schema != "opscope.machine/2")
-    return Unsupported(origin + ": not an opscope machine file (schema opscope.machine/2 expected)");
+    return Unsupported(origin +
+                       ": not an opscope machine file (schema opscope.machine/2 expected)");
   MachineCeilings c;
   try {
-#define GET(f) if (j.contains(#f) && !j[#f].is_null()) j[#f].get_to(c.f);
+#define GET(f) \
+  if (j.contains(#f) && !j[#f].is_null()) j[#f].get_to(c.f);
     CEILING_FIELDS(GET)
 #undef GET
   } catch (const nlohmann::json::exception& e) {
@@ -108,9 +110,10 @@ std::optional<MachineCeilings> CeilingsFromMeta(const profile::Meta& meta) {
 std::string RelevantCpuFlags(const std::string& cpuinfo_flags) {
   // x86: SIMD widths, FMA, VNNI/BF16/FP16/AMX; Arm: NEON/ASIMD, dot product, FP16, SVE, SME.
   static const char* const kRelevant[] = {
-      "sse2", "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-      "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8", "neon",
-      "asimd", "asimdhp", "asimddp", "fphp", "i8mm", "bf16", "sve", "sve2", "sme"};
+      "sse2",     "sse4_2",      "avx",         "avx2",        "fma",      "avx512f",  "avx512bw",
+      "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16",
+      "amx_int8", "neon",        "asimd",       "asimdhp",     "asimddp",  "fphp",     "i8mm",
+      "bf16",     "sve",         "sve2",        "sme"};
   std::istringstream in(cpuinfo_flags);
   std::vector<std::string> out;
   std::string f;
@@ -139,9 +142,11 @@ Status CheckCeilingsCpu(const MachineCeilings& c, const CpuStamp& here, const st
   note->clear();
   if (c.method == "manual") return Status::Ok();
   if (c.cpus == 0 && c.cpu_flags.empty()) {
-    *note = fmt::format("{}: the ceilings carry no CPU stamp (written by an older opscope), so "
-                        "they are used unverified; run `opscope machine` again to re-measure and "
-                        "stamp them", origin);
+    *note = fmt::format(
+        "{}: the ceilings carry no CPU stamp (written by an older opscope), so "
+        "they are used unverified; run `opscope machine` again to re-measure and "
+        "stamp them",
+        origin);
     return Status::Ok();
   }
   std::vector<std::string> diffs;
@@ -162,14 +167,15 @@ Status CheckCeilingsCpu(const MachineCeilings& c, const CpuStamp& here, const st
       "{}: machine ceilings were measured on '{}' ({} CPUs, flags: {}) but this CPU is '{}' ({} "
       "CPUs, flags: {}): {}; run `opscope machine` again here (or pass --peak-gflops/--peak-gbps "
       "for the machine the profile is meant for)",
-      origin, c.cpu_model, c.cpus, c.cpu_flags.empty() ? "-" : c.cpu_flags, here.model,
-      here.cpus, here.flags.empty() ? "-" : here.flags, Join(diffs, ", ")));
+      origin, c.cpu_model, c.cpus, c.cpu_flags.empty() ? "-" : c.cpu_flags, here.model, here.cpus,
+      here.flags.empty() ? "-" : here.flags, Join(diffs, ", ")));
 }
 
 Status CheckCeilingsStable(const MachineCeilings& c) {
-  const char* fix = "other processes were competing for the CPU; run `opscope machine` again on a "
-                    "quiet machine (stop builds and benchmarks first), or add --force to store "
-                    "them anyway";
+  const char* fix =
+      "other processes were competing for the CPU; run `opscope machine` again on a "
+      "quiet machine (stop builds and benchmarks first), or add --force to store "
+      "them anyway";
   if (c.spread_pct > kMaxCeilingSpreadPct)
     return Unavailable(fmt::format(
         "ceilings not stored: {} varied {:.0f}% between {} repeats (median below best; at most "
@@ -185,10 +191,11 @@ Status CheckCeilingsStable(const MachineCeilings& c) {
 
 std::string CeilingsMismatch(const MachineCeilings& c, const std::string& cpu_model) {
   if (c.cpu_model.empty() || cpu_model.empty() || Trim(c.cpu_model) == Trim(cpu_model)) return "";
-  return fmt::format("machine ceilings were measured on '{}' but this profile ran on '{}': "
-                     "the roofline percentages compare against the other machine's roofs "
-                     "(run `opscope machine` here, or pass --peak-gflops/--peak-gbps for the target)",
-                     c.cpu_model, cpu_model);
+  return fmt::format(
+      "machine ceilings were measured on '{}' but this profile ran on '{}': "
+      "the roofline percentages compare against the other machine's roofs "
+      "(run `opscope machine` here, or pass --peak-gflops/--peak-gbps for the target)",
+      c.cpu_model, cpu_model);
 }
 
 }  // namespace opscope::analysis

@@ -24,13 +24,13 @@ struct MachineCeilings {
   // 0 when not measured (files written before it existed); int8 ops then have no compute roof.
   double peak_gops_int8_all = 0;
   double peak_gops_int8_one = 0;
-  double triad_gbps = 0;       // STREAM-style triad on arrays much larger than the LLC, GB/s
-  double llc_gbps = 0;         // the same triad on arrays that fit in the last-level cache
-  double llc_bytes = 0;        // last-level cache size used for the LLC level, 0 if unknown
-  int threads = 0;             // threads used for the "all" figures
+  double triad_gbps = 0;  // STREAM-style triad on arrays much larger than the LLC, GB/s
+  double llc_gbps = 0;    // the same triad on arrays that fit in the last-level cache
+  double llc_bytes = 0;   // last-level cache size used for the LLC level, 0 if unknown
+  int threads = 0;        // threads used for the "all" figures
   std::string cpu_model;
-  std::string measured_at;     // ISO 8601 UTC, "" for hand-given ceilings
-  std::string method;          // "measured" or "manual" (or "measured+manual")
+  std::string measured_at;  // ISO 8601 UTC, "" for hand-given ceilings
+  std::string method;       // "measured" or "manual" (or "measured+manual")
   // The stamp of the CPU that was measured (with cpu_model): its compute-relevant ISA flags
   // (CpuStamp::flags) and online CPUs. Files written before the stamp existed have neither.
   std::string cpu_flags;
@@ -38,8 +38,8 @@ struct MachineCeilings {
   // Noise of the measurement: for each figure, how far the median repeat fell below the best one,
   // percent (the largest of the four figures). 0 when not measured.
   double spread_pct = 0;
-  std::string spread_of;       // which figure that was ("peak float32, all cores", ...)
-  int repeats = 0;             // timed repeats per figure
+  std::string spread_of;  // which figure that was ("peak float32, all cores", ...)
+  int repeats = 0;        // timed repeats per figure
   // How the ceilings were checked against the CPU they are applied to (ResolveCeilings):
   // "" (not checked), "same CPU", "unverified: ..." for unstamped files.
   std::string verification;

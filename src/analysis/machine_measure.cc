@@ -154,7 +154,8 @@ double TimeParallel(int threads, Fn fn) {
       start.arrive_and_wait();
       fn(t);
       int64_t now = NowNs(), prev = end_ns.load();
-      while (now > prev && !end_ns.compare_exchange_weak(prev, now)) {}
+      while (now > prev && !end_ns.compare_exchange_weak(prev, now)) {
+      }
     });
   int64_t t0 = NowNs();
   start.arrive_and_wait();
@@ -286,8 +287,10 @@ size_t LastLevelCacheBytes() {
     if (size.empty()) continue;
     if (type == "Instruction") continue;
     size_t mult = 1;
-    if (EndsWith(size, "K")) mult = 1024, size.pop_back();
-    else if (EndsWith(size, "M")) mult = 1024 * 1024, size.pop_back();
+    if (EndsWith(size, "K"))
+      mult = 1024, size.pop_back();
+    else if (EndsWith(size, "M"))
+      mult = 1024 * 1024, size.pop_back();
     int64_t v = 0;
     if (ParseInt64(size, &v) && v > 0) best = std::max(best, static_cast<size_t>(v) * mult);
   }
@@ -312,7 +315,8 @@ Status SaveMachineFile(const MachineCeilings& c, const std::string& path) {
   for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
     std::string dir = path.substr(0, pos);
     if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-      return PermissionDenied(dir + ": cannot create folder for the machine file: " + std::strerror(errno));
+      return PermissionDenied(
+          dir + ": cannot create folder for the machine file: " + std::strerror(errno));
   }
   return WriteFileAtomic(path, CeilingsToJson(c));
 }
@@ -339,8 +343,8 @@ StatusOr<std::optional<MachineCeilings>> ResolveCeilings(const std::string& mach
     if (!here) this_cpu = ThisCpuStamp();
     std::string note;
     OPSCOPE_RETURN_IF_ERROR(CheckCeilingsCpu(*c, here ? *here : this_cpu, origin, &note));
-    c->verification = note.empty() ? (c->method == "manual" ? "" : "same CPU")
-                                   : "unverified: " + note;
+    c->verification =
+        note.empty() ? (c->method == "manual" ? "" : "same CPU") : "unverified: " + note;
   }
   if (peak_gflops > 0 || peak_gbps > 0) {
     if (!c) {
@@ -378,13 +382,13 @@ MachineCeilings MeasureMachine(const MeasureOptions& opts) {
   const char* names[4] = {"peak float32, one core", "peak float32, all cores",
                           "memory bandwidth (triad, DRAM)", "memory bandwidth (triad, LLC)"};
   c.peak_gflops_one = MeasurePeakGflops(1, opts.seconds_per_test, opts.repeats, &spread[0]);
-  c.peak_gflops_all = threads == 1 ? c.peak_gflops_one
-                                   : MeasurePeakGflops(threads, opts.seconds_per_test,
-                                                       opts.repeats, &spread[1]);
+  c.peak_gflops_all =
+      threads == 1 ? c.peak_gflops_one
+                   : MeasurePeakGflops(threads, opts.seconds_per_test, opts.repeats, &spread[1]);
   c.peak_gops_int8_one = MeasurePeakGopsInt8(1, opts.seconds_per_test, opts.repeats);
-  c.peak_gops_int8_all = threads == 1 ? c.peak_gops_int8_one
-                                      : MeasurePeakGopsInt8(threads, opts.seconds_per_test,
-                                                            opts.repeats);
+  c.peak_gops_int8_all = threads == 1
+                             ? c.peak_gops_int8_one
+                             : MeasurePeakGopsInt8(threads, opts.seconds_per_test, opts.repeats);
   size_t dram = opts.dram_bytes_per_array;
   if (dram == 0) dram = std::max<size_t>(8 * llc, 64u << 20);
   c.triad_gbps = MeasureTriadGbps(dram, threads, opts.seconds_per_test, opts.repeats, &spread[2]);

@@ -21,10 +21,10 @@
 namespace opscope::analysis {
 
 struct MeasureOptions {
-  int threads = 0;                 // 0: all online CPUs
-  double seconds_per_test = 0.25;  // target duration of one timed pass
-  int repeats = 5;                 // best of
-  size_t dram_bytes_per_array = 0; // 0: max(8 × LLC, 64 MiB)
+  int threads = 0;                  // 0: all online CPUs
+  double seconds_per_test = 0.25;   // target duration of one timed pass
+  int repeats = 5;                  // best of
+  size_t dram_bytes_per_array = 0;  // 0: max(8 × LLC, 64 MiB)
 };
 
 // Peak float32 GFLOP/s with `threads` threads (the best repeat). `spread_pct`, when given,

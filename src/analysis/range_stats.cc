@@ -56,7 +56,8 @@ RangeReport SummarizeRanges(const profile::Profile& p) {
     for (double v : groups[top].ms) t += v;
     rep.top_total_ms += t;
   }
-  std::function<void(const std::string&, int, int)> emit = [&](const std::string& pth, int parent_row, int depth) {
+  std::function<void(const std::string&, int, int)> emit = [&](const std::string& pth,
+                                                               int parent_row, int depth) {
     const Group& g = groups[pth];
     RangeSummary s;
     s.name = g.name;
@@ -85,7 +86,8 @@ RangeReport SummarizeRanges(const profile::Profile& p) {
   std::vector<std::string> parts;
   for (const RangeSummary& s : rep.ranges)
     if (s.depth == 0)
-      parts.push_back(fmt::format("{} {} ({:.1f}%)", s.name, HumanMs(s.per_run_ms), s.share_of_top * 100));
+      parts.push_back(
+          fmt::format("{} {} ({:.1f}%)", s.name, HumanMs(s.per_run_ms), s.share_of_top * 100));
   rep.headline = Join(parts, ", ");
   return rep;
 }

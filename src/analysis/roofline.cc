@@ -13,21 +13,27 @@ namespace opscope::analysis {
 
 const char* BoundClassName(BoundClass c) {
   switch (c) {
-    case BoundClass::kCompute: return "compute-bound";
-    case BoundClass::kMemory: return "memory-bound";
-    case BoundClass::kLatency: return "latency-bound";
-    case BoundClass::kDataMovement: return "data-movement";
-    case BoundClass::kUnknown: break;
+    case BoundClass::kCompute:
+      return "compute-bound";
+    case BoundClass::kMemory:
+      return "memory-bound";
+    case BoundClass::kLatency:
+      return "latency-bound";
+    case BoundClass::kDataMovement:
+      return "data-movement";
+    case BoundClass::kUnknown:
+      break;
   }
   return "unknown";
 }
 
 bool IsDataMovementOp(std::string_view t) {
   static constexpr std::array<std::string_view, 24> kTypes = {
-      "Reshape", "Transpose", "Concat", "Slice", "Gather", "GatherElements", "GatherND",
-      "Split", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile", "Pad", "Identity", "Cast",
-      "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements", "Scatter", "Copy",
-      "MemCopy", "Reorder"};
+      "Reshape",        "Transpose",    "Concat",       "Slice",     "Gather",
+      "GatherElements", "GatherND",     "Split",        "Squeeze",   "Unsqueeze",
+      "Flatten",        "Expand",       "Tile",         "Pad",       "Identity",
+      "Cast",           "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements",
+      "Scatter",        "Copy",         "MemCopy",      "Reorder"};
   return std::find(kTypes.begin(), kTypes.end(), t) != kTypes.end();
 }
 
@@ -48,7 +54,8 @@ std::string CounterConfirmation(const std::map<std::string, double>& counters, B
   if (ipc < 0 && mpki < 0) return "no hardware counters";
   std::string nums;
   if (ipc >= 0) nums += fmt::format("IPC {:.2f}", ipc);
-  if (mpki >= 0) nums += fmt::format("{}{:.1f} cache misses/1k instr", nums.empty() ? "" : ", ", mpki);
+  if (mpki >= 0)
+    nums += fmt::format("{}{:.1f} cache misses/1k instr", nums.empty() ? "" : ", ", mpki);
   bool low_ipc = ipc >= 0 && ipc < kLowIpc, high_ipc = ipc >= kHighIpc;
   bool many_miss = mpki >= kHighMpki, few_miss = mpki >= 0 && mpki < kLowMpki;
   switch (cls) {
@@ -61,8 +68,10 @@ std::string CounterConfirmation(const std::map<std::string, double>& counters, B
     case BoundClass::kCompute:
       if ((high_ipc || ipc < 0) && (few_miss || mpki < 0) && (high_ipc || few_miss))
         return "confirmed: " + nums + " (arithmetic units busy)";
-      if (low_ipc && many_miss) return "contradicted: " + nums + " (stalls on memory despite high intensity)";
-      if (low_ipc) return "contradicted: " + nums + " (pipeline stalls: dependency chains or a scalar kernel)";
+      if (low_ipc && many_miss)
+        return "contradicted: " + nums + " (stalls on memory despite high intensity)";
+      if (low_ipc)
+        return "contradicted: " + nums + " (pipeline stalls: dependency chains or a scalar kernel)";
       break;
     default:
       break;
@@ -132,8 +141,7 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
       double gflops = r.achieved_gflops, gbps = r.achieved_gbps, bytes = op.bytes;
       std::string what;
       bool judge = true;
-      if (auto st = steps.find(op.status == "fused" ? op.step : std::string());
-          st != steps.end()) {
+      if (auto st = steps.find(op.status == "fused" ? op.step : std::string()); st != steps.end()) {
         judge = st->second.first == i && st->second.ms > 0;
         if (judge) {
           gflops = st->second.work / (st->second.ms / 1e3) / 1e9;
@@ -146,9 +154,10 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
         r.above_roof = fmt::format("achieves {:.1f} {}{}, above the compute roof of {:.1f} {}",
                                    gflops, unit, what, peak, unit);
       else if (judge && c.llc_bytes > 0 && bytes > c.llc_bytes && gbps > kAboveRoofFactor * bw)
-        r.above_roof = fmt::format("moves {:.1f} GB/s of {}{} (more than the {} LLC), above the "
-                                   "memory roof of {:.1f} GB/s", gbps, HumanBytes(bytes), what,
-                                   HumanBytes(c.llc_bytes), bw);
+        r.above_roof = fmt::format(
+            "moves {:.1f} GB/s of {}{} (more than the {} LLC), above the "
+            "memory roof of {:.1f} GB/s",
+            gbps, HumanBytes(bytes), what, HumanBytes(c.llc_bytes), bw);
       double ideal_us = std::max(work / (peak * 1e9), op.bytes / (bw * 1e9)) * 1e6;
       if (dm) {
         r.cls = BoundClass::kDataMovement;
@@ -156,27 +165,29 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
                                op.op_type, HumanBytes(op.bytes), r.achieved_gbps * 100 / bw);
       } else if (r.pct_of_roof < kLatencyPctOfRoof && ideal_us < kLatencyIdealUs) {
         r.cls = BoundClass::kLatency;
-        r.reason = fmt::format("reaches {:.1f}% of its roof; its work would take {:.1f} us at the "
-                               "roof but takes {:.1f} us: overhead dominates",
-                               r.pct_of_roof, ideal_us, t_ms * 1e3);
+        r.reason = fmt::format(
+            "reaches {:.1f}% of its roof; its work would take {:.1f} us at the "
+            "roof but takes {:.1f} us: overhead dominates",
+            r.pct_of_roof, ideal_us, t_ms * 1e3);
       } else if (compute_side) {
         r.cls = BoundClass::kCompute;
-        r.reason = fmt::format("intensity {:.1f} {} is right of the ridge ({:.1f} {}); "
-                               "{:.1f} of {:.1f} {} ({:.0f}% of {}peak)",
-                               r.intensity, iunit, ridge, iunit, r.achieved_gflops, peak, unit,
-                               r.pct_of_roof,
-                               integer ? (int8_peak > 0 ? "int8 " : "float32 (no int8 ceiling) ")
-                                       : "");
+        r.reason = fmt::format(
+            "intensity {:.1f} {} is right of the ridge ({:.1f} {}); "
+            "{:.1f} of {:.1f} {} ({:.0f}% of {}peak)",
+            r.intensity, iunit, ridge, iunit, r.achieved_gflops, peak, unit, r.pct_of_roof,
+            integer ? (int8_peak > 0 ? "int8 " : "float32 (no int8 ceiling) ") : "");
       } else {
         r.cls = BoundClass::kMemory;
-        r.reason = fmt::format("intensity {:.2f} {} is left of the ridge ({:.1f} {}); "
-                               "{:.1f} of {:.1f} GB/s ({:.0f}% of bandwidth)",
-                               r.intensity, iunit, ridge, iunit, r.achieved_gbps, bw, r.pct_of_roof);
+        r.reason = fmt::format(
+            "intensity {:.2f} {} is left of the ridge ({:.1f} {}); "
+            "{:.1f} of {:.1f} GB/s ({:.0f}% of bandwidth)",
+            r.intensity, iunit, ridge, iunit, r.achieved_gbps, bw, r.pct_of_roof);
       }
     } else {
       r.cls = dm ? BoundClass::kDataMovement : BoundClass::kUnknown;
-      r.reason = dm ? op.op_type + " moves data and computes nothing"
-                    : "no machine ceilings: run `opscope machine` or pass --peak-gflops/--peak-gbps";
+      r.reason =
+          dm ? op.op_type + " moves data and computes nothing"
+             : "no machine ceilings: run `opscope machine` or pass --peak-gflops/--peak-gbps";
     }
     r.counter_confirmation = CounterConfirmation(op.counters, r.cls);
     out.push_back(std::move(r));

@@ -47,20 +47,20 @@ inline constexpr double kAboveRoofFactor = 1.10;
 bool IsDataMovementOp(std::string_view op_type);
 
 struct RooflinePoint {
-  int op = -1;                  // index into Profile::ops
+  int op = -1;  // index into Profile::ops
   std::string name, op_type;
-  double time_ms = 0;           // trimmed mean per run
+  double time_ms = 0;  // trimmed mean per run
   double share = 0;
   double flops = 0, bytes = 0;
   // Integer ops of a quantized kernel; when > 0 they are the op's work: intensity is op/byte,
   // achieved_gflops / attainable_gflops are G integer ops/s, and the compute roof is the int8
   // ceiling (MachineCeilings::PeakGopsInt8).
   double int_ops = 0;
-  double intensity = 0;         // FLOP/byte (0 when bytes is 0)
-  double attainable_gflops = 0; // min(peak, intensity * bandwidth)
+  double intensity = 0;          // FLOP/byte (0 when bytes is 0)
+  double attainable_gflops = 0;  // min(peak, intensity * bandwidth)
   double achieved_gflops = 0;
   double achieved_gbps = 0;
-  double pct_of_roof = 0;       // achieved vs the roof that limits it (compute or memory), percent
+  double pct_of_roof = 0;  // achieved vs the roof that limits it (compute or memory), percent
   BoundClass cls = BoundClass::kUnknown;
   std::string reason;                // why this class, with the numbers
   std::string counter_confirmation;  // "confirmed: ...", "contradicted: ...", "no counters"

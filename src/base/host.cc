@@ -52,8 +52,10 @@ HostInfo ReadHostInfo() {
   const std::string cf = "/sys/devices/system/cpu/cpu0/cpufreq/";
   h.governor = ReadSysFile(cf + "scaling_governor");
   double khz;
-  if (ParseDouble(ReadSysFile(cf + "scaling_cur_freq"), &khz)) h.cpu_mhz = khz / 1000;
-  else h.cpu_mhz = MhzFromProc();
+  if (ParseDouble(ReadSysFile(cf + "scaling_cur_freq"), &khz))
+    h.cpu_mhz = khz / 1000;
+  else
+    h.cpu_mhz = MhzFromProc();
   if (ParseDouble(ReadSysFile(cf + "cpuinfo_max_freq"), &khz)) h.max_mhz = khz / 1000;
   return h;
 }
@@ -66,7 +68,8 @@ ThermalSample ReadThermalSample() {
   int n = 0;
   for (const auto& e : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
     std::string name = e.path().filename().string();
-    if (!StartsWith(name, "cpu") || name.size() < 4 || !isdigit(static_cast<unsigned char>(name[3])))
+    if (!StartsWith(name, "cpu") || name.size() < 4 ||
+        !isdigit(static_cast<unsigned char>(name[3])))
       continue;
     double khz;
     if (ParseDouble(ReadSysFile(e.path().string() + "/cpufreq/scaling_cur_freq"), &khz)) {
@@ -78,7 +81,8 @@ ThermalSample ReadThermalSample() {
   for (const auto& e : fs::directory_iterator("/sys/class/thermal", ec)) {
     if (!StartsWith(e.path().filename().string(), "thermal_zone")) continue;
     double milli;
-    if (ParseDouble(ReadSysFile(e.path().string() + "/temp"), &milli) && milli / 1000 > s.max_temp_c)
+    if (ParseDouble(ReadSysFile(e.path().string() + "/temp"), &milli) &&
+        milli / 1000 > s.max_temp_c)
       s.max_temp_c = milli / 1000;
   }
   return s;

@@ -10,21 +10,21 @@ namespace opscope {
 
 struct HostInfo {
   std::string hostname;
-  std::string kernel;        // uname -r
-  std::string arch;          // uname -m
-  std::string cpu_model;     // "AMD EPYC 7B13", "ARMv8 Processor rev 1 (v8l)", ...
-  int logical_cpus = 0;      // online CPUs
-  std::string governor;      // cpufreq governor of cpu0, empty if no cpufreq
-  double cpu_mhz = 0;        // current frequency of cpu0 (cpufreq, else /proc/cpuinfo), 0 if unknown
-  double max_mhz = 0;        // cpuinfo_max_freq of cpu0, 0 if unknown
+  std::string kernel;     // uname -r
+  std::string arch;       // uname -m
+  std::string cpu_model;  // "AMD EPYC 7B13", "ARMv8 Processor rev 1 (v8l)", ...
+  int logical_cpus = 0;   // online CPUs
+  std::string governor;   // cpufreq governor of cpu0, empty if no cpufreq
+  double cpu_mhz = 0;     // current frequency of cpu0 (cpufreq, else /proc/cpuinfo), 0 if unknown
+  double max_mhz = 0;     // cpuinfo_max_freq of cpu0, 0 if unknown
 };
 
 HostInfo ReadHostInfo();
 
 // One reading of the clocks and temperatures that show throttling.
 struct ThermalSample {
-  double cpu_mhz_avg = 0;                // mean current frequency over online CPUs (0: unknown)
-  double max_temp_c = 0;                 // hottest thermal zone (0: none readable)
+  double cpu_mhz_avg = 0;  // mean current frequency over online CPUs (0: unknown)
+  double max_temp_c = 0;   // hottest thermal zone (0: none readable)
 };
 ThermalSample ReadThermalSample();
 

@@ -67,7 +67,8 @@ Interval MedianConfidenceInterval(std::vector<double> values, double confidence)
   size_t k = 1;  // 1-based order statistic; k = 1 is the full range
   double cdf = 0;
   for (size_t j = 0; j < n / 2; ++j) {
-    double log_p = std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0) - n * std::log(2.0);
+    double log_p =
+        std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0) - n * std::log(2.0);
     cdf += std::exp(log_p);
     // [v(j+1), v(n-j)] misses the median with probability 2 P(X <= j).
     if (2 * cdf > alpha) break;

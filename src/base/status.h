@@ -11,10 +11,10 @@
 #define OPSCOPE_CONCAT_INNER(a, b) a##b
 #define OPSCOPE_CONCAT(a, b) OPSCOPE_CONCAT_INNER(a, b)
 
-#define OPSCOPE_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    ::opscope::Status _st = (expr);            \
-    if (!_st.ok()) return _st;                 \
+#define OPSCOPE_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::opscope::Status _st = (expr);   \
+    if (!_st.ok()) return _st;        \
   } while (0)
 
 #define OPSCOPE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
@@ -26,9 +26,9 @@
   OPSCOPE_ASSIGN_OR_RETURN_IMPL(OPSCOPE_CONCAT(_status_or_, __LINE__), lhs, expr)
 
 // For true internal invariants only; never for input or environment.
-#define OPSCOPE_CHECK(cond)                                                            \
-  do {                                                                                 \
-    if (!(cond)) ::opscope::internal::CheckFailed(__FILE__, __LINE__, #cond);          \
+#define OPSCOPE_CHECK(cond)                                                   \
+  do {                                                                        \
+    if (!(cond)) ::opscope::internal::CheckFailed(__FILE__, __LINE__, #cond); \
   } while (0)
 
 namespace opscope::internal {

@@ -72,14 +72,20 @@ static std::string Fmt(const char* f, double v, const char* unit) {
 std::string HumanBytes(double b) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
   int u = 0;
-  while (std::fabs(b) >= 1000 && u < 4) { b /= 1000; ++u; }
+  while (std::fabs(b) >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
   return Fmt(u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
 }
 
 std::string HumanCount(double c) {
   const char* units[] = {"", "K", "M", "G", "T", "P"};
   int u = 0;
-  while (std::fabs(c) >= 1000 && u < 5) { c /= 1000; ++u; }
+  while (std::fabs(c) >= 1000 && u < 5) {
+    c /= 1000;
+    ++u;
+  }
   return Fmt(u == 0 ? "%.0f%s" : "%.2f%s", c, units[u]);
 }
 
@@ -110,7 +116,10 @@ std::string ShellQuote(std::string_view s) {
   if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?;&|<>()") == s.npos) return std::string(s);
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''"; else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }

@@ -1,11 +1,10 @@
 #include "base/target_signals.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 namespace opscope {
 namespace {
@@ -88,7 +87,8 @@ TEST(TargetSignalsTest, ThirdRequestKillsATargetThatIgnoresThem) {
 
 TEST(TargetSignalsTest, NoForwardingAfterDetachAndOldHandlersComeBack) {
   static volatile sig_atomic_t seen = 0;
-  struct sigaction mine {}, old {};
+  struct sigaction mine {
+  }, old{};
   mine.sa_handler = [](int s) { seen = s; };
   sigemptyset(&mine.sa_mask);
   sigaction(SIGTERM, &mine, &old);

@@ -5,13 +5,13 @@
 // becomes one line, "opscope: error: --top: ...", and exit status 2 (main.cc).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "base/strings.h"
 
@@ -24,12 +24,17 @@ inline CLI::Validator NumberIn(double lo, double hi, bool integer, bool lo_open 
   const bool no_hi = hi >= std::numeric_limits<double>::max();
   const char* kind = integer ? "a whole number" : "a number";
   auto num = [](double v) {  // 1000000, not 1e+06
-    return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
+    return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v)
+                                                     : fmt::format("{:g}", v);
   };
-  if (lo_open && no_hi) expected = fmt::format("{} above {}", kind, num(lo));
-  else if (no_hi) expected = fmt::format("{} of at least {}", kind, num(lo));
-  else if (lo_open) expected = fmt::format("{} above {} and at most {}", kind, num(lo), num(hi));
-  else expected = fmt::format("{} from {} to {}", kind, num(lo), num(hi));
+  if (lo_open && no_hi)
+    expected = fmt::format("{} above {}", kind, num(lo));
+  else if (no_hi)
+    expected = fmt::format("{} of at least {}", kind, num(lo));
+  else if (lo_open)
+    expected = fmt::format("{} above {} and at most {}", kind, num(lo), num(hi));
+  else
+    expected = fmt::format("{} from {} to {}", kind, num(lo), num(hi));
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         double v = 0;

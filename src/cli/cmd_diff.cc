@@ -26,8 +26,10 @@ class DiffCommand : public Command {
     app->add_option("--format", format_, "table, json or html (default: from -o, else table)")
         ->check(CLI::IsMember({"table", "json", "html"}));
     app->add_option("-o,--output", output_, "write to FILE instead of stdout");
-    app->add_option("--rows", rows_, "rows per table (default 25)")->check(WholeNumberIn(1, 1000000));
-    app->add_flag("--force", force_, "compare profiles of different kinds (e.g. `profile` and `run`) anyway");
+    app->add_option("--rows", rows_, "rows per table (default 25)")
+        ->check(WholeNumberIn(1, 1000000));
+    app->add_flag("--force", force_,
+                  "compare profiles of different kinds (e.g. `profile` and `run`) anyway");
     fail_above_opt_ =
         app->add_option(
                "--fail-above", fail_above_,
@@ -53,7 +55,7 @@ class DiffCommand : public Command {
     if (!b.ok()) return b.status();
     if (std::string why = analysis::KindMismatch(*a, *b); !why.empty() && !force_)
       return InvalidArgument(before_ + " vs " + after_ + ": " + why +
-                                         "; compare like with like, or pass --force");
+                             "; compare like with like, or pass --force");
     analysis::ProfileDiff d = analysis::DiffProfiles(*a, *b);
     analysis::GateOptions gate;
     if (fail_above_opt_->count()) gate.fail_above_pct = fail_above_;

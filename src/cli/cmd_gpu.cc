@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "base/files.h"
-#include "base/strings.h"
 #include "base/launch.h"
+#include "base/strings.h"
 #include "base/target_signals.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #ifdef OPSCOPE_HAVE_GPU_LAYER
-#include "analysis/rules.h"
 #include "analysis/gpu_summary.h"
+#include "analysis/rules.h"
 #include "gpu/launch.h"
 #include "profile/profile_io.h"
 #endif
@@ -38,24 +38,34 @@ class GpuCommand : public Command {
   }
 
   void Setup(CLI::App* app) override {
-    app->add_flag("--gpu-trace", gpu_trace_, "also list every kernel and copy with start, duration, size, throughput");
-    AddOutputOptions(app, &out_, ".json is the profile, .trace.json a timeline (CPU and GPU tracks)");
+    app->add_flag("--gpu-trace", gpu_trace_,
+                  "also list every kernel and copy with start, duration, size, throughput");
+    AddOutputOptions(app, &out_,
+                     ".json is the profile, .trace.json a timeline (CPU and GPU tracks)");
     app->add_flag("--wide", wide_, "show long kernel names whole");
-    app->add_option("--iteration-range", iteration_range_,
-                    "NVTX range that marks one iteration (default: the most frequent top-level range)");
+    app->add_option(
+        "--iteration-range", iteration_range_,
+        "NVTX range that marks one iteration (default: the most frequent top-level range)");
     app->add_option("--keep-trace", keep_dir_, "write the raw tracer files into DIR and keep them");
-    app->add_option("--from-trace", from_dir_,
-                    "report on tracer files kept earlier with --keep-trace DIR instead of running a program");
-    app->add_flag("--no-driver-api", no_driver_api_, "do not record driver API calls (less overhead)");
+    app->add_option(
+        "--from-trace", from_dir_,
+        "report on tracer files kept earlier with --keep-trace DIR instead of running a program");
+    app->add_flag("--no-driver-api", no_driver_api_,
+                  "do not record driver API calls (less overhead)");
     app->add_flag("--no-copy-fingerprints", no_fingerprints_,
-                  "do not hash the host bytes of host-to-device copies (repeated copies then match by size only)");
+                  "do not hash the host bytes of host-to-device copies (repeated copies then match "
+                  "by size only)");
     app->add_flag("--metrics", metrics_,
-                  "per-kernel SM and memory throughput (% of peak), achieved occupancy and a compute-/memory-/"
-                  "latency-bound verdict (CUPTI range profiler). Off by default: it replays every kernel several "
-                  "times (one pass per counter group), so the program runs much slower and kernel times measured "
+                  "per-kernel SM and memory throughput (% of peak), achieved occupancy and a "
+                  "compute-/memory-/"
+                  "latency-bound verdict (CUPTI range profiler). Off by default: it replays every "
+                  "kernel several "
+                  "times (one pass per counter group), so the program runs much slower and kernel "
+                  "times measured "
                   "with --metrics are not comparable with a run without it");
-    app->add_flag("--no-driver-check", no_driver_check_,
-                  "run even where no NVIDIA driver is found (records NVTX ranges only; used by the tests)");
+    app->add_flag(
+        "--no-driver-check", no_driver_check_,
+        "run even where no NVIDIA driver is found (records NVTX ranges only; used by the tests)");
     app->add_option("command", command_, "the program to trace and its arguments (after --)");
   }
 
@@ -69,7 +79,8 @@ class GpuCommand : public Command {
     if (Status s = PrepareOutput(out_, "table"); !s.ok()) return s;
     std::error_code ec;
     if (!from_dir_.empty()) {
-      if (!command_.empty()) return InvalidArgument("--from-trace reports on kept traces: give no program");
+      if (!command_.empty())
+        return InvalidArgument("--from-trace reports on kept traces: give no program");
       gpu::TracedRun kept;
       for (const auto& e : fs::directory_iterator(from_dir_, ec))
         if (e.path().extension() == ".trace") kept.trace_files.push_back(e.path().string());
@@ -78,7 +89,8 @@ class GpuCommand : public Command {
       if (kept.trace_files.empty()) return NotFound(from_dir_ + ": no gpu-*.trace files");
       return Finish(kept, from_dir_);
     }
-    if (command_.empty()) return InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]");
+    if (command_.empty())
+      return InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]");
     if (!no_driver_check_)
       if (Status s = gpu::ProbeNvidiaDriver(); !s.ok()) return s;
     auto tracer = gpu::FindTracerLibrary();
@@ -126,15 +138,17 @@ class GpuCommand : public Command {
       return StartError(run->exec_error);
     }
     if (run->term_signal)
-      std::fprintf(stderr, "opscope: the program died of signal %d (%s); reporting what was traced\n",
+      std::fprintf(stderr,
+                   "opscope: the program died of signal %d (%s); reporting what was traced\n",
                    run->term_signal, strsignal(run->term_signal));
     else if (run->exit_code != 0)
       std::fprintf(stderr, "opscope: the program exited with status %d\n", run->exit_code);
     if (run->trace_files.empty()) {
-      return CommandStatus(Unavailable(
-          "no GPU trace was written: the program never initialized CUDA or NVTX (is it a CUDA program? "
-          "a statically linked CUDA runtime still loads the tracer; check that it reaches cudaSetDevice or a "
-          "first CUDA call)"))
+      return CommandStatus(Unavailable("no GPU trace was written: the program never initialized "
+                                       "CUDA or NVTX (is it a CUDA program? "
+                                       "a statically linked CUDA runtime still loads the tracer; "
+                                       "check that it reaches cudaSetDevice or a "
+                                       "first CUDA call)"))
           .WithExitCode(run->exit_code ? run->exit_code : 1);
     }
     auto built = gpu::ProfileFromTraces(run->trace_files);
@@ -156,7 +170,8 @@ class GpuCommand : public Command {
     p.findings.insert(p.findings.end(), findings.begin(), findings.end());
     if (metrics_ && p.gpu && p.gpu->metrics_passes == 0 && !p.gpu->kernels.empty())
       p.meta.degradations.push_back(
-          "--metrics: no kernel metrics were recorded; the tracer's messages above say which CUPTI call failed");
+          "--metrics: no kernel metrics were recorded; the tracer's messages above say which CUPTI "
+          "call failed");
     // The same rule `opscope report` runs on a saved profile (silent without --metrics figures).
     for (const analysis::Rule* rule : analysis::AllRules())
       if (std::string_view(rule->id) == "gpu-kernel-bound") {

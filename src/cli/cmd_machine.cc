@@ -6,8 +6,8 @@
 #include "analysis/format.h"
 #include "analysis/machine_measure.h"
 #include "base/clock.h"
-#include "base/host.h"
 #include "base/files.h"
+#include "base/host.h"
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
@@ -21,12 +21,16 @@ class MachineCommand : public Command {
     return "measure this machine's ceilings (peak GFLOP/s, memory GB/s) for the roofline";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("--machine", file_, "machine file to write/read (default $XDG_CONFIG_HOME/opscope/machine.json)");
-    app->add_option("--threads", threads_, "threads for the all-core figures (default: all online CPUs)")
+    app->add_option("--machine", file_,
+                    "machine file to write/read (default $XDG_CONFIG_HOME/opscope/machine.json)");
+    app->add_option("--threads", threads_,
+                    "threads for the all-core figures (default: all online CPUs)")
         ->check(WholeNumberIn(1, 4096));
-    app->add_option("--peak-gflops", peak_gflops_, "peak float32 GFLOP/s given by hand (e.g. a target board's)")
+    app->add_option("--peak-gflops", peak_gflops_,
+                    "peak float32 GFLOP/s given by hand (e.g. a target board's)")
         ->check(PositiveFinite());
-    app->add_option("--peak-gbps", peak_gbps_, "memory bandwidth in GB/s given by hand")->check(PositiveFinite());
+    app->add_option("--peak-gbps", peak_gbps_, "memory bandwidth in GB/s given by hand")
+        ->check(PositiveFinite());
     app->add_option("--cpu-model", cpu_model_, "CPU model to record with hand-given ceilings");
     app->add_flag("--quick", quick_, "shorter measurement (less stable)");
     app->add_flag("--force", force_,
@@ -40,13 +44,15 @@ class MachineCommand : public Command {
     HostInfo host = ReadHostInfo();
     analysis::MachineCeilings c;
     if (show_) {
-      if (path.empty()) return NotFound("no machine file: HOME and XDG_CONFIG_HOME are unset; pass --machine FILE");
+      if (path.empty())
+        return NotFound("no machine file: HOME and XDG_CONFIG_HOME are unset; pass --machine FILE");
       auto loaded = analysis::LoadMachineFile(path);
       if (!loaded.ok())
         return loaded.status().WithPrefix("no stored ceilings (run `opscope machine` first)");
       c = *loaded;
     } else {
-      if (path.empty()) return InvalidArgument("HOME and XDG_CONFIG_HOME are unset: pass --machine FILE");
+      if (path.empty())
+        return InvalidArgument("HOME and XDG_CONFIG_HOME are unset: pass --machine FILE");
       if (Status st = CheckWritable(path); !st.ok()) {
         // The folder may not exist yet: SaveMachineFile creates it; only a real refusal stops us.
         if (st.code() == StatusCode::kPermissionDenied) return st;
@@ -88,20 +94,24 @@ class MachineCommand : public Command {
       std::fputs(analysis::CeilingsToJson(c).c_str(), stdout);
     } else {
       std::string out;
-      out += fmt::format("{:<34} {:>10.1f} GFLOP/s{}\n", "peak float32, all cores", c.peak_gflops_all,
-                         c.threads > 0 ? fmt::format(" ({} threads)", c.threads) : "");
+      out +=
+          fmt::format("{:<34} {:>10.1f} GFLOP/s{}\n", "peak float32, all cores", c.peak_gflops_all,
+                      c.threads > 0 ? fmt::format(" ({} threads)", c.threads) : "");
       out += fmt::format("{:<34} {:>10.1f} GFLOP/s\n", "peak float32, one core", c.peak_gflops_one);
       if (c.peak_gops_int8_all > 0)
-        out += fmt::format("{:<34} {:>10.1f} GOP/s (int16-pair multiply-add, as the int8 kernels)\n",
-                           "peak int8, all cores", c.peak_gops_int8_all);
+        out +=
+            fmt::format("{:<34} {:>10.1f} GOP/s (int16-pair multiply-add, as the int8 kernels)\n",
+                        "peak int8, all cores", c.peak_gops_int8_all);
       if (c.peak_gops_int8_one > 0)
         out += fmt::format("{:<34} {:>10.1f} GOP/s\n", "peak int8, one core", c.peak_gops_int8_one);
       out += fmt::format("{:<34} {:>10.1f} GB/s\n", "memory bandwidth (triad, DRAM)", c.triad_gbps);
       if (c.llc_gbps > 0)
-        out += fmt::format("{:<34} {:>10.1f} GB/s (arrays of {} in a {} LLC)\n", "memory bandwidth (triad, LLC)",
-                           c.llc_gbps, HumanBytes(c.llc_bytes / 6), HumanBytes(c.llc_bytes));
+        out += fmt::format("{:<34} {:>10.1f} GB/s (arrays of {} in a {} LLC)\n",
+                           "memory bandwidth (triad, LLC)", c.llc_gbps, HumanBytes(c.llc_bytes / 6),
+                           HumanBytes(c.llc_bytes));
       if (c.triad_gbps > 0)
-        out += fmt::format("{:<34} {:>10.1f} FLOP/byte\n", "ridge point", c.peak_gflops_all / c.triad_gbps);
+        out += fmt::format("{:<34} {:>10.1f} FLOP/byte\n", "ridge point",
+                           c.peak_gflops_all / c.triad_gbps);
       out += fmt::format("{:<34} {}\n", "cpu", c.cpu_model);
       out += fmt::format("{:<34} {} {}\n", "method", c.method, c.measured_at);
       if (c.repeats > 0)
@@ -114,7 +124,8 @@ class MachineCommand : public Command {
       std::fputs(out.c_str(), stdout);
     }
     std::string mismatch = analysis::CeilingsMismatch(c, host.cpu_model);
-    if (!mismatch.empty() && c.method != "manual") std::fprintf(stderr, "opscope: note: %s\n", mismatch.c_str());
+    if (!mismatch.empty() && c.method != "manual")
+      std::fprintf(stderr, "opscope: note: %s\n", mismatch.c_str());
     return 0;
   }
 

@@ -10,13 +10,13 @@
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#include "collect/model_profiler.h"
 #include "collect/op_counters.h"
 #include "collect/perf_event.h"
 #include "collect/sampler.h"
 #include "collect/sampler_ops.h"
-#include "cli/output.h"
-#include "cli/progress.h"
-#include "collect/model_profiler.h"
 #include "opscope/engine.h"
 #include "profile/profile.h"
 
@@ -27,36 +27,64 @@ class ProfileCommand : public Command {
  public:
   const char* Name() const override { return "profile"; }
   const char* Help() const override {
-    return "Run a model on the built-in engine: per-operator hotspots, shapes, FLOPs, bytes, diagnosis";
+    return "Run a model on the built-in engine: per-operator hotspots, shapes, FLOPs, bytes, "
+           "diagnosis";
   }
   void Setup(CLI::App* app) override {
     app->add_option("model", model_, "ONNX model file")->required();
     threads_opt_ = app->add_option(
         "--threads", threads_,
         "Threads for the engine, 1 to 4 per usable CPU (default: one per usable CPU)");
-    app->add_option("--warmup", warmup_, "Warm-up runs, not measured")->capture_default_str()->check(WholeNumberIn(0, 1000000));
-    app->add_option("--runs", runs_, "Measured runs")->capture_default_str()->check(WholeNumberIn(1, 1000000));
-    AddOutputOptions(app, &out_, ".json is the profile, .html the report, .trace.json a timeline, "
-                                 ".csv one row per node, .folded/.svg/.pb.gz the op scopes by time");
+    app->add_option("--warmup", warmup_, "Warm-up runs, not measured")
+        ->capture_default_str()
+        ->check(WholeNumberIn(0, 1000000));
+    app->add_option("--runs", runs_, "Measured runs")
+        ->capture_default_str()
+        ->check(WholeNumberIn(1, 1000000));
+    AddOutputOptions(app, &out_,
+                     ".json is the profile, .html the report, .trace.json a timeline, "
+                     ".csv one row per node, .folded/.svg/.pb.gz the op scopes by time");
     app->add_flag("--wide", wide_, "Show long names whole");
-    app->add_option("--top", top_, "Rows in the hotspot table")->capture_default_str()->check(WholeNumberIn(1, 1000000));
-    app->add_option("--input", inputs_, "Input from a TensorProto file: NAME=FILE.pb (repeatable)")->allow_extra_args(false);
-    app->add_option("--shape", shapes_, "Shape for an input with symbolic dims: NAME=1x3x224x224 (repeatable)")->allow_extra_args(false);
+    app->add_option("--top", top_, "Rows in the hotspot table")
+        ->capture_default_str()
+        ->check(WholeNumberIn(1, 1000000));
+    app->add_option("--input", inputs_, "Input from a TensorProto file: NAME=FILE.pb (repeatable)")
+        ->allow_extra_args(false);
+    app->add_option("--shape", shapes_,
+                    "Shape for an input with symbolic dims: NAME=1x3x224x224 (repeatable)")
+        ->allow_extra_args(false);
     app->add_option("--save-outputs", save_dir_, "Write each output as a TensorProto .pb into DIR");
-    app->add_option("--seed", seed_, "Seed for random inputs")->capture_default_str()->check(WholeNumberIn(0));
-    app->add_flag("--no-fuse", no_fuse_, "Disable operator fusion (Conv+BN, Conv+activation, MatMul+Add)");
+    app->add_option("--seed", seed_, "Seed for random inputs")
+        ->capture_default_str()
+        ->check(WholeNumberIn(0));
+    app->add_flag("--no-fuse", no_fuse_,
+                  "Disable operator fusion (Conv+BN, Conv+activation, MatMul+Add)");
     app->add_flag("--no-channels-last", no_channels_last_,
                   "Keep every activation NCHW (no NHWC regions between consecutive convolutions)");
-    app->add_flag("--no-overhead", no_overhead_, "Skip the interleaved runs that measure opscope's own overhead");
-    app->add_flag("--counters", counters_, "Per-operator counters (hardware where the CPU has a PMU, software stand-ins otherwise)");
-    app->add_option("-e,--events", events_, "Counter events for --counters (comma-separated; default: cycles, instructions, cache and branch misses, task-clock, page-faults)");
-    app->add_flag("--sample", sample_, "Sample call stacks during the measured runs and attribute them to the executing node");
-    app->add_option("-F,--freq", freq_, "Sampling frequency for --sample, Hz")->capture_default_str()->check(NumberIn(1, 100000, false));
-    app->add_option("--call-graph", call_graph_, "Call graphs for --sample: fp or dwarf")->capture_default_str();
-    app->add_option("--machine", machine_file_, "Machine ceilings file for the roofline (default: the one `opscope machine` stored)");
-    app->add_option("--peak-gflops", peak_gflops_, "Compute ceiling by hand, GFLOP/s (e.g. for a target board)")
+    app->add_flag("--no-overhead", no_overhead_,
+                  "Skip the interleaved runs that measure opscope's own overhead");
+    app->add_flag(
+        "--counters", counters_,
+        "Per-operator counters (hardware where the CPU has a PMU, software stand-ins otherwise)");
+    app->add_option("-e,--events", events_,
+                    "Counter events for --counters (comma-separated; default: cycles, "
+                    "instructions, cache and branch misses, task-clock, page-faults)");
+    app->add_flag(
+        "--sample", sample_,
+        "Sample call stacks during the measured runs and attribute them to the executing node");
+    app->add_option("-F,--freq", freq_, "Sampling frequency for --sample, Hz")
+        ->capture_default_str()
+        ->check(NumberIn(1, 100000, false));
+    app->add_option("--call-graph", call_graph_, "Call graphs for --sample: fp or dwarf")
+        ->capture_default_str();
+    app->add_option(
+        "--machine", machine_file_,
+        "Machine ceilings file for the roofline (default: the one `opscope machine` stored)");
+    app->add_option("--peak-gflops", peak_gflops_,
+                    "Compute ceiling by hand, GFLOP/s (e.g. for a target board)")
         ->check(PositiveFinite());
-    app->add_option("--peak-gbps", peak_gbps_, "Memory-bandwidth ceiling by hand, GB/s")->check(PositiveFinite());
+    app->add_option("--peak-gbps", peak_gbps_, "Memory-bandwidth ceiling by hand, GB/s")
+        ->check(PositiveFinite());
   }
 
   CommandStatus Run() override {
@@ -97,7 +125,8 @@ class ProfileCommand : public Command {
       auto eq = s.find('=');
       std::vector<int64_t> dims;
       if (eq == std::string::npos || !ParseShape(s.substr(eq + 1), &dims))
-        return InvalidArgument("--shape '" + s + "': expected NAME=DxDxD (e.g. images=1x3x224x224)");
+        return InvalidArgument("--shape '" + s +
+                               "': expected NAME=DxDxD (e.g. images=1x3x224x224)");
       opt.session.shapes[s.substr(0, eq)] = dims;
     }
     for (const std::string& s : inputs_) {
@@ -121,7 +150,8 @@ class ProfileCommand : public Command {
       if (sample_) {
         collect::SamplerOptions so;
         so.frequency_hz = freq_;
-        so.call_graph = call_graph_ == "dwarf" ? collect::CallGraph::kDwarf : collect::CallGraph::kFramePointer;
+        so.call_graph =
+            call_graph_ == "dwarf" ? collect::CallGraph::kDwarf : collect::CallGraph::kFramePointer;
         OPSCOPE_ASSIGN_OR_RETURN(sampler, collect::Sampler::Start(so));
       }
       return Status::Ok();
@@ -142,7 +172,8 @@ class ProfileCommand : public Command {
         collect::WriteOpCounters(*counters, step_of_op, &p);
         double measured_ms = 0;
         for (double v : p.e2e.runs_ms) measured_ms += v;
-        if (p.overhead) p.overhead->counters_pct = collect::CounterOverheadPct(*counters, measured_ms);
+        if (p.overhead)
+          p.overhead->counters_pct = collect::CounterOverheadPct(*counters, measured_ms);
       }
       if (samples) {
         for (const auto& d : sampler->degradations()) p.meta.degradations.push_back(d);
@@ -195,7 +226,8 @@ class ProfileCommand : public Command {
   std::vector<std::string> inputs_, shapes_;
   std::string save_dir_;
   bool wide_ = false;
-  bool no_fuse_ = false, no_channels_last_ = false, no_overhead_ = false, counters_ = false, sample_ = false;
+  bool no_fuse_ = false, no_channels_last_ = false, no_overhead_ = false, counters_ = false,
+       sample_ = false;
   std::string events_, call_graph_ = "fp", machine_file_;
   double freq_ = 997, peak_gflops_ = 0, peak_gbps_ = 0;
 };

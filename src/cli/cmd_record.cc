@@ -26,13 +26,16 @@ class RecordCommandCli : public Command {
     return "Sample the call stacks of a command and all its threads into a record file";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-F,--freq", freq_, "Sampling frequency in Hz (default 997)")->check(NumberIn(1, 100000, false));
+    app->add_option("-F,--freq", freq_, "Sampling frequency in Hz (default 997)")
+        ->check(NumberIn(1, 100000, false));
     app->add_option("--call-graph", call_graph_,
                     "fp (frame pointers) or dwarf[,STACK_BYTES] (libdw unwinding; works without "
                     "frame pointers; default 16384 bytes of stack per sample)");
     app->add_option("-o,--output", output_, "Record file to write (default opscope.rec)");
-    app->add_option("-e,--event", event_, "auto (cycles if there is a PMU, else cpu-clock) or cpu-clock");
-    app->add_option("-m,--mmap-pages", ring_pages_, "Ring buffer data pages per CPU (power of two, default 256)")
+    app->add_option("-e,--event", event_,
+                    "auto (cycles if there is a PMU, else cpu-clock) or cpu-clock");
+    app->add_option("-m,--mmap-pages", ring_pages_,
+                    "Ring buffer data pages per CPU (power of two, default 256)")
         ->check(WholeNumberIn(1, 1 << 20));
     app->add_flag("-q,--quiet", quiet_, "Print nothing but errors");
     app->add_option("-p,--pid", pids_,
@@ -62,8 +65,8 @@ class RecordCommandCli : public Command {
       if (parts.size() > 1) {
         if (!ParseInt64(parts[1], &bytes) || bytes < 512 || bytes > 65000)
           return InvalidArgument("--call-graph dwarf," + parts[1] +
-                                             ": the stack size must be a whole number of bytes "
-                                             "from 512 to 65000");
+                                 ": the stack size must be a whole number of bytes "
+                                 "from 512 to 65000");
         opt.sampler.stack_bytes = static_cast<uint32_t>((bytes + 7) / 8 * 8);
       }
     } else if (parts[0] != "fp" || parts.size() > 1) {
@@ -91,8 +94,10 @@ class RecordCommandCli : public Command {
       if (!quiet_) std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
     const int got = signals.received();
     if (got != 0 && !attached)
-      std::fprintf(stderr, "opscope: received %s: passed it to the command; writing what was "
-                   "recorded\n", collect::SignalName(got).c_str());
+      std::fprintf(stderr,
+                   "opscope: received %s: passed it to the command; writing what was "
+                   "recorded\n",
+                   collect::SignalName(got).c_str());
     if (!result->write_error.ok()) return ReportPartial(*result, writer->get(), got);
     collect::RecordEnd end{result->exit, result->exit_code, result->samples, result->lost};
     Status st = (*writer)->WriteEnd(end);
@@ -100,7 +105,8 @@ class RecordCommandCli : public Command {
     if (!quiet_ && !attached) {
       profile::Meta target;
       analysis::BuildVerdict v = RecordTargetBuild(command_[0], &target);
-      if (v.kind != "release") std::fprintf(stderr, "opscope: note: target build: %s\n", v.evidence.c_str());
+      if (v.kind != "release")
+        std::fprintf(stderr, "opscope: note: target build: %s\n", v.evidence.c_str());
     }
     // Symbolize now, while the binaries the command ran are certainly on disk.
     int64_t t0 = NowNs();
@@ -114,18 +120,21 @@ class RecordCommandCli : public Command {
     if (!st.ok()) return st;
     double symbolize_s = (NowNs() - t0) / 1e9;
     if (!quiet_) {
-      std::fprintf(stderr,
-                   "opscope: %s: %s\n"
-                   "opscope: %llu samples (%s, %s call graphs, %.0f Hz), %llu lost; symbolized in %.2f s; "
-                   "wrote %s\nopscope: run `opscope report %s`\n",
-                   attached ? what->description.c_str() : command_[0].c_str(), result->exit.c_str(),
-                   static_cast<unsigned long long>(result->samples), result->meta.event.c_str(),
-                   collect::CallGraphName(opt.sampler.call_graph), opt.sampler.frequency_hz,
-                   static_cast<unsigned long long>(result->lost), symbolize_s, output_.c_str(),
-                   ShellQuote(output_).c_str());
+      std::fprintf(
+          stderr,
+          "opscope: %s: %s\n"
+          "opscope: %llu samples (%s, %s call graphs, %.0f Hz), %llu lost; symbolized in %.2f s; "
+          "wrote %s\nopscope: run `opscope report %s`\n",
+          attached ? what->description.c_str() : command_[0].c_str(), result->exit.c_str(),
+          static_cast<unsigned long long>(result->samples), result->meta.event.c_str(),
+          collect::CallGraphName(opt.sampler.call_graph), opt.sampler.frequency_hz,
+          static_cast<unsigned long long>(result->lost), symbolize_s, output_.c_str(),
+          ShellQuote(output_).c_str());
       if (result->lost)
-        std::fprintf(stderr, "opscope: warning: %llu samples were lost (ring buffer overflow); "
-                             "lower -F or raise -m\n", static_cast<unsigned long long>(result->lost));
+        std::fprintf(stderr,
+                     "opscope: warning: %llu samples were lost (ring buffer overflow); "
+                     "lower -F or raise -m\n",
+                     static_cast<unsigned long long>(result->lost));
       for (const auto& w : section->warnings)
         if (w.find("no debug info") != std::string::npos || w.find("lost") != std::string::npos)
           std::fprintf(stderr, "opscope: note: %s\n", w.c_str());
@@ -142,7 +151,8 @@ class RecordCommandCli : public Command {
   }
 
   static Status NothingWritten(const collect::RecordWriter& w) {
-    return ResourceExhausted(w.failure().message() + "; nothing could be written, so no record "
+    return ResourceExhausted(w.failure().message() +
+                             "; nothing could be written, so no record "
                              "file was left: free some space or write elsewhere with -o");
   }
 
@@ -165,16 +175,19 @@ class RecordCommandCli : public Command {
     }
     if (r.samples == 0) {  // only the header and metadata: not a profile
       w->Discard();
-      return ResourceExhausted(w->failure().message() + "; no sample could be "
-                                           "written, so no record file was left: free some space "
-                                           "or write elsewhere with -o");
+      return ResourceExhausted(w->failure().message() +
+                               "; no sample could be "
+                               "written, so no record file was left: free some space "
+                               "or write elsewhere with -o");
     }
     (void)w->Close();
-    CommandStatus error = CommandStatus(r.write_error).AndThen(fmt::format(
-        "sampling stopped {:.2f} s into the run; kept the readable part: {} samples, {} bytes in "
-        "{} (the command {}); run `opscope report {}`",
-        static_cast<double>(r.kept_ns) / 1e9, r.samples, w->bytes_kept(), output_, r.exit,
-        ShellQuote(output_)));
+    CommandStatus error =
+        CommandStatus(r.write_error)
+            .AndThen(fmt::format("sampling stopped {:.2f} s into the run; kept the readable part: "
+                                 "{} samples, {} bytes in "
+                                 "{} (the command {}); run `opscope report {}`",
+                                 static_cast<double>(r.kept_ns) / 1e9, r.samples, w->bytes_kept(),
+                                 output_, r.exit, ShellQuote(output_)));
     if (got != 0) return std::move(error).WithExitCode(TargetExitCode(r.exit_code, got));
     return error;
   }

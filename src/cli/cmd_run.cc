@@ -2,9 +2,9 @@
 // (include/opscope/annotate.h) or NVTX. The collector is collect/range_run.h; this file parses
 // the flags, renders and writes.
 #include <dirent.h>
-#include <signal.h>
 #include <fmt/format.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,8 +22,8 @@
 #include "base/clock.h"
 #include "base/files.h"
 #include "base/host.h"
-#include "base/strings.h"
 #include "base/launch.h"
+#include "base/strings.h"
 #include "base/target_signals.h"
 #include "cli/checks.h"
 #include "cli/command.h"
@@ -39,10 +39,7 @@
 extern char** environ;
 
 namespace opscope::cli {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 class RunCommand : public Command {
  public:
@@ -51,10 +48,13 @@ class RunCommand : public Command {
     return "per-range profile of a program annotated with NVTX or opscope/annotate.h";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")->check(WholeNumberIn(1, 100000));
-    app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")->check(WholeNumberIn(0, 100000));
-    AddOutputOptions(app, &out_, ".json is the profile, .csv one row per range, .trace.json a "
-                                 "timeline (one process per run)");
+    app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")
+        ->check(WholeNumberIn(1, 100000));
+    app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")
+        ->check(WholeNumberIn(0, 100000));
+    AddOutputOptions(app, &out_,
+                     ".json is the profile, .csv one row per range, .trace.json a "
+                     "timeline (one process per run)");
     app->add_flag("--wide", wide_, "show long range names whole");
     app->add_flag("--no-nvtx", no_nvtx_, "do not inject the NVTX recorder");
     app->add_flag("--no-cpu-time", no_cpu_time_,
@@ -74,8 +74,7 @@ class RunCommand : public Command {
           "no command given: use `opscope run -- CMD [ARGS]`, or attach with -p PID");
     if (!pid_.empty()) return Attach();
     if (duration_s_ > 0)
-      return 
-          InvalidArgument("--duration applies to -p; a command runs until it exits");
+      return InvalidArgument("--duration applies to -p; a command runs until it exits");
     auto exe = ResolveCommand(command_[0]);
     if (!exe.ok()) {
       return StartError(exe.status());

@@ -7,11 +7,11 @@
 
 #include <cstdio>
 
+#include "analysis/format.h"
+#include "analysis/rules.h"
 #include "base/files.h"
 #include "base/strings.h"
 #include "base/target_signals.h"
-#include "analysis/format.h"
-#include "analysis/rules.h"
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -29,25 +29,33 @@ class StatCommand : public Command {
  public:
   const char* Name() const override { return "stat"; }
   const char* Help() const override {
-    return "counters for a whole program (and its threads and children), repeated runs, bound verdict";
+    return "counters for a whole program (and its threads and children), repeated runs, bound "
+           "verdict";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-r,--repeat", repeat_, "run the command N times; report mean, median, "
+    app->add_option("-r,--repeat", repeat_,
+                    "run the command N times; report mean, median, "
                     "trimmed mean, min, max, cv per event")
         ->check(WholeNumberIn(1, 100000));
-    app->add_option("-e,--event", events_, "events, comma-separated: generic names (cycles, "
+    app->add_option("-e,--event", events_,
+                    "events, comma-separated: generic names (cycles, "
                     "instructions, task-clock, page-faults, ...), hw-cache names "
                     "(L1-dcache-load-misses), raw rNNNN, libpfm4 names; :u/:k modifiers")
         ->allow_extra_args(false);
-    app->add_flag("--json", json_, "machine output: the whole profile as JSON (stderr, or -o FILE)");
-    app->add_option("-x,--field-separator", sep_, "machine output: separated values with SEP "
+    app->add_flag("--json", json_,
+                  "machine output: the whole profile as JSON (stderr, or -o FILE)");
+    app->add_option("-x,--field-separator", sep_,
+                    "machine output: separated values with SEP "
                     "(stderr, or -o FILE)")
         ->check(NonEmpty());
-    app->add_option("-o,--output", out_.paths, "write the result to FILE, in the format its "
-                    "extension names: .json the profile, .csv `perf stat -x,` lines, .txt the table "
-                    "(repeatable)")
+    app->add_option(
+           "-o,--output", out_.paths,
+           "write the result to FILE, in the format its "
+           "extension names: .json the profile, .csv `perf stat -x,` lines, .txt the table "
+           "(repeatable)")
         ->allow_extra_args(false);
-    app->add_option("-p,--pid", pids_, "attach to running processes PID[,PID...] (their threads, "
+    app->add_option("-p,--pid", pids_,
+                    "attach to running processes PID[,PID...] (their threads, "
                     "counted per thread)");
     app->add_option("-t,--tid", tids_, "attach to threads TID[,TID...]");
     app->add_flag("-a,--all-cpus", attach_.all_cpus, "system-wide: every CPU");
@@ -92,7 +100,8 @@ class StatCommand : public Command {
         return CommandStatus(r->exec_error).WithExitCode(r->run.exit_code);
       }
       for (const std::string& d : r->degradations) {
-        if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end()) continue;
+        if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end())
+          continue;
         std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
         s.degradations.push_back(d);
         p.meta.degradations.push_back(d);
@@ -101,8 +110,10 @@ class StatCommand : public Command {
       exit_code = r->run.exit_code;
       const int sig = r->run.term_signal;
       if (sig != 0)
-        std::fprintf(stderr, "opscope: the command was terminated by signal %s (%d)%s; counts up to "
-                     "that point are reported\n", collect::SignalName(sig).c_str(), sig,
+        std::fprintf(stderr,
+                     "opscope: the command was terminated by signal %s (%d)%s; counts up to "
+                     "that point are reported\n",
+                     collect::SignalName(sig).c_str(), sig,
                      repeat_ > 1 ? (" in run " + std::to_string(i + 1)).c_str() : "");
       s.runs.push_back(std::move(r->run));
       if (signals.received() != 0 || sig == SIGINT || sig == SIGTERM || sig == SIGKILL ||
@@ -115,11 +126,15 @@ class StatCommand : public Command {
     if (attached) {
       // Stopping an attached count by a signal is the normal way to end it, not a failure.
       if (const int got = signals.received(); got != 0)
-        std::fprintf(stderr, "opscope: received %s: stopped counting (the processes were not "
-                     "signalled)\n", collect::SignalName(got).c_str());
+        std::fprintf(stderr,
+                     "opscope: received %s: stopped counting (the processes were not "
+                     "signalled)\n",
+                     collect::SignalName(got).c_str());
     } else if (const int got = signals.received(); got != 0) {
-      std::fprintf(stderr, "opscope: received %s: passed it to the command; reporting what was "
-                   "counted\n", collect::SignalName(got).c_str());
+      std::fprintf(stderr,
+                   "opscope: received %s: passed it to the command; reporting what was "
+                   "counted\n",
+                   collect::SignalName(got).c_str());
       exit_code = TargetSignals::ExitCodeFor(got);
     }
     collect::SummarizeStat(s);
@@ -159,10 +174,10 @@ class StatCommand : public Command {
 
   // -p/-t/-a/-C: what to attach to, checked (processes exist, permissions) before anything opens.
   StatusOr<collect::ResolvedAttach> ResolveAttachOptions() {
-    auto resolved = collect::ResolveAttachFlags(
-        {pids_, tids_, cpus_, !command_.empty(),
-         "usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"},
-        &attach_);
+    auto resolved =
+        collect::ResolveAttachFlags({pids_, tids_, cpus_, !command_.empty(),
+                                     "usage `opscope stat [-r N] [-e EVENTS] -- CMD [ARGS]`"},
+                                    &attach_);
     if (resolved.ok() && attach_.any() && repeat_ > 1)
       return InvalidArgument("-r applies to a command opscope runs; an attached count is one run");
     return resolved;

@@ -23,7 +23,7 @@ namespace opscope::cli {
 //     status after a partial write), and notes printed after the error line (AndThen).
 class CommandStatus {
  public:
-  CommandStatus(int exit_code = 0) : exit_code_(exit_code) {}  // NOLINT: `return 0;`
+  CommandStatus(int exit_code = 0) : exit_code_(exit_code) {}   // NOLINT: `return 0;`
   CommandStatus(Status status) : status_(std::move(status)) {}  // NOLINT: `return st;`
 
   // The exit status of an error, instead of the one its StatusCode gives.
@@ -80,6 +80,6 @@ bool IsTerminal(int fd);
 
 }  // namespace opscope::cli
 
-#define OPSCOPE_REGISTER_COMMAND(Type)                                     \
-  static const bool OPSCOPE_CONCAT(kRegistered_, Type) =                   \
+#define OPSCOPE_REGISTER_COMMAND(Type)                   \
+  static const bool OPSCOPE_CONCAT(kRegistered_, Type) = \
       ::opscope::cli::RegisterCommand([] { return std::make_unique<Type>(); })

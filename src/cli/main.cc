@@ -6,9 +6,9 @@
 
 #include "base/launch.h"
 #include "base/version.h"
+#include "cli/command.h"
 #include "collect/doctor.h"
 #include "engine/library_versions.h"
-#include "cli/command.h"
 
 namespace opscope::cli {
 
@@ -60,9 +60,8 @@ bool UseColor(int fd) {
 // `opscope --version`: what was built, from which commit, with what, against which libraries.
 std::string VersionText() {
   const std::string cupti = OPSCOPE_CUPTI_VERSION;
-  return std::string("opscope ") + OPSCOPE_VERSION + "\n" +
-         "commit:   " + OPSCOPE_GIT_COMMIT + "\n" +
-         "build:    " + OPSCOPE_BUILD_TYPE + ", " + OPSCOPE_COMPILER + "\n" +
+  return std::string("opscope ") + OPSCOPE_VERSION + "\n" + "commit:   " + OPSCOPE_GIT_COMMIT +
+         "\n" + "build:    " + OPSCOPE_BUILD_TYPE + ", " + OPSCOPE_COMPILER + "\n" +
          "oneDNN:   " + opscope::engine::OneDnnVersion() + "\n" +
          "libonnx:  " + opscope::engine::OnnxVersion() + "\n" +
          "libdw:    " + opscope::collect::LibdwVersion() + "\n" +
@@ -73,7 +72,8 @@ std::string VersionText() {
 
 int main(int argc, char** argv) {
   using namespace opscope::cli;
-  CLI::App app{"opscope: find the hot operators of neural-network inference, say why, and what to do"};
+  CLI::App app{
+      "opscope: find the hot operators of neural-network inference, say why, and what to do"};
   app.set_version_flag("--version", VersionText());
   app.require_subcommand(1);
   std::vector<std::unique_ptr<Command>> commands;

@@ -11,7 +11,8 @@ void RtPush(const char* name) { opscope::collect::rec::Push(g_domain, name); }
 void RtPop() { opscope::collect::rec::Pop(g_domain); }
 
 __attribute__((constructor)) void RtInit() {
-  if (opscope::collect::rec::Init("annotate")) g_domain = opscope::collect::rec::InternDomain("opscope");
+  if (opscope::collect::rec::Init("annotate"))
+    g_domain = opscope::collect::rec::InternDomain("opscope");
 }
 
 }  // namespace

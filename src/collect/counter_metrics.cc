@@ -25,7 +25,8 @@ std::string Num(double v) {
 
 }  // namespace
 
-std::map<std::string, double> DerivedMetrics(const std::map<std::string, double>& v, double wall_ms) {
+std::map<std::string, double> DerivedMetrics(const std::map<std::string, double>& v,
+                                             double wall_ms) {
   std::map<std::string, double> d;
   double cycles = 0, instr = 0, refs = 0, misses = 0, br = 0, brm = 0, l1d = 0, llc = 0, task = 0,
          faults = 0, cs = 0;
@@ -49,11 +50,13 @@ std::map<std::string, double> DerivedMetrics(const std::map<std::string, double>
   if (has_cycles && has_task) d["ghz"] = cycles / (task * 1e6);
   if (has_task && wall_ms > 0) d["cpus_utilized"] = task / wall_ms;
   if (has_task && Get(v, "page-faults", &faults)) d["page_faults_per_cpu_ms"] = faults / task;
-  if (wall_ms > 0 && Get(v, "context-switches", &cs)) d["context_switches_per_s"] = cs / wall_ms * 1000;
+  if (wall_ms > 0 && Get(v, "context-switches", &cs))
+    d["context_switches_per_s"] = cs / wall_ms * 1000;
   return d;
 }
 
-Verdict DecideVerdict(const std::map<std::string, double>& d, const std::map<std::string, double>& v) {
+Verdict DecideVerdict(const std::map<std::string, double>& d,
+                      const std::map<std::string, double>& v) {
   double ipc = 0;
   if (!Get(d, "ipc", &ipc)) {
     const bool has_cycles = v.count("cycles") > 0, has_instr = v.count("instructions") > 0;
@@ -61,9 +64,10 @@ Verdict DecideVerdict(const std::map<std::string, double>& d, const std::map<std
                           : !has_cycles             ? "cycles"
                                                     : "instructions";
     return {"undetermined (no hardware counters)",
-            missing + " were not counted (no hardware PMU here, or not requested), so IPC and "
-                      "misses per kilo-instruction cannot be computed; run on a machine with a "
-                      "PMU (bare metal, or a VM with vPMU enabled)"};
+            missing +
+                " were not counted (no hardware PMU here, or not requested), so IPC and "
+                "misses per kilo-instruction cannot be computed; run on a machine with a "
+                "PMU (bare metal, or a VM with vPMU enabled)"};
   }
   double llc = -1, cache = -1, l1d = -1, brate = -1, bmpki = -1;
   Get(d, "llc_mpki", &llc);
@@ -72,13 +76,17 @@ Verdict DecideVerdict(const std::map<std::string, double>& d, const std::map<std
   Get(d, "branch_miss_rate", &brate);
   Get(d, "branch_mpki", &bmpki);
   std::vector<std::string> memory_evidence, branch_evidence;
-  if (llc >= kMemoryLlcMpki) memory_evidence.push_back(fmt::format("LLC MPKI {:.2f} >= {}", llc, kMemoryLlcMpki));
+  if (llc >= kMemoryLlcMpki)
+    memory_evidence.push_back(fmt::format("LLC MPKI {:.2f} >= {}", llc, kMemoryLlcMpki));
   if (cache >= kMemoryCacheMpki)
     memory_evidence.push_back(fmt::format("cache-miss MPKI {:.2f} >= {}", cache, kMemoryCacheMpki));
-  if (l1d >= kMemoryL1dMpki) memory_evidence.push_back(fmt::format("L1D MPKI {:.1f} >= {}", l1d, kMemoryL1dMpki));
+  if (l1d >= kMemoryL1dMpki)
+    memory_evidence.push_back(fmt::format("L1D MPKI {:.1f} >= {}", l1d, kMemoryL1dMpki));
   if (brate >= kBranchMissRate)
-    branch_evidence.push_back(fmt::format("branch-miss rate {:.1f}% >= {:.0f}%", brate * 100, kBranchMissRate * 100));
-  if (bmpki >= kBranchMpki) branch_evidence.push_back(fmt::format("branch MPKI {:.1f} >= {}", bmpki, kBranchMpki));
+    branch_evidence.push_back(
+        fmt::format("branch-miss rate {:.1f}% >= {:.0f}%", brate * 100, kBranchMissRate * 100));
+  if (bmpki >= kBranchMpki)
+    branch_evidence.push_back(fmt::format("branch MPKI {:.1f} >= {}", bmpki, kBranchMpki));
   auto join = [](const std::vector<std::string>& parts) {
     std::string s;
     for (const auto& p : parts) s += (s.empty() ? "" : ", ") + p;
@@ -87,23 +95,30 @@ Verdict DecideVerdict(const std::map<std::string, double>& d, const std::map<std
   const std::string ipc_text = fmt::format("IPC {:.2f}", ipc);
   if (ipc >= kComputeBoundIpc)
     return {"compute-bound", fmt::format("{} >= {}: the core retires instructions near its width; "
-                                         "speed-ups come from doing less work (or SIMD)", ipc_text, kComputeBoundIpc)};
+                                         "speed-ups come from doing less work (or SIMD)",
+                                         ipc_text, kComputeBoundIpc)};
   if (ipc < kLowIpc && !memory_evidence.empty())
     return {"memory-bound", fmt::format("{} < {} with {}: the CPU is waiting for data", ipc_text,
                                         kLowIpc, join(memory_evidence))};
   if (!branch_evidence.empty())
     return {"front-end or branch-bound",
-            fmt::format("{} with {}: mispredicted branches flush the pipeline", ipc_text, join(branch_evidence))};
+            fmt::format("{} with {}: mispredicted branches flush the pipeline", ipc_text,
+                        join(branch_evidence))};
   if (!memory_evidence.empty())
     return {"memory-bound", fmt::format("{} with {}: many misses, though the core still overlaps "
-                                        "some of them", ipc_text, join(memory_evidence))};
+                                        "some of them",
+                                        ipc_text, join(memory_evidence))};
   if (ipc >= kLowIpc)
-    return {"compute-bound", fmt::format("{} >= {} and no miss rate over its threshold", ipc_text, kLowIpc)};
+    return {"compute-bound",
+            fmt::format("{} >= {} and no miss rate over its threshold", ipc_text, kLowIpc)};
   if (llc < 0 && cache < 0 && l1d < 0)
-    return {"undetermined (no cache counters)",
-            fmt::format("{} < {} but no cache-miss event was counted to say why", ipc_text, kLowIpc)};
-  return {"undetermined", fmt::format("{} < {} but no miss rate over its threshold: front-end stalls, "
-                                      "long dependency chains or divisions are likely", ipc_text, kLowIpc)};
+    return {
+        "undetermined (no cache counters)",
+        fmt::format("{} < {} but no cache-miss event was counted to say why", ipc_text, kLowIpc)};
+  return {"undetermined",
+          fmt::format("{} < {} but no miss rate over its threshold: front-end stalls, "
+                      "long dependency chains or divisions are likely",
+                      ipc_text, kLowIpc)};
 }
 
 void SummarizeStat(profile::StatSection& s) {
@@ -129,11 +144,14 @@ void SummarizeStat(profile::StatSection& s) {
     double sum = 0;
     int n = 0;
     for (const profile::StatRun& run : s.runs)
-      if (i < run.counters.size() && run.counters[i].supported) sum += run.counters[i].running_fraction, ++n;
+      if (i < run.counters.size() && run.counters[i].supported)
+        sum += run.counters[i].running_fraction, ++n;
     const double mean = n ? sum / n : 1;
     if (n && mean < 0.9995 && mean > 0) {
-      std::string d = fmt::format("counter multiplexed: {} ran {:.1f}% of the time (value scaled by "
-                                  "enabled/running)", s.runs.front().counters[i].event, mean * 100);
+      std::string d = fmt::format(
+          "counter multiplexed: {} ran {:.1f}% of the time (value scaled by "
+          "enabled/running)",
+          s.runs.front().counters[i].event, mean * 100);
       if (std::find(s.degradations.begin(), s.degradations.end(), d) == s.degradations.end())
         s.degradations.push_back(d);
     }
@@ -148,8 +166,9 @@ void SummarizeStat(profile::StatSection& s) {
         // Tukey's fences alone flag 40117 among 40118s (IQR 0); "wildly" also needs 10%.
         const double med = s.summary[name].median;
         if (std::fabs(vals[i] - med) < kOutlierMinRelative * std::fabs(med)) continue;
-        s.outliers.push_back(fmt::format("run {}: {} {} differs wildly from the median {} (Tukey far out)",
-                                         i + 1, name, Num(vals[i]), Num(s.summary[name].median)));
+        s.outliers.push_back(
+            fmt::format("run {}: {} {} differs wildly from the median {} (Tukey far out)", i + 1,
+                        name, Num(vals[i]), Num(s.summary[name].median)));
       }
     }
   }
@@ -177,8 +196,10 @@ std::vector<CounterColumn> OpCounterColumns(const std::map<std::string, double>&
   };
   if (d.count("ipc")) {
     add("IPC", "ipc");
-    if (d.count("llc_mpki")) add("LLC MPKI", "llc_mpki");
-    else add("cache MPKI", "cache_mpki");
+    if (d.count("llc_mpki"))
+      add("LLC MPKI", "llc_mpki");
+    else
+      add("cache MPKI", "cache_mpki");
     add("branch MPKI", "branch_mpki");
     return cols;
   }

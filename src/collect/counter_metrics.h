@@ -15,13 +15,13 @@
 namespace opscope::collect {
 
 // Verdict thresholds (docs/stat.md, "How the verdict is reached").
-inline constexpr double kComputeBoundIpc = 2.0;        // IPC at or above: compute-bound
-inline constexpr double kLowIpc = 1.0;                 // below: the core is mostly waiting
-inline constexpr double kMemoryLlcMpki = 1.0;          // LLC load misses per kilo-instruction
-inline constexpr double kMemoryCacheMpki = 5.0;        // cache-misses per kilo-instruction
-inline constexpr double kMemoryL1dMpki = 20.0;         // L1D load misses per kilo-instruction
-inline constexpr double kBranchMissRate = 0.05;        // branch-misses / branches
-inline constexpr double kBranchMpki = 10.0;            // branch-misses per kilo-instruction
+inline constexpr double kComputeBoundIpc = 2.0;  // IPC at or above: compute-bound
+inline constexpr double kLowIpc = 1.0;           // below: the core is mostly waiting
+inline constexpr double kMemoryLlcMpki = 1.0;    // LLC load misses per kilo-instruction
+inline constexpr double kMemoryCacheMpki = 5.0;  // cache-misses per kilo-instruction
+inline constexpr double kMemoryL1dMpki = 20.0;   // L1D load misses per kilo-instruction
+inline constexpr double kBranchMissRate = 0.05;  // branch-misses / branches
+inline constexpr double kBranchMpki = 10.0;      // branch-misses per kilo-instruction
 // A run is an outlier when it is outside Tukey's far-out fences (3 IQR) AND at least this far
 // (relative) from the median.
 inline constexpr double kOutlierMinRelative = 0.10;
@@ -55,7 +55,7 @@ void SummarizeStat(profile::StatSection& section);
 struct CounterColumn {
   std::string header;  // "IPC", "cache MPKI", "faults/cpu-ms", ...
   double value = 0;
-  std::string text;    // formatted, e.g. "1.84"
+  std::string text;  // formatted, e.g. "1.84"
 };
 std::vector<CounterColumn> OpCounterColumns(const std::map<std::string, double>& counters,
                                             double op_ms);

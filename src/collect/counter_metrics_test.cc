@@ -33,11 +33,16 @@ TEST(VerdictTest, EachOutcome) {
   EXPECT_EQ(verdict({{"cycles", 1e9}, {"instructions", 2.5e9}}), "compute-bound");
   EXPECT_EQ(verdict({{"cycles", 1e9}, {"instructions", 0.5e9}, {"LLC-load-misses", 1e6}}),
             "memory-bound");
-  EXPECT_EQ(verdict({{"cycles", 1e9}, {"instructions", 0.8e9}, {"branches", 1e8}, {"branch-misses", 1e7}}),
-            "front-end or branch-bound");
-  EXPECT_EQ(verdict({{"cycles", 1e9}, {"instructions", 1.5e9}, {"cache-misses", 1e3}}), "compute-bound");
-  EXPECT_EQ(verdict({{"cycles", 1e9}, {"instructions", 0.5e9}}), "undetermined (no cache counters)");
-  auto r = DecideVerdict(DerivedMetrics({{"cycles", 1e9}, {"instructions", 0.5e9}, {"LLC-load-misses", 1e6}}, 0), {});
+  EXPECT_EQ(
+      verdict(
+          {{"cycles", 1e9}, {"instructions", 0.8e9}, {"branches", 1e8}, {"branch-misses", 1e7}}),
+      "front-end or branch-bound");
+  EXPECT_EQ(verdict({{"cycles", 1e9}, {"instructions", 1.5e9}, {"cache-misses", 1e3}}),
+            "compute-bound");
+  EXPECT_EQ(verdict({{"cycles", 1e9}, {"instructions", 0.5e9}}),
+            "undetermined (no cache counters)");
+  auto r = DecideVerdict(
+      DerivedMetrics({{"cycles", 1e9}, {"instructions", 0.5e9}, {"LLC-load-misses", 1e6}}, 0), {});
   EXPECT_NE(r.reason.find("IPC 0.50"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("LLC MPKI 2.00"), std::string::npos) << r.reason;
 }
@@ -69,15 +74,15 @@ TEST(SummarizeTest, StatsDerivedOutliers) {
 }
 
 TEST(OpColumnsTest, HardwareOrStandIns) {
-  auto hw = OpCounterColumns({{"cycles", 1e6}, {"instructions", 2e6}, {"cache-misses", 4e3},
-                              {"branch-misses", 1e3}}, 1.0);
+  auto hw = OpCounterColumns(
+      {{"cycles", 1e6}, {"instructions", 2e6}, {"cache-misses", 4e3}, {"branch-misses", 1e3}}, 1.0);
   ASSERT_EQ(hw.size(), 3u);
   EXPECT_EQ(hw[0].header, "IPC");
   EXPECT_EQ(hw[0].text, "2.00");
   EXPECT_EQ(hw[1].header, "cache MPKI");
   EXPECT_DOUBLE_EQ(hw[1].value, 2.0);
-  auto sw = OpCounterColumns({{"cpu-clock", 2}, {"task-clock", 2}, {"page-faults", 100},
-                              {"context-switches", 3}}, 1.0);
+  auto sw = OpCounterColumns(
+      {{"cpu-clock", 2}, {"task-clock", 2}, {"page-faults", 100}, {"context-switches", 3}}, 1.0);
   ASSERT_EQ(sw.size(), 3u);
   EXPECT_EQ(sw[0].header, "CPUs busy");
   EXPECT_DOUBLE_EQ(sw[0].value, 2.0);

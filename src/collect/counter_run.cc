@@ -5,9 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <optional>
 
 #include "base/clock.h"
@@ -28,9 +28,10 @@ profile::CounterReading MakeReading(const CounterSet::Slot& slot, const RawCount
   r.running_ns = static_cast<double>(raw.running_ns);
   const double scaled = ScaledValue(raw);
   r.value = slot.spec.IsTime() ? scaled / 1e6 : scaled;
-  r.running_fraction = raw.enabled_ns > 0 ? std::min(1.0, static_cast<double>(raw.running_ns) /
-                                                              static_cast<double>(raw.enabled_ns))
-                                          : (slot.supported ? 1.0 : 0.0);
+  r.running_fraction =
+      raw.enabled_ns > 0
+          ? std::min(1.0, static_cast<double>(raw.running_ns) / static_cast<double>(raw.enabled_ns))
+          : (slot.supported ? 1.0 : 0.0);
   if (slot.supported && raw.enabled_ns > 0 && raw.running_ns == 0 && r.note.empty())
     r.note = "not counted: the event never got a hardware counter (too many events for the PMU)";
   return r;
@@ -83,7 +84,8 @@ StatusOr<CountedRun> RunCounted(const std::vector<std::string>& argv,
     run.note = "terminated by signal " + SignalName(run.term_signal) + " (" +
                std::to_string(run.term_signal) + "); counts are up to that point";
   }
-  for (size_t i = 0; i < raw.size(); ++i) run.counters.push_back(MakeReading(set.slots()[i], raw[i]));
+  for (size_t i = 0; i < raw.size(); ++i)
+    run.counters.push_back(MakeReading(set.slots()[i], raw[i]));
   return out;
 }
 

@@ -26,8 +26,8 @@
 namespace opscope::collect {
 
 struct CountedRun {
-  profile::StatRun run;                    // readings (scaled, with enabled/running times)
-  std::vector<std::string> degradations;   // fallback rungs taken, in words
+  profile::StatRun run;                   // readings (scaled, with enabled/running times)
+  std::vector<std::string> degradations;  // fallback rungs taken, in words
   bool user_only = false;
   // Non-OK when the command could not be started: NotFound ("command not found"),
   // PermissionDenied ("not executable"), InvalidArgument (not an executable format). Then

@@ -33,10 +33,12 @@ TEST(RunCountedTest, CountsAndPassesExitStatus) {
 TEST(RunCountedTest, ChildrenOfTheCommandAreCounted) {
   // dd touches its 16 MiB buffer: >= 4096 page faults, in a child of sh (`; true` keeps sh from
   // exec'ing dd in place).
-  auto big = RunCounted({"sh", "-c", "dd if=/dev/zero of=/dev/null bs=16M count=1 2>/dev/null; true"},
-                        SoftwareEvents(), SystemOpener());
-  auto small = RunCounted({"sh", "-c", "dd if=/dev/zero of=/dev/null bs=1k count=1 2>/dev/null; true"},
-                          SoftwareEvents(), SystemOpener());
+  auto big =
+      RunCounted({"sh", "-c", "dd if=/dev/zero of=/dev/null bs=16M count=1 2>/dev/null; true"},
+                 SoftwareEvents(), SystemOpener());
+  auto small =
+      RunCounted({"sh", "-c", "dd if=/dev/zero of=/dev/null bs=1k count=1 2>/dev/null; true"},
+                 SoftwareEvents(), SystemOpener());
   ASSERT_TRUE(big.ok() && small.ok());
   EXPECT_GE(Value(big->run, "page-faults") - Value(small->run, "page-faults"), 2000);
 }

@@ -19,7 +19,8 @@ namespace {
 // Calls the timer and every extra observer; the timer brackets the others.
 class FanOut final : public OpObserver {
  public:
-  FanOut(OpTimer* timer, std::vector<OpObserver*> extra) : timer_(timer), extra_(std::move(extra)) {}
+  FanOut(OpTimer* timer, std::vector<OpObserver*> extra)
+      : timer_(timer), extra_(std::move(extra)) {}
   void OnRunBegin(int r) override {
     timer_->OnRunBegin(r);
     for (auto* o : extra_) o->OnRunBegin(r);
@@ -53,8 +54,11 @@ void JudgeOverheadNoise(const std::vector<double>& paired_diffs_ms, profile::Ove
 }
 
 StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
-  if (opt.runs < 1) return InvalidArgument("--runs must be at least 1 (got " + std::to_string(opt.runs) + ")");
-  if (opt.warmup < 0) return InvalidArgument("--warmup must not be negative (got " + std::to_string(opt.warmup) + ")");
+  if (opt.runs < 1)
+    return InvalidArgument("--runs must be at least 1 (got " + std::to_string(opt.runs) + ")");
+  if (opt.warmup < 0)
+    return InvalidArgument("--warmup must not be negative (got " + std::to_string(opt.warmup) +
+                           ")");
 
   engine::SessionOptions so = opt.session;
   std::vector<std::pair<std::string, engine::Tensor>> given;
@@ -74,7 +78,8 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     }
     given.emplace_back(name, std::move(*t));
   }
-  OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> session, engine::Session::Load(opt.model_path, so));
+  OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> session,
+                           engine::Session::Load(opt.model_path, so));
   for (auto& [name, t] : given) {
     std::string origin = "--input " + name + "=" + given_files[name];
     OPSCOPE_RETURN_IF_ERROR(session->SetInput(name, std::move(t)).WithPrefix(origin));
@@ -151,7 +156,8 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   p.meta.extra["steps"] = std::to_string(steps.size());
   std::vector<std::string> inputs;
   for (const auto& in : session->Inputs())
-    inputs.push_back(in.name + ":" + engine::DataTypeName(in.dtype) + "[" + ShapeToString(in.shape) + "]");
+    inputs.push_back(in.name + ":" + engine::DataTypeName(in.dtype) + "[" +
+                     ShapeToString(in.shape) + "]");
   p.meta.extra["inputs"] = Join(inputs, " ");
   for (const auto& w : session->Warnings()) p.meta.degradations.push_back(w);
   for (const auto& [k, v] : session->LoadChecks()) p.meta.extra[k] = v;
@@ -245,17 +251,21 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
       }
     }
   }
-  std::sort(p.op_events.begin(), p.op_events.end(),
-            [](const profile::OpEvent& a, const profile::OpEvent& b) { return a.start_ns < b.start_ns; });
+  std::sort(
+      p.op_events.begin(), p.op_events.end(),
+      [](const profile::OpEvent& a, const profile::OpEvent& b) { return a.start_ns < b.start_ns; });
   profile::FinalizeStats(p);
 
   if (opt.measure_overhead) {
     profile::Overhead o;
     o.baseline_median_ms = ComputeStats(baseline_ms).median;
     o.observed_median_ms = ComputeStats(observed_ms).median;
-    o.pct = o.baseline_median_ms > 0 ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100 : 0;
-    o.method = "median latency of " + std::to_string(opt.runs) + " runs with the per-op observer against " +
-               std::to_string(opt.runs) + " runs without it, interleaved in the same session";
+    o.pct = o.baseline_median_ms > 0
+                ? (o.observed_median_ms - o.baseline_median_ms) / o.baseline_median_ms * 100
+                : 0;
+    o.method = "median latency of " + std::to_string(opt.runs) +
+               " runs with the per-op observer against " + std::to_string(opt.runs) +
+               " runs without it, interleaved in the same session";
     // Each observed run is paired with the baseline run right after it; the overhead counts as
     // measured only when the 95% interval of the median paired difference lies above 0
     // (docs/benchmarks.md, "opscope's own overhead").
@@ -266,7 +276,8 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     p.overhead = o;
   }
   if (opt.finish) OPSCOPE_RETURN_IF_ERROR(opt.finish(*session, p));
-  OPSCOPE_RETURN_IF_ERROR(profile::Validate(p).WithPrefix("internal: profile of " + opt.model_path));
+  OPSCOPE_RETURN_IF_ERROR(
+      profile::Validate(p).WithPrefix("internal: profile of " + opt.model_path));
   return p;
 }
 

@@ -1,11 +1,10 @@
 #include "collect/op_counters.h"
 
+#include <fmt/format.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
 
 #include "base/clock.h"
 
@@ -63,7 +62,8 @@ StatusOr<std::unique_ptr<OpCounters>> OpCounters::Create(Options o) {
     for (const CounterSet& set : c->step_sets_) everywhere &= set.slots()[s].supported;
     for (const CounterSet& set : c->whole_sets_) everywhere &= set.slots()[s].supported;
     if (!everywhere) {
-      c->degradations_.push_back(slot.requested + " could not be counted on every thread: left out");
+      c->degradations_.push_back(slot.requested +
+                                 " could not be counted on every thread: left out");
       continue;
     }
     c->slot_of_event_.push_back(static_cast<int>(s));
@@ -91,15 +91,18 @@ int OpCounters::SelfIndex() {
   return self_index_;
 }
 
-void OpCounters::ReadAll(std::vector<CounterSet>& sets, std::vector<RawCount>& out, bool allow_rdpmc) {
+void OpCounters::ReadAll(std::vector<CounterSet>& sets, std::vector<RawCount>& out,
+                         bool allow_rdpmc) {
   const int self = allow_rdpmc && use_rdpmc_ ? SelfIndex() : -1;
   for (size_t t = 0; t < sets.size(); ++t) {
     std::span<RawCount> row(out.data() + t * slots_, slots_);
     if (static_cast<int>(t) == self) {
       int rdpmc_groups = 0;
       if (!sets[t].ReadOwn(row, &rdpmc_groups).ok()) ++read_errors_;
-      if (rdpmc_groups > 0) ++rdpmc_reads_;
-      else ++syscall_reads_;
+      if (rdpmc_groups > 0)
+        ++rdpmc_reads_;
+      else
+        ++syscall_reads_;
       continue;
     }
     if (!sets[t].Read(row).ok()) ++read_errors_;
@@ -151,7 +154,8 @@ void OpCounters::OnStepEnd(int step) {
 }
 
 double OpCounters::StepTotal(int step, int event) const {
-  if (step < 0 || step >= num_steps_ || event < 0 || event >= static_cast<int>(names_.size())) return 0;
+  if (step < 0 || step >= num_steps_ || event < 0 || event >= static_cast<int>(names_.size()))
+    return 0;
   return step_acc_[static_cast<size_t>(step) * names_.size() + static_cast<size_t>(event)];
 }
 
@@ -197,9 +201,11 @@ double OpCounters::ReadNsPerStep() const {
 
 void WriteOpCounters(const OpCounters& c, const std::vector<int>& step_of_op, profile::Profile* p) {
   for (size_t i = 0; i < p->ops.size() && i < step_of_op.size(); ++i)
-    if (step_of_op[i] >= 0 && step_of_op[i] < c.num_steps()) p->ops[i].counters = c.StepCounters(step_of_op[i]);
+    if (step_of_op[i] >= 0 && step_of_op[i] < c.num_steps())
+      p->ops[i].counters = c.StepCounters(step_of_op[i]);
   for (const std::string& d : c.degradations())
-    if (std::find(p->meta.degradations.begin(), p->meta.degradations.end(), d) == p->meta.degradations.end())
+    if (std::find(p->meta.degradations.begin(), p->meta.degradations.end(), d) ==
+        p->meta.degradations.end())
       p->meta.degradations.push_back(d);
   std::string names;
   double min_fraction = 1;
@@ -212,9 +218,10 @@ void WriteOpCounters(const OpCounters& c, const std::vector<int>& step_of_op, pr
   p->meta.extra["counters_read_ns_per_step"] = fmt::format("{:.0f}", c.ReadNsPerStep());
   p->meta.extra["counters_min_running_pct"] = fmt::format("{:.1f}", min_fraction * 100);
   if (min_fraction < 0.9995)
-    p->meta.degradations.push_back(fmt::format(
-        "per-operator counters multiplexed (down to {:.1f}% of a step): values are scaled estimates",
-        min_fraction * 100));
+    p->meta.degradations.push_back(
+        fmt::format("per-operator counters multiplexed (down to {:.1f}% of a step): values are "
+                    "scaled estimates",
+                    min_fraction * 100));
 }
 
 double CounterOverheadPct(const OpCounters& c, double measured_ms) {

@@ -42,10 +42,10 @@ class OpCounters : public OpObserver {
  public:
   struct Options {
     int num_steps = 0;
-    std::vector<pid_t> tids;                      // every OS thread that runs kernels
+    std::vector<pid_t> tids;  // every OS thread that runs kernels
     std::vector<EventSpec> events = DefaultOpEvents();
-    PerfEventOpener* opener = nullptr;            // nullptr: the real kernel
-    bool use_rdpmc = true;                        // for the driving thread's own group
+    PerfEventOpener* opener = nullptr;  // nullptr: the real kernel
+    bool use_rdpmc = true;              // for the driving thread's own group
   };
 
   // Opens one step group and one whole-run group per thread, with the fallback ladder (cycles
@@ -113,8 +113,8 @@ class OpCounters : public OpObserver {
   std::vector<std::vector<RawCount>> begin_stack_;
   int depth_ = 0;
   int64_t nested_too_deep_ = 0;
-  std::vector<double> step_acc_;    // [step][event]
-  std::vector<double> whole_acc_;   // [event]
+  std::vector<double> step_acc_;   // [step][event]
+  std::vector<double> whole_acc_;  // [event]
   std::vector<double> min_fraction_;
   int runs_ = 0;
   int self_index_ = -2;  // -2: not looked up yet; -1: the driving thread is not counted

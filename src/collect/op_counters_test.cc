@@ -20,7 +20,8 @@ constexpr size_t kPage = 4096;
 // and spins a little so task-clock has something to count.
 void DoWork(int units) {
   const size_t pages = 256 * static_cast<size_t>(units);
-  void* p = mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p =
+      mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;
   madvise(p, pages * kPage, MADV_NOHUGEPAGE);
   volatile char* c = static_cast<char*>(p);
@@ -127,7 +128,8 @@ TEST(OpCountersTest, PerStepCountsMatchWholeRunAndScaleWithWork) {
   for (int e : {faults, clock}) {
     const double steps = c.StepsTotal(e), whole = c.WholeRunTotal(e);
     ASSERT_GT(whole, 0) << c.event_names()[e];
-    EXPECT_NEAR(steps / whole, 1.0, 0.05) << c.event_names()[e] << ": steps " << steps << " whole " << whole;
+    EXPECT_NEAR(steps / whole, 1.0, 0.05)
+        << c.event_names()[e] << ": steps " << steps << " whole " << whole;
   }
   // 2 threads x 256 pages x units x 3 runs.
   EXPECT_GE(c.StepTotal(0, faults), 2 * 256 * 3 * 0.9);
@@ -198,7 +200,8 @@ TEST(OpCountersTest, BadArguments) {
   o.tids = {999999999};  // no such thread
   auto c = OpCounters::Create(o);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("no longer exists"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("no longer exists"), std::string::npos)
+      << c.status().message();
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
   set.slots_.resize(events.size());
   set.fds_.assign(events.size(), -1);
   set.pages_.assign(events.size(), nullptr);
-  int sw_group = -1;                  // index into groups_
+  int sw_group = -1;  // index into groups_
   int hw_group = -1;
   std::vector<std::string> no_pmu_names;
   const long page = sysconf(_SC_PAGESIZE);
@@ -134,7 +134,8 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
         continue;
       }
       if (next == Fallback::kUnsupported) {
-        slot.note = "not supported (" + ErrnoName(-fd) + "): no hardware PMU here, or the CPU lacks it";
+        slot.note =
+            "not supported (" + ErrnoName(-fd) + "): no hardware PMU here, or the CPU lacks it";
         no_pmu_names.push_back(slot.requested);
         dropped = true;
       }

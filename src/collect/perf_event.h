@@ -86,7 +86,8 @@ class PerfEventOpener {
 
 class SystemPerfEventOpener : public PerfEventOpener {
  public:
-  int Open(const perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags) override;
+  int Open(const perf_event_attr& attr, pid_t pid, int cpu, int group_fd,
+           unsigned long flags) override;
   int Paranoid() const override;
   bool Privileged() const override;
 };
@@ -117,7 +118,8 @@ class RecordingPerfEventOpener : public PerfEventOpener {
   bool pmu_first = false;
 
   ~RecordingPerfEventOpener() override;
-  int Open(const perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags) override;
+  int Open(const perf_event_attr& attr, pid_t pid, int cpu, int group_fd,
+           unsigned long flags) override;
   int Paranoid() const override { return paranoid; }
   bool Privileged() const override { return privileged; }
 
@@ -137,7 +139,7 @@ class RecordingPerfEventOpener : public PerfEventOpener {
 
 // Where a CounterSet counts.
 struct CounterTarget {
-  pid_t pid = 0;        // 0: the calling thread; a tid counts that thread only
+  pid_t pid = 0;  // 0: the calling thread; a tid counts that thread only
   int cpu = -1;
   bool inherit = false;         // count the target's future threads and children too
   bool enable_on_exec = false;  // start counting at the target's next execve()
@@ -161,9 +163,9 @@ class CounterSet {
  public:
   // One requested event and what became of it.
   struct Slot {
-    std::string requested;  // the name the caller asked for
-    EventSpec spec;         // what is counted (cpu-clock when it stands in for cycles)
-    bool supported = false; // false: nothing is counted; `note` says why
+    std::string requested;   // the name the caller asked for
+    EventSpec spec;          // what is counted (cpu-clock when it stands in for cycles)
+    bool supported = false;  // false: nothing is counted; `note` says why
     std::string note;
     int group = -1;
   };
@@ -210,8 +212,8 @@ class CounterSet {
   bool ReadGroupRdpmc(const Group& g, std::span<RawCount> out) const;
 
   std::vector<Slot> slots_;
-  std::vector<int> fds_;     // per slot, -1 when unsupported
-  std::vector<void*> pages_; // per slot, mmap'd page or nullptr
+  std::vector<int> fds_;      // per slot, -1 when unsupported
+  std::vector<void*> pages_;  // per slot, mmap'd page or nullptr
   std::vector<Group> groups_;
   mutable std::vector<uint64_t> buffer_;
   bool user_only_ = false;
@@ -224,12 +226,12 @@ std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener&
 // that changed rungs) and the sampler (OpenWithFallback). Given what the kernel answered for
 // `attr`, what comes next:
 enum class Fallback {
-  kNone,        // it opened
-  kUserOnly,    // rung 2: EACCES/EPERM while counting kernel space -> exclude_kernel, exclude_hv
-  kCpuClock,    // rung 1: cycles without a PMU -> cpu-clock
-  kUnsupported, // rung 1: another hardware event without a PMU -> not counted
-  kRefused,     // rung 3: still refused: PermissionDenied(PerfErrorText)
-  kFailed,      // any other error
+  kNone,         // it opened
+  kUserOnly,     // rung 2: EACCES/EPERM while counting kernel space -> exclude_kernel, exclude_hv
+  kCpuClock,     // rung 1: cycles without a PMU -> cpu-clock
+  kUnsupported,  // rung 1: another hardware event without a PMU -> not counted
+  kRefused,      // rung 3: still refused: PermissionDenied(PerfErrorText)
+  kFailed,       // any other error
 };
 Fallback NextFallback(int fd_or_errno, const perf_event_attr& attr);
 // The degradation recorded for each rung taken (the words reports show).
@@ -243,7 +245,7 @@ void SwitchToCpuClock(perf_event_attr* attr);
 // PermissionDenied (paranoid, with the fix), NotFound (ESRCH: the task is gone), Unavailable
 // (an event that cannot be opened here).
 StatusOr<int> OpenWithFallback(PerfEventOpener& opener, perf_event_attr* attr, pid_t pid, int cpu,
-                               const std::string& requested,
-                               std::vector<std::string>* degradations, bool* user_only);
+                               const std::string& requested, std::vector<std::string>* degradations,
+                               bool* user_only);
 
 }  // namespace opscope::collect

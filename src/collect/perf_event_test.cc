@@ -46,7 +46,8 @@ std::string StatInvocation(RecordingPerfEventOpener& fake, const std::string& ev
   for (const std::string& d : degradations) out += "# degradation: " + d + "\n";
   if (set.ok())
     for (const auto& slot : set->slots())
-      out += "# slot " + slot.requested + " -> " + (slot.supported ? slot.spec.name : "(not counted)") +
+      out += "# slot " + slot.requested + " -> " +
+             (slot.supported ? slot.spec.name : "(not counted)") +
              (slot.supported ? " group " + std::to_string(slot.group) : "") + "\n";
   return out + "\n" + fake.Dump();
 }
@@ -103,8 +104,8 @@ TEST(AttrTest, LadderDoesNotDependOnErrorOrder) {
     fake.privileged = false;
     fake.pmu_first = pmu_first;
     std::vector<std::string> degradations;
-    auto set = CounterSet::Open(fake, *ParseEventList("cycles,instructions,task-clock"), StatTarget(1),
-                                &degradations);
+    auto set = CounterSet::Open(fake, *ParseEventList("cycles,instructions,task-clock"),
+                                StatTarget(1), &degradations);
     ASSERT_TRUE(set.ok()) << set.status().message();
     EXPECT_TRUE(set->user_only());
     EXPECT_EQ(set->slots()[0].spec.name, "cpu-clock");
@@ -137,7 +138,8 @@ TEST(AttrTest, OpCountersNoPmu) {
   auto c = OpCounters::Create(o);
   ASSERT_TRUE(c.ok()) << c.status().message();
   // cycles -> cpu-clock; instructions, cache-misses, branch-misses dropped.
-  std::vector<std::string> expected = {"cpu-clock", "task-clock", "page-faults", "context-switches"};
+  std::vector<std::string> expected = {"cpu-clock", "task-clock", "page-faults",
+                                       "context-switches"};
   EXPECT_EQ((*c)->event_names(), expected);
   ASSERT_FALSE((*c)->degradations().empty());
   EXPECT_NE((*c)->degradations()[0].find("cycles unavailable (no hardware PMU): using cpu-clock"),
@@ -167,7 +169,8 @@ TEST(AttrTest, NothingCountableIsUnavailable) {
 
 TEST(AttrTest, HardwareGroupsAreSplit) {
   RecordingPerfEventOpener fake;
-  auto events = ParseEventList("cycles,instructions,branches,branch-misses,cache-references,cache-misses");
+  auto events =
+      ParseEventList("cycles,instructions,branches,branch-misses,cache-references,cache-misses");
   ASSERT_TRUE(events.ok());
   auto set = CounterSet::Open(fake, *events, StatTarget(1), nullptr);
   ASSERT_TRUE(set.ok());
@@ -186,8 +189,8 @@ std::string SampleInvocation(RecordingPerfEventOpener& fake, const SampleTarget&
   std::string out;
   for (const std::string& d : meta.degradations) out += "# degradation: " + d + "\n";
   if (fds.ok()) {
-    out += "# event " + meta.event + " (" + meta.unit + "), " + std::to_string(fds->size()) +
-           " fds\n";
+    out +=
+        "# event " + meta.event + " (" + meta.unit + "), " + std::to_string(fds->size()) + " fds\n";
     for (int fd : *fds) close(fd);
   }
   return out + "\n" + fake.Dump();

@@ -76,12 +76,15 @@ StatusOr<PerfMap> PerfMap::LoadTrusted(const std::string& path, uint32_t owner) 
   }
   struct stat st;
   std::string why;
-  if (::fstat(fd, &st) != 0) why = std::string("cannot stat it: ") + std::strerror(errno);
-  else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+  if (::fstat(fd, &st) != 0)
+    why = std::string("cannot stat it: ") + std::strerror(errno);
+  else if (!S_ISREG(st.st_mode))
+    why = "not a regular file";
   else if (st.st_uid != owner && st.st_uid != 0)
     why = "owned by uid " + std::to_string(st.st_uid) + ", not by the recorded process's uid " +
           std::to_string(owner) + " or root";
-  else if (st.st_mode & S_IWOTH) why = "writable by other users";
+  else if (st.st_mode & S_IWOTH)
+    why = "writable by other users";
   if (!why.empty()) {
     ::close(fd);
     return PermissionDenied(path + ": " + why);

@@ -25,9 +25,7 @@ TEST(PerfMap, ParsesFindsAndPrefersNewerEntries) {
   EXPECT_EQ(m.Find(0x7f0000001045)->name, "newer_overlapping");
 }
 
-TEST(PerfMap, MissingFileIsAnError) {
-  EXPECT_FALSE(PerfMap::Load("/nonexistent/perf-1.map").ok());
-}
+TEST(PerfMap, MissingFileIsAnError) { EXPECT_FALSE(PerfMap::Load("/nonexistent/perf-1.map").ok()); }
 
 // /tmp/perf-PID.map is in a folder every user can write: a map another user planted (or could
 // still change) must not put names into a profile.

@@ -31,7 +31,8 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
     ++lineno;
     if (line.empty()) continue;
     if (!header) {
-      if (line != "opscope-ranges 1") return bad("not an opscope range file (expected 'opscope-ranges 1')");
+      if (line != "opscope-ranges 1")
+        return bad("not an opscope range file (expected 'opscope-ranges 1')");
       header = true;
       continue;
     }
@@ -54,7 +55,8 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
       std::vector<std::string> f = Split(rest, ' ', true);
       if (f.size() != 8 || f[0].size() != 1) return bad("range line needs 8 fields");
       Raw r{f[0][0], 0, 0, 0, 0, 0, 0, 0};
-      if (r.kind != 'P' && r.kind != 'S' && r.kind != 'U') return bad("unknown range kind '" + f[0] + "'");
+      if (r.kind != 'P' && r.kind != 'S' && r.kind != 'U')
+        return bad("unknown range kind '" + f[0] + "'");
       int64_t* dst[] = {&r.tid, &r.start, &r.end, &r.name, &r.domain, &r.depth, &r.cpu};
       for (int i = 0; i < 7; ++i)
         if (!ParseInt64(f[i + 1], dst[i])) return bad("bad number '" + f[i + 1] + "'");
@@ -78,7 +80,8 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
   for (const Raw& r : raws) {
     auto n = names.find(r.name);
     auto d = domains.find(r.domain);
-    if (n == names.end()) return DataLoss(origin + ": range refers to missing name id " + std::to_string(r.name));
+    if (n == names.end())
+      return DataLoss(origin + ": range refers to missing name id " + std::to_string(r.name));
     profile::Range out_r;
     out_r.name = n->second;
     out_r.domain = d == domains.end() ? "" : d->second;

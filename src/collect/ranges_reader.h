@@ -22,8 +22,8 @@ struct ThreadCut {
 
 struct RangeFileInfo {
   int pid = 0;
-  std::string source;       // "annotate", "nvtx"
-  int unclosed = 0;         // ranges still open at exit (ended at exit)
+  std::string source;  // "annotate", "nvtx"
+  int unclosed = 0;    // ranges still open at exit (ended at exit)
   std::vector<ThreadCut> cuts;
 };
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
 #include "base/testing/fuzz_corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

@@ -2,10 +2,10 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <poll.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -16,10 +16,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -89,7 +89,7 @@ struct ThreadBuf {
   std::mutex mu;
   int32_t tid = 0;
   RecordLog done;
-  std::vector<std::vector<Open>> stacks;  // by domain id: open push/pop ranges
+  std::vector<std::vector<Open>> stacks;               // by domain id: open push/pop ranges
   std::unordered_map<const char*, CachedName> by_ptr;  // thread-local intern cache
   // Attach mode: when a range opened before the attach ended on this thread (a pop with nothing
   // to pop). The ranges recorded here before it were nested inside that unrecorded range: the
@@ -197,7 +197,8 @@ ThreadBuf* Buf() {
 uint32_t InternName(ThreadBuf* b, const char* name) {
   if (name == nullptr) name = "(null)";
   auto it = b->by_ptr.find(name);
-  if (it != b->by_ptr.end() && std::strcmp(it->second.text.c_str(), name) == 0) return it->second.id;
+  if (it != b->by_ptr.end() && std::strcmp(it->second.text.c_str(), name) == 0)
+    return it->second.id;
   std::string s = name;
   uint32_t id;
   {
@@ -244,8 +245,8 @@ void AtForkChild() {
 // that installs its own handlers later replaces these (and then usually exits through exit(),
 // which writes the file as usual).
 
-constexpr int kDeadly[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS,
-                           SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+constexpr int kDeadly[] = {SIGSEGV, SIGBUS,  SIGFPE, SIGILL, SIGABRT, SIGTRAP,
+                           SIGSYS,  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 struct sigaction g_prev[NSIG];
 
 // Appends to a fixed buffer and writes it out when full.
@@ -620,11 +621,14 @@ void TryAttach() {
     if (nl == std::string::npos) nl = text.size();
     const std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
-    if (line == "opscope-attach 1") magic = true;
-    else if (line.rfind("out ", 0) == 0) out = line.substr(4);
+    if (line == "opscope-attach 1")
+      magic = true;
+    else if (line.rfind("out ", 0) == 0)
+      out = line.substr(4);
     else if (line.rfind("opscope-pid ", 0) == 0)
       opscope_pid = std::strtol(line.c_str() + 12, nullptr, 10);
-    else if (line == "cpu 0") cpu = false;
+    else if (line == "cpu 0")
+      cpu = false;
   }
   if (!magic || out.empty() || out[0] != '/' || opscope_pid <= 0) {
     Say("ignored a malformed attach request in " + g->channel);
@@ -711,8 +715,10 @@ void* Listen(void*) {
     {
       std::lock_guard<std::mutex> lock(g_attach_mu);
       if (g_exiting) break;
-      if (!g->attached) TryAttach();
-      else if (ChannelHas("stop")) Detach("stop");
+      if (!g->attached)
+        TryAttach();
+      else if (ChannelHas("stop"))
+        Detach("stop");
       else if (!ChannelHas("request") || (kill(g->opscope_pid, 0) != 0 && errno == ESRCH))
         Detach(nullptr);  // opscope went away without a stop: nobody will read the records
       attached = g->attached;
@@ -824,7 +830,8 @@ void Pop(uint32_t domain) {
   st.pop_back();
   if (o.session != g_session.load(std::memory_order_relaxed)) return;  // opened before attach
   b->done.Add(Record{o.start, end, g_cpu_time ? cpu - o.cpu_start : -1, o.name,
-                     static_cast<uint16_t>(domain), static_cast<uint8_t>(std::min<size_t>(st.size(), 255)), 'P'});
+                     static_cast<uint16_t>(domain),
+                     static_cast<uint8_t>(std::min<size_t>(st.size(), 255)), 'P'});
 }
 
 uint64_t Start(uint32_t domain, const char* name) {
@@ -867,7 +874,8 @@ void Flush() {
   std::string path = g->path + "." + g->source + "." + std::to_string(getpid());
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    std::fprintf(stderr, "opscope: cannot write ranges to %s: %s\n", path.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "opscope: cannot write ranges to %s: %s\n", path.c_str(),
+                 std::strerror(errno));
     return;
   }
   WriteAllLocked(f, now);

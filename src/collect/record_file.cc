@@ -1,6 +1,7 @@
 #include "collect/record_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,8 +12,6 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "base/files.h"
 #include "base/strings.h"
@@ -107,14 +106,21 @@ uint32_t ReadU32(const char* p) {
 }
 
 nlohmann::json MetaToJson(const RecordMeta& m) {
-  return {{"event", m.event},         {"unit", m.unit},
+  return {{"event", m.event},
+          {"unit", m.unit},
           {"call_graph", CallGraphName(m.call_graph)},
-          {"frequency_hz", m.frequency_hz}, {"regs_mask", m.regs_mask},
-          {"stack_bytes", m.stack_bytes},   {"command", m.command},
-          {"pid", m.pid},                   {"degradations", m.degradations},
-          {"host", m.host},                 {"kernel", m.kernel},
-          {"arch", m.arch},                 {"cpu_model", m.cpu_model},
-          {"created", m.created},           {"logical_cpus", m.logical_cpus},
+          {"frequency_hz", m.frequency_hz},
+          {"regs_mask", m.regs_mask},
+          {"stack_bytes", m.stack_bytes},
+          {"command", m.command},
+          {"pid", m.pid},
+          {"degradations", m.degradations},
+          {"host", m.host},
+          {"kernel", m.kernel},
+          {"arch", m.arch},
+          {"cpu_model", m.cpu_model},
+          {"created", m.created},
+          {"logical_cpus", m.logical_cpus},
           {"uid", m.uid}};
 }
 
@@ -306,7 +312,8 @@ StatusOr<RecordReader> RecordReader::Open(const std::string& path) {
       ::close(fd);
       return Internal(path + ": cannot map: " + std::strerror(errno));
     }
-    r.storage_ = std::shared_ptr<const void>(p, [size](const void* q) { munmap(const_cast<void*>(q), size); });
+    r.storage_ = std::shared_ptr<const void>(
+        p, [size](const void* q) { munmap(const_cast<void*>(q), size); });
     r.bytes_ = std::string_view(static_cast<const char*>(p), size);
   }
   ::close(fd);
@@ -329,16 +336,21 @@ namespace {
 
 const char* ChunkName(uint32_t type) {
   switch (static_cast<ChunkType>(type)) {
-    case ChunkType::kMeta: return "meta";
-    case ChunkType::kEvents: return "events";
-    case ChunkType::kSymbolized: return "symbol";
-    case ChunkType::kEnd: return "end";
+    case ChunkType::kMeta:
+      return "meta";
+    case ChunkType::kEvents:
+      return "events";
+    case ChunkType::kSymbolized:
+      return "symbol";
+    case ChunkType::kEnd:
+      return "end";
   }
   return "unknown";
 }
 
 bool CrcMatches(std::string_view payload, uint32_t crc) {
-  return crc32(0, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size())) == crc;
+  return crc32(0, reinterpret_cast<const Bytef*>(payload.data()),
+               static_cast<uInt>(payload.size())) == crc;
 }
 
 // CRC-32 of any byte range of a region in O(kStride + log n): zlib's CRC of a prefix is kept
@@ -360,7 +372,7 @@ class RangeCrc {
 
  private:
   static constexpr size_t kStride = 64;  // the table is 1/16 of the region scanned
-  uLong Prefix(size_t end) {  // CRC of [base, end)
+  uLong Prefix(size_t end) {             // CRC of [base, end)
     const size_t rel = end - base_, i = rel / kStride;
     while (prefix_.size() <= i) {
       const size_t at = base_ + (prefix_.size() - 1) * kStride;
@@ -380,7 +392,8 @@ size_t NextValidChunk(std::string_view bytes, size_t from, std::unique_ptr<Range
   if (!crc) crc = std::make_unique<RangeCrc>(bytes, from);
   for (size_t p = from; p + 12 <= bytes.size(); ++p) {
     uint32_t type = ReadU32(&bytes[p]);
-    if (type < static_cast<uint32_t>(ChunkType::kMeta) || type > static_cast<uint32_t>(ChunkType::kEnd))
+    if (type < static_cast<uint32_t>(ChunkType::kMeta) ||
+        type > static_cast<uint32_t>(ChunkType::kEnd))
       continue;
     uint32_t len = ReadU32(&bytes[p + 4]);
     if (len > bytes.size() - p - 12) continue;
@@ -393,8 +406,8 @@ size_t NextValidChunk(std::string_view bytes, size_t from, std::unique_ptr<Range
 
 Status RecordReader::Parse(const std::string& origin) {
   if (!Sniff(bytes_)) {
-    if (bytes_.size() < sizeof kRecordMagic && std::string_view(kRecordMagic, bytes_.size()) == bytes_ &&
-        !bytes_.empty())
+    if (bytes_.size() < sizeof kRecordMagic &&
+        std::string_view(kRecordMagic, bytes_.size()) == bytes_ && !bytes_.empty())
       return DataLoss(origin + ": record file truncated inside its header (nothing was recorded)");
     return Unsupported(origin + ": not an opscope record file (bad magic)");
   }
@@ -414,21 +427,26 @@ Status RecordReader::Parse(const std::string& origin) {
     std::string_view payload = fits ? bytes_.substr(pos + 12, len) : std::string_view();
     // Event chunks (nearly all the bytes) are checked when visited, so reporting a finished
     // recording does not read them at all.
-    const bool crc_ok = fits && (static_cast<ChunkType>(type) == ChunkType::kEvents || CrcMatches(payload, crc));
+    const bool crc_ok =
+        fits && (static_cast<ChunkType>(type) == ChunkType::kEvents || CrcMatches(payload, crc));
     if (!fits || !crc_ok) {
       // Either the recording was cut short here (nothing valid follows) or these bytes were
       // damaged after they were written (a valid chunk follows): read on from that chunk.
       size_t next = NextValidChunk(bytes_, pos + 1, resync_crc);
-      std::string what = fits ? fmt::format("a {} chunk fails its checksum", ChunkName(type))
-                              : fmt::format("a chunk header gives a length ({} bytes) past the end of the file", len);
+      std::string what =
+          fits ? fmt::format("a {} chunk fails its checksum", ChunkName(type))
+               : fmt::format("a chunk header gives a length ({} bytes) past the end of the file",
+                             len);
       if (pos == sizeof kRecordMagic) meta_damage = what;
       if (next == std::string_view::npos) {
         drop_reason_ = fits ? "chunk checksum mismatch (corrupt file)"
                             : "truncated chunk (the recording was cut short)";
         break;
       }
-      problems_.push_back(fmt::format("corrupt record file: at byte {}, {}; skipped {} bytes and read on "
-                                      "from the next valid chunk", pos, what, next - pos));
+      problems_.push_back(
+          fmt::format("corrupt record file: at byte {}, {}; skipped {} bytes and read on "
+                      "from the next valid chunk",
+                      pos, what, next - pos));
       pos = next;
       continue;
     }
@@ -471,9 +489,10 @@ Status RecordReader::Parse(const std::string& origin) {
           symbolized_ = std::move(*s);
         } else {
           symbolized_.reset();
-          problems_.push_back(fmt::format("corrupt record file: the symbol chunk at byte {} cannot be "
-                                          "decoded ({}); the raw events are symbolized instead",
-                                          pos, s.status().message()));
+          problems_.push_back(
+              fmt::format("corrupt record file: the symbol chunk at byte {} cannot be "
+                          "decoded ({}); the raw events are symbolized instead",
+                          pos, s.status().message()));
         }
         break;
       }
@@ -501,20 +520,26 @@ Status RecordReader::Parse(const std::string& origin) {
   if (!have_meta) {
     const size_t after_magic = bytes_.size() - sizeof kRecordMagic;
     if (after_magic == 0)
-      return DataLoss(origin + ": record file truncated right after the magic (nothing was recorded)");
+      return DataLoss(origin +
+                      ": record file truncated right after the magic (nothing was recorded)");
     if (after_magic < 12)
-      return DataLoss(origin + ": record file truncated inside its first chunk header (nothing was "
+      return DataLoss(origin +
+                      ": record file truncated inside its first chunk header (nothing was "
                       "recorded)");
     if (!symbolized_ && !meta_damage.empty())
-      return DataLoss(origin + ": record file's meta chunk at byte 8 is unreadable (" + meta_damage +
+      return DataLoss(origin + ": record file's meta chunk at byte 8 is unreadable (" +
+                      meta_damage +
                       (problems_.empty() ? "): the file is corrupt, or was cut short inside it"
                                          : "): the file is corrupt") +
                       "; the events cannot be read without it");
     if (!symbolized_)
-      return DataLoss(origin + ": record file has no meta chunk (corrupt file: the first chunk after "
-                      "the magic is a " + ChunkName(ReadU32(&bytes_[sizeof kRecordMagic])) + " chunk)");
-    problems_.push_back("corrupt record file: its meta chunk is unreadable, so the command, host and "
-                        "sampling settings are unknown; the samples come from the symbol chunk");
+      return DataLoss(origin +
+                      ": record file has no meta chunk (corrupt file: the first chunk after "
+                      "the magic is a " +
+                      ChunkName(ReadU32(&bytes_[sizeof kRecordMagic])) + " chunk)");
+    problems_.push_back(
+        "corrupt record file: its meta chunk is unreadable, so the command, host and "
+        "sampling settings are unknown; the samples come from the symbol chunk");
   }
   return Status::Ok();
 }
@@ -592,12 +617,14 @@ Status RecordReader::VisitEvents(const EventVisitor& v) const {
     }
     if (!c.ok()) chunk_error = "a malformed event";
     if (!chunk_error.empty())
-      bad.push_back(fmt::format("the events chunk at byte {} has {}; the rest of that chunk is skipped",
-                                at, chunk_error));
+      bad.push_back(
+          fmt::format("the events chunk at byte {} has {}; the rest of that chunk is skipped", at,
+                      chunk_error));
   }
   if (!bad.empty())
-    return DataLoss(fmt::format("corrupt record file {}: {}; the other {} events chunk(s) were read",
-                                origin_, Join(bad, "; "), event_chunks_.size() - bad.size()));
+    return DataLoss(
+        fmt::format("corrupt record file {}: {}; the other {} events chunk(s) were read", origin_,
+                    Join(bad, "; "), event_chunks_.size() - bad.size()));
   return Status::Ok();
 }
 
@@ -702,7 +729,8 @@ StatusOr<profile::SampleSection> DecodeSampleSection(std::string_view bytes) {
     st.resize(c.Count(1));
     for (auto& f : st) {
       uint64_t id = c.Varint();
-      if (id >= s.frames.size()) return DataLoss("symbolized chunk: stack refers to a missing frame");
+      if (id >= s.frames.size())
+        return DataLoss("symbolized chunk: stack refers to a missing frame");
       f = static_cast<uint32_t>(id);
     }
   }

@@ -1,8 +1,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 
 #include "collect/record_file.h"
@@ -27,15 +27,17 @@ StatusOr<profile::Profile> LoadRecording(const std::string& path) {
   if (reader.end()) {
     p.meta.extra["exit"] = reader.end()->exit;
   } else {
-    p.meta.degradations.push_back("the recording did not finish (opscope was killed?): "
-                                  "what was written before is shown");
+    p.meta.degradations.push_back(
+        "the recording did not finish (opscope was killed?): "
+        "what was written before is shown");
   }
   if (reader.symbolized()) {
     p.samples = std::move(*reader.symbolized());
   } else {
     OPSCOPE_ASSIGN_OR_RETURN(profile::SampleSection s, Symbolize(reader));
-    s.warnings.insert(s.warnings.begin(), "symbolized at report time (the recording has no symbol "
-                                          "chunk): frames reflect the binaries on disk now");
+    s.warnings.insert(s.warnings.begin(),
+                      "symbolized at report time (the recording has no symbol "
+                      "chunk): frames reflect the binaries on disk now");
     p.samples = std::move(s);
   }
   if (reader.bytes_dropped() && reader.symbolized())
@@ -66,7 +68,8 @@ StatusOr<profile::Profile> LoadAnyProfile(const std::string& path) {
   size_t i = 0;
   while (i < first.size() && std::isspace(static_cast<unsigned char>(first[i]))) ++i;
   if (i < first.size() && first[i] != '{')
-    return Unsupported(path + ": not an opscope profile (neither a record file nor a JSON profile)");
+    return Unsupported(path +
+                       ": not an opscope profile (neither a record file nor a JSON profile)");
   return profile::LoadProfile(path);
 }
 

@@ -11,10 +11,10 @@
 #include <memory>
 #include <thread>
 
+#include "base/testing/fuzz_corpus.h"
 #include "collect/build_id.h"
 #include "collect/perf_map.h"
 #include "collect/symbolize.h"
-#include "base/testing/fuzz_corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -199,7 +199,8 @@ TEST(RecordFile, EveryTruncationIsHandled) {
   for (size_t n = 0; n < full.size(); ++n) {
     auto r = RecordReader::FromBytes(full.substr(0, n), "t");
     if (!r.ok()) {
-      EXPECT_TRUE(r.status().code() == StatusCode::kDataLoss || r.status().code() == StatusCode::kUnsupported)
+      EXPECT_TRUE(r.status().code() == StatusCode::kDataLoss ||
+                  r.status().code() == StatusCode::kUnsupported)
           << n << ": " << r.status().message();
       EXPECT_FALSE(r.status().message().empty());
       continue;
@@ -278,8 +279,10 @@ TEST(RecordFile, CorruptMetaChunkIsCalledCorruptNotTruncated) {
   PutLength(&too_long, at[0], 0xfffff000u);
   r = RecordReader::FromBytes(too_long, "m.rec");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message().find("right after the magic"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("past the end of the file"), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message().find("right after the magic"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("past the end of the file"), std::string::npos)
+      << r.status().message();
 
   auto magic_only = RecordReader::FromBytes(bytes.substr(0, sizeof kRecordMagic), "m.rec");
   ASSERT_FALSE(magic_only.ok());
@@ -295,9 +298,11 @@ TEST(RecordFile, CorruptEventsChunkIsSkippedAndTheNextOneRead) {
   Status st;
   EXPECT_EQ(SampleTids(*r, &st), std::vector<int32_t>{22});
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("at byte " + std::to_string(at[1])), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("at byte " + std::to_string(at[1])), std::string::npos)
+      << st.message();
   EXPECT_NE(st.message().find("checksum"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("the other 1 events chunk(s) were read"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("the other 1 events chunk(s) were read"), std::string::npos)
+      << st.message();
   EXPECT_TRUE(r->end().has_value());
 }
 
@@ -313,8 +318,10 @@ TEST(RecordFile, DamagedChunkHeaderResynchronisesOnTheNextValidChunk) {
   EXPECT_TRUE(r->end().has_value());  // the chunks after the damage are kept
   EXPECT_EQ(r->bytes_dropped(), 0u);
   ASSERT_EQ(r->problems().size(), 1u);
-  EXPECT_NE(r->problems()[0].find("at byte " + std::to_string(at[1])), std::string::npos) << r->problems()[0];
-  EXPECT_NE(r->problems()[0].find("skipped " + std::to_string(at[2] - at[1]) + " bytes"), std::string::npos)
+  EXPECT_NE(r->problems()[0].find("at byte " + std::to_string(at[1])), std::string::npos)
+      << r->problems()[0];
+  EXPECT_NE(r->problems()[0].find("skipped " + std::to_string(at[2] - at[1]) + " bytes"),
+            std::string::npos)
       << r->problems()[0];
 
   // The same damage in the last chunk is a cut, not a resynchronisation.
@@ -342,7 +349,8 @@ TEST(RecordFile, FuzzEntryOnSeedsTruncationsAndBitFlips) {
       size_t pos = sizeof kRecordMagic;
       while (pos + 12 <= m.size()) {
         uint32_t len = 0;
-        for (int k = 0; k < 4; ++k) len |= static_cast<uint32_t>(static_cast<uint8_t>(m[pos + 4 + k])) << (8 * k);
+        for (int k = 0; k < 4; ++k)
+          len |= static_cast<uint32_t>(static_cast<uint8_t>(m[pos + 4 + k])) << (8 * k);
         if (len > m.size() - pos - 12) break;
         std::string fixed = MakeChunk(ChunkType::kMeta, std::string_view(m).substr(pos + 12, len));
         for (int k = 0; k < 4; ++k) m[pos + 8 + k] = fixed[8 + k];

@@ -37,9 +37,10 @@ Status PerfRing::Map(int fd, size_t data_pages) {
   void* p = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     int err = errno;
-    return ResourceExhausted(std::string("cannot map the perf ring buffer (") + std::to_string(data_pages) +
-                             " pages): " + std::strerror(err) +
-                             (err == EPERM ? "; raise kernel.perf_event_mlock_kb or run as root" : ""));
+    return ResourceExhausted(
+        std::string("cannot map the perf ring buffer (") + std::to_string(data_pages) +
+        " pages): " + std::strerror(err) +
+        (err == EPERM ? "; raise kernel.perf_event_mlock_kb or run as root" : ""));
   }
   base_ = p;
   owned_ = true;

@@ -33,11 +33,13 @@ TEST(PerfRing, ReadsRecordsIncludingOnesThatWrap) {
     got.emplace_back(reinterpret_cast<const char*>(h) + sizeof *h, h->size - sizeof *h);
   };
   // Fill most of the ring, drain, then write records that straddle the end.
-  for (int i = 0; i < 5; ++i) f.Write(PERF_RECORD_SAMPLE, std::string(40, static_cast<char>('a' + i)));
+  for (int i = 0; i < 5; ++i)
+    f.Write(PERF_RECORD_SAMPLE, std::string(40, static_cast<char>('a' + i)));
   EXPECT_EQ(ring.Drain(collect), 5u);
   EXPECT_EQ(f.meta()->data_tail, f.meta()->data_head);
   got.clear();
-  for (int i = 0; i < 4; ++i) f.Write(PERF_RECORD_SAMPLE, std::string(44, static_cast<char>('k' + i)));
+  for (int i = 0; i < 4; ++i)
+    f.Write(PERF_RECORD_SAMPLE, std::string(44, static_cast<char>('k' + i)));
   EXPECT_EQ(ring.Drain(collect), 4u);
   ASSERT_EQ(got.size(), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], std::string(44, static_cast<char>('k' + i))) << i;

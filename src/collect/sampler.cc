@@ -2,14 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstring>
@@ -24,10 +23,10 @@
 #include "base/files.h"
 #include "base/host.h"
 #include "base/launch.h"
+#include "base/strings.h"
 #include "collect/attach.h"
 #include "collect/perf_access.h"
 #include "collect/ring_buffer.h"
-#include "base/strings.h"
 #include "collect/sampler_internal.h"
 #include "collect/symbolize.h"
 

@@ -40,9 +40,9 @@ namespace opscope::collect {
 struct SamplerOptions {
   double frequency_hz = 997;  // prime: does not run in step with 1 kHz / 100 Hz timers
   CallGraph call_graph = CallGraph::kFramePointer;
-  uint32_t stack_bytes = 16384;  // DWARF mode: user stack copied per sample (multiple of 8)
-  size_t ring_pages = 256;       // data pages per ring (power of two)
-  bool try_cycles = true;        // false: go straight to cpu-clock
+  uint32_t stack_bytes = 16384;       // DWARF mode: user stack copied per sample (multiple of 8)
+  size_t ring_pages = 256;            // data pages per ring (power of two)
+  bool try_cycles = true;             // false: go straight to cpu-clock
   PerfEventOpener* opener = nullptr;  // the kernel call; SystemOpener() when null (tests: a fake)
 };
 
@@ -74,8 +74,8 @@ uint64_t UserRegsMask();
 
 // Decodes one kernel record into `batch`. Returns false for records it does not keep.
 // `lost` accumulates PERF_RECORD_LOST / LOST_SAMPLES counts.
-bool DecodePerfRecord(const perf_event_header* rec, const perf_event_attr& attr,
-                      EventBatch* batch, uint64_t* samples, uint64_t* lost);
+bool DecodePerfRecord(const perf_event_header* rec, const perf_event_attr& attr, EventBatch* batch,
+                      uint64_t* samples, uint64_t* lost);
 
 // The raw view of a sampled record (for tests and the drain thread).
 bool ParseSample(const perf_event_header* rec, const perf_event_attr& attr, RawSample* out);
@@ -86,10 +86,10 @@ struct RecordOptions {
 };
 
 struct RecordResult {
-  std::string exit;     // "exited with status 0", "killed by signal 11 (Segmentation fault)"
-  int exit_code = 0;    // the command's status, 128+signal when killed
-  int term_signal = 0;  // the signal that ended it, 0 if it exited
-  uint64_t samples = 0; // written to the file (those before the failure when write_error is set)
+  std::string exit;      // "exited with status 0", "killed by signal 11 (Segmentation fault)"
+  int exit_code = 0;     // the command's status, 128+signal when killed
+  int term_signal = 0;   // the signal that ended it, 0 if it exited
+  uint64_t samples = 0;  // written to the file (those before the failure when write_error is set)
   uint64_t lost = 0;
   RecordMeta meta;
   int64_t wall_ns = 0;

@@ -19,8 +19,9 @@ AttributionStats AttributeSamplesToOps(profile::Profile& p) {
     max_end[i] = std::max(i ? max_end[i - 1] : INT64_MIN, evs[i]->start_ns + evs[i]->dur_ns);
   for (auto& s : p.samples->samples) {
     s.op = -1;
-    auto it = std::upper_bound(evs.begin(), evs.end(), s.time_ns,
-                               [](int64_t t, const profile::OpEvent* e) { return t < e->start_ns; });
+    auto it =
+        std::upper_bound(evs.begin(), evs.end(), s.time_ns,
+                         [](int64_t t, const profile::OpEvent* e) { return t < e->start_ns; });
     const profile::OpEvent* best = nullptr;
     for (size_t i = static_cast<size_t>(it - evs.begin()); i-- > 0;) {
       if (max_end[i] <= s.time_ns) break;

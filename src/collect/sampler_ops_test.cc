@@ -11,7 +11,8 @@ profile::Profile TwoOps() {
   p.ops[0].name = "conv";
   p.ops[1].name = "relu";
   p.ops[2].name = "branch";
-  // Run 0: conv [100, 200) on tid 1, relu [200, 250) on tid 1; a parallel branch [120, 180) on tid 2.
+  // Run 0: conv [100, 200) on tid 1, relu [200, 250) on tid 1; a parallel branch [120, 180) on
+  // tid 2.
   p.op_events = {{0, 0, 1, 100, 100}, {1, 0, 1, 200, 50}, {2, 0, 2, 120, 60}};
   p.samples.emplace();
   auto add = [&](int32_t tid, int64_t t) {

@@ -23,8 +23,9 @@ TEST(SampleAttr, FramePointerCycles) {
   EXPECT_EQ(a.config, static_cast<uint64_t>(PERF_COUNT_HW_CPU_CYCLES));
   EXPECT_EQ(a.freq, 1u);
   EXPECT_EQ(a.sample_freq, 997u);
-  EXPECT_EQ(a.sample_type, static_cast<uint64_t>(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-                                                 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN));
+  EXPECT_EQ(a.sample_type,
+            static_cast<uint64_t>(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+                                  PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN));
   EXPECT_EQ(a.exclude_kernel, 1u);
   EXPECT_EQ(a.exclude_callchain_kernel, 1u);
   EXPECT_EQ(a.inherit, 1u);
@@ -70,12 +71,12 @@ TEST(DecodePerfRecord, FramePointerSampleDropsContextMarkers) {
   SamplerOptions o;
   perf_event_attr a = MakeSampleAttr(o, false, true, true);
   std::string b;
-  Put<uint64_t>(b, 0x401000);                               // ip
-  Put<uint32_t>(b, 100);                                    // pid
-  Put<uint32_t>(b, 101);                                    // tid
-  Put<uint64_t>(b, 5000);                                   // time
-  Put<uint64_t>(b, 1003009);                                // period
-  Put<uint64_t>(b, 3);                                      // nr
+  Put<uint64_t>(b, 0x401000);  // ip
+  Put<uint32_t>(b, 100);       // pid
+  Put<uint32_t>(b, 101);       // tid
+  Put<uint64_t>(b, 5000);      // time
+  Put<uint64_t>(b, 1003009);   // period
+  Put<uint64_t>(b, 3);         // nr
   Put<uint64_t>(b, static_cast<uint64_t>(PERF_CONTEXT_USER));
   Put<uint64_t>(b, 0x401000);
   Put<uint64_t>(b, 0x402000);
@@ -135,12 +136,14 @@ TEST(DecodePerfRecord, Mmap2LostAndExecComm) {
   Put<uint32_t>(m, 7);
   Put<uint64_t>(m, 99);  // sample_id: time
   std::string rec = Record(PERF_RECORD_MMAP2, 0, m);
-  EXPECT_TRUE(DecodePerfRecord(reinterpret_cast<const perf_event_header*>(rec.data()), a, &batch, &samples, &lost));
+  EXPECT_TRUE(DecodePerfRecord(reinterpret_cast<const perf_event_header*>(rec.data()), a, &batch,
+                               &samples, &lost));
   std::string l;
   Put<uint64_t>(l, 1);
   Put<uint64_t>(l, 42);
   rec = Record(PERF_RECORD_LOST, 0, l);
-  EXPECT_TRUE(DecodePerfRecord(reinterpret_cast<const perf_event_header*>(rec.data()), a, &batch, &samples, &lost));
+  EXPECT_TRUE(DecodePerfRecord(reinterpret_cast<const perf_event_header*>(rec.data()), a, &batch,
+                               &samples, &lost));
   EXPECT_EQ(lost, 42u);
   std::string bytes(kRecordMagic, sizeof kRecordMagic);
   bytes += MakeChunk(ChunkType::kMeta, MetaChunkPayload(RecordMeta{}));
@@ -198,7 +201,8 @@ void CheckInProcess(CallGraph cg) {
   o.frequency_hz = 1999;
   o.call_graph = cg;
   auto s = Sampler::Start(o);
-  if (!s.ok() && s.status().code() == StatusCode::kPermissionDenied) GTEST_SKIP() << s.status().message();
+  if (!s.ok() && s.status().code() == StatusCode::kPermissionDenied)
+    GTEST_SKIP() << s.status().message();
   ASSERT_TRUE(s.ok()) << s.status().message();
   volatile uint64_t sink = 0;
   std::thread t([&] { sink = SpinForSampler(300); });

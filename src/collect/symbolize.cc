@@ -35,9 +35,8 @@ struct Mapping {
 };
 
 char* g_debuginfo_path = nullptr;
-const Dwfl_Callbacks kOfflineCallbacks = {
-    dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, dwfl_offline_section_address,
-    &g_debuginfo_path};
+const Dwfl_Callbacks kOfflineCallbacks = {dwfl_build_id_find_elf, dwfl_standard_find_debuginfo,
+                                          dwfl_offline_section_address, &g_debuginfo_path};
 
 // Everything known about one process's address space.
 struct Space {
@@ -115,7 +114,8 @@ void Builder::Prepare(Space& s) {
     if (m.file.empty() || m.file[0] != '/' || reported.count(m.file)) continue;
     if (EndsWith(m.file, " (deleted)")) {
       NoteModule(m.file, false);
-      Warn("deleted:" + m.file, m.file + ": the file was deleted after it was mapped; its frames are [unknown]");
+      Warn("deleted:" + m.file,
+           m.file + ": the file was deleted after it was mapped; its frames are [unknown]");
       continue;
     }
     reported.insert(m.file);
@@ -125,21 +125,24 @@ void Builder::Prepare(Space& s) {
     const bool exists = stat(m.file.c_str(), &st) == 0;
     NoteModule(m.file, exists && S_ISREG(st.st_mode));
     if (exists && !S_ISREG(st.st_mode)) {
-      Warn("elf:" + m.file, m.file + ": not a regular file, so not a binary to symbolize; its "
-                            "frames are [unknown]");
+      Warn("elf:" + m.file, m.file +
+                                ": not a regular file, so not a binary to symbolize; its "
+                                "frames are [unknown]");
       continue;
     }
     Dwfl_Module* mod = dwfl_report_elf(s.dwfl, Basename(m.file).c_str(), m.file.c_str(), -1,
                                        m.start - m.pgoff, false);
     if (!mod)
-      Warn("elf:" + m.file, m.file + ": cannot read it (" + dwfl_errmsg(-1) + "); its frames are [unknown]");
+      Warn("elf:" + m.file,
+           m.file + ": cannot read it (" + dwfl_errmsg(-1) + "); its frames are [unknown]");
   }
   dwfl_report_end(s.dwfl, nullptr, nullptr);
 }
 
 uint32_t Builder::Intern(profile::Frame f) {
   std::string key = f.function + '\x01' + f.module + '\x01' + f.file + '\x01' +
-                    std::to_string(f.line) + '\x01' + std::to_string(f.address) + (f.inlined ? "i" : "");
+                    std::to_string(f.line) + '\x01' + std::to_string(f.address) +
+                    (f.inlined ? "i" : "");
   auto [it, inserted] = frame_ids_.emplace(std::move(key), section_.frames.size());
   if (inserted) section_.frames.push_back(std::move(f));
   return it->second;
@@ -155,7 +158,8 @@ void Builder::Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out)
       const uint32_t owner =
           reader_.meta().uid >= 0 ? static_cast<uint32_t>(reader_.meta().uid) : ::geteuid();
       auto jit = PerfMap::LoadTrusted(PerfMap::PathFor(s.pid), owner);
-      if (jit.ok()) s.jit = std::make_unique<PerfMap>(std::move(*jit));
+      if (jit.ok())
+        s.jit = std::make_unique<PerfMap>(std::move(*jit));
       else if (jit.status().code() != StatusCode::kNotFound)
         Warn("perfmap:" + std::to_string(s.pid),
              "JIT symbol map not read: " + jit.status().message() + "; the JIT frames of pid " +
@@ -174,14 +178,18 @@ void Builder::Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out)
         module = anon ? "[anon]" : Basename(m.file);
         if (anon)
           Warn("jit:" + std::to_string(s.pid),
-               "pid " + std::to_string(s.pid) + ": samples in anonymous executable memory (JIT code) "
-               "and no " + PerfMap::PathFor(s.pid) + " to name them (oneDNN writes one with ONEDNN_JIT_PROFILE=1)");
+               "pid " + std::to_string(s.pid) +
+                   ": samples in anonymous executable memory (JIT code) "
+                   "and no " +
+                   PerfMap::PathFor(s.pid) +
+                   " to name them (oneDNN writes one with ONEDNN_JIT_PROFILE=1)");
         break;
       }
     out->push_back({"[unknown]", module, "", 0, pc, false});
     return;
   }
-  const char* modname = dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  const char* modname =
+      dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   std::string module = modname ? modname : "[unknown]";
   Dwarf_Addr elf_bias = 0;
   dwfl_module_getelf(mod, &elf_bias);
@@ -198,7 +206,8 @@ void Builder::Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out)
     outer_name = Demangle(plain);
   }
   if (!symname && dwfl_module_getsymtab(mod) <= 0)
-    Warn("nosym:" + module, module + ": no symbol table (stripped binary); its functions show as [unknown]");
+    Warn("nosym:" + module,
+         module + ": no symbol table (stripped binary); its functions show as [unknown]");
 
   Dwarf_Addr bias = 0;
   Dwarf_Die* cudie = dwfl_module_addrdie(mod, pc, &bias);
@@ -213,8 +222,11 @@ void Builder::Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out)
   if (!cudie) {
     Dwarf_Addr b;
     if (!dwfl_module_getdwarf(mod, &b))
-      Warn("nodebug:" + module, module + ": no debug info (functions named from the symbol table; "
-                                "no file:line or inlined frames; install its -dbg/-dbgsym package or build with -g)");
+      Warn(
+          "nodebug:" + module,
+          module +
+              ": no debug info (functions named from the symbol table; "
+              "no file:line or inlined frames; install its -dbg/-dbgsym package or build with -g)");
     out->push_back({outer_name.empty() ? "[unknown]" : outer_name, module, file, line, rel, false});
     return;
   }
@@ -244,14 +256,18 @@ void Builder::Symbolize(Space& s, uint64_t pc, std::vector<profile::Frame>* out)
     if (inlined) {
       Dwarf_Attribute a;
       Dwarf_Word cf = 0, cl = 0;
-      if (dwarf_formudata(dwarf_attr(chain[k], DW_AT_call_file, &a), &cf) == 0 && files && cf < nfiles) {
+      if (dwarf_formudata(dwarf_attr(chain[k], DW_AT_call_file, &a), &cf) == 0 && files &&
+          cf < nfiles) {
         const char* fname = dwarf_filesrc(files, cf, nullptr, nullptr);
         cur_file = fname ? fname : "";
       }
-      cur_line = dwarf_formudata(dwarf_attr(chain[k], DW_AT_call_line, &a), &cl) == 0 ? static_cast<int>(cl) : 0;
+      cur_line = dwarf_formudata(dwarf_attr(chain[k], DW_AT_call_line, &a), &cl) == 0
+                     ? static_cast<int>(cl)
+                     : 0;
     }
   }
-  if (chain.empty()) out->push_back({outer_name.empty() ? "[unknown]" : outer_name, module, file, line, rel, false});
+  if (chain.empty())
+    out->push_back({outer_name.empty() ? "[unknown]" : outer_name, module, file, line, rel, false});
   free(scopes);
 }
 
@@ -283,9 +299,18 @@ StatusOr<profile::SampleSection> Builder::Run() {
   std::vector<RawFork> forks;
   std::vector<Ev> evs;
   EventVisitor v1;
-  v1.mmap = [&](const RawMmap& m) { evs.push_back({m.time_ns, 0, mmaps.size()}); mmaps.push_back(m); };
-  v1.comm = [&](const RawComm& c) { evs.push_back({c.time_ns, 1, comms.size()}); comms.push_back(c); };
-  v1.fork = [&](const RawFork& f) { evs.push_back({f.time_ns, 2, forks.size()}); forks.push_back(f); };
+  v1.mmap = [&](const RawMmap& m) {
+    evs.push_back({m.time_ns, 0, mmaps.size()});
+    mmaps.push_back(m);
+  };
+  v1.comm = [&](const RawComm& c) {
+    evs.push_back({c.time_ns, 1, comms.size()});
+    comms.push_back(c);
+  };
+  v1.fork = [&](const RawFork& f) {
+    evs.push_back({f.time_ns, 2, forks.size()});
+    forks.push_back(f);
+  };
   v1.lost = [&](uint64_t n) { section_.lost += n; };
   Status st = reader_.VisitEvents(v1);
   if (!st.ok()) section_.warnings.push_back(st.message());
@@ -323,7 +348,8 @@ StatusOr<profile::SampleSection> Builder::Run() {
         if (!s.unwinder) {
           s.unwinder_failed = true;
           Warn("unwind:" + std::to_string(s.pid), "pid " + std::to_string(s.pid) +
-                                                      ": DWARF unwinding unavailable (" + err + "); only sampled IPs kept");
+                                                      ": DWARF unwinding unavailable (" + err +
+                                                      "); only sampled IPs kept");
         }
       }
       if (s.unwinder) {
@@ -332,7 +358,8 @@ StatusOr<profile::SampleSection> Builder::Run() {
         pcs.push_back(raw.ips[0]);
       }
     } else {
-      for (size_t i = 0; i < raw.ips.size(); ++i) pcs.push_back(i == 0 ? raw.ips[i] : raw.ips[i] - 1);
+      for (size_t i = 0; i < raw.ips.size(); ++i)
+        pcs.push_back(i == 0 ? raw.ips[i] : raw.ips[i] - 1);
     }
     if (pcs.size() >= 250) ++truncated;
     profile::Sample smp;
@@ -350,13 +377,16 @@ StatusOr<profile::SampleSection> Builder::Run() {
   st = reader_.VisitEvents(v2);
   (void)st;  // already reported in pass 1
   if (truncated)
-    section_.warnings.push_back(std::to_string(truncated) + " samples had call chains deeper than 250 frames (cut)");
+    section_.warnings.push_back(std::to_string(truncated) +
+                                " samples had call chains deeper than 250 frames (cut)");
   if (section_.lost)
-    section_.warnings.push_back(std::to_string(section_.lost) +
-                                " samples lost in ring-buffer overflow (lower -F or raise the ring size)");
+    section_.warnings.push_back(
+        std::to_string(section_.lost) +
+        " samples lost in ring-buffer overflow (lower -F or raise the ring size)");
   if (reader_.bytes_dropped())
-    section_.warnings.push_back("recording is incomplete: " + std::to_string(reader_.bytes_dropped()) +
-                                " bytes at the end were dropped (" + reader_.drop_reason() + ")");
+    section_.warnings.push_back(
+        "recording is incomplete: " + std::to_string(reader_.bytes_dropped()) +
+        " bytes at the end were dropped (" + reader_.drop_reason() + ")");
   // The files the frames are in, with their paths and build ids (pprof's Mapping).
   std::set<std::string> used;
   for (const auto& f : section_.frames) used.insert(f.module);

@@ -19,8 +19,7 @@ namespace opscope::collect {
 StatusOr<std::string> ResolveExecutable(const std::string& argv0) {
   if (argv0.empty()) return InvalidArgument("empty command");
   if (argv0.find('/') != std::string::npos) {
-    if (access(argv0.c_str(), X_OK) != 0)
-      return NotFound(argv0 + ": " + std::strerror(errno));
+    if (access(argv0.c_str(), X_OK) != 0) return NotFound(argv0 + ": " + std::strerror(errno));
     return argv0;
   }
   const char* path = std::getenv("PATH");
@@ -28,7 +27,8 @@ StatusOr<std::string> ResolveExecutable(const std::string& argv0) {
   for (const std::string& dir : Split(p, ':', true)) {
     std::string cand = dir + "/" + argv0;
     struct stat st;
-    if (stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(cand.c_str(), X_OK) == 0) return cand;
+    if (stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(cand.c_str(), X_OK) == 0)
+      return cand;
   }
   return NotFound("command '" + argv0 + "' not found on PATH (" + p + ")");
 }
@@ -37,7 +37,10 @@ StatusOr<std::vector<std::string>> ReadDwarfProducers(const std::string& path, i
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NotFound(path + ": " + std::strerror(errno));
   char magic[4] = {0, 0, 0, 0};
-  if (pread(fd, magic, 4, 0) != 4 || std::memcmp(magic, "\x7f" "ELF", 4) != 0) {
+  if (pread(fd, magic, 4, 0) != 4 || std::memcmp(magic,
+                                                 "\x7f"
+                                                 "ELF",
+                                                 4) != 0) {
     close(fd);
     return Unsupported(path + ": not an ELF binary (a script or wrapper?): build type not checked");
   }

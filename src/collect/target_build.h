@@ -17,6 +17,7 @@ StatusOr<std::string> ResolveExecutable(const std::string& argv0);
 // Producer strings of every compilation unit (deduplicated, in first-seen order, at most
 // `max_units` units read). An ELF file without DWARF gives an empty list; a file that is not ELF
 // gives Unsupported (scripts: "not an ELF binary").
-StatusOr<std::vector<std::string>> ReadDwarfProducers(const std::string& path, int max_units = 20000);
+StatusOr<std::vector<std::string>> ReadDwarfProducers(const std::string& path,
+                                                      int max_units = 20000);
 
 }  // namespace opscope::collect

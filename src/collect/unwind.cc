@@ -39,9 +39,12 @@ struct UnwindCallbacks {
   }
 };
 
-static const Dwfl_Thread_Callbacks kCallbacks = {
-    UnwindCallbacks::NextThread, UnwindCallbacks::GetThread, UnwindCallbacks::MemoryRead,
-    UnwindCallbacks::SetInitialRegisters, nullptr, nullptr};
+static const Dwfl_Thread_Callbacks kCallbacks = {UnwindCallbacks::NextThread,
+                                                 UnwindCallbacks::GetThread,
+                                                 UnwindCallbacks::MemoryRead,
+                                                 UnwindCallbacks::SetInitialRegisters,
+                                                 nullptr,
+                                                 nullptr};
 
 bool DwarfUnwinder::PerfRegsToDwarf(const std::vector<uint64_t>& p, std::vector<uint64_t>* d,
                                     uint64_t* pc, uint64_t* sp) {

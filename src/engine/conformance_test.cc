@@ -43,20 +43,29 @@ bool Close(double a, double e, double rtol, double atol) {
 
 double At(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DataType::kFloat32: return t.data<float>()[i];
-    case DataType::kFloat64: return t.data<double>()[i];
-    case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    case DataType::kBool: case DataType::kUint8: return t.data<uint8_t>()[i];
-    case DataType::kInt8: return t.data<int8_t>()[i];
-    case DataType::kFloat16: return t.data<uint16_t>()[i];
+    case DataType::kFloat32:
+      return t.data<float>()[i];
+    case DataType::kFloat64:
+      return t.data<double>()[i];
+    case DataType::kInt64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case DataType::kInt32:
+      return t.data<int32_t>()[i];
+    case DataType::kBool:
+    case DataType::kUint8:
+      return t.data<uint8_t>()[i];
+    case DataType::kInt8:
+      return t.data<int8_t>()[i];
+    case DataType::kFloat16:
+      return t.data<uint16_t>()[i];
   }
   return 0;
 }
 
 std::string Compare(const Tensor& got, const Tensor& want) {
   if (got.dtype() != want.dtype())
-    return std::string("dtype ") + DataTypeName(got.dtype()) + ", expected " + DataTypeName(want.dtype());
+    return std::string("dtype ") + DataTypeName(got.dtype()) + ", expected " +
+           DataTypeName(want.dtype());
   if (got.shape() != want.shape())
     return "shape " + ShapeToString(got.shape()) + ", expected " + ShapeToString(want.shape());
   bool exact = got.dtype() != DataType::kFloat32 && got.dtype() != DataType::kFloat64;
@@ -81,7 +90,7 @@ Outcome RunOne(const fs::path& dir, std::set<std::string>* ops) {
   // operators of its main graph.
   std::string missing;
   std::function<void(const onnx::GraphProto&, bool)> visit = [&](const onnx::GraphProto& g,
-                                                                  bool top) {
+                                                                 bool top) {
     for (const auto& n : g.node()) {
       if (top) ops->insert(n.op_type());
       if (!FindKernel(n.domain(), n.op_type()) && missing.empty()) missing = n.op_type();
@@ -115,7 +124,8 @@ Outcome RunOne(const fs::path& dir, std::set<std::string>* ops) {
     if (!fs::exists(p)) return {Outcome::kSkip, "missing " + p.string()};
     auto t = ReadTensorFile(p.string());
     if (!t.ok()) {
-      if (t.status().code() == StatusCode::kUnsupported) return {Outcome::kSkip, t.status().message()};
+      if (t.status().code() == StatusCode::kUnsupported)
+        return {Outcome::kSkip, t.status().message()};
       return {Outcome::kFail, t.status().message()};
     }
     opts.shapes[in_names[i]] = t->shape();
@@ -124,7 +134,8 @@ Outcome RunOne(const fs::path& dir, std::set<std::string>* ops) {
   auto session = Session::Load(model_path, opts);
   if (!session.ok()) {
     const std::string m = session.status().message();
-    if (session.status().code() == StatusCode::kUnsupported && m.find("data type") != std::string::npos)
+    if (session.status().code() == StatusCode::kUnsupported &&
+        m.find("data type") != std::string::npos)
       return {Outcome::kSkip, m};
     return {Outcome::kFail, "load: " + m};
   }
@@ -144,7 +155,8 @@ Outcome RunOne(const fs::path& dir, std::set<std::string>* ops) {
       if (!got) return {Outcome::kFail, "no output " + out_names[o]};
       std::string diff = Compare(*got, *want);
       if (!diff.empty())
-        return {Outcome::kFail, "run " + std::to_string(run) + " output '" + out_names[o] + "': " + diff};
+        return {Outcome::kFail,
+                "run " + std::to_string(run) + " output '" + out_names[o] + "': " + diff};
     }
   }
   return {Outcome::kPass, ""};
@@ -152,7 +164,8 @@ Outcome RunOne(const fs::path& dir, std::set<std::string>* ops) {
 
 std::map<std::string, std::string> KnownFailures() {
   std::map<std::string, std::string> known;
-  std::ifstream in(std::string(OPSCOPE_SOURCE_DIR) + "/src/engine/testdata/conformance_known_failures.txt");
+  std::ifstream in(std::string(OPSCOPE_SOURCE_DIR) +
+                   "/src/engine/testdata/conformance_known_failures.txt");
   std::string line;
   while (std::getline(in, line)) {
     line = Trim(line);
@@ -164,15 +177,19 @@ std::map<std::string, std::string> KnownFailures() {
 }
 
 TEST(ConformanceTest, OnnxNodeTests) {
-  if (!fs::is_directory(kDataDir)) GTEST_SKIP() << kDataDir << " missing: apt-get install libonnx-testdata";
+  if (!fs::is_directory(kDataDir))
+    GTEST_SKIP() << kDataDir << " missing: apt-get install libonnx-testdata";
   const char* filter = std::getenv("OPSCOPE_CONFORMANCE_FILTER");
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(kDataDir))
-    if (e.is_directory() && (!filter || e.path().filename().string().find(filter) != std::string::npos))
+    if (e.is_directory() &&
+        (!filter || e.path().filename().string().find(filter) != std::string::npos))
       dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
 
-  struct Tally { int pass = 0, fail = 0, skip = 0; };
+  struct Tally {
+    int pass = 0, fail = 0, skip = 0;
+  };
   std::map<std::string, Tally> by_op;
   int pass = 0, fail = 0, known_fail = 0, skip = 0;
   std::vector<std::string> failures;
@@ -182,7 +199,10 @@ TEST(ConformanceTest, OnnxNodeTests) {
     std::set<std::string> ops;
     Outcome o = RunOne(dir, &ops);
     std::string name = dir.filename().string();
-    std::string key = ops.size() == 1 ? *ops.begin() : (name.find("_expanded") != std::string::npos ? "(expanded functions)" : Join({ops.begin(), ops.end()}, "+"));
+    std::string key = ops.size() == 1 ? *ops.begin()
+                                      : (name.find("_expanded") != std::string::npos
+                                             ? "(expanded functions)"
+                                             : Join({ops.begin(), ops.end()}, "+"));
     if (o.kind == Outcome::kSkip) {
       ++skip;
       if (o.detail.rfind("unsupported op", 0) != 0) by_op[key].skip++;
@@ -191,7 +211,8 @@ TEST(ConformanceTest, OnnxNodeTests) {
     if (o.kind == Outcome::kPass) {
       ++pass;
       by_op[key].pass++;
-      if (known.count(name)) detail << "NOTE " << name << " passes but is listed as a known failure\n";
+      if (known.count(name))
+        detail << "NOTE " << name << " passes but is listed as a known failure\n";
     } else {
       by_op[key].fail++;
       if (known.count(name)) {
@@ -218,7 +239,8 @@ TEST(ConformanceTest, OnnxNodeTests) {
   report << detail.str();
   std::cout << report.str();
   std::ofstream(std::string(OPSCOPE_BINARY_DIR) + "/conformance.txt") << report.str();
-  EXPECT_TRUE(failures.empty()) << failures.size() << " failing node tests:\n" << Join(failures, "\n");
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failing node tests:\n"
+                                << Join(failures, "\n");
   EXPECT_GT(pass, 0);
 }
 

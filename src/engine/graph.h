@@ -78,10 +78,10 @@ class Attributes {
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;          // "" for ai.onnx
-  int opset = 0;               // the model's opset for this node's domain
-  std::vector<int> inputs;     // value ids, -1 for an omitted optional input
-  std::vector<int> outputs;    // value ids, -1 for an omitted optional output
+  std::string domain;        // "" for ai.onnx
+  int opset = 0;             // the model's opset for this node's domain
+  std::vector<int> inputs;   // value ids, -1 for an omitted optional input
+  std::vector<int> outputs;  // value ids, -1 for an omitted optional output
   std::vector<std::string> input_names, output_names;
   Attributes attrs;
 };

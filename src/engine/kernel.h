@@ -64,11 +64,20 @@ class KernelContext {
 
 // Activation or bias folded into the producing op (oneDNN post-ops). The fusion pass offers
 // one to the producer when the consumer is its only user.
-enum class PostOpKind { kRelu, kLeakyRelu, kClip, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kBiasAdd };
+enum class PostOpKind {
+  kRelu,
+  kLeakyRelu,
+  kClip,
+  kSigmoid,
+  kTanh,
+  kHardSigmoid,
+  kHardSwish,
+  kBiasAdd
+};
 struct PostOp {
   PostOpKind kind;
-  float alpha = 0, beta = 0;      // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta
-  const Tensor* bias = nullptr;   // kBiasAdd: constant 1-D tensor over the last output dim
+  float alpha = 0, beta = 0;     // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta
+  const Tensor* bias = nullptr;  // kBiasAdd: constant 1-D tensor over the last output dim
 };
 
 class Kernel {

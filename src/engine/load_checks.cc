@@ -264,9 +264,9 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
     if (n.op_type() == "Scan" && (n.domain().empty() || n.domain() == "ai.onnx"))
       for (const auto& a : n.attribute())
         if (a.name() == "num_scan_inputs" && (a.i() < 1 || a.i() > n.input_size()))
-          return InvalidArgument(path + ": node '" + n.name() + "' (Scan): num_scan_inputs = " +
-                                 std::to_string(a.i()) + " but the node has " +
-                                 std::to_string(n.input_size()) + " inputs");
+          return InvalidArgument(path + ": node '" + n.name() +
+                                 "' (Scan): num_scan_inputs = " + std::to_string(a.i()) +
+                                 " but the node has " + std::to_string(n.input_size()) + " inputs");
     // Subgraphs (If/Loop/Scan bodies) are checked the same way, with their own ranks.
     for (const auto& a : n.attribute())
       if (a.has_g()) OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(a.g(), path));

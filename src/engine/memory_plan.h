@@ -19,8 +19,8 @@ struct PlannedBuffer {
 };
 
 struct MemoryStats {
-  size_t arena_bytes = 0;   // size of the planned arena
-  size_t naive_bytes = 0;   // sum of all planned buffers (no reuse)
+  size_t arena_bytes = 0;  // size of the planned arena
+  size_t naive_bytes = 0;  // sum of all planned buffers (no reuse)
   size_t buffers = 0;
 };
 

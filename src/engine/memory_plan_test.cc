@@ -20,7 +20,8 @@ TEST(MemoryPlanTest, ChainReusesMemory) {
   EXPECT_EQ(st.naive_bytes, 4u * 1024);
   EXPECT_EQ(st.arena_bytes, 2u * 1024);
   for (size_t i = 0; i < bufs.size(); ++i)
-    for (size_t j = i + 1; j < bufs.size(); ++j) EXPECT_FALSE(Overlap(bufs[i], bufs[j])) << i << "," << j;
+    for (size_t j = i + 1; j < bufs.size(); ++j)
+      EXPECT_FALSE(Overlap(bufs[i], bufs[j])) << i << "," << j;
 }
 
 TEST(MemoryPlanTest, RandomLifetimesNeverOverlap) {

@@ -10,4 +10,4 @@ namespace opscope::engine {
 // Loads the model; when that succeeds and its planned work is small, fills random inputs and
 // runs it once.
 void FuzzLoadModel(const uint8_t* data, size_t size);
-}
+}  // namespace opscope::engine

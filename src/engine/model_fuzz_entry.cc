@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "engine/model_fuzz.h"
 #include "engine/memory_limit.h"
+#include "engine/model_fuzz.h"
 #include "opscope/engine.h"
 
 namespace opscope::engine {

@@ -1,13 +1,14 @@
 // Runs the model-loading fuzz entry point over a seed corpus (the demo model, the test model and
 // a sample of ONNX conformance models) with truncations and random byte flips: every input must
 // come back as a Status, never a crash or a hang.
+#include "engine/model_fuzz.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <random>
 
 #include "base/files.h"
-#include "engine/model_fuzz.h"
 #include "base/testing/fuzz_corpus.h"
 
 namespace opscope::engine {
@@ -15,10 +16,10 @@ namespace {
 
 std::vector<std::string> Seeds() {
   std::vector<std::string> seeds;
-  for (const char* rel : {"/models/bev_demo.onnx", "/tests/models/twin_matmul.onnx",
-                          "/tests/models/control_flow.onnx",
-                          "/tests/fuzz_corpus/model_fuzz/seed_cf_nested.onnx",
-                          "/tests/fuzz_corpus/model_fuzz/seed_cf_scan.onnx"}) {
+  for (const char* rel :
+       {"/models/bev_demo.onnx", "/tests/models/twin_matmul.onnx",
+        "/tests/models/control_flow.onnx", "/tests/fuzz_corpus/model_fuzz/seed_cf_nested.onnx",
+        "/tests/fuzz_corpus/model_fuzz/seed_cf_scan.onnx"}) {
     auto b = ReadFile(std::string(OPSCOPE_SOURCE_DIR) + rel);
     if (b.ok()) seeds.push_back(*b);
   }

@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "engine/load_checks.h"
-#include "engine/onnx_io.h"
 #include "engine/memory_limit.h"
+#include "engine/onnx_io.h"
 #include "engine/testing/kernel_runner.h"
 #include "opscope/engine.h"
 
@@ -132,9 +132,9 @@ TEST_F(ExternalDataTest, InsideTheFolderLoadsAndRuns) {
     std::string location;
     std::vector<float> want;
   };
-  for (const Case& c : {Case{"weights.bin", {2, 3, 4, 5}},
-                        Case{"./sub/../weights.bin", {2, 3, 4, 5}},
-                        Case{"sub/w.bin", {11, 21, 31, 41}}}) {
+  for (const Case& c :
+       {Case{"weights.bin", {2, 3, 4, 5}}, Case{"./sub/../weights.bin", {2, 3, 4, 5}},
+        Case{"sub/w.bin", {11, 21, 31, 41}}}) {
     std::string path = Save(ExternalAddModel(c.location), dir_ + "/m.onnx");
     auto s = Session::Load(path, {});
     ASSERT_TRUE(s.ok()) << c.location << ": " << s.status().message();
@@ -305,9 +305,9 @@ TEST(ModelLoadTest, ZeroOrNegativeSizeAttributesAreRefusedBeforeShapeInference) 
       onnx::ModelProto m = OneOpModel(op, "blocks", {1, 4, 2, 2});
       IntAttr(m.mutable_graph()->mutable_node(0), "blocksize", b);
       SCOPED_TRACE(std::string(op) + " " + std::to_string(b));
-      ExpectRefused(Session::Load(Save(m, dir + "/block.onnx"), {}),
-                    {"node 'blocks' (" + std::string(op) + ")",
-                     "blocksize = " + std::to_string(b)});
+      ExpectRefused(
+          Session::Load(Save(m, dir + "/block.onnx"), {}),
+          {"node 'blocks' (" + std::string(op) + ")", "blocksize = " + std::to_string(b)});
     }
   }
   // Sane attributes still load.
@@ -346,9 +346,9 @@ TEST(ModelLoadTest, ThreadBounds) {
     o.threads = bad;
     auto s = Session::Load(path, o);
     ASSERT_FALSE(s.ok()) << bad;
-    EXPECT_NE(s.status().message().find("threads must be between 1 and " +
-                                        std::to_string(MaxThreads())),
-              std::string::npos)
+    EXPECT_NE(
+        s.status().message().find("threads must be between 1 and " + std::to_string(MaxThreads())),
+        std::string::npos)
         << s.status().message();
   }
   SessionOptions o;
@@ -523,9 +523,8 @@ TEST(ModelLoadTest, TensorPayloadsMustMatchTheirDims) {
         needles = cases[i].needles;
         needles.push_back("c.onnx: node 'const' (Constant) attribute 'value': ");
       }
-      ExpectRefused(
-          Session::Load(Save(ConstantAddModel(cases[i].t, opset), dir + "/c.onnx"), {}),
-          needles);
+      ExpectRefused(Session::Load(Save(ConstantAddModel(cases[i].t, opset), dir + "/c.onnx"), {}),
+                    needles);
     }
   }
   // --input files go through the same checks.
@@ -595,9 +594,9 @@ TEST(ModelLoadTest, OutputsBeyondTheTensorMemoryLimitAreRefusedNotAllocated) {
   Status st = (*s)->Run();
   ASSERT_FALSE(st.ok());
   const std::string msg = st.message();
-  for (const char* needle : {"node 'GlobalAveragePool_0' (GlobalAveragePool)",
-                             "shape 1x4294967296x1x1x1", "would need 17.18 GB",
-                             "more than the 1.07 GB (the tensor memory limit)"})
+  for (const char* needle :
+       {"node 'GlobalAveragePool_0' (GlobalAveragePool)", "shape 1x4294967296x1x1x1",
+        "would need 17.18 GB", "more than the 1.07 GB (the tensor memory limit)"})
     EXPECT_NE(msg.find(needle), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 
@@ -616,8 +615,7 @@ TEST(ModelLoadTest, OutputsBeyondTheTensorMemoryLimitAreRefusedNotAllocated) {
   ASSERT_TRUE((*chain)->FillRandomInputs(1).ok());
   st = (*chain)->Run();
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("held by other tensors, more than the 134.22 MB"),
-            std::string::npos)
+  EXPECT_NE(st.message().find("held by other tensors, more than the 134.22 MB"), std::string::npos)
       << st.message();
   EXPECT_LE(LiveTensorBytes(), size_t{128} << 20);
   // With the default limit (this machine's memory) the same model runs.
@@ -638,11 +636,20 @@ TEST(ModelLoadTest, ComputedConvRanksAreCheckedBeforeLibonnxInfersTheConv) {
     bool shape_from_constant;
     std::vector<std::string> needles;  // empty: loads and runs
   } cases[] = {
-      {"Conv", {1, 2, 8}, {4, 2, 3, 1, 1}, false,
+      {"Conv",
+       {1, 2, 8},
+       {4, 2, 3, 1, 1},
+       false,
        {"node 'c' (Conv)", "input 'x' has rank 3 but weight 'wr' has rank 5"}},
-      {"Conv", {1, 2, 8}, {4, 2, 3, 1, 1}, true,
+      {"Conv",
+       {1, 2, 8},
+       {4, 2, 3, 1, 1},
+       true,
        {"node 'c' (Conv)", "input 'x' has rank 3 but weight 'wr' has rank 5"}},
-      {"ConvTranspose", {1, 2, 8, 8}, {2, 4, 3}, false,
+      {"ConvTranspose",
+       {1, 2, 8, 8},
+       {2, 4, 3},
+       false,
        {"node 'c' (ConvTranspose)", "input 'x' has rank 4 but weight 'wr' has rank 3"}},
       {"Conv", {1, 2, 8, 8}, {4, 2, 3}, false, {"weight 'wr' has rank 3"}},
       {"Conv", {1, 2, 8, 8}, {4, 2, 3, 1}, false, {}},
@@ -774,9 +781,9 @@ TEST(ModelLoadTest, SparseTensorsAreRefusedByName) {
       sparse(m.mutable_graph()->add_sparse_initializer(), index);
       AddNode(m, "Add", {"x", "sw"}, "y", "add");
       AddValue(m.mutable_graph()->mutable_output(), "y", {4});
-      ExpectRefused(Session::Load(Save(m, dir + "/sp.onnx"), {}),
-                    {"sp.onnx: sparse initializer 'sw' is a sparse tensor",
-                     "store it as a dense tensor"});
+      ExpectRefused(
+          Session::Load(Save(m, dir + "/sp.onnx"), {}),
+          {"sp.onnx: sparse initializer 'sw' is a sparse tensor", "store it as a dense tensor"});
       onnx::ModelProto c = NewModel(opset);
       AddValue(c.mutable_graph()->mutable_input(), "x", {4});
       auto* k = AddNode(c, "Constant", {}, "sw", "k");

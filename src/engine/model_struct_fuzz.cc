@@ -23,21 +23,43 @@ using Rng = std::mt19937_64;
 // Integers that break arithmetic on shapes: zero and negative strides/sizes, off-by-one, values
 // that overflow int32 or int64 when multiplied. Zero and -1 come up most often.
 int64_t InterestingInt(Rng& rng) {
-  static const int64_t kValues[] = {1, 2, 3, -2, 7, 64, 255, 256, 65535, 1 << 20,
-                                    int64_t{1} << 31, (int64_t{1} << 31) - 1, int64_t{1} << 32,
+  static const int64_t kValues[] = {1,
+                                    2,
+                                    3,
+                                    -2,
+                                    7,
+                                    64,
+                                    255,
+                                    256,
+                                    65535,
+                                    1 << 20,
+                                    int64_t{1} << 31,
+                                    (int64_t{1} << 31) - 1,
+                                    int64_t{1} << 32,
                                     std::numeric_limits<int64_t>::max(),
                                     std::numeric_limits<int64_t>::min()};
   switch (rng() % 8) {
     case 0:
-    case 1: return 0;
-    case 2: return -1;
-    case 3: return static_cast<int64_t>(rng() % 17) - 8;
-    default: return kValues[rng() % (sizeof(kValues) / sizeof(kValues[0]))];
+    case 1:
+      return 0;
+    case 2:
+      return -1;
+    case 3:
+      return static_cast<int64_t>(rng() % 17) - 8;
+    default:
+      return kValues[rng() % (sizeof(kValues) / sizeof(kValues[0]))];
   }
 }
 
 float InterestingFloat(Rng& rng) {
-  static const float kValues[] = {0.0f, -0.0f, -1.0f, 1.0f, 1e-30f, 1e30f, -1e30f, 0.5f,
+  static const float kValues[] = {0.0f,
+                                  -0.0f,
+                                  -1.0f,
+                                  1.0f,
+                                  1e-30f,
+                                  1e30f,
+                                  -1e30f,
+                                  0.5f,
                                   std::numeric_limits<float>::infinity(),
                                   -std::numeric_limits<float>::infinity(),
                                   std::numeric_limits<float>::quiet_NaN()};
@@ -45,19 +67,49 @@ float InterestingFloat(Rng& rng) {
 }
 
 // Attribute names the engine's operators read (mutants add them to nodes that lack them).
-const char* const kAttrNames[] = {"strides", "pads", "dilations", "kernel_shape", "group", "axis",
-                                  "axes", "perm", "keepdims", "transA", "transB", "alpha", "beta",
-                                  "epsilon", "auto_pad", "ceil_mode", "mode", "output_padding",
-                                  "output_shape", "split", "to", "starts", "ends", "blocksize"};
-const char* const kOpTypes[] = {"Conv", "MaxPool", "AveragePool", "Relu", "Add", "Mul", "MatMul",
-                                "Gemm", "Reshape", "Transpose", "Concat", "Softmax", "Gather",
-                                "Slice", "Resize", "ConvTranspose", "BatchNormalization", "Split",
-                                "GlobalAveragePool", "Flatten", "Sigmoid", "Squeeze", "Unsqueeze",
-                                "ReduceMean", "LayerNormalization", "Cast", "Pad", "Expand"};
-const int kDataTypes[] = {onnx::TensorProto::FLOAT, onnx::TensorProto::INT64,
-                          onnx::TensorProto::INT32, onnx::TensorProto::BOOL,
-                          onnx::TensorProto::UINT8, onnx::TensorProto::FLOAT16,
-                          onnx::TensorProto::DOUBLE, onnx::TensorProto::STRING, 0, 999};
+const char* const kAttrNames[] = {
+    "strides",      "pads",    "dilations", "kernel_shape", "group",  "axis",
+    "axes",         "perm",    "keepdims",  "transA",       "transB", "alpha",
+    "beta",         "epsilon", "auto_pad",  "ceil_mode",    "mode",   "output_padding",
+    "output_shape", "split",   "to",        "starts",       "ends",   "blocksize"};
+const char* const kOpTypes[] = {"Conv",
+                                "MaxPool",
+                                "AveragePool",
+                                "Relu",
+                                "Add",
+                                "Mul",
+                                "MatMul",
+                                "Gemm",
+                                "Reshape",
+                                "Transpose",
+                                "Concat",
+                                "Softmax",
+                                "Gather",
+                                "Slice",
+                                "Resize",
+                                "ConvTranspose",
+                                "BatchNormalization",
+                                "Split",
+                                "GlobalAveragePool",
+                                "Flatten",
+                                "Sigmoid",
+                                "Squeeze",
+                                "Unsqueeze",
+                                "ReduceMean",
+                                "LayerNormalization",
+                                "Cast",
+                                "Pad",
+                                "Expand"};
+const int kDataTypes[] = {onnx::TensorProto::FLOAT,
+                          onnx::TensorProto::INT64,
+                          onnx::TensorProto::INT32,
+                          onnx::TensorProto::BOOL,
+                          onnx::TensorProto::UINT8,
+                          onnx::TensorProto::FLOAT16,
+                          onnx::TensorProto::DOUBLE,
+                          onnx::TensorProto::STRING,
+                          0,
+                          999};
 
 template <typename T>
 T Pick(Rng& rng, const T* values, size_t n) {
@@ -69,8 +121,10 @@ void MutateIntList(Rng& rng, google::protobuf::RepeatedField<int64_t>* ints) {
   switch (rng() % 6) {
     case 0:
     case 4:
-      if (!ints->empty()) ints->Set(static_cast<int>(rng() % ints->size()), InterestingInt(rng));
-      else ints->Add(InterestingInt(rng));
+      if (!ints->empty())
+        ints->Set(static_cast<int>(rng() % ints->size()), InterestingInt(rng));
+      else
+        ints->Add(InterestingInt(rng));
       break;
     case 1:
     case 5: {  // every element the same (strides=[0,0], pads=[-1,...])
@@ -91,10 +145,17 @@ void MutateAttribute(Rng& rng, onnx::AttributeProto* a) {
   // Mostly a new value of the attribute's own type; now and then any field or a wrong type.
   if (rng() % 8 != 0) {
     switch (a->type()) {
-      case onnx::AttributeProto::INTS: MutateIntList(rng, a->mutable_ints()); return;
-      case onnx::AttributeProto::INT: a->set_i(InterestingInt(rng)); return;
-      case onnx::AttributeProto::FLOAT: a->set_f(InterestingFloat(rng)); return;
-      default: break;
+      case onnx::AttributeProto::INTS:
+        MutateIntList(rng, a->mutable_ints());
+        return;
+      case onnx::AttributeProto::INT:
+        a->set_i(InterestingInt(rng));
+        return;
+      case onnx::AttributeProto::FLOAT:
+        a->set_f(InterestingFloat(rng));
+        return;
+      default:
+        break;
     }
   }
   switch (rng() % 6) {
@@ -109,21 +170,24 @@ void MutateAttribute(Rng& rng, onnx::AttributeProto* a) {
       MutateIntList(rng, a->mutable_ints());
       break;
     case 3:
-      if (a->floats_size() > 0) a->set_floats(static_cast<int>(rng() % a->floats_size()),
-                                              InterestingFloat(rng));
-      else a->add_floats(InterestingFloat(rng));
+      if (a->floats_size() > 0)
+        a->set_floats(static_cast<int>(rng() % a->floats_size()), InterestingFloat(rng));
+      else
+        a->add_floats(InterestingFloat(rng));
       break;
     case 4: {  // a type that disagrees with the payload
       static const onnx::AttributeProto::AttributeType kTypes[] = {
-          onnx::AttributeProto::INT, onnx::AttributeProto::INTS, onnx::AttributeProto::FLOAT,
-          onnx::AttributeProto::FLOATS, onnx::AttributeProto::STRING,
-          onnx::AttributeProto::TENSOR, onnx::AttributeProto::UNDEFINED};
+          onnx::AttributeProto::INT,      onnx::AttributeProto::INTS,
+          onnx::AttributeProto::FLOAT,    onnx::AttributeProto::FLOATS,
+          onnx::AttributeProto::STRING,   onnx::AttributeProto::TENSOR,
+          onnx::AttributeProto::UNDEFINED};
       a->set_type(PICK(rng, kTypes));
       break;
     }
     default: {
-      static const char* const kStrings[] = {"", "SAME_UPPER", "VALID", "NOTSET", "nearest",
-                                             "linear", "cubic", "constant", "reflect", "x"};
+      static const char* const kStrings[] = {"",        "SAME_UPPER", "VALID", "NOTSET",
+                                             "nearest", "linear",     "cubic", "constant",
+                                             "reflect", "x"};
       a->set_s(PICK(rng, kStrings));
       break;
     }
@@ -151,16 +215,18 @@ void MutateShape(Rng& rng, onnx::TypeProto* type) {
       shape->add_dim()->set_dim_value(static_cast<int64_t>(rng() % 4));
       break;
     default:
-      if (shape->dim_size() > 0) shape->mutable_dim()->RemoveLast();
-      else type->mutable_tensor_type()->clear_shape();
+      if (shape->dim_size() > 0)
+        shape->mutable_dim()->RemoveLast();
+      else
+        type->mutable_tensor_type()->clear_shape();
   }
 }
 
 void MutateInitializer(Rng& rng, onnx::TensorProto* t) {
   switch (rng() % 6) {
     case 0:
-      if (t->dims_size() > 0) t->set_dims(static_cast<int>(rng() % t->dims_size()),
-                                          InterestingInt(rng));
+      if (t->dims_size() > 0)
+        t->set_dims(static_cast<int>(rng() % t->dims_size()), InterestingInt(rng));
       break;
     case 1:
       t->add_dims(static_cast<int64_t>(rng() % 4));
@@ -173,8 +239,10 @@ void MutateInitializer(Rng& rng, onnx::TensorProto* t) {
       break;
     case 4: {  // payload shorter or longer than the shape says
       std::string* raw = t->mutable_raw_data();
-      if (!raw->empty() && rng() % 2) raw->resize(rng() % raw->size());
-      else raw->append(static_cast<size_t>(1 + rng() % 16), '\x01');
+      if (!raw->empty() && rng() % 2)
+        raw->resize(rng() % raw->size());
+      else
+        raw->append(static_cast<size_t>(1 + rng() % 16), '\x01');
       break;
     }
     default:  // move the values between raw_data and the typed fields
@@ -206,11 +274,12 @@ void MutateNode(Rng& rng, onnx::GraphProto* g, onnx::NodeProto* n) {
       break;
     }
     case 4:
-      if (n->attribute_size() > 0) n->mutable_attribute()->DeleteSubrange(
-                                       static_cast<int>(rng() % n->attribute_size()), 1);
+      if (n->attribute_size() > 0)
+        n->mutable_attribute()->DeleteSubrange(static_cast<int>(rng() % n->attribute_size()), 1);
       break;
     case 5:  // one input fewer, one more, or an optional input left empty
-      if (n->input_size() > 0 && rng() % 2) n->mutable_input()->RemoveLast();
+      if (n->input_size() > 0 && rng() % 2)
+        n->mutable_input()->RemoveLast();
       else if (n->input_size() > 0 && rng() % 2)
         n->set_input(static_cast<int>(rng() % n->input_size()), "");
       else if (n->input_size() > 0)
@@ -224,8 +293,10 @@ void MutateNode(Rng& rng, onnx::GraphProto* g, onnx::NodeProto* n) {
     default: {  // a second output, or an output name that another node also produces
       if (n->output_size() == 0) break;
       const onnx::NodeProto& other = g->node(static_cast<int>(rng() % g->node_size()));
-      if (rng() % 2 || other.output_size() == 0) n->add_output(n->output(0) + "_extra");
-      else n->set_output(0, other.output(0));
+      if (rng() % 2 || other.output_size() == 0)
+        n->add_output(n->output(0) + "_extra");
+      else
+        n->set_output(0, other.output(0));
     }
   }
 }

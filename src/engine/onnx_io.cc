@@ -14,15 +14,24 @@ namespace opscope::engine {
 
 StatusOr<DataType> FromOnnxType(int t) {
   switch (t) {
-    case onnx::TensorProto::FLOAT: return DataType::kFloat32;
-    case onnx::TensorProto::INT64: return DataType::kInt64;
-    case onnx::TensorProto::INT32: return DataType::kInt32;
-    case onnx::TensorProto::BOOL: return DataType::kBool;
-    case onnx::TensorProto::UINT8: return DataType::kUint8;
-    case onnx::TensorProto::INT8: return DataType::kInt8;
-    case onnx::TensorProto::DOUBLE: return DataType::kFloat64;
-    case onnx::TensorProto::FLOAT16: return DataType::kFloat16;
-    default: break;
+    case onnx::TensorProto::FLOAT:
+      return DataType::kFloat32;
+    case onnx::TensorProto::INT64:
+      return DataType::kInt64;
+    case onnx::TensorProto::INT32:
+      return DataType::kInt32;
+    case onnx::TensorProto::BOOL:
+      return DataType::kBool;
+    case onnx::TensorProto::UINT8:
+      return DataType::kUint8;
+    case onnx::TensorProto::INT8:
+      return DataType::kInt8;
+    case onnx::TensorProto::DOUBLE:
+      return DataType::kFloat64;
+    case onnx::TensorProto::FLOAT16:
+      return DataType::kFloat16;
+    default:
+      break;
   }
   const auto* d = onnx::TensorProto::DataType_descriptor();
   const auto* v = d->FindValueByNumber(t);
@@ -32,14 +41,22 @@ StatusOr<DataType> FromOnnxType(int t) {
 
 int ToOnnxType(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return onnx::TensorProto::FLOAT;
-    case DataType::kInt64: return onnx::TensorProto::INT64;
-    case DataType::kInt32: return onnx::TensorProto::INT32;
-    case DataType::kBool: return onnx::TensorProto::BOOL;
-    case DataType::kUint8: return onnx::TensorProto::UINT8;
-    case DataType::kInt8: return onnx::TensorProto::INT8;
-    case DataType::kFloat64: return onnx::TensorProto::DOUBLE;
-    case DataType::kFloat16: return onnx::TensorProto::FLOAT16;
+    case DataType::kFloat32:
+      return onnx::TensorProto::FLOAT;
+    case DataType::kInt64:
+      return onnx::TensorProto::INT64;
+    case DataType::kInt32:
+      return onnx::TensorProto::INT32;
+    case DataType::kBool:
+      return onnx::TensorProto::BOOL;
+    case DataType::kUint8:
+      return onnx::TensorProto::UINT8;
+    case DataType::kInt8:
+      return onnx::TensorProto::INT8;
+    case DataType::kFloat64:
+      return onnx::TensorProto::DOUBLE;
+    case DataType::kFloat16:
+      return onnx::TensorProto::FLOAT16;
   }
   return onnx::TensorProto::UNDEFINED;
 }
@@ -94,8 +111,8 @@ StatusOr<ExternalData> ResolveExternalData(const onnx::TensorProto& p, const std
   std::error_code ec;
   fs::path dir = fs::canonical(dir_name, ec);
   if (ec)
-    return NotFound(what + ": cannot resolve the model's folder '" + dir_name + "': " +
-                    ec.message());
+    return NotFound(what + ": cannot resolve the model's folder '" + dir_name +
+                    "': " + ec.message());
   fs::path joined = dir / rel;
   // canonical() follows every symlink, so a link inside the folder that points outside is caught.
   fs::path real = fs::canonical(joined, ec);
@@ -127,13 +144,20 @@ const OnnxTypeLayout* LayoutOf(int t) {
     int type;
     L layout;
   } kTable[] = {
-      {P::FLOAT, {"float", 4, L::kFloat, 1}},       {P::UINT8, {"uint8", 1, L::kInt32, 1}},
-      {P::INT8, {"int8", 1, L::kInt32, 1}},         {P::UINT16, {"uint16", 2, L::kInt32, 1}},
-      {P::INT16, {"int16", 2, L::kInt32, 1}},       {P::INT32, {"int32", 4, L::kInt32, 1}},
-      {P::INT64, {"int64", 8, L::kInt64, 1}},       {P::STRING, {"string", 0, L::kString, 1}},
-      {P::BOOL, {"bool", 1, L::kInt32, 1}},         {P::FLOAT16, {"float16", 2, L::kInt32, 1}},
-      {P::DOUBLE, {"double", 8, L::kDouble, 1}},    {P::UINT32, {"uint32", 4, L::kUint64, 1}},
-      {P::UINT64, {"uint64", 8, L::kUint64, 1}},    {P::COMPLEX64, {"complex64", 8, L::kFloat, 2}},
+      {P::FLOAT, {"float", 4, L::kFloat, 1}},
+      {P::UINT8, {"uint8", 1, L::kInt32, 1}},
+      {P::INT8, {"int8", 1, L::kInt32, 1}},
+      {P::UINT16, {"uint16", 2, L::kInt32, 1}},
+      {P::INT16, {"int16", 2, L::kInt32, 1}},
+      {P::INT32, {"int32", 4, L::kInt32, 1}},
+      {P::INT64, {"int64", 8, L::kInt64, 1}},
+      {P::STRING, {"string", 0, L::kString, 1}},
+      {P::BOOL, {"bool", 1, L::kInt32, 1}},
+      {P::FLOAT16, {"float16", 2, L::kInt32, 1}},
+      {P::DOUBLE, {"double", 8, L::kDouble, 1}},
+      {P::UINT32, {"uint32", 4, L::kUint64, 1}},
+      {P::UINT64, {"uint64", 8, L::kUint64, 1}},
+      {P::COMPLEX64, {"complex64", 8, L::kFloat, 2}},
       {P::COMPLEX128, {"complex128", 16, L::kDouble, 2}},
       {P::BFLOAT16, {"bfloat16", 2, L::kInt32, 1}},
   };
@@ -181,12 +205,30 @@ StatusOr<int64_t> CheckTensorPayload(const onnx::TensorProto& p, const std::stri
   int64_t have = 0;
   const char* field = "";
   switch (lay->field) {
-    case OnnxTypeLayout::kFloat: have = p.float_data_size(); field = "float_data"; break;
-    case OnnxTypeLayout::kInt32: have = p.int32_data_size(); field = "int32_data"; break;
-    case OnnxTypeLayout::kInt64: have = p.int64_data_size(); field = "int64_data"; break;
-    case OnnxTypeLayout::kDouble: have = p.double_data_size(); field = "double_data"; break;
-    case OnnxTypeLayout::kUint64: have = p.uint64_data_size(); field = "uint64_data"; break;
-    case OnnxTypeLayout::kString: have = p.string_data_size(); field = "string_data"; break;
+    case OnnxTypeLayout::kFloat:
+      have = p.float_data_size();
+      field = "float_data";
+      break;
+    case OnnxTypeLayout::kInt32:
+      have = p.int32_data_size();
+      field = "int32_data";
+      break;
+    case OnnxTypeLayout::kInt64:
+      have = p.int64_data_size();
+      field = "int64_data";
+      break;
+    case OnnxTypeLayout::kDouble:
+      have = p.double_data_size();
+      field = "double_data";
+      break;
+    case OnnxTypeLayout::kUint64:
+      have = p.uint64_data_size();
+      field = "uint64_data";
+      break;
+    case OnnxTypeLayout::kString:
+      have = p.string_data_size();
+      field = "string_data";
+      break;
   }
   const int64_t need = numel * lay->per_element;  // per_element 2 only for 8/16-byte types
   if (have != need) return mismatch(have, field, "values", need);
@@ -246,26 +288,36 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::string& 
   };
   switch (dt) {
     case DataType::kFloat32:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.float_data(), [&](int64_t i, float v) { t.data<float>()[i] = v; }));
+      OPSCOPE_RETURN_IF_ERROR(
+          copy_from(p.float_data(), [&](int64_t i, float v) { t.data<float>()[i] = v; }));
       break;
     case DataType::kFloat64:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.double_data(), [&](int64_t i, double v) { t.data<double>()[i] = v; }));
+      OPSCOPE_RETURN_IF_ERROR(
+          copy_from(p.double_data(), [&](int64_t i, double v) { t.data<double>()[i] = v; }));
       break;
     case DataType::kInt64:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int64_data(), [&](int64_t i, int64_t v) { t.data<int64_t>()[i] = v; }));
+      OPSCOPE_RETURN_IF_ERROR(
+          copy_from(p.int64_data(), [&](int64_t i, int64_t v) { t.data<int64_t>()[i] = v; }));
       break;
     case DataType::kInt32:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) { t.data<int32_t>()[i] = v; }));
+      OPSCOPE_RETURN_IF_ERROR(
+          copy_from(p.int32_data(), [&](int64_t i, int32_t v) { t.data<int32_t>()[i] = v; }));
       break;
     case DataType::kBool:
     case DataType::kUint8:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) { t.data<uint8_t>()[i] = static_cast<uint8_t>(v); }));
+      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) {
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+      }));
       break;
     case DataType::kInt8:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) { t.data<int8_t>()[i] = static_cast<int8_t>(v); }));
+      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) {
+        t.data<int8_t>()[i] = static_cast<int8_t>(v);
+      }));
       break;
     case DataType::kFloat16:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) { t.data<uint16_t>()[i] = static_cast<uint16_t>(v); }));
+      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) {
+        t.data<uint16_t>()[i] = static_cast<uint16_t>(v);
+      }));
       break;
   }
   return t;

@@ -20,7 +20,7 @@ int ToOnnxType(DataType t);
 
 // Where a tensor with data_location EXTERNAL keeps its bytes.
 struct ExternalData {
-  std::string path;     // canonical: symlinks resolved
+  std::string path;  // canonical: symlinks resolved
   int64_t offset = 0;
   int64_t length = -1;  // -1: to the end of the file
 };

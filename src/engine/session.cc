@@ -10,12 +10,12 @@
 //   Run #n executes active steps in order; outputs come from the arena when they fit.
 // Steps() never changes after Load, so observers can keep step-indexed tables; a step folded
 // after the planning run simply stops being executed (and observed).
+#include <omp.h>
 #include <onnx/checker.h>
 #include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
-#include <omp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,7 +54,7 @@ bool NonTensorType(const onnx::ValueInfoProto& vi) {
          !vi.type().has_tensor_type();
 }
 
-constexpr int kMinOpset = 1;   // 7-21 is the supported range; older models run where kernels allow
+constexpr int kMinOpset = 1;  // 7-21 is the supported range; older models run where kernels allow
 constexpr int kMaxOpset = 21;
 constexpr size_t kMaxAllocBytes = size_t{1} << 36;
 
@@ -63,31 +63,31 @@ struct Value {
   bool is_const = false;
   bool is_input = false;
   bool is_output = false;
-  Tensor tensor;            // constant, or the current run's value
-  int producer = -1;        // node index
+  Tensor tensor;      // constant, or the current run's value
+  int producer = -1;  // node index
   std::vector<int> consumers;
   bool shape_static = false;
-  bool seen = false;        // produced in the planning run
+  bool seen = false;  // produced in the planning run
   std::vector<int64_t> shape;
   DataType dtype = DataType::kFloat32;
   // Memory plan
   int64_t arena_offset = -1;
   size_t arena_bytes = 0;
-  int last_step = -1;       // last step that reads it (for releasing when not planned)
-  int alias_root = -1;      // a view (Reshape, ...): the value whose memory it shares
-  int subgraph = -1;        // the subgraph whose scope defines it (-1: the main graph)
+  int last_step = -1;           // last step that reads it (for releasing when not planned)
+  int alias_root = -1;          // a view (Reshape, ...): the value whose memory it shares
+  int subgraph = -1;            // the subgraph whose scope defines it (-1: the main graph)
   bool shape_recorded = false;  // a subgraph input/output: shape noted by the planning run
 };
 
 struct Step {
-  std::vector<int> nodes;   // nodes[0] is the anchor whose kernel runs
-  std::vector<int> inputs;  // value ids
-  std::vector<int> outputs; // value ids (outputs of the last node of a fused chain)
+  std::vector<int> nodes;    // nodes[0] is the anchor whose kernel runs
+  std::vector<int> inputs;   // value ids
+  std::vector<int> outputs;  // value ids (outputs of the last node of a fused chain)
   Kernel* kernel = nullptr;
   bool active = true;
-  bool view = false;        // output 0 shares input 0's memory (after the planning run)
-  int sub = -1;             // >= 0: a subgraph's step, run by its parent's kernel only
-  int plan_runs = 0;        // executions in the planning run (a loop body's run many times)
+  bool view = false;  // output 0 shares input 0's memory (after the planning run)
+  int sub = -1;       // >= 0: a subgraph's step, run by its parent's kernel only
+  int plan_runs = 0;  // executions in the planning run (a loop body's run many times)
 };
 
 // A graph attribute of a control-flow node (If's branches, Loop's and Scan's body). Its nodes
@@ -96,34 +96,99 @@ struct Step {
 // Subgraph values are never constant-folded after load, planned in the arena, fused, viewed or
 // stored channels-last; nodes whose inputs are all true constants are folded at load.
 struct Subgraph {
-  std::string name;         // "If_3/then_branch"
-  int owner = -1;           // the control-flow node
+  std::string name;                  // "If_3/then_branch"
+  int owner = -1;                    // the control-flow node
   std::vector<int> inputs, outputs;  // value ids
-  std::vector<int> nodes;   // in the graph's (topological) order
-  std::vector<int> steps;   // their steps, same order (folded nodes have none)
+  std::vector<int> nodes;            // in the graph's (topological) order
+  std::vector<int> steps;            // their steps, same order (folded nodes have none)
 };
 
 // Name resolution while building: a subgraph sees its own names, then its enclosing graphs'.
 struct Scope {
   Scope* parent = nullptr;
-  int owner = -1;           // the node whose attribute this scope is
+  int owner = -1;  // the node whose attribute this scope is
   std::unordered_map<std::string, int> names;
 };
 
 // Ops whose output shapes follow from input shapes alone (values of non-data inputs do not
 // matter); used to decide which shapes are static after the planning run.
-const std::set<std::string> kShapeFromShapes = {
-    "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
-    "Clip", "Concat", "Conv", "ConvTranspose", "CumSum", "DepthToSpace", "Div", "Dropout",
-    "Einsum", "Equal", "Erf", "Exp", "Flatten", "Floor", "Gather", "GatherElements", "GatherND",
-    "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "GridSample",
-    "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LayerNormalization",
-    "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min",
-    "Mul", "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "ScatterElements",
-    "ScatterND", "Shape", "Sigmoid", "Size", "Softmax", "SpaceToDepth", "Sqrt", "Sub", "Tanh",
-    "Transpose", "Where",
-    "CastLike", "Cos", "Elu", "Gelu", "GroupNormalization", "Mish", "Round", "Selu", "Sin",
-    "Softplus", "Trilu"};
+const std::set<std::string> kShapeFromShapes = {"Abs",
+                                                "Add",
+                                                "And",
+                                                "ArgMax",
+                                                "ArgMin",
+                                                "AveragePool",
+                                                "BatchNormalization",
+                                                "Cast",
+                                                "Ceil",
+                                                "Clip",
+                                                "Concat",
+                                                "Conv",
+                                                "ConvTranspose",
+                                                "CumSum",
+                                                "DepthToSpace",
+                                                "Div",
+                                                "Dropout",
+                                                "Einsum",
+                                                "Equal",
+                                                "Erf",
+                                                "Exp",
+                                                "Flatten",
+                                                "Floor",
+                                                "Gather",
+                                                "GatherElements",
+                                                "GatherND",
+                                                "Gemm",
+                                                "GlobalAveragePool",
+                                                "GlobalMaxPool",
+                                                "Greater",
+                                                "GreaterOrEqual",
+                                                "GridSample",
+                                                "HardSigmoid",
+                                                "HardSwish",
+                                                "Identity",
+                                                "InstanceNormalization",
+                                                "LayerNormalization",
+                                                "LeakyRelu",
+                                                "Less",
+                                                "LessOrEqual",
+                                                "Log",
+                                                "LogSoftmax",
+                                                "MatMul",
+                                                "Max",
+                                                "MaxPool",
+                                                "Min",
+                                                "Mul",
+                                                "Neg",
+                                                "Not",
+                                                "Or",
+                                                "PRelu",
+                                                "Pow",
+                                                "Reciprocal",
+                                                "Relu",
+                                                "ScatterElements",
+                                                "ScatterND",
+                                                "Shape",
+                                                "Sigmoid",
+                                                "Size",
+                                                "Softmax",
+                                                "SpaceToDepth",
+                                                "Sqrt",
+                                                "Sub",
+                                                "Tanh",
+                                                "Transpose",
+                                                "Where",
+                                                "CastLike",
+                                                "Cos",
+                                                "Elu",
+                                                "Gelu",
+                                                "GroupNormalization",
+                                                "Mish",
+                                                "Round",
+                                                "Selu",
+                                                "Sin",
+                                                "Softplus",
+                                                "Trilu"};
 
 // Ops whose output 0 is input 0's bytes under a new shape: after the planning run they become
 // views (no copy); their kernels' copy is a no-op when output and input share memory.
@@ -158,8 +223,8 @@ class SessionImpl final : public Session {
   }
   Status BuildGraph(onnx::ModelProto& model);
   Status BuildNodes(const onnx::GraphProto& g, Scope* scope, const std::string& prefix, int sub);
-  Status BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const std::string& name,
-                       int owner, AttrValue* v);
+  Status BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const std::string& name, int owner,
+                       AttrValue* v);
   int Lookup(Scope* scope, const std::string& name);
   Status RunSubgraph(int graph, const std::vector<const Tensor*>& inputs,
                      std::vector<Tensor>* outputs, bool planning);
@@ -205,16 +270,16 @@ class SessionImpl final : public Session {
   // their own kernels in kernels_ for their cost estimates.
   std::vector<std::unique_ptr<Kernel>> fused_kernels_;
   std::vector<int> node_step_;
-  std::vector<int> node_sub_;                     // subgraph of each node, -1: main graph
-  std::vector<std::vector<int>> node_captures_;   // outer values its subgraphs read
-  std::vector<std::vector<int>> node_graphs_;     // subgraphs it owns
+  std::vector<int> node_sub_;                    // subgraph of each node, -1: main graph
+  std::vector<std::vector<int>> node_captures_;  // outer values its subgraphs read
+  std::vector<std::vector<int>> node_graphs_;    // subgraphs it owns
   std::vector<Subgraph> subgraphs_;
   std::unordered_map<std::string, int> opsets_;
   std::set<std::string> used_names_;
   std::vector<Step> steps_;
   std::vector<StepInfo> step_infos_;
   std::vector<NodeInfo> node_infos_;
-  std::vector<int> inputs_, outputs_;     // value ids
+  std::vector<int> inputs_, outputs_;  // value ids
   std::vector<ValueSpec> input_specs_, output_specs_;
   std::vector<bool> input_set_;
   std::vector<std::string> warnings_;
@@ -248,7 +313,8 @@ class StepContext final : public KernelContext {
     for (int64_t d : shape) {
       if (d < 0) return InvalidArgument("negative output dimension " + std::to_string(d));
       if (d > 0 && bytes > kMaxAllocBytes / static_cast<size_t>(d))
-        return ResourceExhausted("output of shape " + ShapeToString(shape) + " is too large to allocate");
+        return ResourceExhausted("output of shape " + ShapeToString(shape) +
+                                 " is too large to allocate");
       bytes *= static_cast<size_t>(d);
     }
     Tensor* slot;
@@ -274,7 +340,8 @@ class StepContext final : public KernelContext {
     // out-of-memory killer, not in bad_alloc.
     if (std::string why = TensorMemoryError(bytes); !why.empty())
       return ResourceExhausted("output " + std::to_string(i) + " of shape " + ShapeToString(shape) +
-                               " " + why + "; give smaller input shapes (--shape) or a model with "
+                               " " + why +
+                               "; give smaller input shapes (--shape) or a model with "
                                "smaller dimensions");
     try {
       *slot = Tensor(dtype, shape);
@@ -286,7 +353,8 @@ class StepContext final : public KernelContext {
   }
   int threads() const override { return s_->threads_; }
   bool input_is_constant(int i) const override {
-    return i >= 0 && i < num_inputs() && step_.inputs[i] >= 0 && s_->values_[step_.inputs[i]].is_const;
+    return i >= 0 && i < num_inputs() && step_.inputs[i] >= 0 &&
+           s_->values_[step_.inputs[i]].is_const;
   }
   Status RunSubgraph(int graph, const std::vector<const Tensor*>& inputs,
                      std::vector<Tensor>* outputs) override {
@@ -304,9 +372,18 @@ StatusOr<AttrValue> ConvertAttribute(const onnx::AttributeProto& a, const std::s
                                      const std::string& where) {
   AttrValue v;
   switch (a.type()) {
-    case onnx::AttributeProto::INT: v.kind = AttrValue::Kind::kInt; v.i = a.i(); break;
-    case onnx::AttributeProto::FLOAT: v.kind = AttrValue::Kind::kFloat; v.f = a.f(); break;
-    case onnx::AttributeProto::STRING: v.kind = AttrValue::Kind::kString; v.s = a.s(); break;
+    case onnx::AttributeProto::INT:
+      v.kind = AttrValue::Kind::kInt;
+      v.i = a.i();
+      break;
+    case onnx::AttributeProto::FLOAT:
+      v.kind = AttrValue::Kind::kFloat;
+      v.f = a.f();
+      break;
+    case onnx::AttributeProto::STRING:
+      v.kind = AttrValue::Kind::kString;
+      v.s = a.s();
+      break;
     case onnx::AttributeProto::INTS:
       v.kind = AttrValue::Kind::kInts;
       v.ints.assign(a.ints().begin(), a.ints().end());
@@ -321,11 +398,13 @@ StatusOr<AttrValue> ConvertAttribute(const onnx::AttributeProto& a, const std::s
       break;
     case onnx::AttributeProto::TENSOR: {
       v.kind = AttrValue::Kind::kTensor;
-      OPSCOPE_ASSIGN_OR_RETURN(v.t, TensorFromProto(a.t(), model_dir, where + " attribute '" + a.name() + "'"));
+      OPSCOPE_ASSIGN_OR_RETURN(
+          v.t, TensorFromProto(a.t(), model_dir, where + " attribute '" + a.name() + "'"));
       break;
     }
     default:
-      return Unsupported(where + ": attribute '" + a.name() + "' has a type the engine does not support (subgraphs, sparse tensors)");
+      return Unsupported(where + ": attribute '" + a.name() +
+                         "' has a type the engine does not support (subgraphs, sparse tensors)");
   }
   return v;
 }
@@ -354,8 +433,8 @@ Status CheckExternalData(const onnx::GraphProto& g, const std::string& model_dir
           ResolveExternalData(t, model_dir, path + ": initializer '" + t.name() + "'").status());
   for (const auto& n : g.node()) {
     for (const auto& a : n.attribute()) {
-      std::string what = path + ": node '" + n.name() + "' (" + n.op_type() + ") attribute '" +
-                         a.name() + "'";
+      std::string what =
+          path + ": node '" + n.name() + "' (" + n.op_type() + ") attribute '" + a.name() + "'";
       if (a.has_t() && a.t().data_location() == onnx::TensorProto::EXTERNAL)
         OPSCOPE_RETURN_IF_ERROR(ResolveExternalData(a.t(), model_dir, what).status());
       for (const auto& t : a.tensors())
@@ -381,8 +460,8 @@ Status CheckTensorPayloads(const onnx::GraphProto& g, const std::string& path) {
     std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
     ++index;
     for (const auto& a : n.attribute()) {
-      std::string what = path + ": node '" + name + "' (" + n.op_type() + ") attribute '" +
-                         a.name() + "'";
+      std::string what =
+          path + ": node '" + name + "' (" + n.op_type() + ") attribute '" + a.name() + "'";
       if (a.has_t()) OPSCOPE_RETURN_IF_ERROR(CheckTensorPayload(a.t(), what).status());
       for (const auto& t : a.tensors())
         OPSCOPE_RETURN_IF_ERROR(CheckTensorPayload(t, what).status());
@@ -400,13 +479,12 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   model_dir_ = std::filesystem::path(path).parent_path().string();
   const int cpus = UsableCpus();
   if (options.threads < 0 || options.threads > MaxThreads())
-    return InvalidArgument("threads must be between 1 and " + std::to_string(MaxThreads()) +
-                           " (" + std::to_string(kMaxThreadsPerCpu) + " per usable CPU, at most " +
+    return InvalidArgument("threads must be between 1 and " + std::to_string(MaxThreads()) + " (" +
+                           std::to_string(kMaxThreadsPerCpu) + " per usable CPU, at most " +
                            std::to_string(kMaxThreads) + "), or 0 for one per usable CPU (got " +
                            std::to_string(options.threads) + ")");
   threads_ = options.threads > 0 ? options.threads : cpus;
-  if (threads_ > cpus)
-    warnings_.push_back(OversubscriptionWarning(threads_, cpus));
+  if (threads_ > cpus) warnings_.push_back(OversubscriptionWarning(threads_, cpus));
   channels_last_ = options.channels_last;
   omp_set_num_threads(threads_);
 
@@ -445,8 +523,10 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   OPSCOPE_RETURN_IF_ERROR(CheckSparseTensors(model.graph(), path));
   if (onnx_checks) {
     try {
-      if (HasExternalData(model.graph())) onnx::checker::check_model(path);
-      else onnx::checker::check_model(model);
+      if (HasExternalData(model.graph()))
+        onnx::checker::check_model(path);
+      else
+        onnx::checker::check_model(model);
     } catch (const std::exception& e) {
       return InvalidArgument(path + ": fails the ONNX checker: " + OneLine(e.what()));
     }
@@ -488,7 +568,8 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
     for (int n : sg.nodes)
       if (node_step_[n] >= 0 && kernels_[n]) sg.steps.push_back(node_step_[n]);
   for (size_t s = 0; s < steps_.size(); ++s)
-    if (steps_[s].sub >= 0) step_infos_[s].parent_step = node_step_[subgraphs_[steps_[s].sub].owner];
+    if (steps_[s].sub >= 0)
+      step_infos_[s].parent_step = node_step_[subgraphs_[steps_[s].sub].owner];
   return CheckPlan();
 }
 
@@ -583,9 +664,10 @@ Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions&
     std::vector<int64_t> dims;
     auto given = options.shapes.find(in.name());
     if (given != options.shapes.end()) {
-      std::string given_what = "shape " + ShapeToString(given->second) + " (from " +
-                               shape_origin(in.name()) + ")";
-      if (in.type().tensor_type().has_shape() && shape->dim_size() != static_cast<int>(given->second.size()))
+      std::string given_what =
+          "shape " + ShapeToString(given->second) + " (from " + shape_origin(in.name()) + ")";
+      if (in.type().tensor_type().has_shape() &&
+          shape->dim_size() != static_cast<int>(given->second.size()))
         return InvalidArgument(where + ": " + given_what + " has rank " +
                                std::to_string(given->second.size()) + ", the model expects rank " +
                                std::to_string(shape->dim_size()));
@@ -593,8 +675,8 @@ Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions&
         const auto& d = shape->dim(i);
         if (d.has_dim_value() && d.dim_value() != given->second[i])
           return InvalidArgument(where + ": " + given_what +
-                                 " conflicts with the model's fixed dimension " + std::to_string(i) +
-                                 " = " + std::to_string(d.dim_value()));
+                                 " conflicts with the model's fixed dimension " +
+                                 std::to_string(i) + " = " + std::to_string(d.dim_value()));
       }
       dims = given->second;
     } else {
@@ -633,7 +715,11 @@ Status SessionImpl::ResolveInputs(onnx::ModelProto& model, const SessionOptions&
     if (!input_names.count(name))
       return InvalidArgument(path_ + ": " + shape_origin(name) + " names '" + name +
                              "', which is not an input of the model (inputs: " +
-                             [&] { std::vector<std::string> v(input_names.begin(), input_names.end()); return Join(v, ", "); }() + ")");
+                             [&] {
+                               std::vector<std::string> v(input_names.begin(), input_names.end());
+                               return Join(v, ", ");
+                             }() +
+                             ")");
   return Status::Ok();
 }
 
@@ -656,7 +742,9 @@ Status SessionImpl::BuildGraph(onnx::ModelProto& model) {
   };
   for (const auto& t : g.initializer()) {
     int id = value_id(t.name());
-    OPSCOPE_ASSIGN_OR_RETURN(values_[id].tensor, TensorFromProto(t, model_dir_, path_ + ": initializer '" + t.name() + "'"));
+    OPSCOPE_ASSIGN_OR_RETURN(
+        values_[id].tensor,
+        TensorFromProto(t, model_dir_, path_ + ": initializer '" + t.name() + "'"));
     values_[id].is_const = true;
     values_[id].shape_static = true;
   }
@@ -672,7 +760,8 @@ Status SessionImpl::BuildGraph(onnx::ModelProto& model) {
   for (const auto& out : g.output()) {
     auto it = value_ids_.find(out.name());
     if (it == value_ids_.end())
-      return InvalidArgument(path_ + ": graph output '" + out.name() + "' is not produced by any node");
+      return InvalidArgument(path_ + ": graph output '" + out.name() +
+                             "' is not produced by any node");
     values_[it->second].is_output = true;
     outputs_.push_back(it->second);
     ValueSpec spec;
@@ -753,7 +842,8 @@ Status SessionImpl::BuildNodes(const onnx::GraphProto& g, Scope* scope, const st
       }
       int id = Lookup(scope, in);
       if (id < 0)
-        return InvalidArgument(where + ": input '" + in + "' is not produced by any earlier node, initializer or graph input" +
+        return InvalidArgument(where + ": input '" + in +
+                               "' is not produced by any earlier node, initializer or graph input" +
                                (sub >= 0 ? " of this subgraph or an enclosing graph" : ""));
       node.inputs.push_back(id);
     }
@@ -779,7 +869,8 @@ Status SessionImpl::BuildNodes(const onnx::GraphProto& g, Scope* scope, const st
         continue;
       }
       if (scope->names.count(out))
-        return InvalidArgument(where + ": output '" + out + "' is already defined (the graph is not in SSA form)");
+        return InvalidArgument(where + ": output '" + out +
+                               "' is already defined (the graph is not in SSA form)");
       int id = static_cast<int>(values_.size());
       values_.push_back(Value{});
       values_.back().name = out;
@@ -822,8 +913,9 @@ Status SessionImpl::BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const
     if (scope->names.count(t.name()))
       return InvalidArgument(where + ": initializer '" + t.name() + "' is defined twice");
     int id = new_value(t.name());
-    OPSCOPE_ASSIGN_OR_RETURN(values_[id].tensor,
-                             TensorFromProto(t, model_dir_, where + ": initializer '" + t.name() + "'"));
+    OPSCOPE_ASSIGN_OR_RETURN(
+        values_[id].tensor,
+        TensorFromProto(t, model_dir_, where + ": initializer '" + t.name() + "'"));
     values_[id].is_const = true;
     values_[id].shape_static = true;
     inits.insert(t.name());
@@ -839,7 +931,8 @@ Status SessionImpl::BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const
     if (scope->names.count(in.name()))
       return InvalidArgument(where + ": input '" + in.name() + "' is defined twice");
     if (int t = elem_type(in); t != 0 && !FromOnnxType(t).ok())
-      return Unsupported(where + ": input '" + in.name() + "' has a data type the engine does not support");
+      return Unsupported(where + ": input '" + in.name() +
+                         "' has a data type the engine does not support");
     subgraphs_[sg].inputs.push_back(new_value(in.name()));
     v->graph_input_types.push_back(elem_type(in));
     v->graph_input_names.push_back(in.name());
@@ -852,7 +945,8 @@ Status SessionImpl::BuildSubgraph(const onnx::GraphProto& g, Scope* scope, const
     int id = Lookup(scope, out.name());
     if (id < 0)
       return InvalidArgument(where + ": output '" + out.name() +
-                             "' is not produced by any node, input or initializer of the subgraph or an enclosing graph");
+                             "' is not produced by any node, input or initializer of the subgraph "
+                             "or an enclosing graph");
     subgraphs_[sg].outputs.push_back(id);
     v->graph_output_types.push_back(elem_type(out));
     v->graph_output_names.push_back(out.name());
@@ -949,7 +1043,8 @@ void SessionImpl::FoldConvScaleShift(int conv, const std::vector<float>& scale,
   const int64_t oc = w.dim(0), per = w.numel() / oc;
   Tensor nw(DataType::kFloat32, w.shape());
   Tensor nb(DataType::kFloat32, {oc});
-  const Tensor* old_bias = c.inputs.size() > 2 && c.inputs[2] >= 0 ? &values_[c.inputs[2]].tensor : nullptr;
+  const Tensor* old_bias =
+      c.inputs.size() > 2 && c.inputs[2] >= 0 ? &values_[c.inputs[2]].tensor : nullptr;
   for (int64_t o = 0; o < oc; ++o) {
     for (int64_t k = 0; k < per; ++k)
       nw.data<float>()[o * per + k] = w.data<float>()[o * per + k] * scale[o];
@@ -986,7 +1081,8 @@ bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   const Value& wv = values_[an.inputs[1]];
   if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return false;
   if (an.inputs.size() > 2 && an.inputs[2] >= 0 &&
-      (!values_[an.inputs[2]].is_const || values_[an.inputs[2]].tensor.dtype() != DataType::kFloat32))
+      (!values_[an.inputs[2]].is_const ||
+       values_[an.inputs[2]].tensor.dtype() != DataType::kFloat32))
     return false;
   const Node& n = nodes_[consumer];
   const std::string& t = n.op_type;
@@ -1014,10 +1110,14 @@ bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   std::vector<float> scale(static_cast<size_t>(oc), 1.f), shift(static_cast<size_t>(oc), 0.f);
   for (int64_t o = 0; o < oc; ++o) {
     const float v = k.data<float>()[per_channel ? o : 0];
-    if (t == "Mul") scale[o] = v;
-    else if (t == "Div") scale[o] = 1.f / v;
-    else if (t == "Add") shift[o] = v;
-    else shift[o] = -v;
+    if (t == "Mul")
+      scale[o] = v;
+    else if (t == "Div")
+      scale[o] = 1.f / v;
+    else if (t == "Add")
+      shift[o] = v;
+    else
+      shift[o] = -v;
   }
   if (t == "Div")
     for (float v : scale)
@@ -1030,15 +1130,21 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
   const Node& n = nodes_[consumer];
   PostOp op{PostOpKind::kRelu};
   const std::string& t = n.op_type;
-  if (t == "Relu") op.kind = PostOpKind::kRelu;
-  else if (t == "LeakyRelu") { op.kind = PostOpKind::kLeakyRelu; op.alpha = n.attrs.Float("alpha", 0.01f); }
-  else if (t == "Sigmoid") op.kind = PostOpKind::kSigmoid;
-  else if (t == "Tanh") op.kind = PostOpKind::kTanh;
+  if (t == "Relu")
+    op.kind = PostOpKind::kRelu;
+  else if (t == "LeakyRelu") {
+    op.kind = PostOpKind::kLeakyRelu;
+    op.alpha = n.attrs.Float("alpha", 0.01f);
+  } else if (t == "Sigmoid")
+    op.kind = PostOpKind::kSigmoid;
+  else if (t == "Tanh")
+    op.kind = PostOpKind::kTanh;
   else if (t == "HardSigmoid") {
     op.kind = PostOpKind::kHardSigmoid;
     op.alpha = n.attrs.Float("alpha", 0.2f);
     op.beta = n.attrs.Float("beta", 0.5f);
-  } else if (t == "HardSwish") op.kind = PostOpKind::kHardSwish;
+  } else if (t == "HardSwish")
+    op.kind = PostOpKind::kHardSwish;
   else if (t == "Clip") {
     op.kind = PostOpKind::kClip;
     op.alpha = -INFINITY;
@@ -1050,7 +1156,8 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
       for (int k = 1; k <= 2; ++k) {
         if (k >= static_cast<int>(n.inputs.size()) || n.inputs[k] < 0) continue;
         const Value& v = values_[n.inputs[k]];
-        if (!v.is_const || v.tensor.dtype() != DataType::kFloat32 || v.tensor.numel() != 1) return false;
+        if (!v.is_const || v.tensor.dtype() != DataType::kFloat32 || v.tensor.numel() != 1)
+          return false;
         (k == 1 ? op.alpha : op.beta) = v.tensor.data<float>()[0];
       }
     }
@@ -1079,7 +1186,8 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
   } else if (t == "Add") {
     // MatMul + Add(bias): the bias must be a constant vector over the last dimension.
     if (n.inputs.size() != 2) return false;  // a malformed Add is refused by its own kernel
-    if (nodes_[steps_[producer_step].nodes[0]].op_type != "MatMul" || steps_[producer_step].nodes.size() != 1)
+    if (nodes_[steps_[producer_step].nodes[0]].op_type != "MatMul" ||
+        steps_[producer_step].nodes.size() != 1)
       return false;
     int prod_out = steps_[producer_step].outputs[0];
     int other = n.inputs[0] == prod_out ? n.inputs[1] : n.inputs[0];
@@ -1138,7 +1246,8 @@ void SessionImpl::FuseQdq() {
   };
   auto live_single = [&](int node) {
     int st = node_step_[node];
-    return st >= 0 && steps_[st].active && steps_[st].nodes.size() == 1 && steps_[st].nodes[0] == node;
+    return st >= 0 && steps_[st].active && steps_[st].nodes.size() == 1 &&
+           steps_[st].nodes[0] == node;
   };
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (!steps_[s].active || steps_[s].nodes.size() != 1) continue;
@@ -1146,7 +1255,8 @@ void SessionImpl::FuseQdq() {
     const Node& an = nodes_[a];
     const bool conv = an.op_type == "Conv", gemm = an.op_type == "Gemm";
     if (!conv && !gemm && an.op_type != "MatMul") continue;
-    if (an.inputs.size() < 2 || an.inputs[0] < 0 || an.inputs[1] < 0 || an.outputs.empty()) continue;
+    if (an.inputs.size() < 2 || an.inputs[0] < 0 || an.inputs[1] < 0 || an.outputs.empty())
+      continue;
     const int dqx = values_[an.inputs[0]].producer, dqw = values_[an.inputs[1]].producer;
     if (dqx < 0 || dqw < 0 || nodes_[dqx].op_type != "DequantizeLinear" ||
         nodes_[dqw].op_type != "DequantizeLinear" || !live_single(dqx) ||
@@ -1186,8 +1296,8 @@ void SessionImpl::FuseQdq() {
     if (const Tensor* wz = const_tensor(wn, 2)) {
       if (wz->numel() != ws->numel()) continue;
       for (int64_t i = 0; i < wz->numel(); ++i)
-        f.w_zero_point[i] = wz->dtype() == DataType::kUint8 ? wz->data<uint8_t>()[i]
-                                                            : wz->data<int8_t>()[i];
+        f.w_zero_point[i] =
+            wz->dtype() == DataType::kUint8 ? wz->data<uint8_t>()[i] : wz->data<int8_t>()[i];
     }
     if (has_input(an, 2)) {  // bias: a constant float vector over the output channels
       const Tensor* b = const_tensor(an, 2);
@@ -1199,7 +1309,8 @@ void SessionImpl::FuseQdq() {
     std::vector<int> chain = {a, dqx};
     int out = an.outputs[0];
     int c = SoleConsumer(out);
-    if (c >= 0 && nodes_[c].op_type == "Relu" && live_single(c) && node_step_[c] > static_cast<int>(s)) {
+    if (c >= 0 && nodes_[c].op_type == "Relu" && live_single(c) &&
+        node_step_[c] > static_cast<int>(s)) {
       f.relu = true;
       chain.push_back(c);
       out = nodes_[c].outputs[0];
@@ -1421,9 +1532,9 @@ void SessionImpl::Fuse() {
   FuseGelu();
   // Producers that accept post-ops: the oneDNN ops, and the elementwise arithmetic kernels
   // (a residual Add followed by Relu becomes one pass).
-  static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm",
-                                                 "Add", "Sub", "Mul", "Div", "Sum", "Mean",
-                                                 "Max", "Min", "PRelu"};
+  static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Add",
+                                                 "Sub",  "Mul",           "Div",    "Sum",  "Mean",
+                                                 "Max",  "Min",           "PRelu"};
   // HardSwish patterns are found first and fused after the post-op pass (which must not take
   // their Add+Clip apart, and which makes a Conv+BatchNormalization the producer of their x).
   const std::vector<UnaryPattern> hardswish = FindHardSwish();
@@ -1435,7 +1546,8 @@ void SessionImpl::Fuse() {
     if (!steps_[s].active || steps_[s].nodes.empty() || steps_[s].sub >= 0) continue;
     int anchor = steps_[s].nodes[0];
     if (reserved[anchor]) continue;
-    if (!kAnchors.count(nodes_[anchor].op_type) || steps_[s].outputs.empty() || steps_[s].outputs[0] < 0)
+    if (!kAnchors.count(nodes_[anchor].op_type) || steps_[s].outputs.empty() ||
+        steps_[s].outputs[0] < 0)
       continue;
     while (true) {
       int out = steps_[s].outputs[0];
@@ -1467,8 +1579,10 @@ void SessionImpl::Fuse() {
         }
       } else if (cn.outputs.size() >= 1) {
         ok = TryFoldConvAffine(static_cast<int>(s), c);
-        if (ok) steps_[s].inputs = nodes_[anchor].inputs;
-        else ok = TryPostOp(static_cast<int>(s), c);
+        if (ok)
+          steps_[s].inputs = nodes_[anchor].inputs;
+        else
+          ok = TryPostOp(static_cast<int>(s), c);
       }
       if (!ok) break;
       int cs = node_step_[c];
@@ -1488,26 +1602,27 @@ void SessionImpl::Fuse() {
   steps_ = std::move(kept);
 }
 
-
 Status SessionImpl::SetInput(const std::string& name, Tensor value) {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (input_specs_[i].name != name) continue;
     const ValueSpec& spec = input_specs_[i];
     if (value.dtype() != spec.dtype)
-      return InvalidArgument(path_ + ": input '" + name + "' has type " + DataTypeName(value.dtype()) +
-                             ", the model expects " + DataTypeName(spec.dtype));
+      return InvalidArgument(path_ + ": input '" + name + "' has type " +
+                             DataTypeName(value.dtype()) + ", the model expects " +
+                             DataTypeName(spec.dtype));
     if (value.shape() != spec.shape)
-      return InvalidArgument(path_ + ": input '" + name + "' has shape " + ShapeToString(value.shape()) +
-                             ", the model expects " + ShapeToString(spec.shape) +
-                             " (use --shape " + name + "=" + ShapeToString(value.shape()) +
-                             " if that dimension is symbolic)");
+      return InvalidArgument(path_ + ": input '" + name + "' has shape " +
+                             ShapeToString(value.shape()) + ", the model expects " +
+                             ShapeToString(spec.shape) + " (use --shape " + name + "=" +
+                             ShapeToString(value.shape()) + " if that dimension is symbolic)");
     values_[inputs_[i]].tensor = std::move(value);
     input_set_[i] = true;
     return Status::Ok();
   }
   std::vector<std::string> names;
   for (const auto& s : input_specs_) names.push_back(s.name);
-  return InvalidArgument(path_ + ": the model has no input '" + name + "' (inputs: " + Join(names, ", ") + ")");
+  return InvalidArgument(path_ + ": the model has no input '" + name +
+                         "' (inputs: " + Join(names, ", ") + ")");
 }
 
 Status SessionImpl::FillRandomInputs(uint64_t seed) {
@@ -1519,20 +1634,37 @@ Status SessionImpl::FillRandomInputs(uint64_t seed) {
     try {
       t = Tensor(spec.dtype, spec.shape);
     } catch (const std::bad_alloc&) {
-      return ResourceExhausted(path_ + ": cannot allocate input '" + spec.name + "' of shape " + ShapeToString(spec.shape));
+      return ResourceExhausted(path_ + ": cannot allocate input '" + spec.name + "' of shape " +
+                               ShapeToString(spec.shape));
     }
     std::uniform_real_distribution<float> uf(-1.f, 1.f);
     std::uniform_int_distribution<int> ui(0, 7);
     for (int64_t k = 0; k < t.numel(); ++k) {
       switch (spec.dtype) {
-        case DataType::kFloat32: t.data<float>()[k] = uf(rng); break;
-        case DataType::kFloat64: t.data<double>()[k] = uf(rng); break;
-        case DataType::kInt64: t.data<int64_t>()[k] = ui(rng); break;
-        case DataType::kInt32: t.data<int32_t>()[k] = ui(rng); break;
-        case DataType::kBool: t.data<uint8_t>()[k] = ui(rng) & 1; break;
-        case DataType::kUint8: t.data<uint8_t>()[k] = static_cast<uint8_t>(ui(rng)); break;
-        case DataType::kInt8: t.data<int8_t>()[k] = static_cast<int8_t>(ui(rng)); break;
-        case DataType::kFloat16: t.data<uint16_t>()[k] = 0x3c00; break;  // 1.0
+        case DataType::kFloat32:
+          t.data<float>()[k] = uf(rng);
+          break;
+        case DataType::kFloat64:
+          t.data<double>()[k] = uf(rng);
+          break;
+        case DataType::kInt64:
+          t.data<int64_t>()[k] = ui(rng);
+          break;
+        case DataType::kInt32:
+          t.data<int32_t>()[k] = ui(rng);
+          break;
+        case DataType::kBool:
+          t.data<uint8_t>()[k] = ui(rng) & 1;
+          break;
+        case DataType::kUint8:
+          t.data<uint8_t>()[k] = static_cast<uint8_t>(ui(rng));
+          break;
+        case DataType::kInt8:
+          t.data<int8_t>()[k] = static_cast<int8_t>(ui(rng));
+          break;
+        case DataType::kFloat16:
+          t.data<uint16_t>()[k] = 0x3c00;
+          break;  // 1.0
       }
     }
     values_[inputs_[i]].tensor = std::move(t);
@@ -1573,7 +1705,8 @@ Status SessionImpl::RunSubgraph(int graph, const std::vector<const Tensor*>& inp
     return InvalidArgument("subgraph '" + sg.name + "' takes " + std::to_string(sg.inputs.size()) +
                            " inputs, " + std::to_string(inputs.size()) + " given");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i]) return InvalidArgument("subgraph '" + sg.name + "': input " + std::to_string(i) + " missing");
+    if (!inputs[i])
+      return InvalidArgument("subgraph '" + sg.name + "': input " + std::to_string(i) + " missing");
     const Tensor& t = *inputs[i];
     Value& v = values_[sg.inputs[i]];
     v.tensor = Tensor::Borrow(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
@@ -1749,7 +1882,8 @@ void SessionImpl::FinishPlanning() {
       for (int o : nodes_[n].outputs)
         if (o >= 0 && !values_[o].seen) {
           const Node& nd = nodes_[n];
-          const bool dq = nd.op_type == "DequantizeLinear" && !nd.inputs.empty() && nd.inputs[0] >= 0;
+          const bool dq =
+              nd.op_type == "DequantizeLinear" && !nd.inputs.empty() && nd.inputs[0] >= 0;
           values_[o].shape = dq ? values_[nd.inputs[0]].shape : out.shape;
           values_[o].dtype = dq || ends_in_q ? DataType::kFloat32 : out.dtype;
         }
@@ -1762,7 +1896,10 @@ void SessionImpl::FinishPlanning() {
     info.output_shapes.clear();
     std::vector<TensorDesc> in_d, out_d;
     for (int in : n.inputs) {
-      if (in < 0) { info.input_shapes.push_back({}); continue; }
+      if (in < 0) {
+        info.input_shapes.push_back({});
+        continue;
+      }
       info.input_shapes.push_back(values_[in].shape);
       in_d.push_back({values_[in].dtype, values_[in].shape});
     }
@@ -1775,7 +1912,8 @@ void SessionImpl::FinishPlanning() {
     // when it still exists, else a generic estimate.
     Kernel* k = kernels_[i].get();
     Cost c = k ? k->EstimateCost(in_d, out_d) : Cost{0, CompulsoryBytes(in_d, out_d)};
-    if (!k && n.op_type != "Add") c.flops = out_d.empty() ? 0 : static_cast<double>(out_d[0].numel()) * 2;
+    if (!k && n.op_type != "Add")
+      c.flops = out_d.empty() ? 0 : static_cast<double>(out_d[0].numel()) * 2;
     // A subgraph node costs what all its executions in the planning run cost (a loop body's
     // node runs once per iteration, a branch not taken not at all).
     if (node_sub_[i] >= 0 && node_step_[i] >= 0) {
@@ -1800,8 +1938,7 @@ void SessionImpl::FinishPlanning() {
     }
     // Data-dependent shapes: NonZero, NonMaxSuppression, and whatever a subgraph returns.
     bool stat = inputs_static && n.op_type != "NonZero" && n.op_type != "NonMaxSuppression" &&
-                node_graphs_[i].empty() &&
-                (kShapeFromShapes.count(n.op_type) > 0 || params_const);
+                node_graphs_[i].empty() && (kShapeFromShapes.count(n.op_type) > 0 || params_const);
     for (int out : n.outputs)
       if (out >= 0) values_[out].shape_static = stat;
   }
@@ -1853,10 +1990,12 @@ void SessionImpl::FinishPlanning() {
     for (int in : StepReads(steps_[s]))
       if (in >= 0) last[in] = static_cast<int>(s);
     for (int out : steps_[s].outputs)
-      if (out >= 0 && first[out] < 0) first[out] = static_cast<int>(s), last[out] = std::max(last[out], static_cast<int>(s));
+      if (out >= 0 && first[out] < 0)
+        first[out] = static_cast<int>(s), last[out] = std::max(last[out], static_cast<int>(s));
   }
   for (size_t v = 0; v < values_.size(); ++v)
-    if (values_[v].alias_root >= 0) last[values_[v].alias_root] = std::max(last[values_[v].alias_root], last[v]);
+    if (values_[v].alias_root >= 0)
+      last[values_[v].alias_root] = std::max(last[values_[v].alias_root], last[v]);
   for (size_t v = 0; v < values_.size(); ++v) {
     Value& val = values_[v];
     val.last_step = last[v];
@@ -1896,10 +2035,11 @@ void SessionImpl::FinishPlanning() {
 // consistent one: start from every candidate and drop values that break a rule until none does.
 void SessionImpl::AssignChannelsLast() {
   static const std::set<std::string> kElementwise = {
-      "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Pow", "Relu", "LeakyRelu",
-      "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Erf", "Exp", "Log", "Sqrt",
-      "Reciprocal", "Neg", "Abs", "Floor", "Ceil",
-      "Round", "Sin", "Cos", "Softplus", "Mish", "Elu", "Selu", "Gelu"};
+      "Add",         "Sub",       "Mul",   "Div",       "Max",   "Min",     "Sum",
+      "Mean",        "Pow",       "Relu",  "LeakyRelu", "Clip",  "Sigmoid", "Tanh",
+      "HardSigmoid", "HardSwish", "Erf",   "Exp",       "Log",   "Sqrt",    "Reciprocal",
+      "Neg",         "Abs",       "Floor", "Ceil",      "Round", "Sin",     "Cos",
+      "Softplus",    "Mish",      "Elu",   "Selu",      "Gelu"};
   const int nv = static_cast<int>(values_.size()), ns = static_cast<int>(steps_.size());
   std::vector<int> producer(nv, -1);
   std::vector<std::vector<int>> consumers(nv);
@@ -1928,15 +2068,17 @@ void SessionImpl::AssignChannelsLast() {
     if (anchor == "Conv") {
       // A 2-D Conv whose kernel takes channels-last activations (asked, then reset to NCHW
       // until the assignment below is final).
-      is_conv[s] = !st.inputs.empty() && st.inputs[0] >= 0 && values_[st.inputs[0]].shape.size() == 4 &&
-                   out.shape.size() == 4 && st.kernel->SetChannelsLast(true, true) &&
+      is_conv[s] = !st.inputs.empty() && st.inputs[0] >= 0 &&
+                   values_[st.inputs[0]].shape.size() == 4 && out.shape.size() == 4 &&
+                   st.kernel->SetChannelsLast(true, true) &&
                    st.kernel->SetChannelsLast(false, false);
       continue;
     }
     if ((anchor == "GlobalAveragePool" || anchor == "GlobalMaxPool") && st.nodes.size() == 1 &&
         !st.inputs.empty() && st.inputs[0] >= 0 && values_[st.inputs[0]].shape.size() == 4 &&
         values_[st.inputs[0]].dtype == DataType::kFloat32) {
-      is_gap[s] = st.kernel->SetChannelsLast(true, false) && st.kernel->SetChannelsLast(false, false);
+      is_gap[s] =
+          st.kernel->SetChannelsLast(true, false) && st.kernel->SetChannelsLast(false, false);
       continue;
     }
     if ((anchor == "Add" || anchor == "Sub" || anchor == "Mul" || anchor == "Div") &&
@@ -1976,7 +2118,8 @@ void SessionImpl::AssignChannelsLast() {
       for (size_t k = 1; k < pn.outputs.size(); ++k) indices |= pn.outputs[k] >= 0;
       is_pool[s] = !indices && !st.inputs.empty() && st.inputs[0] >= 0 &&
                    values_[st.inputs[0]].shape.size() == 4 && out.shape.size() == 4 &&
-                   st.kernel->SetChannelsLast(true, true) && st.kernel->SetChannelsLast(false, false);
+                   st.kernel->SetChannelsLast(true, true) &&
+                   st.kernel->SetChannelsLast(false, false);
       continue;
     }
     bool ew = true;
@@ -1985,8 +2128,10 @@ void SessionImpl::AssignChannelsLast() {
       for (int i : nodes_[n].inputs) {
         if (i < 0) continue;
         const Value& v = values_[i];
-        if (v.is_const) ew &= v.tensor.numel() == 1;
-        else ew &= v.shape == out.shape;
+        if (v.is_const)
+          ew &= v.tensor.numel() == 1;
+        else
+          ew &= v.shape == out.shape;
       }
     is_elementwise[s] = ew;
   }
@@ -2008,8 +2153,7 @@ void SessionImpl::AssignChannelsLast() {
       bool ok = true;
       const Step& p = steps_[producer[v]];
       if (is_elementwise[producer[v]])
-        for (int i : p.inputs)
-          ok &= i < 0 || values_[i].is_const || cl[i];
+        for (int i : p.inputs) ok &= i < 0 || values_[i].is_const || cl[i];
       if (is_pool[producer[v]]) ok &= cl[p.inputs[0]];
       if (is_bcast[producer[v]]) ok &= cl[bcast_full[producer[v]]];
       for (int c : consumers[v]) {
@@ -2076,10 +2220,12 @@ int MaxThreads() { return std::min(kMaxThreads, kMaxThreadsPerCpu * UsableCpus()
 std::string OversubscriptionWarning(int threads, int cpus) {
   return std::to_string(threads) + " threads on " + std::to_string(cpus) +
          " usable CPUs: oversubscribed, threads wait for each other and every time measured "
-         "includes that waiting (use --threads " + std::to_string(cpus) + " or fewer)";
+         "includes that waiting (use --threads " +
+         std::to_string(cpus) + " or fewer)";
 }
 
-StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, const SessionOptions& options) {
+StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path,
+                                                 const SessionOptions& options) {
   auto s = std::make_unique<SessionImpl>();
   try {
     OPSCOPE_RETURN_IF_ERROR(s->Init(path, options));

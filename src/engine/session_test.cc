@@ -28,14 +28,17 @@ class ModelBuilder {
     imp->set_version(opset);
     m_.mutable_graph()->set_name("test");
   }
-  void Input(const std::string& name, std::vector<int64_t> shape, int type = onnx::TensorProto::FLOAT) {
+  void Input(const std::string& name, std::vector<int64_t> shape,
+             int type = onnx::TensorProto::FLOAT) {
     auto* v = m_.mutable_graph()->add_input();
     v->set_name(name);
     auto* t = v->mutable_type()->mutable_tensor_type();
     t->set_elem_type(type);
     for (int64_t d : shape) {
-      if (d < 0) t->mutable_shape()->add_dim()->set_dim_param("batch");
-      else t->mutable_shape()->add_dim()->set_dim_value(d);
+      if (d < 0)
+        t->mutable_shape()->add_dim()->set_dim_param("batch");
+      else
+        t->mutable_shape()->add_dim()->set_dim_value(d);
     }
   }
   void Output(const std::string& name, std::vector<int64_t> shape) {
@@ -44,8 +47,10 @@ class ModelBuilder {
     v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
     auto* sh = v->mutable_type()->mutable_tensor_type()->mutable_shape();
     for (int64_t d : shape) {
-      if (d < 0) sh->add_dim()->set_dim_param("batch");
-      else sh->add_dim()->set_dim_value(d);
+      if (d < 0)
+        sh->add_dim()->set_dim_param("batch");
+      else
+        sh->add_dim()->set_dim_value(d);
     }
   }
   void Init(const std::string& name, std::vector<int64_t> shape, std::vector<float> data) {
@@ -62,8 +67,8 @@ class ModelBuilder {
     for (int64_t d : shape) t->add_dims(d);
     for (int64_t v : data) t->add_int64_data(v);
   }
-  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-                        const std::string& name) {
+  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in,
+                        std::vector<std::string> out, const std::string& name) {
     auto* n = m_.mutable_graph()->add_node();
     n->set_op_type(op);
     n->set_name(name);
@@ -235,7 +240,8 @@ TEST(SessionTest, InputChecks) {
   ASSERT_TRUE(s.ok());
   Status st = (*s)->SetInput("x", testing::RandomTensor({1, 3, 8, 8}, 1));
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("has shape 1x3x8x8, the model expects 1x3x9x9"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("has shape 1x3x8x8, the model expects 1x3x9x9"), std::string::npos)
+      << st.message();
   st = (*s)->SetInput("x", testing::IntTensor({1, 3, 9, 9}, {}));
   EXPECT_NE(st.message().find("type int64"), std::string::npos) << st.message();
   st = (*s)->SetInput("nope", testing::RandomTensor({1}, 1));
@@ -283,7 +289,8 @@ TEST(SessionTest, ExternalDataAndMissingExternalData) {
   fs::remove(bin);
   auto missing = Session::Load(path, {});
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("weights.bin"), std::string::npos) << missing.status().message();
+  EXPECT_NE(missing.status().message().find("weights.bin"), std::string::npos)
+      << missing.status().message();
   float w[4] = {1, 2, 3, 4};
   std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(w), sizeof w);
   auto s = Session::Load(path, {});
@@ -380,7 +387,8 @@ TEST(SessionTest, KernelErrorsNameFileAndNode) {
   ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
   Status st = (*s)->Run();
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("bcast.onnx: node 'bad_add' (Add)"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("bcast.onnx: node 'bad_add' (Add)"), std::string::npos)
+      << st.message();
 }
 
 TEST(SessionTest, ResidualAddReluFusesAndMatchesUnfused) {
@@ -500,7 +508,8 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
   ASSERT_TRUE(ref.ok()) << ref.status().message();
   ASSERT_TRUE((*ref)->SetInput("x", x).ok());
   ASSERT_TRUE((*ref)->Run().ok());
-  for (const StepInfo& st : (*ref)->Steps()) EXPECT_FALSE(st.channels_last_in || st.channels_last_out);
+  for (const StepInfo& st : (*ref)->Steps())
+    EXPECT_FALSE(st.channels_last_in || st.channels_last_out);
 
   for (bool fuse : {true, false}) {
     SessionOptions o;
@@ -515,14 +524,15 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
             << out << " run " << r << (fuse ? " fused" : " unfused");
     }
     std::map<std::string, std::pair<bool, bool>> layout;
-    for (const StepInfo& st : (*s)->Steps()) layout[st.name] = {st.channels_last_in, st.channels_last_out};
+    for (const StepInfo& st : (*s)->Steps())
+      layout[st.name] = {st.channels_last_in, st.channels_last_out};
     using P = std::pair<bool, bool>;
-    EXPECT_EQ(layout["conv1"], P(false, true));   // graph input in, NHWC out
+    EXPECT_EQ(layout["conv1"], P(false, true));  // graph input in, NHWC out
     EXPECT_EQ(layout["dw"], P(true, true));
     EXPECT_EQ(layout["pw"], P(true, true));
-    EXPECT_EQ(layout["grouped"], P(true, false)); // graph output
-    EXPECT_EQ(layout["branch"], P(true, false));  // read by a broadcast Add and a pool
-    EXPECT_EQ(layout["viewed"], P(true, false));  // read through a view
+    EXPECT_EQ(layout["grouped"], P(true, false));  // graph output
+    EXPECT_EQ(layout["branch"], P(true, false));   // read by a broadcast Add and a pool
+    EXPECT_EQ(layout["viewed"], P(true, false));   // read through a view
     EXPECT_EQ(layout["mpool"], P(true, true));
     EXPECT_EQ(layout["pmc"], P(true, true));
     EXPECT_EQ(layout["apool"], P(true, true));
@@ -571,7 +581,8 @@ TEST(SessionTest, ConstantMatMulAndGemmWeightsMatchRuntimeWeights) {
   ASSERT_TRUE((*sr)->SetInput("wm", wmt).ok());
   ASSERT_TRUE((*sr)->SetInput("wg", wgt).ok());
   for (int r = 0; r < 3; ++r) {
-    Tensor x = testing::RandomTensor({3, 7, 24}, 40 + r), x2 = testing::RandomTensor({5, 24}, 50 + r);
+    Tensor x = testing::RandomTensor({3, 7, 24}, 40 + r),
+           x2 = testing::RandomTensor({5, 24}, 50 + r);
     for (auto* s : {&*sc, &*sr}) {
       ASSERT_TRUE((*s)->SetInput("x", x).ok());
       ASSERT_TRUE((*s)->SetInput("x2", x2).ok());
@@ -694,7 +705,7 @@ std::string AddPostOpNode(ModelBuilder& b, const std::string& kind, const std::s
     // constant), which fuses only after a convolution (whose output rank is known) and makes
     // the other chains 4-D.
     const bool max = kind != "MinConst";
-    std::vector<int64_t> ks = kind == "MaxConst" ? std::vector<int64_t>{}
+    std::vector<int64_t> ks = kind == "MaxConst"   ? std::vector<int64_t>{}
                               : kind == "MinConst" ? std::vector<int64_t>{1}
                                                    : std::vector<int64_t>{1, 1, 1, 1};
     b.Init("k" + id, ks, {max ? -0.3f : 0.4f});
@@ -711,8 +722,10 @@ std::string AddPostOpNode(ModelBuilder& b, const std::string& kind, const std::s
     std::vector<float> kv = per_channel ? Rand(static_cast<size_t>(c), 70 + i)
                                         : std::vector<float>{kind == "DivScalar" ? 2.5f : 0.3f};
     b.Init("aff" + id, ks, kv);
-    const char* op = kind == "ScaleC" ? "Mul" : kind == "ShiftScalar" ? "Add"
-                     : kind == "SubC" ? "Sub" : "Div";
+    const char* op = kind == "ScaleC"        ? "Mul"
+                     : kind == "ShiftScalar" ? "Add"
+                     : kind == "SubC"        ? "Sub"
+                                             : "Div";
     std::vector<std::string> in2 = {in, "aff" + id};
     if (kind == "ShiftScalar") std::swap(in2[0], in2[1]);  // constant first
     return b.Node(op, in2, {out}, kind + id)->name();
@@ -944,8 +957,10 @@ TEST(SessionTest, ErfGeluPatternsBecomeOneStepAndMatchUnfused) {
     b.Init("inv_sqrt2", {}, {0.70710678f});
     b.Init("one", {}, {1.f});
     b.Init("half", {}, {v == kWrongHalf ? 0.6f : 0.5f});
-    if (v == kMulInvSqrt2) b.Node("Mul", {"x", "inv_sqrt2"}, {"u"}, "scale");
-    else b.Node("Div", {"x", "sqrt2"}, {"u"}, "scale");
+    if (v == kMulInvSqrt2)
+      b.Node("Mul", {"x", "inv_sqrt2"}, {"u"}, "scale");
+    else
+      b.Node("Div", {"x", "sqrt2"}, {"u"}, "scale");
     b.Node("Erf", {"u"}, {"e"}, "erf");
     b.Node("Add", {"one", "e"}, {"a"}, "add");
     std::vector<std::string> outs = {"y"};
@@ -1011,14 +1026,24 @@ TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
       b.Node("Neg", {x}, {"n"}, "second_reader");
       outs.push_back("n");
     }
-    for (const auto& o : outs) b.Output(o, v == kInput ? std::vector<int64_t>{1, 3, 6, 6}
-                                                       : std::vector<int64_t>{1, 4, 4, 4});
+    for (const auto& o : outs)
+      b.Output(o,
+               v == kInput ? std::vector<int64_t>{1, 3, 6, 6} : std::vector<int64_t>{1, 4, 4, 4});
     size_t want_steps = 0;
     switch (v) {
-      case kConvBn: case kConvBnSixthFirst: want_steps = 1; break;  // conv+bn+4
-      case kInput: want_steps = 1; break;                           // one HardSwish step
-      case kSharedX: want_steps = 3; break;                         // conv+bn, HardSwish, Neg
-      case kWrongConstant: want_steps = 4; break;                   // conv+bn, Add+Clip, Mul, Div
+      case kConvBn:
+      case kConvBnSixthFirst:
+        want_steps = 1;
+        break;  // conv+bn+4
+      case kInput:
+        want_steps = 1;
+        break;  // one HardSwish step
+      case kSharedX:
+        want_steps = 3;
+        break;  // conv+bn, HardSwish, Neg
+      case kWrongConstant:
+        want_steps = 4;
+        break;  // conv+bn, Add+Clip, Mul, Div
     }
     EXPECT_EQ(CheckFusedMatchesUnfused(b.Save("hardswish_pattern.onnx"), outs,
                                        "variant " + std::to_string(v)),
@@ -1128,7 +1153,8 @@ TEST(SessionTest, QdqGraphRunsAsOneInt8StepPerOp) {
   }
   // The logits come from a float Gemm on int8 inputs quantized with 3/127: a one-step change of
   // an input moves a logit by far less than 0.05.
-  EXPECT_EQ(testing::CompareFloat(*(*s1)->Output("logits"), *(*s2)->Output("logits"), 0.05f, 0.f), "");
+  EXPECT_EQ(testing::CompareFloat(*(*s1)->Output("logits"), *(*s2)->Output("logits"), 0.05f, 0.f),
+            "");
   const auto& nodes = (*s1)->Nodes();
   for (const NodeInfo& n : nodes) {
     if (n.name == "conv1") {
@@ -1138,7 +1164,8 @@ TEST(SessionTest, QdqGraphRunsAsOneInt8StepPerOp) {
       // uint8 x, int8 W, float bias, uint8 y.
       EXPECT_NEAR(n.bytes, 3 * 32 * 32 + 16 * 27 + 16 * 4 + 16 * 32 * 32, 1);
     }
-    if (n.name == "conv1.relu" || n.name == "x.dq" || n.name == "conv1.out.q") EXPECT_EQ(n.status, "fused") << n.name;
+    if (n.name == "conv1.relu" || n.name == "x.dq" || n.name == "conv1.out.q")
+      EXPECT_EQ(n.status, "fused") << n.name;
     if (n.name == "x.dq") EXPECT_EQ(n.output_shapes[0], (std::vector<int64_t>{1, 3, 32, 32}));
   }
 }

@@ -63,8 +63,8 @@ size_t LiveTensorBytes() { return g_live_bytes.load(); }
 
 std::string TensorMemoryError(size_t bytes) {
   const size_t limit = TensorMemoryLimit(), live = LiveTensorBytes();
-  const std::string of = g_limit_override.load() > 0 ? " (the tensor memory limit)"
-                                                     : " (this machine's memory)";
+  const std::string of =
+      g_limit_override.load() > 0 ? " (the tensor memory limit)" : " (this machine's memory)";
   if (bytes <= limit && live <= limit - bytes) {
     if (g_limit_override.load() > 0 || bytes < kCheckAvailableBytes) return "";
     const size_t avail = AvailableMemory();
@@ -72,32 +72,47 @@ std::string TensorMemoryError(size_t bytes) {
     return "would need " + Gib(bytes) + ", more than the " + Gib(avail) +
            " of memory available on this machine now (MemAvailable)";
   }
-  if (bytes > limit)
-    return "would need " + Gib(bytes) + ", more than the " + Gib(limit) + of;
+  if (bytes > limit) return "would need " + Gib(bytes) + ", more than the " + Gib(limit) + of;
   return "would need " + Gib(bytes) + " with " + Gib(live) +
          " held by other tensors, more than the " + Gib(limit) + of;
 }
 
 const char* DataTypeName(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return "float32";
-    case DataType::kInt64: return "int64";
-    case DataType::kInt32: return "int32";
-    case DataType::kBool: return "bool";
-    case DataType::kUint8: return "uint8";
-    case DataType::kInt8: return "int8";
-    case DataType::kFloat64: return "float64";
-    case DataType::kFloat16: return "float16";
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kBool:
+      return "bool";
+    case DataType::kUint8:
+      return "uint8";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kFloat64:
+      return "float64";
+    case DataType::kFloat16:
+      return "float16";
   }
   return "?";
 }
 
 size_t DataTypeSize(DataType t) {
   switch (t) {
-    case DataType::kFloat32: case DataType::kInt32: return 4;
-    case DataType::kInt64: case DataType::kFloat64: return 8;
-    case DataType::kBool: case DataType::kUint8: case DataType::kInt8: return 1;
-    case DataType::kFloat16: return 2;
+    case DataType::kFloat32:
+    case DataType::kInt32:
+      return 4;
+    case DataType::kInt64:
+    case DataType::kFloat64:
+      return 8;
+    case DataType::kBool:
+    case DataType::kUint8:
+    case DataType::kInt8:
+      return 1;
+    case DataType::kFloat16:
+      return 2;
   }
   return 1;
 }
@@ -119,7 +134,8 @@ static int64_t NumelOf(const std::vector<int64_t>& s) {
   return CheckedNumel(s, &n) ? n : INT64_MAX;
 }
 
-Tensor::Tensor(DataType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DataType dtype, std::vector<int64_t> shape)
+    : dtype_(dtype), shape_(std::move(shape)) {
   size_t bytes = 0;
   if (!CheckedNumel(shape_, &numel_) ||
       __builtin_mul_overflow(static_cast<size_t>(numel_), DataTypeSize(dtype_), &bytes) ||

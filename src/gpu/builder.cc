@@ -11,8 +11,8 @@
 #include <optional>
 #include <unordered_map>
 
-#include "profile/gpu_kernel_bound.h"
 #include "gpu/occupancy.h"
+#include "profile/gpu_kernel_bound.h"
 
 namespace opscope::gpu {
 namespace {
@@ -37,11 +37,16 @@ int64_t Ts(int64_t v, int64_t shift = 0) {
 
 const char* SyncTypeName(uint32_t type) {
   switch (type) {
-    case trace::kEventSynchronize: return "event";
-    case trace::kStreamWaitEvent: return "stream_wait_event";
-    case trace::kStreamSynchronize: return "stream";
-    case trace::kContextSynchronize: return "context";
-    default: return "unknown";
+    case trace::kEventSynchronize:
+      return "event";
+    case trace::kStreamWaitEvent:
+      return "stream_wait_event";
+    case trace::kStreamSynchronize:
+      return "stream";
+    case trace::kContextSynchronize:
+      return "context";
+    default:
+      return "unknown";
   }
 }
 
@@ -49,9 +54,12 @@ const char* SyncTypeName(uint32_t type) {
 class RangeIndex {
  public:
   RangeIndex(const std::vector<Range>& ranges, size_t first) : ranges_(ranges) {
-    for (size_t i = first; i < ranges.size(); ++i) by_tid_[ranges[i].tid].push_back(static_cast<int32_t>(i));
+    for (size_t i = first; i < ranges.size(); ++i)
+      by_tid_[ranges[i].tid].push_back(static_cast<int32_t>(i));
     for (auto& [tid, v] : by_tid_)
-      std::stable_sort(v.begin(), v.end(), [&](int32_t a, int32_t b) { return ranges_[a].start_ns < ranges_[b].start_ns; });
+      std::stable_sort(v.begin(), v.end(), [&](int32_t a, int32_t b) {
+        return ranges_[a].start_ns < ranges_[b].start_ns;
+      });
   }
 
   int32_t Find(uint32_t tid, int64_t ts) const {
@@ -83,7 +91,9 @@ class RangeIndex {
   }
 
  private:
-  bool Encloses(int32_t r, int64_t ts) const { return ranges_[r].start_ns <= ts && ts <= ranges_[r].end_ns; }
+  bool Encloses(int32_t r, int64_t ts) const {
+    return ranges_[r].start_ns <= ts && ts <= ranges_[r].end_ns;
+  }
   const std::vector<Range>& ranges_;
   std::unordered_map<int32_t, std::vector<int32_t>> by_tid_;
 };
@@ -100,14 +110,16 @@ template <typename Degrade>
 void JoinKernelMetrics(const DecodedTrace& t, size_t first, profile::GpuSection* g, Degrade degrade,
                        const std::string& who) {
   for (const trace::MetricsConfigRecord& c : t.metrics_configs)
-    g->metrics_passes = std::max<int32_t>(g->metrics_passes, static_cast<int32_t>(std::min<uint32_t>(uint32_t{c.passes}, 1 << 20)));
+    g->metrics_passes = std::max<int32_t>(
+        g->metrics_passes, static_cast<int32_t>(std::min<uint32_t>(uint32_t{c.passes}, 1 << 20)));
   if (!t.metrics_configs.empty())
     degrade(who + ": --metrics replayed every kernel " + std::to_string(g->metrics_passes) +
             " time(s) to collect its counters: kernel times, GPU idle time and wall time are not "
             "comparable with a run without --metrics");
   if (t.kernel_metrics.empty()) return;
   std::unordered_map<uint32_t, size_t> by_correlation;
-  for (size_t i = first; i < g->kernels.size(); ++i) by_correlation.emplace(g->kernels[i].correlation_id, i);
+  for (size_t i = first; i < g->kernels.size(); ++i)
+    by_correlation.emplace(g->kernels[i].correlation_id, i);
   size_t unjoined = 0, renamed = 0;
   for (size_t m = 0; m < t.kernel_metrics.size(); ++m) {
     const trace::KernelMetricsRecord& r = t.kernel_metrics[m];
@@ -129,11 +141,14 @@ void JoinKernelMetrics(const DecodedTrace& t, size_t first, profile::GpuSection*
     k.dram_throughput_pct = MetricOrUnknown(r.dram_throughput_pct);
     k.achieved_occupancy_pct = MetricOrUnknown(r.achieved_occupancy_pct);
     k.metrics_duration_ns = MetricOrUnknown(r.duration_ns);
-    k.bound = profile::ClassifyKernelBound(k.sm_throughput_pct, k.memory_throughput_pct, k.dram_throughput_pct);
+    k.bound = profile::ClassifyKernelBound(k.sm_throughput_pct, k.memory_throughput_pct,
+                                           k.dram_throughput_pct);
   }
   if (unjoined)
-    degrade(who + ": " + std::to_string(unjoined) + " of " + std::to_string(t.kernel_metrics.size()) +
-            " kernel metric records matched no kernel (CUPTI profiled a different set of launches than the "
+    degrade(who + ": " + std::to_string(unjoined) + " of " +
+            std::to_string(t.kernel_metrics.size()) +
+            " kernel metric records matched no kernel (CUPTI profiled a different set of launches "
+            "than the "
             "tracer counted, e.g. CUDA graphs): those kernels have no throughput figures");
   if (renamed)
     degrade(who + ": " + std::to_string(renamed) +
@@ -158,23 +173,35 @@ std::string ApiDisplayName(const std::string& name, bool runtime) {
 std::string DemangleKernelName(const std::string& name) {
   if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> out(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
   return status == 0 && out ? std::string(out.get()) : name;
 }
 
 const char* MemcpyKindName(uint8_t kind) {
   switch (kind) {
-    case trace::kHtoD: return "HtoD";
-    case trace::kDtoH: return "DtoH";
-    case trace::kHtoA: return "HtoA";
-    case trace::kAtoH: return "AtoH";
-    case trace::kAtoA: return "AtoA";
-    case trace::kAtoD: return "AtoD";
-    case trace::kDtoA: return "DtoA";
-    case trace::kDtoD: return "DtoD";
-    case trace::kHtoH: return "HtoH";
-    case trace::kPtoP: return "PtoP";
-    default: return "unknown";
+    case trace::kHtoD:
+      return "HtoD";
+    case trace::kDtoH:
+      return "DtoH";
+    case trace::kHtoA:
+      return "HtoA";
+    case trace::kAtoH:
+      return "AtoH";
+    case trace::kAtoA:
+      return "AtoA";
+    case trace::kAtoD:
+      return "AtoD";
+    case trace::kDtoA:
+      return "DtoA";
+    case trace::kDtoD:
+      return "DtoD";
+    case trace::kHtoH:
+      return "HtoH";
+    case trace::kPtoP:
+      return "PtoP";
+    default:
+      return "unknown";
   }
 }
 
@@ -186,12 +213,14 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
 
   // Clock: shift CUPTI's times onto CLOCK_MONOTONIC when our callback was refused.
   int64_t shift = 0;
-  const bool has_cupti_records = !t.kernels.empty() || !t.memcpys.empty() || !t.memsets.empty() || !t.api_calls.empty();
+  const bool has_cupti_records =
+      !t.kernels.empty() || !t.memcpys.empty() || !t.memsets.empty() || !t.api_calls.empty();
   if (!t.clocks.empty() && !t.clocks.front().cupti_is_monotonic && t.clocks.front().cupti_ns != 0) {
-    shift = std::clamp<int64_t>(Ts(t.clocks.front().monotonic_ns) - Ts(t.clocks.front().cupti_ns), -kMaxTs, kMaxTs);
+    shift = std::clamp<int64_t>(Ts(t.clocks.front().monotonic_ns) - Ts(t.clocks.front().cupti_ns),
+                                -kMaxTs, kMaxTs);
     if (has_cupti_records)
       degrade(who + ": CUPTI kept its own clock; GPU times were aligned by a measured offset (" +
-            std::to_string(shift) + " ns), so CPU/GPU alignment is approximate");
+              std::to_string(shift) + " ns), so CPU/GPU alignment is approximate");
   }
 
   // Devices and their SM limits.
@@ -218,10 +247,13 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     if (d.max_shared_per_sm) sm.shared_bytes = d.max_shared_per_sm;
     if (d.warp_size) sm.warp_size = static_cast<int>(d.warp_size);
     if (!table)
-      degrade("compute capability " + std::to_string(out.cc_major) + "." + std::to_string(out.cc_minor) +
-              " is not in opscope's table: occupancy uses the device's limits with sm_80 granularities");
+      degrade("compute capability " + std::to_string(out.cc_major) + "." +
+              std::to_string(out.cc_minor) +
+              " is not in opscope's table: occupancy uses the device's limits with sm_80 "
+              "granularities");
     limits[d.id] = sm;
-    bool seen = std::any_of(g.devices.begin(), g.devices.end(), [&](const profile::GpuDevice& x) { return x.id == out.id; });
+    bool seen = std::any_of(g.devices.begin(), g.devices.end(),
+                            [&](const profile::GpuDevice& x) { return x.id == out.id; });
     if (!seen) g.devices.push_back(out);
     if (g.device_name.empty()) g.device_name = out.name;
   }
@@ -230,7 +262,8 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   const size_t first_range = p->ranges.size();
   std::vector<size_t> order(t.nvtx.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.nvtx[a].ts_ns < t.nvtx[b].ts_ns; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return t.nvtx[a].ts_ns < t.nvtx[b].ts_ns; });
   std::map<std::pair<uint32_t, std::string>, std::vector<int32_t>> stacks;
   std::unordered_map<uint64_t, int32_t> started;
   int64_t last_ts = 0;
@@ -323,7 +356,8 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     degrade(who + ": " + std::to_string(still_open) +
             " NVTX ranges were still open when the trace ended; they are closed at its last event");
   if (unmatched_pops)
-    degrade(who + ": " + std::to_string(unmatched_pops) + " NVTX pops/ends had no matching push/start");
+    degrade(who + ": " + std::to_string(unmatched_pops) +
+            " NVTX pops/ends had no matching push/start");
 
   RangeIndex index(p->ranges, first_range);
   auto attribute = [&](uint32_t corr, uint32_t corr2, int32_t* tid) -> int32_t {
@@ -363,9 +397,10 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     if (sm) {
       int64_t threads = 1;
       for (int d = 0; d < 3; ++d) threads *= std::clamp<int64_t>(k.block[d], 0, 1 << 12);
-      Occupancy o = TheoreticalOccupancy(*sm, static_cast<int>(std::min<int64_t>(threads, 1 << 20)),
-                                         static_cast<int>(k.registers_per_thread),
-                                         static_cast<int64_t>(k.static_shared_bytes) + k.dynamic_shared_bytes);
+      Occupancy o = TheoreticalOccupancy(
+          *sm, static_cast<int>(std::min<int64_t>(threads, 1 << 20)),
+          static_cast<int>(k.registers_per_thread),
+          static_cast<int64_t>(k.static_shared_bytes) + k.dynamic_shared_bytes);
       out.occupancy = o.fraction;
       out.occupancy_limiter = o.limiter;
     }
@@ -377,7 +412,8 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   for (const trace::MemcpyRecord& m : t.memcpys) {
     profile::GpuMemcpy out;
     auto content = contents.find(m.runtime_correlation ? m.runtime_correlation : m.correlation);
-    if (content != contents.end() && content->second->hash != 0 && content->second->bytes == m.bytes) {
+    if (content != contents.end() && content->second->hash != 0 &&
+        content->second->bytes == m.bytes) {
       char hex[17];
       snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(content->second->hash));
       out.content_hash = hex;
@@ -385,10 +421,11 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
     }
     out.kind = MemcpyKindName(m.copy_kind);
     out.bytes = static_cast<int64_t>(std::min<uint64_t>(uint64_t{m.bytes}, kMaxBytes));
-    uint8_t host_side = m.copy_kind == trace::kHtoD || m.copy_kind == trace::kHtoA ? m.src_kind
+    uint8_t host_side = m.copy_kind == trace::kHtoD || m.copy_kind == trace::kHtoA   ? m.src_kind
                         : m.copy_kind == trace::kDtoH || m.copy_kind == trace::kAtoH ? m.dst_kind
-                        : m.copy_kind == trace::kHtoH ? (m.src_kind == trace::kMemPageable ? m.src_kind : m.dst_kind)
-                                                      : static_cast<uint8_t>(trace::kMemUnknown);
+                        : m.copy_kind == trace::kHtoH
+                            ? (m.src_kind == trace::kMemPageable ? m.src_kind : m.dst_kind)
+                            : static_cast<uint8_t>(trace::kMemUnknown);
     out.pageable = host_side == trace::kMemPageable;
     out.device = static_cast<int32_t>(m.device);
     out.stream = static_cast<int32_t>(m.stream);
@@ -427,14 +464,18 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   std::stable_sort(g.api_calls.begin(), g.api_calls.end(), by_start);
   std::stable_sort(g.syncs.begin(), g.syncs.end(), by_start);
 
-  for (const auto& [tid, name] : t.thread_names) p->meta.extra["thread." + std::to_string(tid)] = name;
-  if (bad_times) degrade(who + ": " + std::to_string(bad_times) + " kernels had an end before their start (set to zero length)");
+  for (const auto& [tid, name] : t.thread_names)
+    p->meta.extra["thread." + std::to_string(tid)] = name;
+  if (bad_times)
+    degrade(who + ": " + std::to_string(bad_times) +
+            " kernels had an end before their start (set to zero length)");
   g.dropped_records += t.cupti_dropped + t.tracer_dropped;
   if (t.cupti_dropped)
     degrade(who + ": CUPTI dropped " + std::to_string(t.cupti_dropped) +
             " activity records (its buffers were full): totals undercount the GPU work");
   if (t.tracer_dropped)
-    degrade(who + ": the tracer could not write " + std::to_string(t.tracer_dropped) + " records (disk full?)");
+    degrade(who + ": the tracer could not write " + std::to_string(t.tracer_dropped) +
+            " records (disk full?)");
   for (const std::string& m : t.messages) degrade(who + ": tracer: " + m);
   if (!t.problem.empty()) degrade(t.problem);
   if (t.end_signal) {
@@ -444,8 +485,9 @@ void AddTraceToProfile(const DecodedTrace& t, profile::Profile* p) {
   }
   if (!t.ended) {
     g.complete = false;
-    degrade(who + ": the trace has no end record (the program was killed, or crashed where no handler "
-                  "could run): activity after the last flush is missing");
+    degrade(who +
+            ": the trace has no end record (the program was killed, or crashed where no handler "
+            "could run): activity after the last flush is missing");
   }
 }
 

@@ -146,7 +146,8 @@ StatusOr<DecodedTrace> DecodeTrace(std::string_view bytes, const std::string& or
       }
       case trace::kNvtxPop: {
         trace::NvtxPopRecord r;
-        if ((ok = Read(payload, &r))) t.nvtx.push_back({NvtxEvent::kPop, r.ts_ns, r.tid, 0, {}, str(r.domain)});
+        if ((ok = Read(payload, &r)))
+          t.nvtx.push_back({NvtxEvent::kPop, r.ts_ns, r.tid, 0, {}, str(r.domain)});
         break;
       }
       case trace::kNvtxStart: {
@@ -157,7 +158,8 @@ StatusOr<DecodedTrace> DecodeTrace(std::string_view bytes, const std::string& or
       }
       case trace::kNvtxEnd: {
         trace::NvtxEndRecord r;
-        if ((ok = Read(payload, &r))) t.nvtx.push_back({NvtxEvent::kEnd, r.ts_ns, r.tid, r.id, {}, {}});
+        if ((ok = Read(payload, &r)))
+          t.nvtx.push_back({NvtxEvent::kEnd, r.ts_ns, r.tid, r.id, {}, {}});
         break;
       }
       case trace::kNvtxMark: {
@@ -175,7 +177,8 @@ StatusOr<DecodedTrace> DecodeTrace(std::string_view bytes, const std::string& or
         trace::DroppedRecord r;
         if ((ok = Read(payload, &r))) {
           if (r.source == trace::kDropCupti) t.cupti_dropped = std::max(t.cupti_dropped, r.count);
-          if (r.source == trace::kDropTracer) t.tracer_dropped = std::max(t.tracer_dropped, r.count);
+          if (r.source == trace::kDropTracer)
+            t.tracer_dropped = std::max(t.tracer_dropped, r.count);
         }
         break;
       }
@@ -196,7 +199,8 @@ StatusOr<DecodedTrace> DecodeTrace(std::string_view bytes, const std::string& or
         break;  // a newer tracer's record: skip it
     }
     if (!ok) {
-      stop("corrupt record (type " + std::to_string(rh.type) + ", " + std::to_string(rh.size) + " bytes)");
+      stop("corrupt record (type " + std::to_string(rh.type) + ", " + std::to_string(rh.size) +
+           " bytes)");
       break;
     }
     pos += sizeof rh + rh.size;

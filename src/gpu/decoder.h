@@ -23,9 +23,9 @@ struct NvtxEvent {
   enum Kind { kPush, kPop, kStart, kEnd, kMark } kind = kPush;
   int64_t ts_ns = 0;
   uint32_t tid = 0;
-  uint64_t id = 0;        // start/end pairing
-  std::string name;       // push/start/mark
-  std::string domain;     // "" = default domain (push/pop/start/mark)
+  uint64_t id = 0;     // start/end pairing
+  std::string name;    // push/start/mark
+  std::string domain;  // "" = default domain (push/pop/start/mark)
 };
 
 struct DecodedTrace {
@@ -39,7 +39,7 @@ struct DecodedTrace {
   std::vector<trace::MemcpyRecord> memcpys;
   std::vector<trace::MemsetRecord> memsets;
   std::vector<trace::ApiRecord> api_calls;
-  std::vector<std::string> api_names;     // parallel to api_calls
+  std::vector<std::string> api_names;  // parallel to api_calls
   std::vector<trace::SyncRecord> syncs;
   std::vector<trace::CopyContentRecord> copy_contents;
   std::vector<trace::ClockRecord> clocks;
@@ -47,15 +47,15 @@ struct DecodedTrace {
   std::vector<std::string> metrics_chips;  // parallel to metrics_configs
   std::vector<trace::KernelMetricsRecord> kernel_metrics;
   std::vector<std::string> kernel_metrics_ranges;  // parallel to kernel_metrics
-  std::vector<NvtxEvent> nvtx;            // in file order
+  std::vector<NvtxEvent> nvtx;                     // in file order
   std::unordered_map<uint32_t, std::string> thread_names;
-  std::vector<std::string> messages;      // the tracer's warnings, in words
+  std::vector<std::string> messages;  // the tracer's warnings, in words
   uint64_t cupti_dropped = 0;
   uint64_t tracer_dropped = 0;
-  bool ended = false;                     // the end record was seen
+  bool ended = false;  // the end record was seen
   int32_t end_signal = 0;
-  bool truncated = false;                 // bytes after the last whole record were dropped
-  std::string problem;                    // why decoding stopped early, "" if it did not
+  bool truncated = false;  // bytes after the last whole record were dropped
+  std::string problem;     // why decoding stopped early, "" if it did not
   size_t records = 0;
 };
 

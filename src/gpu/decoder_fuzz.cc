@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
+#include "analysis/gpu_summary.h"
 #include "gpu/builder.h"
 #include "gpu/decoder.h"
-#include "analysis/gpu_summary.h"
 #include "report/gpu_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,9 +5,9 @@
 
 #include <random>
 
+#include "base/testing/fuzz_corpus.h"
 #include "gpu/builder.h"
 #include "gpu/trace_forge_test_util.h"
-#include "base/testing/fuzz_corpus.h"
 #include "profile/profile_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -134,9 +134,9 @@ TEST(GpuBuilderTest, InnermostRangePerDomainAndThread) {
   f.Push("inner", 200, kMain);
   f.Api("cudaLaunchKernel", 250, 260, kMain, 1);
   f.Pop(300, kMain);
-  f.Api("cudaLaunchKernel", 320, 330, kMain, 2);   // inside trt-layer and outer
+  f.Api("cudaLaunchKernel", 320, 330, kMain, 2);  // inside trt-layer and outer
   f.Pop(350, kMain, "TensorRT");
-  f.Api("cudaLaunchKernel", 360, 370, kWorker, 3); // other thread: no range
+  f.Api("cudaLaunchKernel", 360, 370, kWorker, 3);  // other thread: no range
   f.Pop(400, kMain);
   f.Kernel("k1", 1000, 1100, 1);
   f.Kernel("k2", 1100, 1200, 2);
@@ -153,7 +153,7 @@ TEST(GpuBuilderTest, InnermostRangePerDomainAndThread) {
 
 TEST(GpuBuilderTest, OpenRangesUnmatchedPopsAndMissingEnd) {
   TraceForge f;
-  f.Pop(50, kMain);             // pop without push
+  f.Pop(50, kMain);  // pop without push
   f.Push("never closed", 100, kMain);
   f.Api("cudaLaunchKernel", 150, 160, kMain, 1);
   f.Kernel("k", 200, 5000, 1);
@@ -181,8 +181,9 @@ TEST(GpuBuilderTest, SignalEndIsReported) {
 
 TEST(GpuBuilderTest, ShiftsCuptiClockWhenOursWasRefused) {
   TraceForge f;
-  f.Add(trace::kClock, trace::ClockRecord{5'000'000, 1'000, 0, 0});  // CUPTI clock behind by 4999000
-  f.Push("r", 5'000'100, kMain);  // NVTX is always on CLOCK_MONOTONIC
+  f.Add(trace::kClock,
+        trace::ClockRecord{5'000'000, 1'000, 0, 0});  // CUPTI clock behind by 4999000
+  f.Push("r", 5'000'100, kMain);                      // NVTX is always on CLOCK_MONOTONIC
   f.Api("cudaLaunchKernel", 1'200, 1'300, kMain, 1);
   f.Kernel("k", 2'000, 3'000, 1);
   f.Pop(5'010'000, kMain);
@@ -240,15 +241,21 @@ TEST(GpuDecoderTest, EveryTruncationKeepsWhatCameBefore) {
     EXPECT_FALSE(t->ended);
     profile::Profile p;
     AddTraceToProfile(*t, &p);
-    ASSERT_TRUE(profile::Validate(p).ok()) << "cut at " << n << ": " << profile::Validate(p).message();
+    ASSERT_TRUE(profile::Validate(p).ok())
+        << "cut at " << n << ": " << profile::Validate(p).message();
   }
 }
 
 TEST(GpuDecoderTest, SkipsUnknownRecordsAndReadsLongerPayloadsByPrefix) {
   TraceForge f;
-  struct Future { uint64_t a, b; } future{1, 2};
+  struct Future {
+    uint64_t a, b;
+  } future{1, 2};
   f.Add(static_cast<trace::RecordType>(200), future);
-  struct LongerPop { trace::NvtxPopRecord pop; uint64_t extra; };
+  struct LongerPop {
+    trace::NvtxPopRecord pop;
+    uint64_t extra;
+  };
   f.Push("r", 10, kMain);
   f.Add(trace::kNvtxPop, LongerPop{{20, kMain, 0}, 77});
   f.End();

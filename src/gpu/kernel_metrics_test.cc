@@ -7,26 +7,26 @@
 #include <cmath>
 #include <limits>
 
+#include "analysis/gpu_summary.h"
 #include "analysis/rules.h"
 #include "base/testing/golden.h"
 #include "gpu/builder.h"
 #include "gpu/decoder.h"
-#include "analysis/gpu_summary.h"
-#include "profile/gpu_kernel_bound.h"
-#include "report/gpu_table.h"
 #include "gpu/trace_forge_test_util.h"
+#include "profile/gpu_kernel_bound.h"
 #include "profile/profile_json.h"
+#include "report/gpu_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace opscope::gpu {
 namespace {
 
+using profile::ClassifyKernelBound;
+using profile::LowAchievedOccupancy;
 using testing::ForgeWarStory;
 using testing::kWarStoryAttention;
 using testing::TraceForge;
-using profile::ClassifyKernelBound;
-using profile::LowAchievedOccupancy;
 constexpr uint32_t kTid = 77;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

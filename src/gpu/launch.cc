@@ -8,17 +8,17 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <optional>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
-#include "base/launch.h"
-#include "base/target_signals.h"
 #include "base/clock.h"
 #include "base/files.h"
+#include "base/launch.h"
+#include "base/target_signals.h"
 #include "gpu/builder.h"
 #include "gpu/decoder.h"
 #include "gpu/trace_format.h"
@@ -30,17 +30,22 @@ namespace opscope::gpu {
 Status ProbeNvidiaDriver() {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr)
-    return Unavailable("no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs an NVIDIA GPU");
+    return Unavailable(
+        "no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs an NVIDIA GPU");
   using InitFn = int (*)(unsigned);
   using CountFn = int (*)(int*);
   auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
   auto count = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
   if (init == nullptr || count == nullptr)
-    return Unavailable("libcuda.so.1 lacks cuInit/cuDeviceGetCount: the NVIDIA driver installation is broken");
+    return Unavailable(
+        "libcuda.so.1 lacks cuInit/cuDeviceGetCount: the NVIDIA driver installation is broken");
   int r = init(0);
   if (r != 0)
-    return Unavailable("the NVIDIA driver is installed but cuInit failed with CUDA error " + std::to_string(r) +
-                       (r == 100 ? " (no CUDA-capable device)" : r == 999 ? " (unknown; check `nvidia-smi`)" : "") +
+    return Unavailable("the NVIDIA driver is installed but cuInit failed with CUDA error " +
+                       std::to_string(r) +
+                       (r == 100   ? " (no CUDA-capable device)"
+                        : r == 999 ? " (unknown; check `nvidia-smi`)"
+                                   : "") +
                        ": opscope gpu needs a working NVIDIA GPU");
   int n = 0;
   if (count(&n) != 0 || n <= 0)
@@ -52,24 +57,30 @@ StatusOr<std::string> FindTracerLibrary() {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (const char* env = std::getenv("OPSCOPE_GPU_TRACER"); env != nullptr && env[0] != '\0') {
-    if (!fs::exists(env, ec)) return NotFound(std::string("OPSCOPE_GPU_TRACER=") + env + ": no such file");
+    if (!fs::exists(env, ec))
+      return NotFound(std::string("OPSCOPE_GPU_TRACER=") + env + ": no such file");
     return fs::absolute(env, ec).string();
   }
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return Internal("cannot locate the opscope binary (/proc/self/exe): " + ec.message());
   fs::path lib = self.parent_path() / "libopscope_cupti_tracer.so";
   if (!fs::exists(lib, ec))
-    return NotFound(lib.string() + ": the CUPTI tracer library is missing; it is built with opscope when the CUDA "
-                    "toolkit is found (cmake -DOPSCOPE_WITH_CUDA=ON), or set OPSCOPE_GPU_TRACER to its path");
+    return NotFound(
+        lib.string() +
+        ": the CUPTI tracer library is missing; it is built with opscope when the CUDA "
+        "toolkit is found (cmake -DOPSCOPE_WITH_CUDA=ON), or set OPSCOPE_GPU_TRACER to its path");
   return lib.string();
 }
 
 StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const RunOptions& o) {
-  if (command.empty()) return InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]");
+  if (command.empty())
+    return InvalidArgument("no program given: opscope gpu [options] -- PROGRAM [ARGS...]");
   if (const char* user = std::getenv("CUDA_INJECTION64_PATH");
       user != nullptr && std::string_view(user).find("opscope") == std::string_view::npos)
-    std::fprintf(stderr, "opscope: warning: replacing CUDA_INJECTION64_PATH=%s for the traced "
-                 "program\n", user);
+    std::fprintf(stderr,
+                 "opscope: warning: replacing CUDA_INJECTION64_PATH=%s for the traced "
+                 "program\n",
+                 user);
   LaunchOptions launch;
   launch.argv = command;
   launch.unset_env = {"OPSCOPE_GPU_DRIVER_API", "OPSCOPE_GPU_HASH_COPIES", trace::kMetricsEnv};

@@ -20,7 +20,7 @@ Status ProbeNvidiaDriver();
 StatusOr<std::string> FindTracerLibrary();
 
 struct TracedRun {
-  int exit_code = 0;       // the program's exit status, 128+signal if it died of a signal
+  int exit_code = 0;  // the program's exit status, 128+signal if it died of a signal
   int term_signal = 0;
   double wall_ms = 0;
   std::vector<std::string> trace_files;
@@ -29,18 +29,18 @@ struct TracedRun {
 };
 
 struct RunOptions {
-  std::string tracer;      // path of the tracer library
-  std::string out_dir;     // where the traced processes write gpu-<pid>.trace
-  bool driver_api = true;  // also record driver API calls
-  bool fingerprint_copies = true;  // hash the host bytes of HtoD copies (>= 64 KiB)
+  std::string tracer;                // path of the tracer library
+  std::string out_dir;               // where the traced processes write gpu-<pid>.trace
+  bool driver_api = true;            // also record driver API calls
+  bool fingerprint_copies = true;    // hash the host bytes of HtoD copies (>= 64 KiB)
   TargetSignals* signals = nullptr;  // forwards opscope's signals (a local one when null)
-  bool kernel_metrics = false;     // per-kernel throughput by kernel replay (slow; --metrics)
+  bool kernel_metrics = false;       // per-kernel throughput by kernel replay (slow; --metrics)
 };
 
 // Runs `command` (argv, searched in PATH; started by base/launch.h) with CUDA_INJECTION64_PATH
-// and NVTX_INJECTION64_PATH pointing at the tracer and waits for it. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope are
-// passed to the program's process group (base/target_signals.h), so an interrupted program still
-// gets its report.
+// and NVTX_INJECTION64_PATH pointing at the tracer and waits for it. SIGINT/SIGTERM/SIGHUP/SIGQUIT
+// sent to opscope are passed to the program's process group (base/target_signals.h), so an
+// interrupted program still gets its report.
 StatusOr<TracedRun> RunTraced(const std::vector<std::string>& command, const RunOptions& options);
 
 // Decodes every trace file and builds the Profile (kind "gpu"), summaries' findings included.

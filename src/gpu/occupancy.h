@@ -17,14 +17,14 @@
 namespace opscope::gpu {
 
 struct SmLimits {
-  int max_warps = 0;           // resident warps per SM
-  int max_blocks = 0;          // resident blocks per SM
-  int registers = 0;           // 32-bit registers per SM
-  int64_t shared_bytes = 0;    // shared memory per SM at the largest carveout
-  int register_unit = 256;     // registers are allocated per warp in units of this many
-  int shared_unit = 128;       // shared memory allocation granularity, bytes
+  int max_warps = 0;                      // resident warps per SM
+  int max_blocks = 0;                     // resident blocks per SM
+  int registers = 0;                      // 32-bit registers per SM
+  int64_t shared_bytes = 0;               // shared memory per SM at the largest carveout
+  int register_unit = 256;                // registers are allocated per warp in units of this many
+  int shared_unit = 128;                  // shared memory allocation granularity, bytes
   int64_t reserved_shared_per_block = 0;  // the driver's own shared memory per block (sm_80+)
-  int sub_partitions = 4;      // register file partitions (warp schedulers) per SM
+  int sub_partitions = 4;                 // register file partitions (warp schedulers) per SM
   int warp_size = 32;
 };
 
@@ -32,17 +32,17 @@ struct SmLimits {
 std::optional<SmLimits> LimitsForComputeCapability(int major, int minor);
 
 // The limiter values are part of the profile (GpuKernel::occupancy_limiter): profile/gpu.h.
-using profile::OccupancyLimiter;
-using profile::kLimitUnknown;
-using profile::kLimitWarps;
 using profile::kLimitBlocks;
 using profile::kLimitRegisters;
 using profile::kLimitSharedMemory;
+using profile::kLimitUnknown;
+using profile::kLimitWarps;
 using profile::LimiterName;
+using profile::OccupancyLimiter;
 
 struct Occupancy {
-  double fraction = 0;         // active warps / max warps, 0..1; 0 when it cannot be computed
-  int active_blocks = 0;       // per SM
+  double fraction = 0;    // active warps / max warps, 0..1; 0 when it cannot be computed
+  int active_blocks = 0;  // per SM
   OccupancyLimiter limiter = kLimitUnknown;
 };
 

@@ -34,17 +34,23 @@ class TraceForge {
   }
 
   template <typename T>
-  void Add(trace::RecordType type, const T& payload) { trace::AppendRecord(bytes_, type, payload); }
+  void Add(trace::RecordType type, const T& payload) {
+    trace::AppendRecord(bytes_, type, payload);
+  }
 
-  void Kernel(const std::string& name, int64_t start, int64_t end, uint32_t corr, uint32_t stream = 7,
-              int block = 256, uint32_t regs = 32, int32_t smem = 0) {
+  void Kernel(const std::string& name, int64_t start, int64_t end, uint32_t corr,
+              uint32_t stream = 7, int block = 256, uint32_t regs = 32, int32_t smem = 0) {
     trace::KernelRecord k{};
     k.start_ns = start;
     k.end_ns = end;
     k.stream = stream;
     k.correlation = corr;
-    k.grid[0] = 64; k.grid[1] = 1; k.grid[2] = 1;
-    k.block[0] = block; k.block[1] = 1; k.block[2] = 1;
+    k.grid[0] = 64;
+    k.grid[1] = 1;
+    k.grid[2] = 1;
+    k.block[0] = block;
+    k.block[1] = 1;
+    k.block[2] = 1;
     k.registers_per_thread = regs;
     k.static_shared_bytes = smem;
     k.name = Str(name);
@@ -61,8 +67,8 @@ class TraceForge {
     a.domain = domain;
     Add(trace::kApi, a);
   }
-  void Memcpy(uint8_t kind, uint64_t bytes, int64_t start, int64_t end, uint32_t corr, bool pageable,
-              bool async = false) {
+  void Memcpy(uint8_t kind, uint64_t bytes, int64_t start, int64_t end, uint32_t corr,
+              bool pageable, bool async = false) {
     trace::MemcpyRecord m{};
     m.start_ns = start;
     m.end_ns = end;
@@ -125,9 +131,12 @@ class TraceForge {
   void SetVersion(uint32_t version) {
     memcpy(bytes_.data() + offsetof(trace::FileHeader, version), &version, sizeof version);
   }
-  void Dropped(uint64_t n, uint32_t source = trace::kDropCupti) { Add(trace::kDropped, trace::DroppedRecord{n, source, 0}); }
+  void Dropped(uint64_t n, uint32_t source = trace::kDropCupti) {
+    Add(trace::kDropped, trace::DroppedRecord{n, source, 0});
+  }
   void End(int signal = 0) {
-    trace::EndRecord e{999999999, signal ? uint32_t{trace::kEndSignal} : uint32_t{trace::kEndExit}, signal};
+    trace::EndRecord e{999999999, signal ? uint32_t{trace::kEndSignal} : uint32_t{trace::kEndExit},
+                       signal};
     Add(trace::kEnd, e);
   }
 
@@ -181,8 +190,8 @@ inline TraceForge ForgeWarStory(uint32_t tid) {
       f.Api("cudaLaunchKernel_v7000", t + 100, t + 900, tid, c);
       f.Pop(t + 1'000, tid);
       f.Kernel(l.kernel, gpu, gpu + l.ns * 5, c, 7, l.block, l.regs, l.smem);
-      f.KernelMetrics(c, k == 2 ? std::to_string(k) : std::string(l.kernel), l.sm, l.mem, l.dram, l.occ,
-                      static_cast<double>(l.ns), static_cast<uint32_t>(k));
+      f.KernelMetrics(c, k == 2 ? std::to_string(k) : std::string(l.kernel), l.sm, l.mem, l.dram,
+                      l.occ, static_cast<double>(l.ns), static_cast<uint32_t>(k));
       gpu += l.ns * 5 + 10'000;
       ++c;
     }

@@ -44,10 +44,10 @@ inline constexpr const char kMetricsEnv[] = "OPSCOPE_GPU_METRICS";
 struct FileHeader {
   char magic[8];
   uint32_t version;
-  uint32_t header_size;   // sizeof(FileHeader) when written
+  uint32_t header_size;  // sizeof(FileHeader) when written
   int32_t pid;
-  uint32_t flags;         // reserved, 0
-  int64_t start_ns;       // CLOCK_MONOTONIC when the tracer started
+  uint32_t flags;    // reserved, 0
+  int64_t start_ns;  // CLOCK_MONOTONIC when the tracer started
 };
 
 enum RecordType : uint16_t {
@@ -76,7 +76,7 @@ enum RecordType : uint16_t {
 struct RecordHeader {
   uint16_t type;
   uint16_t reserved;
-  uint32_t size;          // payload bytes that follow
+  uint32_t size;  // payload bytes that follow
 };
 
 // Followed by `length` bytes (no terminator).
@@ -94,7 +94,7 @@ struct ClockRecord {
 
 struct DeviceRecord {
   uint32_t id;
-  uint32_t name;                // string id
+  uint32_t name;  // string id
   uint32_t cc_major, cc_minor;
   uint32_t sm_count;
   uint32_t max_warps_per_sm, max_blocks_per_sm;
@@ -113,19 +113,34 @@ struct KernelRecord {
   uint32_t registers_per_thread;
   int32_t static_shared_bytes, dynamic_shared_bytes;
   uint32_t local_bytes_per_thread;
-  uint32_t name;                // string id (mangled, as CUPTI reports it)
+  uint32_t name;  // string id (mangled, as CUPTI reports it)
   uint32_t graph_id;
 };
 
 // copy_kind / src_kind / dst_kind use CUPTI's numbering (CUpti_ActivityMemcpyKind and
 // CUpti_ActivityMemoryKind), mirrored here so the decoder needs no CUPTI header.
 enum MemcpyKind : uint8_t {
-  kCopyUnknown = 0, kHtoD = 1, kDtoH = 2, kHtoA = 3, kAtoH = 4, kAtoA = 5, kAtoD = 6,
-  kDtoA = 7, kDtoD = 8, kHtoH = 9, kPtoP = 10,
+  kCopyUnknown = 0,
+  kHtoD = 1,
+  kDtoH = 2,
+  kHtoA = 3,
+  kAtoH = 4,
+  kAtoA = 5,
+  kAtoD = 6,
+  kDtoA = 7,
+  kDtoD = 8,
+  kHtoH = 9,
+  kPtoP = 10,
 };
 enum MemoryKind : uint8_t {
-  kMemUnknown = 0, kMemPageable = 1, kMemPinned = 2, kMemDevice = 3, kMemArray = 4,
-  kMemManaged = 5, kMemDeviceStatic = 6, kMemManagedStatic = 7,
+  kMemUnknown = 0,
+  kMemPageable = 1,
+  kMemPinned = 2,
+  kMemDevice = 3,
+  kMemArray = 4,
+  kMemManaged = 5,
+  kMemDeviceStatic = 6,
+  kMemManagedStatic = 7,
 };
 
 struct MemcpyRecord {
@@ -146,33 +161,36 @@ enum ApiDomain : uint8_t { kDriverApi = 1, kRuntimeApi = 2 };
 
 struct ApiRecord {
   int64_t start_ns, end_ns;
-  uint32_t tid;                 // OS thread id (gettid)
+  uint32_t tid;  // OS thread id (gettid)
   uint32_t correlation;
   uint32_t cbid;
-  uint32_t name;                // string id
+  uint32_t name;  // string id
   uint32_t return_value;
-  uint8_t domain;               // ApiDomain
+  uint8_t domain;  // ApiDomain
   uint8_t reserved[3];
 };
 
 // CUpti_ActivitySynchronizationType numbering.
 enum SyncType : uint32_t {
-  kSyncUnknown = 0, kEventSynchronize = 1, kStreamWaitEvent = 2, kStreamSynchronize = 3,
+  kSyncUnknown = 0,
+  kEventSynchronize = 1,
+  kStreamWaitEvent = 2,
+  kStreamSynchronize = 3,
   kContextSynchronize = 4,
 };
 
 struct SyncRecord {
   int64_t start_ns, end_ns;
-  uint32_t type;                // SyncType
-  uint32_t correlation;         // of the API call that synchronized (gives the thread)
+  uint32_t type;         // SyncType
+  uint32_t correlation;  // of the API call that synchronized (gives the thread)
   uint32_t context, stream;
 };
 
 struct NvtxPushRecord {
   int64_t ts_ns;
   uint32_t tid;
-  uint32_t name;                // string id (0 when the message was not a string)
-  uint32_t domain;              // string id of the domain name, 0 for the default domain
+  uint32_t name;    // string id (0 when the message was not a string)
+  uint32_t domain;  // string id of the domain name, 0 for the default domain
   uint32_t reserved;
 };
 
@@ -227,7 +245,7 @@ enum MessageLevel : uint32_t { kInfo = 0, kWarning = 1, kError = 2 };
 // Something the tracer wants the user to know ("cuptiActivityEnable(DRIVER) failed: ...").
 struct MessageRecord {
   uint32_t level;
-  uint32_t text;                // string id
+  uint32_t text;  // string id
 };
 
 // A fingerprint of the host bytes a cudaMemcpy*(HostToDevice) call was about to copy, taken at
@@ -240,10 +258,10 @@ inline constexpr uint32_t kSampleBlockBytes = 4096;
 inline constexpr uint64_t kMinHashedCopyBytes = 64 * 1024;
 
 struct CopyContentRecord {
-  uint32_t correlation;         // of the runtime API call (the memcpy's runtime_correlation)
-  uint32_t sampled;             // 1 when only sample blocks were hashed
+  uint32_t correlation;  // of the runtime API call (the memcpy's runtime_correlation)
+  uint32_t sampled;      // 1 when only sample blocks were hashed
   uint64_t bytes;
-  uint64_t hash;                // 0 when the source could not be read
+  uint64_t hash;  // 0 when the source could not be read
 };
 
 // Per-kernel metrics (`opscope gpu --metrics`). The tracer profiles each kernel launch as one
@@ -255,31 +273,31 @@ enum MetricsReplay : uint32_t { kReplayKernel = 1 };
 
 struct MetricsConfigRecord {
   uint32_t device;
-  uint32_t passes;              // replay passes per kernel the metric set needs
-  uint32_t replay;              // MetricsReplay
-  uint32_t max_ranges;          // ranges collected before the tracer decodes and restarts
-  uint32_t chip;                // string id of CUPTI's chip name ("GH100")
+  uint32_t passes;      // replay passes per kernel the metric set needs
+  uint32_t replay;      // MetricsReplay
+  uint32_t max_ranges;  // ranges collected before the tracer decodes and restarts
+  uint32_t chip;        // string id of CUPTI's chip name ("GH100")
   uint32_t reserved;
 };
 
 struct KernelMetricsRecord {
-  uint32_t correlation;         // of the launching driver API call; 0 = could not be joined
-  uint32_t range_name;          // string id of CUPTI's range name (as CUPTI reports it)
-  uint32_t range_index;         // index of the range within its collection
+  uint32_t correlation;  // of the launching driver API call; 0 = could not be joined
+  uint32_t range_name;   // string id of CUPTI's range name (as CUPTI reports it)
+  uint32_t range_index;  // index of the range within its collection
   uint32_t device;
-  double sm_throughput_pct;     // sm__throughput.avg.pct_of_peak_sustained_elapsed
-  double memory_throughput_pct; // gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
-  double dram_throughput_pct;   // dram__throughput.avg.pct_of_peak_sustained_elapsed
+  double sm_throughput_pct;      // sm__throughput.avg.pct_of_peak_sustained_elapsed
+  double memory_throughput_pct;  // gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
+  double dram_throughput_pct;    // dram__throughput.avg.pct_of_peak_sustained_elapsed
   double achieved_occupancy_pct;  // sm__warps_active.avg.pct_of_peak_sustained_active
-  double duration_ns;           // gpu__time_duration.sum (the kernel alone, under replay)
+  double duration_ns;             // gpu__time_duration.sum (the kernel alone, under replay)
 };
 
 enum EndReason : uint32_t { kEndExit = 0, kEndSignal = 1 };
 
 struct EndRecord {
   int64_t ts_ns;
-  uint32_t reason;              // EndReason
-  int32_t signal;               // for kEndSignal
+  uint32_t reason;  // EndReason
+  int32_t signal;   // for kEndSignal
 };
 
 #pragma pack(pop)
@@ -290,7 +308,8 @@ struct EndRecord {
 template <typename Sink, typename Payload>
 void AppendRecord(Sink& sink, RecordType type, const Payload& payload, const void* tail = nullptr,
                   uint32_t tail_size = 0) {
-  RecordHeader h{static_cast<uint16_t>(type), 0, static_cast<uint32_t>(sizeof(Payload) + tail_size)};
+  RecordHeader h{static_cast<uint16_t>(type), 0,
+                 static_cast<uint32_t>(sizeof(Payload) + tail_size)};
   sink.append(reinterpret_cast<const char*>(&h), sizeof h);
   sink.append(reinterpret_cast<const char*>(&payload), sizeof payload);
   if (tail_size) sink.append(static_cast<const char*>(tail), tail_size);

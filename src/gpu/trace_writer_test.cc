@@ -88,10 +88,10 @@ TEST(CopyFingerprintTest, SameBytesSameHashAnyChangeDiffers) {
   bool sampled = true;
   uint64_t ha = Fingerprint(a.data(), a.size(), &sampled);
   EXPECT_NE(ha, 0u);
-  EXPECT_FALSE(sampled);  // 1 MiB: hashed whole
+  EXPECT_FALSE(sampled);                           // 1 MiB: hashed whole
   EXPECT_EQ(Fingerprint(b.data(), b.size()), ha);  // same bytes elsewhere in memory
   b[a.size() - 1] ^= 1;
-  EXPECT_NE(Fingerprint(b.data(), b.size()), ha);  // the very last byte counts
+  EXPECT_NE(Fingerprint(b.data(), b.size()), ha);      // the very last byte counts
   EXPECT_NE(Fingerprint(a.data(), a.size() - 1), ha);  // the size counts
   // Odd sizes (not a multiple of the 64 KiB reads or of 8).
   EXPECT_NE(Fingerprint(a.data(), 65537), 0u);

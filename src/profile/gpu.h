@@ -8,38 +8,38 @@
 namespace opscope::profile {
 
 struct GpuKernel {
-  std::string name;           // demangled
+  std::string name;  // demangled
   int32_t device = 0, stream = 0;
   int64_t start_ns = 0, end_ns = 0;  // on the CPU clock (aligned)
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int32_t registers_per_thread = 0;
   int64_t static_shared_bytes = 0, dynamic_shared_bytes = 0;
   uint32_t correlation_id = 0;
-  double occupancy = 0;       // theoretical, 0..1 (0 if unknown)
-  int32_t range = -1;         // innermost enclosing NVTX range of the launching thread
-  int32_t tid = 0;            // thread that launched it (0 if the launch API call is unknown)
+  double occupancy = 0;           // theoretical, 0..1 (0 if unknown)
+  int32_t range = -1;             // innermost enclosing NVTX range of the launching thread
+  int32_t tid = 0;                // thread that launched it (0 if the launch API call is unknown)
   int32_t occupancy_limiter = 0;  // what bounds `occupancy`: see OccupancyLimiter below
   // Measured with `opscope gpu --metrics` (CUPTI range profiler, kernel replay); -1 = not measured.
-  double sm_throughput_pct = -1;      // SM throughput, % of peak sustained
-  double memory_throughput_pct = -1;  // memory throughput (busiest of DRAM, L2, L1), % of peak
-  double dram_throughput_pct = -1;    // DRAM throughput, % of peak
-  double achieved_occupancy_pct = -1; // active warps, % of the SM's maximum
-  double metrics_duration_ns = -1;    // the kernel's time under replay (gpu__time_duration)
+  double sm_throughput_pct = -1;       // SM throughput, % of peak sustained
+  double memory_throughput_pct = -1;   // memory throughput (busiest of DRAM, L2, L1), % of peak
+  double dram_throughput_pct = -1;     // DRAM throughput, % of peak
+  double achieved_occupancy_pct = -1;  // active warps, % of the SM's maximum
+  double metrics_duration_ns = -1;     // the kernel's time under replay (gpu__time_duration)
   // "compute", "memory" or "latency" from the two throughputs (profile/gpu_kernel_bound.h);
   // "" = no metrics.
   std::string bound;
 };
 
 struct GpuMemcpy {
-  std::string kind;           // "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"
+  std::string kind;  // "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"
   int64_t bytes = 0;
-  bool pageable = false;      // host side pageable (not pinned)
+  bool pageable = false;  // host side pageable (not pinned)
   int32_t device = 0, stream = 0;
   int64_t start_ns = 0, end_ns = 0;
   uint32_t correlation_id = 0;
   int32_t range = -1;
-  int32_t tid = 0;            // thread that issued it (0 if unknown)
-  bool async = false;         // issued by a *Async call
+  int32_t tid = 0;     // thread that issued it (0 if unknown)
+  bool async = false;  // issued by a *Async call
   // Fingerprint of the host bytes of an HtoD copy (16 hex digits), "" when not taken; a
   // "sampled" one covers evenly spaced blocks of a large copy, not every byte.
   std::string content_hash;
@@ -54,8 +54,8 @@ struct GpuMemset {
 };
 
 struct GpuApiCall {
-  std::string name;           // "cudaLaunchKernel", "cuMemcpyHtoD_v2", ...
-  std::string api;            // "runtime" or "driver"
+  std::string name;  // "cudaLaunchKernel", "cuMemcpyHtoD_v2", ...
+  std::string api;   // "runtime" or "driver"
   int32_t tid = 0;
   int64_t start_ns = 0, end_ns = 0;
   uint32_t correlation_id = 0;
@@ -63,8 +63,8 @@ struct GpuApiCall {
 
 // Host time spent waiting for the GPU (cudaStreamSynchronize, cudaEventSynchronize, ...).
 struct GpuSync {
-  std::string type;           // "stream", "event", "context", "stream_wait_event", "unknown"
-  int32_t tid = 0;            // waiting thread (0 if unknown)
+  std::string type;  // "stream", "event", "context", "stream_wait_event", "unknown"
+  int32_t tid = 0;   // waiting thread (0 if unknown)
   int32_t stream = 0;
   int64_t start_ns = 0, end_ns = 0;
   uint32_t correlation_id = 0;
@@ -95,7 +95,7 @@ struct GpuSection {
   // False when a trace ended without its end record (the program was killed or crashed where
   // no handler could run): what is here is valid, what came after is missing.
   bool complete = true;
-  int32_t end_signal = 0;     // the fatal signal the tracer saw, 0 for a normal exit
+  int32_t end_signal = 0;  // the fatal signal the tracer saw, 0 for a normal exit
   // Replay passes per kernel of `--metrics` (each kernel ran this many times); 0 = no metrics.
   int32_t metrics_passes = 0;
 };
@@ -103,18 +103,23 @@ struct GpuSection {
 // What bounds a kernel's theoretical occupancy (computed by gpu/occupancy.h).
 enum OccupancyLimiter : int32_t {
   kLimitUnknown = 0,
-  kLimitWarps = 1,      // block size: warps per SM
-  kLimitBlocks = 2,     // resident blocks per SM
+  kLimitWarps = 1,   // block size: warps per SM
+  kLimitBlocks = 2,  // resident blocks per SM
   kLimitRegisters = 3,
   kLimitSharedMemory = 4,
 };
 inline const char* LimiterName(int32_t limiter) {
   switch (limiter) {
-    case kLimitWarps: return "warps";
-    case kLimitBlocks: return "blocks";
-    case kLimitRegisters: return "registers";
-    case kLimitSharedMemory: return "shared memory";
-    default: return "unknown";
+    case kLimitWarps:
+      return "warps";
+    case kLimitBlocks:
+      return "blocks";
+    case kLimitRegisters:
+      return "registers";
+    case kLimitSharedMemory:
+      return "shared memory";
+    default:
+      return "unknown";
   }
 }
 

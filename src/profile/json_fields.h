@@ -5,8 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #define OPSCOPE_JSON_PUT(field) j[#field] = v.field
-#define OPSCOPE_JSON_GET(field)                                          \
-  do {                                                                   \
-    if (auto it_ = j.find(#field); it_ != j.end() && !it_->is_null())    \
-      it_->get_to(v.field);                                              \
+#define OPSCOPE_JSON_GET(field)                                                             \
+  do {                                                                                      \
+    if (auto it_ = j.find(#field); it_ != j.end() && !it_->is_null()) it_->get_to(v.field); \
   } while (0)

@@ -37,7 +37,8 @@ Status Validate(const Profile& p) {
   }
   if (share_sum > 1 + 1e-3) return bad("op shares sum to more than 1");
   for (const OpEvent& e : p.op_events) {
-    if (e.op < 0 || static_cast<size_t>(e.op) >= p.ops.size()) return bad("op event refers to a missing op");
+    if (e.op < 0 || static_cast<size_t>(e.op) >= p.ops.size())
+      return bad("op event refers to a missing op");
     if (e.dur_ns < 0) return bad("op event with negative duration");
   }
   for (size_t i = 0; i < p.ranges.size(); ++i) {
@@ -59,7 +60,8 @@ Status Validate(const Profile& p) {
   }
   if (p.stat) {
     for (const StatRun& run : p.stat->runs) {
-      if (!Finite(run.wall_ms) || run.wall_ms < 0) return bad("stat run with a negative or non-finite wall time");
+      if (!Finite(run.wall_ms) || run.wall_ms < 0)
+        return bad("stat run with a negative or non-finite wall time");
       for (const CounterReading& c : run.counters) {
         if (c.event.empty()) return bad("stat counter without an event name");
         if (!Finite(c.value) || !Finite(c.raw) || c.value < 0 || c.raw < 0)
@@ -75,7 +77,8 @@ Status Validate(const Profile& p) {
     const int32_t nranges = static_cast<int32_t>(p.ranges.size());
     for (const auto& k : p.gpu->kernels) {
       if (k.end_ns < k.start_ns) return bad("kernel '" + k.name + "' ends before it starts");
-      if (k.range < -1 || k.range >= nranges) return bad("kernel '" + k.name + "' refers to a missing range");
+      if (k.range < -1 || k.range >= nranges)
+        return bad("kernel '" + k.name + "' refers to a missing range");
       if (!Finite(k.occupancy) || k.occupancy < 0 || k.occupancy > 1)
         return bad("kernel '" + k.name + "' has occupancy outside [0,1]");
     }
@@ -92,7 +95,8 @@ Status Validate(const Profile& p) {
   }
   for (const ClockSample& c : p.clocks)
     if (!Finite(c.cpu_mhz) || c.cpu_mhz < 0 || !Finite(c.temp_c))
-      return bad("clock sample of run " + std::to_string(c.run) + " has an invalid frequency or temperature");
+      return bad("clock sample of run " + std::to_string(c.run) +
+                 " has an invalid frequency or temperature");
   return Status::Ok();
 }
 

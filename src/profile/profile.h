@@ -36,9 +36,9 @@ struct Meta {
   std::string created;       // ISO 8601 UTC
   std::string host, kernel, arch, cpu_model;
   int logical_cpus = 0;
-  std::string governor;      // cpufreq governor, "" if unknown
-  double cpu_mhz = 0;        // frequency at start, 0 if unknown
-  int threads = 0;           // threads the engine used (profile), 0 if not applicable
+  std::string governor;  // cpufreq governor, "" if unknown
+  double cpu_mhz = 0;    // frequency at start, 0 if unknown
+  int threads = 0;       // threads the engine used (profile), 0 if not applicable
   int warmup = 0;
   int runs = 0;
   // Every way this profile is less than it was asked to be, in words a user understands:
@@ -58,12 +58,12 @@ struct E2E {
 struct OpRecord {
   std::string name;
   std::string op_type;
-  std::string domain;                               // "" for the default ONNX domain
-  int index = 0;                                    // position in the graph's node order
-  std::vector<std::vector<int64_t>> input_shapes;   // one entry per input ({} for a scalar)
+  std::string domain;                              // "" for the default ONNX domain
+  int index = 0;                                   // position in the graph's node order
+  std::vector<std::vector<int64_t>> input_shapes;  // one entry per input ({} for a scalar)
   std::vector<std::vector<int64_t>> output_shapes;
-  double flops = 0;   // floating-point operations per run (multiply-add = 2)
-  double bytes = 0;   // compulsory traffic per run: inputs read + outputs written, bytes
+  double flops = 0;  // floating-point operations per run (multiply-add = 2)
+  double bytes = 0;  // compulsory traffic per run: inputs read + outputs written, bytes
   // Integer operations per run of a quantized kernel (int8 multiply-add into int32 = 2); JSON
   // key "ops", written only when non-zero.
   double int_ops = 0;
@@ -81,7 +81,7 @@ struct OpRecord {
   // info Metadata); empty when unknown (and omitted in JSON). `diff` compares layers made of
   // the same nodes as groups (analysis/diff.h).
   std::vector<std::string> source_nodes;
-  std::string attribution = "measured"; // how runs_ms was obtained
+  std::string attribution = "measured";  // how runs_ms was obtained
   // Memory order the engine kept this Conv's input/output in when it differs from ONNX's NCHW
   // (channels-last regions), e.g. "NHWC in, NCHW out"; empty otherwise (and omitted in JSON).
   std::string layout;
@@ -90,20 +90,20 @@ struct OpRecord {
 
 // One timed occurrence of an op on a thread, for timelines (Chrome trace).
 struct OpEvent {
-  int32_t op = 0;    // index into Profile::ops
-  int32_t run = 0;   // measured-run number, 0-based
-  int32_t tid = 0;   // OS thread id that ran it
+  int32_t op = 0;   // index into Profile::ops
+  int32_t run = 0;  // measured-run number, 0-based
+  int32_t tid = 0;  // OS thread id that ran it
   int64_t start_ns = 0;
   int64_t dur_ns = 0;
 };
 
 // opscope's own cost, measured in the same session.
 struct Overhead {
-  double baseline_median_ms = 0;   // observer off
-  double observed_median_ms = 0;   // observer on (what the per-op numbers come from)
-  double pct = 0;                  // (observed - baseline) / baseline * 100
-  double counters_pct = 0;         // extra cost of per-op counters, 0 if not used
-  std::string method;              // how it was measured, in words
+  double baseline_median_ms = 0;  // observer off
+  double observed_median_ms = 0;  // observer on (what the per-op numbers come from)
+  double pct = 0;                 // (observed - baseline) / baseline * 100
+  double counters_pct = 0;        // extra cost of per-op counters, 0 if not used
+  std::string method;             // how it was measured, in words
   // False when the difference is inside the run-to-run noise: the 95% interval of the median
   // paired difference (observed run i minus baseline run i, % of the baseline median) contains 0.
   bool measurable = true;
@@ -125,12 +125,12 @@ struct Profile {
   std::vector<OpRecord> ops;
   std::vector<OpEvent> op_events;
   std::optional<Overhead> overhead;
-  std::optional<StatSection> stat;        // opscope stat
-  std::optional<SampleSection> samples;   // opscope record / profile --sample
-  std::vector<Range> ranges;              // opscope run / NVTX
-  std::optional<GpuSection> gpu;          // opscope gpu
-  std::vector<Finding> findings;          // analysis: advice with evidence
-  std::vector<ClockSample> clocks;        // per-run clock/temperature samples (hygiene)
+  std::optional<StatSection> stat;       // opscope stat
+  std::optional<SampleSection> samples;  // opscope record / profile --sample
+  std::vector<Range> ranges;             // opscope run / NVTX
+  std::optional<GpuSection> gpu;         // opscope gpu
+  std::vector<Finding> findings;         // analysis: advice with evidence
+  std::vector<ClockSample> clocks;       // per-run clock/temperature samples (hygiene)
 };
 
 // Checks the invariants every reporter may rely on. Sources call it last; loaders call it on

@@ -13,36 +13,81 @@
 namespace opscope {
 
 void to_json(nlohmann::json& j, const Stats& v) {
-  OPSCOPE_JSON_PUT(n); OPSCOPE_JSON_PUT(mean); OPSCOPE_JSON_PUT(median);
-  OPSCOPE_JSON_PUT(trimmed_mean); OPSCOPE_JSON_PUT(min); OPSCOPE_JSON_PUT(max);
-  OPSCOPE_JSON_PUT(p90); OPSCOPE_JSON_PUT(stddev); OPSCOPE_JSON_PUT(cv);
+  OPSCOPE_JSON_PUT(n);
+  OPSCOPE_JSON_PUT(mean);
+  OPSCOPE_JSON_PUT(median);
+  OPSCOPE_JSON_PUT(trimmed_mean);
+  OPSCOPE_JSON_PUT(min);
+  OPSCOPE_JSON_PUT(max);
+  OPSCOPE_JSON_PUT(p90);
+  OPSCOPE_JSON_PUT(stddev);
+  OPSCOPE_JSON_PUT(cv);
 }
 void from_json(const nlohmann::json& j, Stats& v) {
-  OPSCOPE_JSON_GET(n); OPSCOPE_JSON_GET(mean); OPSCOPE_JSON_GET(median);
-  OPSCOPE_JSON_GET(trimmed_mean); OPSCOPE_JSON_GET(min); OPSCOPE_JSON_GET(max);
-  OPSCOPE_JSON_GET(p90); OPSCOPE_JSON_GET(stddev); OPSCOPE_JSON_GET(cv);
+  OPSCOPE_JSON_GET(n);
+  OPSCOPE_JSON_GET(mean);
+  OPSCOPE_JSON_GET(median);
+  OPSCOPE_JSON_GET(trimmed_mean);
+  OPSCOPE_JSON_GET(min);
+  OPSCOPE_JSON_GET(max);
+  OPSCOPE_JSON_GET(p90);
+  OPSCOPE_JSON_GET(stddev);
+  OPSCOPE_JSON_GET(cv);
 }
 
 }  // namespace opscope
 
 namespace opscope::profile {
 
-#define META_FIELDS(X) X(kind); X(tool_version); X(build_type); X(source); X(created); \
-  X(host); X(kernel); X(arch); X(cpu_model); X(logical_cpus); X(governor); X(cpu_mhz); \
-  X(threads); X(warmup); X(runs); X(degradations); X(extra)
+#define META_FIELDS(X) \
+  X(kind);             \
+  X(tool_version);     \
+  X(build_type);       \
+  X(source);           \
+  X(created);          \
+  X(host);             \
+  X(kernel);           \
+  X(arch);             \
+  X(cpu_model);        \
+  X(logical_cpus);     \
+  X(governor);         \
+  X(cpu_mhz);          \
+  X(threads);          \
+  X(warmup);           \
+  X(runs);             \
+  X(degradations);     \
+  X(extra)
 void to_json(nlohmann::json& j, const Meta& v) { META_FIELDS(OPSCOPE_JSON_PUT); }
 void from_json(const nlohmann::json& j, Meta& v) { META_FIELDS(OPSCOPE_JSON_GET); }
 
 void to_json(nlohmann::json& j, const E2E& v) {
-  OPSCOPE_JSON_PUT(runs_ms); OPSCOPE_JSON_PUT(stats); OPSCOPE_JSON_PUT(throughput_per_s);
+  OPSCOPE_JSON_PUT(runs_ms);
+  OPSCOPE_JSON_PUT(stats);
+  OPSCOPE_JSON_PUT(throughput_per_s);
 }
 void from_json(const nlohmann::json& j, E2E& v) {
-  OPSCOPE_JSON_GET(runs_ms); OPSCOPE_JSON_GET(stats); OPSCOPE_JSON_GET(throughput_per_s);
+  OPSCOPE_JSON_GET(runs_ms);
+  OPSCOPE_JSON_GET(stats);
+  OPSCOPE_JSON_GET(throughput_per_s);
 }
 
-#define OP_FIELDS(X) X(name); X(op_type); X(domain); X(index); X(input_shapes); \
-  X(output_shapes); X(flops); X(bytes); X(runs_ms); X(stats); X(share); X(status); X(step); \
-  X(fused_with); X(attribution); X(counters)
+#define OP_FIELDS(X) \
+  X(name);           \
+  X(op_type);        \
+  X(domain);         \
+  X(index);          \
+  X(input_shapes);   \
+  X(output_shapes);  \
+  X(flops);          \
+  X(bytes);          \
+  X(runs_ms);        \
+  X(stats);          \
+  X(share);          \
+  X(status);         \
+  X(step);           \
+  X(fused_with);     \
+  X(attribution);    \
+  X(counters)
 void to_json(nlohmann::json& j, const OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_PUT);
   if (!v.layout.empty()) OPSCOPE_JSON_PUT(layout);
@@ -61,21 +106,37 @@ void to_json(nlohmann::json& j, const OpEvent& v) {
   j = nlohmann::json::array({v.op, v.run, v.tid, v.start_ns, v.dur_ns});
 }
 void from_json(const nlohmann::json& j, OpEvent& v) {
-  if (!j.is_array() || j.size() != 5) throw nlohmann::json::type_error::create(302, "op event must be [op, run, tid, start_ns, dur_ns]", &j);
-  v.op = j[0].get<int32_t>(); v.run = j[1].get<int32_t>(); v.tid = j[2].get<int32_t>();
-  v.start_ns = j[3].get<int64_t>(); v.dur_ns = j[4].get<int64_t>();
+  if (!j.is_array() || j.size() != 5)
+    throw nlohmann::json::type_error::create(
+        302, "op event must be [op, run, tid, start_ns, dur_ns]", &j);
+  v.op = j[0].get<int32_t>();
+  v.run = j[1].get<int32_t>();
+  v.tid = j[2].get<int32_t>();
+  v.start_ns = j[3].get<int64_t>();
+  v.dur_ns = j[4].get<int64_t>();
 }
 
-#define OVERHEAD_FIELDS(X) X(baseline_median_ms); X(observed_median_ms); X(pct); \
-  X(counters_pct); X(method); X(measurable); X(noise_low_pct); X(noise_high_pct)
+#define OVERHEAD_FIELDS(X) \
+  X(baseline_median_ms);   \
+  X(observed_median_ms);   \
+  X(pct);                  \
+  X(counters_pct);         \
+  X(method);               \
+  X(measurable);           \
+  X(noise_low_pct);        \
+  X(noise_high_pct)
 void to_json(nlohmann::json& j, const Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_PUT); }
 void from_json(const nlohmann::json& j, Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_GET); }
 
 void to_json(nlohmann::json& j, const ClockSample& v) {
-  OPSCOPE_JSON_PUT(run); OPSCOPE_JSON_PUT(cpu_mhz); OPSCOPE_JSON_PUT(temp_c);
+  OPSCOPE_JSON_PUT(run);
+  OPSCOPE_JSON_PUT(cpu_mhz);
+  OPSCOPE_JSON_PUT(temp_c);
 }
 void from_json(const nlohmann::json& j, ClockSample& v) {
-  OPSCOPE_JSON_GET(run); OPSCOPE_JSON_GET(cpu_mhz); OPSCOPE_JSON_GET(temp_c);
+  OPSCOPE_JSON_GET(run);
+  OPSCOPE_JSON_GET(cpu_mhz);
+  OPSCOPE_JSON_GET(temp_c);
 }
 
 namespace {
@@ -139,9 +200,11 @@ void from_json(const nlohmann::json& j, Profile& p) {
   get("e2e", p.e2e);
   get("ops", p.ops);
   get("op_events", p.op_events);
-  if (auto it = j.find("overhead"); it != j.end() && !it->is_null()) p.overhead = it->get<Overhead>();
+  if (auto it = j.find("overhead"); it != j.end() && !it->is_null())
+    p.overhead = it->get<Overhead>();
   if (auto it = j.find("stat"); it != j.end() && !it->is_null()) p.stat = it->get<StatSection>();
-  if (auto it = j.find("samples"); it != j.end() && !it->is_null()) p.samples = it->get<SampleSection>();
+  if (auto it = j.find("samples"); it != j.end() && !it->is_null())
+    p.samples = it->get<SampleSection>();
   get("ranges", p.ranges);
   if (auto it = j.find("gpu"); it != j.end() && !it->is_null()) p.gpu = it->get<GpuSection>();
   get("findings", p.findings);
@@ -171,16 +234,19 @@ std::string Num(double v) {
 // Every time field a profile carries must be finite, >= 0 and plausible; the error names it.
 Status CheckTime(double v, const std::string& field) {
   if (std::isfinite(v) && v >= 0 && v <= kMaxPlausibleMs) return Status::Ok();
-  return DataLoss("invalid profile: " + field + " = " + Num(v) + " ms is not a plausible time (it "
-                  "must be finite, at least 0 and at most " + Num(kMaxPlausibleMs) +
-                  " ms, about 28 hours)");
+  return DataLoss("invalid profile: " + field + " = " + Num(v) +
+                  " ms is not a plausible time (it "
+                  "must be finite, at least 0 and at most " +
+                  Num(kMaxPlausibleMs) + " ms, about 28 hours)");
 }
 
 Status CheckStats(const Stats& st, const std::string& where) {
   const std::pair<const char*, double> fields[] = {
-      {"mean", st.mean}, {"median", st.median}, {"trimmed_mean", st.trimmed_mean}, {"min", st.min},
-      {"max", st.max},   {"p90", st.p90},       {"stddev", st.stddev}};
-  for (const auto& [name, v] : fields) OPSCOPE_RETURN_IF_ERROR(CheckTime(v, where + ".stats." + name));
+      {"mean", st.mean},    {"median", st.median}, {"trimmed_mean", st.trimmed_mean},
+      {"min", st.min},      {"max", st.max},       {"p90", st.p90},
+      {"stddev", st.stddev}};
+  for (const auto& [name, v] : fields)
+    OPSCOPE_RETURN_IF_ERROR(CheckTime(v, where + ".stats." + name));
   return Status::Ok();
 }
 
@@ -191,16 +257,20 @@ Status CheckTimes(const Profile& p) {
   for (size_t i = 0; i < p.ops.size(); ++i) {
     std::string where = "ops[" + std::to_string(i) + "] ('" + p.ops[i].name + "')";
     for (size_t k = 0; k < p.ops[i].runs_ms.size(); ++k)
-      OPSCOPE_RETURN_IF_ERROR(CheckTime(p.ops[i].runs_ms[k], where + ".runs_ms[" + std::to_string(k) + "]"));
+      OPSCOPE_RETURN_IF_ERROR(
+          CheckTime(p.ops[i].runs_ms[k], where + ".runs_ms[" + std::to_string(k) + "]"));
     OPSCOPE_RETURN_IF_ERROR(CheckStats(p.ops[i].stats, where));
   }
   if (p.overhead) {
-    OPSCOPE_RETURN_IF_ERROR(CheckTime(p.overhead->baseline_median_ms, "overhead.baseline_median_ms"));
-    OPSCOPE_RETURN_IF_ERROR(CheckTime(p.overhead->observed_median_ms, "overhead.observed_median_ms"));
+    OPSCOPE_RETURN_IF_ERROR(
+        CheckTime(p.overhead->baseline_median_ms, "overhead.baseline_median_ms"));
+    OPSCOPE_RETURN_IF_ERROR(
+        CheckTime(p.overhead->observed_median_ms, "overhead.observed_median_ms"));
   }
   if (p.stat)
     for (size_t i = 0; i < p.stat->runs.size(); ++i)
-      OPSCOPE_RETURN_IF_ERROR(CheckTime(p.stat->runs[i].wall_ms, "stat.runs[" + std::to_string(i) + "].wall_ms"));
+      OPSCOPE_RETURN_IF_ERROR(
+          CheckTime(p.stat->runs[i].wall_ms, "stat.runs[" + std::to_string(i) + "].wall_ms"));
   return Status::Ok();
 }
 
@@ -208,18 +278,21 @@ Status CheckTimes(const Profile& p) {
 
 StatusOr<Profile> FromJsonString(const std::string& text, const std::string& origin) {
   if (text.rfind("OPSREC", 0) == 0)
-    return Unsupported(origin + ": this is a record file from `opscope record` (call-stack samples), "
-                       "not a JSON profile; read it with `opscope report " + origin + "`");
+    return Unsupported(origin +
+                       ": this is a record file from `opscope record` (call-stack samples), "
+                       "not a JSON profile; read it with `opscope report " +
+                       origin + "`");
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded())
     return DataLoss(origin + ": not valid JSON (truncated or corrupt profile?)");
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
-    return Unsupported(origin + ": not an opscope profile (no \"schema\" field); "
+    return Unsupported(origin +
+                       ": not an opscope profile (no \"schema\" field); "
                        "use `opscope import` for other tools' formats");
   std::string schema = j["schema"].get<std::string>();
   if (schema != kSchema)
-    return Unsupported(origin + ": profile schema '" + schema + "' is not supported (this opscope reads '" +
-                       kSchema + "')");
+    return Unsupported(origin + ": profile schema '" + schema +
+                       "' is not supported (this opscope reads '" + kSchema + "')");
   Profile p;
   try {
     p = j.get<Profile>();

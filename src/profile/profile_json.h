@@ -28,13 +28,13 @@ void from_json(const nlohmann::json& j, Overhead& v);
 void to_json(nlohmann::json& j, const ClockSample& v);
 void from_json(const nlohmann::json& j, ClockSample& v);
 
-void to_json(nlohmann::json& j, const StatSection& v);       // stat_json.cc
+void to_json(nlohmann::json& j, const StatSection& v);  // stat_json.cc
 void from_json(const nlohmann::json& j, StatSection& v);
-void to_json(nlohmann::json& j, const SampleSection& v);     // samples_json.cc
+void to_json(nlohmann::json& j, const SampleSection& v);  // samples_json.cc
 void from_json(const nlohmann::json& j, SampleSection& v);
-void to_json(nlohmann::json& j, const Range& v);             // ranges_json.cc
+void to_json(nlohmann::json& j, const Range& v);  // ranges_json.cc
 void from_json(const nlohmann::json& j, Range& v);
-void to_json(nlohmann::json& j, const GpuSection& v);        // gpu_json.cc
+void to_json(nlohmann::json& j, const GpuSection& v);  // gpu_json.cc
 void from_json(const nlohmann::json& j, GpuSection& v);
 // The gpu section with its record arrays (kernels, memcpys, memsets, api_calls) replaced by the
 // string kGpuArraySlot + name, and the writer of one such array in the text nlohmann's dump
@@ -45,7 +45,7 @@ inline constexpr char kGpuArraySlot[] = "\x01opscope-gpu-array\x01";
 void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v);
 bool WriteGpuArray(const GpuSection& v, std::string_view name, int indent, std::string_view pad,
                    const std::function<void(std::string_view)>& sink);
-void to_json(nlohmann::json& j, const Finding& v);           // findings_json.cc
+void to_json(nlohmann::json& j, const Finding& v);  // findings_json.cc
 void from_json(const nlohmann::json& j, Finding& v);
 
 void to_json(nlohmann::json& j, const Profile& p);

@@ -83,7 +83,9 @@ TEST(ProfileTest, LoadRejectsImplausibleTimesNamingTheField) {
        "ops[0] ('conv').stats.trimmed_mean"},
       {[](nlohmann::json& j) { j["ops"][1]["runs_ms"][2] = -0.5; }, "ops[1] ('relu').runs_ms[2]"},
       {[](nlohmann::json& j) { j["ops"][0]["stats"]["min"] = -1e-3; }, "ops[0] ('conv').stats.min"},
-      {[](nlohmann::json& j) { j["overhead"] = {{"baseline_median_ms", -1.0}}; },
+      {[](nlohmann::json& j) {
+         j["overhead"] = {{"baseline_median_ms", -1.0}};
+       },
        "overhead.baseline_median_ms"},
   };
   for (const Case& c : cases) {
@@ -100,11 +102,13 @@ TEST(ProfileTest, RecordFileIsNamedAsSuch) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message().find("not valid JSON"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("record file"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("opscope report x.rec"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("opscope report x.rec"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(ProfileTest, RejectsBadInput) {
-  EXPECT_EQ(FromJsonString("{\"schema\": \"opscope.pro", "t").status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(FromJsonString("{\"schema\": \"opscope.pro", "t").status().code(),
+            StatusCode::kDataLoss);
   EXPECT_EQ(FromJsonString("{\"traceEvents\": []}", "t").status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(FromJsonString("{\"schema\": \"opscope.profile/9\"}", "t").status().code(),
             StatusCode::kUnsupported);

@@ -3,7 +3,14 @@
 
 namespace opscope::profile {
 
-#define RANGE_FIELDS(X) X(name); X(domain); X(tid); X(start_ns); X(end_ns); X(depth); X(parent); \
+#define RANGE_FIELDS(X) \
+  X(name);              \
+  X(domain);            \
+  X(tid);               \
+  X(start_ns);          \
+  X(end_ns);            \
+  X(depth);             \
+  X(parent);            \
   X(counters)
 // "run" only where a source knows it (`opscope run`), so other profiles keep their bytes.
 void to_json(nlohmann::json& j, const Range& v) {

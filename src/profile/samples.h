@@ -11,12 +11,12 @@
 namespace opscope::profile {
 
 struct Frame {
-  std::string function;   // demangled; "[unknown]" if it could not be symbolized
-  std::string module;     // basename of the ELF file or "[jit]", "[kernel]"
-  std::string file;       // source file, "" if no debug info
+  std::string function;  // demangled; "[unknown]" if it could not be symbolized
+  std::string module;    // basename of the ELF file or "[jit]", "[kernel]"
+  std::string file;      // source file, "" if no debug info
   int line = 0;
-  uint64_t address = 0;   // module-relative address
-  bool inlined = false;   // an inlined frame reconstructed from debug info
+  uint64_t address = 0;  // module-relative address
+  bool inlined = false;  // an inlined frame reconstructed from debug info
 };
 
 // A sampled ELF file: what Frame::module names (its basename), where it was when recorded, and its
@@ -33,16 +33,16 @@ struct Sample {
   std::vector<uint32_t> stack;  // indices into frames, leaf first
   int32_t pid = 0, tid = 0;
   int64_t time_ns = 0;
-  double weight = 1;            // period in `unit` (ns of cpu-clock, or cycles)
-  int32_t op = -1;              // index into Profile::ops executing at that time, -1 if none
+  double weight = 1;  // period in `unit` (ns of cpu-clock, or cycles)
+  int32_t op = -1;    // index into Profile::ops executing at that time, -1 if none
 };
 
 struct SampleSection {
-  std::string event;            // "cycles" or "cpu-clock"
-  std::string unit;             // "ns" or "cycles"
-  std::string call_graph;       // "fp" or "dwarf"
+  std::string event;       // "cycles" or "cpu-clock"
+  std::string unit;        // "ns" or "cycles"
+  std::string call_graph;  // "fp" or "dwarf"
   double frequency_hz = 0;
-  uint64_t lost = 0;            // samples lost in ring-buffer overflow (PERF_RECORD_LOST)
+  uint64_t lost = 0;  // samples lost in ring-buffer overflow (PERF_RECORD_LOST)
   std::vector<Frame> frames;
   std::vector<Sample> samples;
   std::map<int32_t, std::string> thread_names;  // tid -> comm

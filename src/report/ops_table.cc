@@ -85,8 +85,7 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
               ShapesCell(op->input_shapes), ShapesCell(op->output_shapes),
               HumanMs(op->stats.median), HumanMs(op->stats.trimmed_mean),
               F("%.1f%%", op->share * 100), F("%.1f%%", cum * 100), HumanCount(work) + mark,
-              HumanBytes(op->bytes),
-              sec > 0 && work > 0 ? F("%.2f", work / sec / 1e9) + mark : "-",
+              HumanBytes(op->bytes), sec > 0 && work > 0 ? F("%.2f", work / sec / 1e9) + mark : "-",
               sec > 0 && op->bytes > 0 ? F("%.2f", op->bytes / sec / 1e9) : "-"});
     if (op->status == "fused")
       t.AddNote("   fused in step '" + EscapeControl(op->step) + "' with " +

@@ -2,8 +2,8 @@
 // pipeline (injection, tracer, trace files, decoding, report, JSON) on a CPU program annotated
 // with NVTX — the half of the tracer that works without CUDA.
 #include <dlfcn.h>
-#include <signal.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,12 +12,12 @@
 #include <map>
 #include <string>
 
+#include "analysis/gpu_summary.h"
 #include "base/files.h"
 #include "gpu/launch.h"
-#include "analysis/gpu_summary.h"
-#include "report/gpu_table.h"
 #include "gpu/trace_forge_test_util.h"
 #include "profile/profile_io.h"
+#include "report/gpu_table.h"
 #include "tests/cli_util.h"
 
 namespace opscope {
@@ -39,7 +39,8 @@ class GpuCliTest : public ::testing::Test {
 
   Result Run(const std::string& args) {
     std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    std::string cmd = std::string(OPSCOPE_BINARY_DIR "/opscope gpu ") + args + " >" + out + " 2>" + err;
+    std::string cmd =
+        std::string(OPSCOPE_BINARY_DIR "/opscope gpu ") + args + " >" + out + " 2>" + err;
     int status = std::system(cmd.c_str());
     Result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -61,7 +62,8 @@ TEST_F(GpuCliTest, NoDriverSaysSoInOneLineAndFails) {
   EXPECT_NE(r.code, 0);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
-            "opscope: error: no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs an NVIDIA GPU\n");
+            "opscope: error: no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs "
+            "an NVIDIA GPU\n");
 }
 
 TEST_F(GpuCliTest, MetricsWithoutDriverIsTheSameOneLine) {
@@ -73,7 +75,8 @@ TEST_F(GpuCliTest, MetricsWithoutDriverIsTheSameOneLine) {
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
-            "opscope: error: no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs an NVIDIA GPU\n");
+            "opscope: error: no NVIDIA driver found (libcuda.so.1 not loadable): opscope gpu needs "
+            "an NVIDIA GPU\n");
 }
 
 TEST_F(GpuCliTest, MetricsHelpSaysWhatItCosts) {
@@ -104,10 +107,12 @@ TEST_F(GpuCliTest, FromTraceWithMetricsShowsThroughputAndBound) {
   std::string json = Path("m.json");
   Result r = Run("--from-trace " + dir_.string() + " -o " + json);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("Kernel throughput (--metrics: CUPTI range profiler, 7 replay pass(es)"), std::string::npos)
+  EXPECT_NE(r.out.find("Kernel throughput (--metrics: CUPTI range profiler, 7 replay pass(es)"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("memory-bound"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("1 memory-bound GPU kernel(s) take 40.0% of measured kernel time"), std::string::npos)
+  EXPECT_NE(r.out.find("1 memory-bound GPU kernel(s) take 40.0% of measured kernel time"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("not comparable with a run without --metrics"), std::string::npos) << r.out;
   auto p = profile::LoadProfile(json);
@@ -212,7 +217,8 @@ TEST_F(GpuCliTest, TracerNeverFailsItsHostWithoutADriver) {
   auto p = profile::LoadProfile(json);
   ASSERT_TRUE(p.ok());
   bool said = false;
-  for (const auto& d : p->meta.degradations) said = said || d.find("cannot record kernels") != std::string::npos;
+  for (const auto& d : p->meta.degradations)
+    said = said || d.find("cannot record kernels") != std::string::npos;
   EXPECT_TRUE(said);
   EXPECT_EQ(p->ranges.size(), 1u);  // NVTX still works
 }
@@ -236,7 +242,8 @@ TEST_F(GpuCliTest, BadInvocations) {
   Result r = Run("--no-driver-check -- /nonexistent/program");
   EXPECT_EQ(r.code, 127);  // the launcher's rule (README "Exit codes")
   EXPECT_NE(r.err.find("command not found: '/nonexistent/program' (no such file)"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   r = Run("--no-driver-check -o " + Path("x.xyz") + " -- true");  // checked before the program runs
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("cannot tell the format"), std::string::npos) << r.err;
@@ -282,7 +289,8 @@ std::string ForgeDemoTrace(int iterations, double* event_ms) {
     f.Memcpy(trace::kHtoD, 4 << 20, b + ms + 101'000, b + ms + 400'000, c++, false, true);
     f.Pop(b + ms + 102'000, tid);
     const char* layers[] = {"layer1_conv", "layer2_relu", "layer3_reduce"};
-    const char* kernels[] = {"_Z9conv_likePKfS0_Pfii", "_Z10relu_scalePfii", "_Z12block_reducePKfPfi"};
+    const char* kernels[] = {"_Z9conv_likePKfS0_Pfii", "_Z10relu_scalePfii",
+                             "_Z12block_reducePKfPfi"};
     int64_t run[] = {ms, ms / 4, 5'000};
     int64_t gpu = b + ms + 400'000;
     for (int k = 0; k < 3; ++k) {
@@ -295,14 +303,17 @@ std::string ForgeDemoTrace(int iterations, double* event_ms) {
       kr.end_ns = gpu + run[k];
       kr.correlation = c++;
       kr.stream = 13;
-      kr.grid[0] = 4096; kr.grid[1] = kr.grid[2] = 1;
-      kr.block[0] = 256; kr.block[1] = kr.block[2] = 1;
+      kr.grid[0] = 4096;
+      kr.grid[1] = kr.grid[2] = 1;
+      kr.block[0] = 256;
+      kr.block[1] = kr.block[2] = 1;
       kr.registers_per_thread = 16;
       kr.dynamic_shared_bytes = k == 2 ? 1024 : 0;
       kr.name = f.Str(kernels[k]);
       f.Add(trace::kKernel, kr);
       gpu += run[k];
-      if (!warm) *event_ms += static_cast<double>(run[k]) * 1.01 / 1e6;  // events bracket a bit more
+      if (!warm)
+        *event_ms += static_cast<double>(run[k]) * 1.01 / 1e6;  // events bracket a bit more
     }
     int64_t t = b + ms + 110'000;
     f.Push("download", t, tid);
@@ -322,7 +333,8 @@ std::string ForgeDemoTrace(int iterations, double* event_ms) {
 class GpuScriptChecksTest : public opscope::GpuCliTest {};
 
 TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors) {
-  if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not available";
+  if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 not available";
   double event_ms = 0;
   std::string trace_path = Path("gpu-1.trace");
   ASSERT_TRUE(WriteFileAtomic(trace_path, ForgeDemoTrace(6, &event_ms)).ok());
@@ -346,7 +358,9 @@ TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors)
   // The report on the same trace, through the command line (--from-trace).
   Result r = Run("--from-trace " + dir_.string() + " --gpu-trace");
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("conv_like(float const*, float const*, float*, int, int)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("conv_like(float const*, float const*, float*, int, int)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("layer1_conv"), std::string::npos);
   EXPECT_NE(r.out.find("is repeated every iteration"), std::string::npos) << r.out;
   // The Chrome trace of the same run: GPU kernels and copies on the GPU process, API calls on
@@ -368,21 +382,23 @@ TEST_F(GpuScriptChecksTest, CheckProfilePassesOnDemoShapedTraceAndCatchesErrors)
       ::opscope::testing::RunShell(std::string(OPSCOPE_BINARY_DIR "/opscope report ") + saved);
   EXPECT_EQ(rep.exit_code, 0) << rep.err;
   EXPECT_NE(rep.out.find("GPU activities:"), std::string::npos) << rep.out;
-  EXPECT_NE(rep.out.find("conv_like(float const*, float const*, float*, int, int)"), std::string::npos);
+  EXPECT_NE(rep.out.find("conv_like(float const*, float const*, float*, int, int)"),
+            std::string::npos);
   if (const char* keep = std::getenv("OPSCOPE_KEEP_FORGED_TRACE")) {
     std::filesystem::copy_file(trace_path, std::string(keep) + "/gpu-1.trace",
                                std::filesystem::copy_options::overwrite_existing);
   }
   EXPECT_EQ(check(6, event_ms * 1.2), 1);  // kernel time 20% off the events: must fail
   EXPECT_NE(ReadFile(log).value().find("FAIL  kernel time"), std::string::npos);
-  EXPECT_EQ(check(7, event_ms), 1);        // wrong iteration count: must fail
+  EXPECT_EQ(check(7, event_ms), 1);  // wrong iteration count: must fail
 }
 
 // The device check's figures script (check_war_story.py) on the forged war story, through the
 // real decoder, builder, summary, findings and report: it passes, and fails when a kernel's
 // class is wrong.
 TEST_F(GpuScriptChecksTest, CheckWarStoryPassesOnForgedRunAndCatchesErrors) {
-  if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not available";
+  if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 not available";
   std::string trace_path = Path("gpu-1.trace");
   ASSERT_TRUE(WriteFileAtomic(trace_path, testing::ForgeWarStory(4321).bytes()).ok());
   auto p = ProfileFromTraces({trace_path});
@@ -393,24 +409,31 @@ TEST_F(GpuScriptChecksTest, CheckWarStoryPassesOnForgedRunAndCatchesErrors) {
   Result r = Run("--from-trace " + dir_.string() + " -o " + Path("metrics.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   // The forged kernels last 5x their replayed duration: events of 10, 15 and 0.04 ms.
-  const std::string line = "WAR_STORY iterations=3 loop_ms={} attention_ms=10.0 gemm_ms=15.0 bias_ms=0.04 "
-                           "checksum=1 device=\"Test GPU\" cc=9.0\n";
-  auto with_loop = [&](const char* ms) { return std::string(line).replace(line.find("{}"), 2, ms); };
+  const std::string line =
+      "WAR_STORY iterations=3 loop_ms={} attention_ms=10.0 gemm_ms=15.0 bias_ms=0.04 "
+      "checksum=1 device=\"Test GPU\" cc=9.0\n";
+  auto with_loop = [&](const char* ms) {
+    return std::string(line).replace(line.find("{}"), 2, ms);
+  };
   ASSERT_TRUE(WriteFileAtomic(Path("alone-1.out"), with_loop("25.0")).ok());
-  ASSERT_TRUE(WriteFileAtomic(Path("traced.out"), with_loop("27.5") + report::FormatGpuReport(*p, s, false)).ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(Path("traced.out"), with_loop("27.5") + report::FormatGpuReport(*p, s, false))
+          .ok());
   ASSERT_TRUE(WriteFileAtomic(Path("metrics.out"), with_loop("140.0") + r.out).ok());
   ASSERT_TRUE(profile::SaveProfile(*p, Path("traced.json")).ok());
   std::string log = Path("war.log");
   auto check = [&]() {
-    std::string cmd = "python3 " OPSCOPE_SOURCE_DIR "/tests/gpu/check_war_story.py " + dir_.string() + " >" + log +
-                      " 2>&1";
+    std::string cmd = "python3 " OPSCOPE_SOURCE_DIR "/tests/gpu/check_war_story.py " +
+                      dir_.string() + " >" + log + " 2>&1";
     int status = std::system(cmd.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   EXPECT_EQ(check(), 0) << ReadFile(log).value();
   std::string figures = ReadFile(log).value();
-  EXPECT_NE(figures.find("attn_scores: 3 launches; SM 22.5%, memory 87.0%"), std::string::npos) << figures;
-  EXPECT_NE(figures.find("PASS  sgemm_tiled classified compute-bound"), std::string::npos) << figures;
+  EXPECT_NE(figures.find("attn_scores: 3 launches; SM 22.5%, memory 87.0%"), std::string::npos)
+      << figures;
+  EXPECT_NE(figures.find("PASS  sgemm_tiled classified compute-bound"), std::string::npos)
+      << figures;
   if (std::getenv("SHOW_CHECK_LOG")) std::fputs(figures.c_str(), stderr);
   // A GEMM that comes out memory-bound must fail the check.
   auto m = profile::LoadProfile(Path("metrics.json"));
@@ -420,7 +443,8 @@ TEST_F(GpuScriptChecksTest, CheckWarStoryPassesOnForgedRunAndCatchesErrors) {
   ASSERT_TRUE(profile::SaveProfile(*m, Path("metrics.json")).ok());
   EXPECT_EQ(check(), 1);
   EXPECT_NE(ReadFile(log).value().find("FAIL  sgemm_tiled classified compute-bound (got memory)"),
-            std::string::npos) << ReadFile(log).value();
+            std::string::npos)
+      << ReadFile(log).value();
 }
 
 }  // namespace

@@ -68,16 +68,20 @@ static void Spin(int us) {
 }
 
 int main(int argc, char** argv) {
-  int iterations = 50, work = 20000, crash_after = -1;  // work: ~1 ms of conv_like on an H100-class GPU
+  int iterations = 50, work = 20000,
+      crash_after = -1;  // work: ~1 ms of conv_like on an H100-class GPU
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--iterations")) iterations = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--work")) work = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--crash-after")) crash_after = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--iterations"))
+      iterations = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--work"))
+      work = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--crash-after"))
+      crash_after = std::atoi(argv[i + 1]);
   }
-  const int n = 1 << 20;                    // 4 MiB of floats
+  const int n = 1 << 20;  // 4 MiB of floats
   const int threads = 256, blocks = n / threads;
-  const size_t config_floats = (1 << 20) / sizeof(float);  // 1 MiB
-  const size_t out_floats = blocks;        // 4096 partial sums = 16 KiB ...
+  const size_t config_floats = (1 << 20) / sizeof(float);      // 1 MiB
+  const size_t out_floats = blocks;                            // 4096 partial sums = 16 KiB ...
   const size_t download_floats = (256 << 10) / sizeof(float);  // ... downloaded as 256 KiB
 
   cudaDeviceProp prop;
@@ -85,7 +89,8 @@ int main(int argc, char** argv) {
   CHECK(cudaGetDeviceProperties(&prop, 0));
 
   std::vector<float> config(config_floats);  // pageable on purpose
-  for (size_t i = 0; i < config_floats; ++i) config[i] = 0.5f + 0.25f * static_cast<float>(i % 3) / 3.f;
+  for (size_t i = 0; i < config_floats; ++i)
+    config[i] = 0.5f + 0.25f * static_cast<float>(i % 3) / 3.f;
   float *h_in = nullptr, *h_out = nullptr;
   CHECK(cudaMallocHost(&h_in, n * sizeof(float)));
   CHECK(cudaMallocHost(&h_out, download_floats * sizeof(float)));
@@ -137,7 +142,8 @@ int main(int argc, char** argv) {
     nvtxRangePop();
 
     nvtxRangePushA("download");
-    CHECK(cudaMemcpyAsync(h_out, d_partial, download_floats * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaMemcpyAsync(h_out, d_partial, download_floats * sizeof(float), cudaMemcpyDeviceToHost,
+                          stream));
     CHECK(cudaStreamSynchronize(stream));
     nvtxRangePop();
 
@@ -165,9 +171,12 @@ int main(int argc, char** argv) {
     }
     one_iteration("iteration", true, it);
   }
-  double loop_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("GPU_DEMO iterations=%d kernels=%d event_kernel_ms=%.6f loop_ms=%.3f device=\"%s\" cc=%d.%d\n",
-              iterations, kernels, event_ms, loop_ms, prop.name, prop.major, prop.minor);
+  double loop_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "GPU_DEMO iterations=%d kernels=%d event_kernel_ms=%.6f loop_ms=%.3f device=\"%s\" "
+      "cc=%d.%d\n",
+      iterations, kernels, event_ms, loop_ms, prop.name, prop.major, prop.minor);
   std::fflush(stdout);
   CHECK(cudaStreamDestroy(stream));
   CHECK(cudaFree(d_cfg));

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
       nvtxRangePushA(names[i & 3]);
       nvtxRangePop();
     }
-    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     std::printf("nvtx push+pop: %.1f ns per pair over %ld pairs\n", ns / static_cast<double>(n), n);
     return 0;
   }

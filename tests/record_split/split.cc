@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   work(ms, rounds);
   t.join();
   if (rounds > 0)
-    std::fprintf(stderr, "elapsed_ms=%.1f\n",
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    std::fprintf(
+        stderr, "elapsed_ms=%.1f\n",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return 0;
 }

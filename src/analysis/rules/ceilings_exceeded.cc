@@ -18,15 +18,16 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   }
   if (lines.empty()) return;
   f.severity = "warning";
-  f.title = fmt::format("{} op(s) run above the machine ceilings: the ceilings are wrong",
-                        lines.size());
+  f.title =
+      fmt::format("{} op(s) run above the machine ceilings: the ceilings are wrong", lines.size());
   f.evidence = Join(lines, "; ");
   if (ctx.ceilings && !ctx.ceilings->measured_at.empty())
     f.evidence += fmt::format(" (ceilings: {} on '{}', {})", ctx.ceilings->method,
                               ctx.ceilings->cpu_model, ctx.ceilings->measured_at);
-  f.suggestion = "run `opscope machine` again on a quiet machine (no builds or benchmarks "
-                 "running), or pass the right --peak-gflops/--peak-gbps; until then do not "
-                 "trust the bound classes and percentages of roof";
+  f.suggestion =
+      "run `opscope machine` again on a quiet machine (no builds or benchmarks "
+      "running), or pass the right --peak-gflops/--peak-gbps; until then do not "
+      "trust the bound classes and percentages of roof";
   f.numbers["ops"] = static_cast<double>(lines.size());
   out->push_back(std::move(f));
 }

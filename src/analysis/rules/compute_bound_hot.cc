@@ -22,23 +22,27 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   for (const RooflinePoint* r : hot) {
     share += r->share;
     f.ops.push_back(r->name);
-    lines.push_back(fmt::format("{} ({}) {:.1f}%: {:.1f} FLOP/B, {:.1f} GFLOP/s = {:.0f}% of peak; "
-                                "counters {}",
-                                r->name, r->op_type, r->share * 100, r->intensity,
-                                r->achieved_gflops, r->pct_of_roof, r->counter_confirmation));
+    lines.push_back(
+        fmt::format("{} ({}) {:.1f}%: {:.1f} FLOP/B, {:.1f} GFLOP/s = {:.0f}% of peak; "
+                    "counters {}",
+                    r->name, r->op_type, r->share * 100, r->intensity, r->achieved_gflops,
+                    r->pct_of_roof, r->counter_confirmation));
     if (r->pct_of_roof < kPoorKernelPct) poor.push_back(r->name);
   }
   f.severity = share >= 0.25 ? "warning" : "info";
-  f.title = fmt::format("{} compute-bound hot op(s) take {:.1f}% of op time", hot.size(), share * 100);
+  f.title =
+      fmt::format("{} compute-bound hot op(s) take {:.1f}% of op time", hot.size(), share * 100);
   f.evidence = Join(lines, "; ");
-  f.suggestion = "reduce or speed up the arithmetic: quantize (int8 does 2-4x the MACs per cycle "
-                 "of fp32 on CPUs with VNNI/dot-product instructions), fuse the following "
-                 "elementwise ops into it, or prune/shrink the layer";
+  f.suggestion =
+      "reduce or speed up the arithmetic: quantize (int8 does 2-4x the MACs per cycle "
+      "of fp32 on CPUs with VNNI/dot-product instructions), fuse the following "
+      "elementwise ops into it, or prune/shrink the layer";
   if (!poor.empty())
-    f.suggestion += fmt::format("; {} reach(es) under {:.0f}% of peak: a better kernel (blocked, "
-                                "vectorised, e.g. oneDNN/Winograd for Conv) or more threads "
-                                "would help before anything else",
-                                Join(poor, ", "), kPoorKernelPct);
+    f.suggestion += fmt::format(
+        "; {} reach(es) under {:.0f}% of peak: a better kernel (blocked, "
+        "vectorised, e.g. oneDNN/Winograd for Conv) or more threads "
+        "would help before anything else",
+        Join(poor, ", "), kPoorKernelPct);
   f.numbers["share"] = share;
   f.numbers["ops"] = static_cast<double>(hot.size());
   f.numbers["top_pct_of_roof"] = hot.front()->pct_of_roof;

@@ -25,9 +25,10 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     f.severity = "info";
     f.title = "hardware counters unavailable: bound classes rest on time, FLOPs and bytes only";
     f.evidence = Join(missing, "; ");
-    f.suggestion = "run on bare metal (VMs rarely expose a PMU), lower "
-                   "kernel.perf_event_paranoid (`sysctl kernel.perf_event_paranoid=1`) or run "
-                   "as root to get IPC and cache misses that confirm the roofline classes";
+    f.suggestion =
+        "run on bare metal (VMs rarely expose a PMU), lower "
+        "kernel.perf_event_paranoid (`sysctl kernel.perf_event_paranoid=1`) or run "
+        "as root to get IPC and cache misses that confirm the roofline classes";
     f.numbers["degradations"] = static_cast<double>(missing.size());
     out->push_back(std::move(f));
   }
@@ -36,8 +37,9 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     f.severity = "warning";
     f.title = "counters were multiplexed: their values are scaled estimates";
     f.evidence = Join(multiplexed, "; ");
-    f.suggestion = "ask for fewer events per run (the PMU has only a few programmable counters), "
-                   "or repeat the run with different event groups";
+    f.suggestion =
+        "ask for fewer events per run (the PMU has only a few programmable counters), "
+        "or repeat the run with different event groups";
     f.numbers["degradations"] = static_cast<double>(multiplexed.size());
     out->push_back(std::move(f));
   }

@@ -9,10 +9,12 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   profile::Finding f;
   f.severity = "info";
   f.title = "cpufreq governor is '" + g + "'";
-  f.evidence = "the '" + g + "' governor raises and lowers the clock with load, so short runs "
+  f.evidence = "the '" + g +
+               "' governor raises and lowers the clock with load, so short runs "
                "and the first runs after idle are measured at a lower frequency";
-  f.suggestion = "for benchmarking, `cpupower frequency-set -g performance` (or write "
-                 "'performance' to /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)";
+  f.suggestion =
+      "for benchmarking, `cpupower frequency-set -g performance` (or write "
+      "'performance' to /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)";
   out->push_back(std::move(f));
 }
 

@@ -34,18 +34,20 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     top.push_back(rule_util::OpBrief(*dm[i]));
     f.ops.push_back(dm[i]->name);
   }
-  f.evidence = fmt::format("{} op(s) that only move data ({}) take {} per run, {:.1f}% of op time, "
-                           "moving {}; largest: {}",
-                           dm.size(), Join(types, ", "), HumanMs(ms), share * 100, HumanBytes(bytes),
-                           Join(top, "; "));
+  f.evidence = fmt::format(
+      "{} op(s) that only move data ({}) take {} per run, {:.1f}% of op time, "
+      "moving {}; largest: {}",
+      dm.size(), Join(types, ", "), HumanMs(ms), share * 100, HumanBytes(bytes), Join(top, "; "));
   bool transposes = by_type.count("Transpose") > 0;
-  f.suggestion = "fold the layout change into the neighbouring op (a Conv/MatMul that writes the "
-                 "layout its consumer wants), choose the tensor layout once at the model input "
-                 "instead of converting back and forth, and remove Reshape/Transpose pairs that "
-                 "cancel (graph optimiser or export options)";
+  f.suggestion =
+      "fold the layout change into the neighbouring op (a Conv/MatMul that writes the "
+      "layout its consumer wants), choose the tensor layout once at the model input "
+      "instead of converting back and forth, and remove Reshape/Transpose pairs that "
+      "cancel (graph optimiser or export options)";
   if (transposes)
-    f.suggestion += "; a Transpose of a large tensor is a strided copy: its cost is memory "
-                    "traffic, not arithmetic";
+    f.suggestion +=
+        "; a Transpose of a large tensor is a strided copy: its cost is memory "
+        "traffic, not arithmetic";
   f.numbers["share"] = share;
   f.numbers["ms"] = ms;
   f.numbers["bytes"] = bytes;
@@ -55,7 +57,6 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
 
 extern const Rule kRule_data_movement_share = {
     "data-movement-share",
-    "data-movement ops (IsDataMovementOp) together >= 10% of op time, or one of them >= 5%",
-    Apply};
+    "data-movement ops (IsDataMovementOp) together >= 10% of op time, or one of them >= 5%", Apply};
 
 }  // namespace opscope::analysis::rules

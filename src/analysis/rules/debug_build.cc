@@ -12,10 +12,11 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
       profile::Finding f;
       f.severity = m.kind == "profile" ? "critical" : "warning";
       f.title = "opscope itself is a debug build";
-      f.evidence = "opscope was built with " + own.evidence +
-                   (m.kind == "profile" ? ": the built-in engine's kernels run unoptimised, so every "
-                                          "op time is inflated and the hotspots may be wrong"
-                                        : ": its own overhead is inflated");
+      f.evidence =
+          "opscope was built with " + own.evidence +
+          (m.kind == "profile" ? ": the built-in engine's kernels run unoptimised, so every "
+                                 "op time is inflated and the hotspots may be wrong"
+                               : ": its own overhead is inflated");
       f.suggestion = "rebuild opscope with `cmake --preset release` (CMAKE_BUILD_TYPE=Release)";
       f.numbers["opscope_debug"] = 1;
       out->push_back(std::move(f));
@@ -30,8 +31,9 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     f.severity = "critical";
     f.title = "the profiled program is a debug (unoptimised) build";
     f.evidence = evidence;
-    f.suggestion = "profile the build you ship: compile with -O2 or -O3 (CMAKE_BUILD_TYPE=Release "
-                   "or RelWithDebInfo to keep symbols); unoptimised code moves the hotspots";
+    f.suggestion =
+        "profile the build you ship: compile with -O2 or -O3 (CMAKE_BUILD_TYPE=Release "
+        "or RelWithDebInfo to keep symbols); unoptimised code moves the hotspots";
     f.numbers["target_debug"] = 1;
     out->push_back(std::move(f));
   } else if (it->second == "unknown") {
@@ -39,8 +41,9 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     f.severity = "info";
     f.title = "the profiled program's build type is unknown";
     f.evidence = evidence;
-    f.suggestion = "add -g to the release flags (RelWithDebInfo) so opscope can check that "
-                   "the program was optimised";
+    f.suggestion =
+        "add -g to the release flags (RelWithDebInfo) so opscope can check that "
+        "the program was optimised";
     out->push_back(std::move(f));
   }
 }

@@ -18,13 +18,16 @@ static void ApplyRanges(const profile::Profile& p, std::vector<profile::Finding>
   if (e2e <= 0 || gap < kMinGapMs || gap / e2e < kMinGapFraction) return;
   profile::Finding f;
   f.severity = gap / e2e >= 0.4 ? "warning" : "info";
-  f.title = fmt::format("{:.0f}% of the program's time is outside the annotated stages", gap / e2e * 100);
-  f.evidence = fmt::format("the program runs {} (median), its top-level ranges cover {} per run: {} "
-                           "({:.1f}%) is unannotated",
-                           HumanMs(e2e), HumanMs(staged), HumanMs(gap), gap / e2e * 100);
-  f.suggestion = "annotate the rest (process start-up, model loading, input decoding, output "
-                 "writing) to see whether it matters in steady state; one-time start-up cost "
-                 "matters for short-lived programs only";
+  f.title =
+      fmt::format("{:.0f}% of the program's time is outside the annotated stages", gap / e2e * 100);
+  f.evidence = fmt::format(
+      "the program runs {} (median), its top-level ranges cover {} per run: {} "
+      "({:.1f}%) is unannotated",
+      HumanMs(e2e), HumanMs(staged), HumanMs(gap), gap / e2e * 100);
+  f.suggestion =
+      "annotate the rest (process start-up, model loading, input decoding, output "
+      "writing) to see whether it matters in steady state; one-time start-up cost "
+      "matters for short-lived programs only";
   f.numbers["e2e_ms"] = e2e;
   f.numbers["ranges_ms"] = staged;
   f.numbers["gap_ms"] = gap;
@@ -46,14 +49,17 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   profile::Finding f;
   f.severity = gap / e2e >= 0.4 ? "critical" : "warning";
   f.title = fmt::format("{:.0f}% of the end-to-end time is outside the ops", gap / e2e * 100);
-  f.evidence = fmt::format("end-to-end {} per run, ops sum to {}: {} ({:.1f}%) is spent between "
-                           "ops", HumanMs(e2e), HumanMs(ops), HumanMs(gap), gap / e2e * 100);
+  f.evidence = fmt::format(
+      "end-to-end {} per run, ops sum to {}: {} ({:.1f}%) is spent between "
+      "ops",
+      HumanMs(e2e), HumanMs(ops), HumanMs(gap), gap / e2e * 100);
   if (p.overhead && p.overhead->measurable && p.overhead->pct > 0)
     f.evidence += fmt::format(" (opscope's own measured overhead: {:.1f}%)", p.overhead->pct);
-  f.suggestion = "the runtime or the pipeline costs more than the network's arithmetic: look for "
-                 "per-inference allocations, input/output copies and conversions, thread-pool "
-                 "wake-ups and session setup inside the timed loop; annotate the stages and use "
-                 "`opscope run -- CMD` to see where the time goes";
+  f.suggestion =
+      "the runtime or the pipeline costs more than the network's arithmetic: look for "
+      "per-inference allocations, input/output copies and conversions, thread-pool "
+      "wake-ups and session setup inside the timed loop; annotate the stages and use "
+      "`opscope run -- CMD` to see where the time goes";
   f.numbers["e2e_ms"] = e2e;
   f.numbers["ops_ms"] = ops;
   f.numbers["gap_ms"] = gap;

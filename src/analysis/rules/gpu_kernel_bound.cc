@@ -2,6 +2,8 @@
 // `opscope gpu --metrics` measured (SM and memory % of peak, achieved occupancy). The kernels
 // were classified when the profile was built (profile/gpu_kernel_bound.h: compute, memory or
 // latency, at 60% of peak); this rule groups the hot ones by class and says what to do about each.
+#include "profile/gpu_kernel_bound.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 
 #include "analysis/rules.h"
 #include "base/strings.h"
-#include "profile/gpu_kernel_bound.h"
 
 namespace opscope::analysis::rules {
 
@@ -67,7 +68,8 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
                                    share * 100, t.sm / t.w, t.mem / t.w);
     if (occ >= 0) line += fmt::format(", achieved occupancy {:.0f}%", occ);
     if (t.theoretical > 0) line += fmt::format(" (theoretical {:.0f}%)", t.theoretical * 100);
-    hot[bound].push_back({name, line, share, bound == "latency" && profile::LowAchievedOccupancy(occ)});
+    hot[bound].push_back(
+        {name, line, share, bound == "latency" && profile::LowAchievedOccupancy(occ)});
   }
   for (const char* bound : {"memory", "latency", "compute"}) {
     auto it = hot.find(bound);

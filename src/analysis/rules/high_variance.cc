@@ -32,12 +32,15 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
                 ? fmt::format("run-to-run variation is high (CV {:.1f}%): results are {}",
                               rep.stats.cv * 100, rep.verdict)
                 : fmt::format("{} outlier run(s)", rep.outlier_runs.size());
-  f.evidence = rep.words + fmt::format("; min {}, max {}", HumanMs(rep.stats.min), HumanMs(rep.stats.max));
+  f.evidence =
+      rep.words + fmt::format("; min {}, max {}", HumanMs(rep.stats.min), HumanMs(rep.stats.max));
   std::vector<std::string> why;
-  if (p.meta.warmup == 0) why.push_back("no warm-up runs (first-run allocations and cold caches are measured)");
+  if (p.meta.warmup == 0)
+    why.push_back("no warm-up runs (first-run allocations and cold caches are measured)");
   if (!p.meta.governor.empty() && p.meta.governor != "performance")
     why.push_back("cpufreq governor '" + p.meta.governor + "' changes the clock under load");
-  if (DetectThrottling(p.clocks).throttled) why.push_back("the machine throttled (see the throttling finding)");
+  if (DetectThrottling(p.clocks).throttled)
+    why.push_back("the machine throttled (see the throttling finding)");
   why.push_back("other processes competing for the cores (shared or virtual machine)");
   f.suggestion = "do not compare numbers that move this much; likely causes: " + Join(why, "; ") +
                  ". Use more runs and warm-up, the performance governor, pinned threads "

@@ -28,14 +28,16 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   f.title = fmt::format("{} small ops (< {}) take {:.1f}% of op time", n, HumanMs(kSmallOpMs),
                         share * 100);
   f.ops = names;
-  f.evidence = fmt::format("{} of {} ops take under {} each, {} together per run ({:.1f}% of op "
-                           "time, mean {} per op): dispatch and synchronisation overhead per op "
-                           "is comparable to their work",
-                           n, total, HumanMs(kSmallOpMs), HumanMs(ms), share * 100, HumanMs(ms / n));
-  f.suggestion = "fuse the graph: let the runtime's graph optimiser fuse elementwise chains and "
-                 "fold constants (ORT graph_optimization_level=ORT_ENABLE_ALL, TensorRT), "
-                 "replace decomposed ops (LayerNorm/GELU written as 6-10 primitive ops) with "
-                 "their fused forms, and batch inputs so each op does more work per dispatch";
+  f.evidence = fmt::format(
+      "{} of {} ops take under {} each, {} together per run ({:.1f}% of op "
+      "time, mean {} per op): dispatch and synchronisation overhead per op "
+      "is comparable to their work",
+      n, total, HumanMs(kSmallOpMs), HumanMs(ms), share * 100, HumanMs(ms / n));
+  f.suggestion =
+      "fuse the graph: let the runtime's graph optimiser fuse elementwise chains and "
+      "fold constants (ORT graph_optimization_level=ORT_ENABLE_ALL, TensorRT), "
+      "replace decomposed ops (LayerNorm/GELU written as 6-10 primitive ops) with "
+      "their fused forms, and batch inputs so each op does more work per dispatch";
   f.numbers["small_ops"] = n;
   f.numbers["share"] = share;
   f.numbers["ms"] = ms;

@@ -23,23 +23,27 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   for (const RooflinePoint* r : hot) {
     share += r->share;
     f.ops.push_back(r->name);
-    lines.push_back(fmt::format("{} ({}) {:.1f}%: {:.2f} FLOP/B, {:.1f} GB/s = {:.0f}% of bandwidth; "
-                                "counters {}",
-                                r->name, r->op_type, r->share * 100, r->intensity, r->achieved_gbps,
-                                r->pct_of_roof, r->counter_confirmation));
+    lines.push_back(
+        fmt::format("{} ({}) {:.1f}%: {:.2f} FLOP/B, {:.1f} GB/s = {:.0f}% of bandwidth; "
+                    "counters {}",
+                    r->name, r->op_type, r->share * 100, r->intensity, r->achieved_gbps,
+                    r->pct_of_roof, r->counter_confirmation));
     low_bw |= r->pct_of_roof < 50;
     confirmed |= StartsWith(r->counter_confirmation, "confirmed");
   }
   f.severity = share >= 0.25 ? "critical" : "warning";
-  f.title = fmt::format("{} memory-bound hot op(s) take {:.1f}% of op time", hot.size(), share * 100);
+  f.title =
+      fmt::format("{} memory-bound hot op(s) take {:.1f}% of op time", hot.size(), share * 100);
   f.evidence = Join(lines, "; ");
-  f.suggestion = "reduce bytes, not FLOPs: fuse it with its neighbours so intermediates stay in "
-                 "cache (elementwise ops into the producing Conv/MatMul), tile it so a block is "
-                 "reused from cache (attention: a flash-attention style tiled kernel), and lower "
-                 "the precision (fp16/bf16 halves the traffic, int8 quarters it)";
+  f.suggestion =
+      "reduce bytes, not FLOPs: fuse it with its neighbours so intermediates stay in "
+      "cache (elementwise ops into the producing Conv/MatMul), tile it so a block is "
+      "reused from cache (attention: a flash-attention style tiled kernel), and lower "
+      "the precision (fp16/bf16 halves the traffic, int8 quarters it)";
   if (low_bw)
-    f.suggestion += "; ops far below the bandwidth roof also suffer from their access pattern "
-                    "(strided or gathered reads): make the innermost loop contiguous";
+    f.suggestion +=
+        "; ops far below the bandwidth roof also suffer from their access pattern "
+        "(strided or gathered reads): make the innermost loop contiguous";
   f.numbers["share"] = share;
   f.numbers["ops"] = static_cast<double>(hot.size());
   f.numbers["top_pct_of_roof"] = hot.front()->pct_of_roof;

@@ -15,7 +15,8 @@ inline constexpr double kDominantShare = 0.5;
 
 static bool LooksLike(const std::string& name, std::initializer_list<const char*> words) {
   std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   for (const char* w : words)
     if (lower.find(w) != std::string::npos) return true;
   return false;
@@ -28,9 +29,8 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   for (const RangeSummary& r : rep.ranges)
     if (r.depth == 0) top.push_back(&r);
   if (top.size() < 2) return;
-  const RangeSummary* big = *std::max_element(top.begin(), top.end(), [](auto* a, auto* b) {
-    return a->total_ms < b->total_ms;
-  });
+  const RangeSummary* big = *std::max_element(
+      top.begin(), top.end(), [](auto* a, auto* b) { return a->total_ms < b->total_ms; });
   if (big->share_of_top < kDominantShare) return;
   profile::Finding f;
   bool pre_post = LooksLike(big->name, {"pre", "post", "decode", "resize", "load", "nms", "io"});
@@ -41,13 +41,14 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   f.evidence = fmt::format("{} takes {:.1f}% of the top-level stages' time ({} of {} per run); {}",
                            big->name, big->share_of_top * 100, HumanMs(big->per_run_ms),
                            HumanMs(rep.top_total_ms / rep.runs), rep.headline);
-  f.suggestion = "optimise the dominant stage first: speeding up any other stage can gain at most "
-                 + fmt::format("{:.0f}%", (1 - big->share_of_top) * 100) +
-                 " of the pipeline time";
+  f.suggestion =
+      "optimise the dominant stage first: speeding up any other stage can gain at most " +
+      fmt::format("{:.0f}%", (1 - big->share_of_top) * 100) + " of the pipeline time";
   if (pre_post)
-    f.suggestion += "; for pre/post-processing: vectorise or use an optimised library (OpenCV, "
-                    "libyuv, NPP on GPU), fuse resize+normalise into one pass, run it on "
-                    "another thread overlapped with inference, or move it into the model";
+    f.suggestion +=
+        "; for pre/post-processing: vectorise or use an optimised library (OpenCV, "
+        "libyuv, NPP on GPU), fuse resize+normalise into one pass, run it on "
+        "another thread overlapped with inference, or move it into the model";
   f.numbers["share"] = big->share_of_top;
   f.numbers["ms_per_run"] = big->per_run_ms;
   f.numbers["top_total_ms_per_run"] = rep.top_total_ms / rep.runs;

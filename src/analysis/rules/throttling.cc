@@ -18,9 +18,10 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   std::string summary = t.summary;
   if (StartsWith(summary, "throttling: ")) summary = summary.substr(12);
   f.evidence = summary + " (affected runs: " + Join(runs, ", ") + ")";
-  f.suggestion = "results from throttled runs are slower than the hardware can do: cool the board "
-                 "(fan, heatsink), pin the clocks (performance governor; on Jetson `jetson_clocks`), "
-                 "pause between runs, or compare only runs at the same frequency";
+  f.suggestion =
+      "results from throttled runs are slower than the hardware can do: cool the board "
+      "(fan, heatsink), pin the clocks (performance governor; on Jetson `jetson_clocks`), "
+      "pause between runs, or compare only runs at the same frequency";
   if (t.have_freq) {
     f.numbers["first_mhz"] = t.first_mhz;
     f.numbers["last_mhz"] = t.last_mhz;

@@ -17,8 +17,8 @@ void ExpectMatchesGolden(const std::string& path, const std::string& actual) {
   }
   StatusOr<std::string> expected = ReadFile(path);
   ASSERT_TRUE(expected.ok()) << path << " missing: run the test with OPSCOPE_UPDATE_GOLDEN=1";
-  EXPECT_EQ(*expected, actual) << "golden " << path
-                               << " differs (OPSCOPE_UPDATE_GOLDEN=1 regenerates it; review the diff)";
+  EXPECT_EQ(*expected, actual)
+      << "golden " << path << " differs (OPSCOPE_UPDATE_GOLDEN=1 regenerates it; review the diff)";
 }
 
 }  // namespace opscope::testing

@@ -4,10 +4,10 @@
 // cannot express it natively (oneDNN 2.6 has no HardSwish with ONNX's constants, for example)
 // applies it to its output with ApplyActivationInPlace. Sigmoid and Tanh use the branch-free
 // FastSigmoid/FastTanh of the standalone kernels (elementwise_common.h), so a fused activation
-// computes what the unfused node would, and the in-place loops vectorise. Parameters follow PostOp: alpha is
-// LeakyRelu's slope, Clip's min and HardSigmoid's alpha; beta is Clip's max and HardSigmoid's
-// beta. HardSwish uses ONNX's fixed constants (alpha 1/6, beta 0.5) and ignores both. kBiasAdd is
-// not an activation: ApplyActivation returns x unchanged for it.
+// computes what the unfused node would, and the in-place loops vectorise. Parameters follow PostOp:
+// alpha is LeakyRelu's slope, Clip's min and HardSigmoid's alpha; beta is Clip's max and
+// HardSigmoid's beta. HardSwish uses ONNX's fixed constants (alpha 1/6, beta 0.5) and ignores both.
+// kBiasAdd is not an activation: ApplyActivation returns x unchanged for it.
 #pragma once
 
 #include <algorithm>
@@ -21,15 +21,22 @@ namespace opscope::engine {
 
 inline float ApplyActivation(PostOpKind kind, float x, float alpha, float beta) {
   switch (kind) {
-    case PostOpKind::kRelu: return x > 0 ? x : 0.0f;
-    case PostOpKind::kLeakyRelu: return x >= 0 ? x : alpha * x;
-    case PostOpKind::kClip: return std::min(std::max(x, alpha), beta);
-    case PostOpKind::kSigmoid: return FastSigmoid(x);
-    case PostOpKind::kTanh: return FastTanh(x);
-    case PostOpKind::kHardSigmoid: return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+    case PostOpKind::kRelu:
+      return x > 0 ? x : 0.0f;
+    case PostOpKind::kLeakyRelu:
+      return x >= 0 ? x : alpha * x;
+    case PostOpKind::kClip:
+      return std::min(std::max(x, alpha), beta);
+    case PostOpKind::kSigmoid:
+      return FastSigmoid(x);
+    case PostOpKind::kTanh:
+      return FastTanh(x);
+    case PostOpKind::kHardSigmoid:
+      return std::max(0.0f, std::min(1.0f, alpha * x + beta));
     case PostOpKind::kHardSwish:
       return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f));
-    case PostOpKind::kBiasAdd: return x;
+    case PostOpKind::kBiasAdd:
+      return x;
   }
   return x;
 }
@@ -38,14 +45,22 @@ inline float ApplyActivation(PostOpKind kind, float x, float alpha, float beta) 
 // converted back; for kernels whose output is not float32.
 inline double ApplyActivationDouble(PostOpKind kind, double x, double alpha, double beta) {
   switch (kind) {
-    case PostOpKind::kRelu: return x > 0 ? x : 0.0;
-    case PostOpKind::kLeakyRelu: return x >= 0 ? x : alpha * x;
-    case PostOpKind::kClip: return std::min(std::max(x, alpha), beta);
-    case PostOpKind::kSigmoid: return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x));
-    case PostOpKind::kTanh: return std::tanh(x);
-    case PostOpKind::kHardSigmoid: return std::max(0.0, std::min(1.0, alpha * x + beta));
-    case PostOpKind::kHardSwish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
-    case PostOpKind::kBiasAdd: return x;
+    case PostOpKind::kRelu:
+      return x > 0 ? x : 0.0;
+    case PostOpKind::kLeakyRelu:
+      return x >= 0 ? x : alpha * x;
+    case PostOpKind::kClip:
+      return std::min(std::max(x, alpha), beta);
+    case PostOpKind::kSigmoid:
+      return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x));
+    case PostOpKind::kTanh:
+      return std::tanh(x);
+    case PostOpKind::kHardSigmoid:
+      return std::max(0.0, std::min(1.0, alpha * x + beta));
+    case PostOpKind::kHardSwish:
+      return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case PostOpKind::kBiasAdd:
+      return x;
   }
   return x;
 }
@@ -57,20 +72,29 @@ inline void ApplyActivationInPlace(PostOpKind kind, float* p, int64_t n, float a
     for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
   };
   switch (kind) {
-    case PostOpKind::kRelu: apply([](float x) { return x > 0 ? x : 0.0f; }); break;
-    case PostOpKind::kLeakyRelu: apply([alpha](float x) { return x >= 0 ? x : alpha * x; }); break;
+    case PostOpKind::kRelu:
+      apply([](float x) { return x > 0 ? x : 0.0f; });
+      break;
+    case PostOpKind::kLeakyRelu:
+      apply([alpha](float x) { return x >= 0 ? x : alpha * x; });
+      break;
     case PostOpKind::kClip:
       apply([alpha, beta](float x) { return std::min(std::max(x, alpha), beta); });
       break;
-    case PostOpKind::kSigmoid: apply([](float x) { return FastSigmoid(x); }); break;
-    case PostOpKind::kTanh: apply([](float x) { return FastTanh(x); }); break;
+    case PostOpKind::kSigmoid:
+      apply([](float x) { return FastSigmoid(x); });
+      break;
+    case PostOpKind::kTanh:
+      apply([](float x) { return FastTanh(x); });
+      break;
     case PostOpKind::kHardSigmoid:
       apply([alpha, beta](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); });
       break;
     case PostOpKind::kHardSwish:
       apply([](float x) { return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f)); });
       break;
-    case PostOpKind::kBiasAdd: break;
+    case PostOpKind::kBiasAdd:
+      break;
   }
 }
 

@@ -25,8 +25,26 @@ namespace opscope::engine {
 namespace {
 
 enum class BinOp {
-  kAdd, kSub, kMul, kDiv, kMod, kFMod, kMax, kMin, kSum, kMean, kPRelu, kPow,
-  kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual, kAnd, kOr, kXor,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kFMod,
+  kMax,
+  kMin,
+  kSum,
+  kMean,
+  kPRelu,
+  kPow,
+  kEqual,
+  kGreater,
+  kLess,
+  kGreaterOrEqual,
+  kLessOrEqual,
+  kAnd,
+  kOr,
+  kXor,
 };
 
 bool IsCompare(BinOp op) {
@@ -71,60 +89,77 @@ void ArithStep(BinOp op, const BroadcastPlan& p, const T* a, const T* b, T* o, P
     case BinOp::kAdd:
     case BinOp::kSum:
     case BinOp::kMean:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return WrapAdd(x, y); }, post);
+      BinaryBroadcastLoop(
+          p, a, b, o, 1, [](T x, T y) { return WrapAdd(x, y); }, post);
       break;
     case BinOp::kSub:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return WrapSub(x, y); }, post);
+      BinaryBroadcastLoop(
+          p, a, b, o, 1, [](T x, T y) { return WrapSub(x, y); }, post);
       break;
     case BinOp::kMul:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return WrapMul(x, y); }, post);
+      BinaryBroadcastLoop(
+          p, a, b, o, 1, [](T x, T y) { return WrapMul(x, y); }, post);
       break;
     case BinOp::kDiv:
       if constexpr (std::is_integral_v<T>) {
-        BinaryBroadcastLoop(p, a, b, o, 4, [](T x, T y) -> T {
-          if constexpr (std::is_signed_v<T>) {
-            if (y == -1) return WrapSub(T{0}, x);  // avoids INT_MIN / -1
-          }
-          return static_cast<T>(x / y);
-        }, post);
+        BinaryBroadcastLoop(
+            p, a, b, o, 4,
+            [](T x, T y) -> T {
+              if constexpr (std::is_signed_v<T>) {
+                if (y == -1) return WrapSub(T{0}, x);  // avoids INT_MIN / -1
+              }
+              return static_cast<T>(x / y);
+            },
+            post);
       } else {
-        BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return x / y; }, post);
+        BinaryBroadcastLoop(
+            p, a, b, o, 1, [](T x, T y) { return x / y; }, post);
       }
       break;
     case BinOp::kMod:  // integer Mod with fmod=0: the result takes the divisor's sign
       if constexpr (std::is_integral_v<T>) {
-        BinaryBroadcastLoop(p, a, b, o, 4, [](T x, T y) -> T {
-          if constexpr (std::is_signed_v<T>) {
-            if (y == -1) return 0;
-            T r = static_cast<T>(x % y);
-            if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
-            return r;
-          } else {
-            return static_cast<T>(x % y);
-          }
-        }, post);
+        BinaryBroadcastLoop(
+            p, a, b, o, 4,
+            [](T x, T y) -> T {
+              if constexpr (std::is_signed_v<T>) {
+                if (y == -1) return 0;
+                T r = static_cast<T>(x % y);
+                if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
+                return r;
+              } else {
+                return static_cast<T>(x % y);
+              }
+            },
+            post);
       }
       break;
     case BinOp::kFMod:  // C fmod: the result takes the dividend's sign
       if constexpr (std::is_integral_v<T>) {
-        BinaryBroadcastLoop(p, a, b, o, 4, [](T x, T y) -> T {
-          if constexpr (std::is_signed_v<T>) {
-            if (y == -1) return 0;
-          }
-          return static_cast<T>(x % y);
-        }, post);
+        BinaryBroadcastLoop(
+            p, a, b, o, 4,
+            [](T x, T y) -> T {
+              if constexpr (std::is_signed_v<T>) {
+                if (y == -1) return 0;
+              }
+              return static_cast<T>(x % y);
+            },
+            post);
       } else {
-        BinaryBroadcastLoop(p, a, b, o, 4, [](T x, T y) { return std::fmod(x, y); }, post);
+        BinaryBroadcastLoop(
+            p, a, b, o, 4, [](T x, T y) { return std::fmod(x, y); }, post);
       }
       break;
     case BinOp::kMax:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return MaxPropagateNan(x, y); }, post);
+      BinaryBroadcastLoop(
+          p, a, b, o, 1, [](T x, T y) { return MaxPropagateNan(x, y); }, post);
       break;
     case BinOp::kMin:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T y) { return MinPropagateNan(x, y); }, post);
+      BinaryBroadcastLoop(
+          p, a, b, o, 1, [](T x, T y) { return MinPropagateNan(x, y); }, post);
       break;
     case BinOp::kPRelu:
-      BinaryBroadcastLoop(p, a, b, o, 1, [](T x, T s) { return x < 0 ? WrapMul(x, s) : x; }, post);
+      BinaryBroadcastLoop(
+          p, a, b, o, 1, [](T x, T s) { return x < 0 ? WrapMul(x, s) : x; }, post);
       break;
     default:
       break;
@@ -151,8 +186,8 @@ class BinaryKernel : public Kernel {
     const DataType dt = ins[0]->dtype();
     for (const Tensor* t : ins)
       if (t->dtype() != dt)
-        return NodeError(node_, std::string("inputs have different types (") +
-                                    DataTypeName(dt) + " and " + DataTypeName(t->dtype()) + ")");
+        return NodeError(node_, std::string("inputs have different types (") + DataTypeName(dt) +
+                                    " and " + DataTypeName(t->dtype()) + ")");
     if (IsLogic(op_)) {
       if (dt != DataType::kBool)
         return NodeError(node_, std::string("expects bool inputs, got ") + DataTypeName(dt));
@@ -173,7 +208,8 @@ class BinaryKernel : public Kernel {
       for (int k = 0; k < 2; ++k) {
         std::vector<int64_t> d = ins[k]->shape();
         if (d.size() > 4)
-          return NodeError(node_, "channels-last broadcast of a rank-" + std::to_string(d.size()) + " input");
+          return NodeError(
+              node_, "channels-last broadcast of a rank-" + std::to_string(d.size()) + " input");
         d.insert(d.begin(), 4 - d.size(), 1);
         nhwc[k] = {d[0], d[2], d[3], d[1]};
       }
@@ -253,11 +289,14 @@ class BinaryKernel : public Kernel {
       const uint8_t* b = ins[1]->data<uint8_t>();
       uint8_t* o = out->data<uint8_t>();
       if (op_ == BinOp::kAnd)
-        BinaryBroadcastLoop(plan, a, b, o, 1, [](uint8_t x, uint8_t y) -> uint8_t { return x & y; });
+        BinaryBroadcastLoop(plan, a, b, o, 1,
+                            [](uint8_t x, uint8_t y) -> uint8_t { return x & y; });
       else if (op_ == BinOp::kOr)
-        BinaryBroadcastLoop(plan, a, b, o, 1, [](uint8_t x, uint8_t y) -> uint8_t { return x | y; });
+        BinaryBroadcastLoop(plan, a, b, o, 1,
+                            [](uint8_t x, uint8_t y) -> uint8_t { return x | y; });
       else
-        BinaryBroadcastLoop(plan, a, b, o, 1, [](uint8_t x, uint8_t y) -> uint8_t { return x ^ y; });
+        BinaryBroadcastLoop(plan, a, b, o, 1,
+                            [](uint8_t x, uint8_t y) -> uint8_t { return x ^ y; });
       return Status::Ok();
     }
     if (IsCompare(op_)) {
@@ -309,8 +348,8 @@ class BinaryKernel : public Kernel {
             ApplyActivationInPlace(pop.kind, po, cnt, pop.alpha, pop.beta);
           } else {
             for (int64_t i = 0; i < cnt; ++i)
-              po[i] = SafeCast<TO>(ApplyActivationDouble(pop.kind, static_cast<double>(po[i]),
-                                                         pop.alpha, pop.beta));
+              po[i] = SafeCast<TO>(
+                  ApplyActivationDouble(pop.kind, static_cast<double>(po[i]), pop.alpha, pop.beta));
           }
         }
       };
@@ -356,8 +395,8 @@ class BinaryKernel : public Kernel {
   Status RunPow(KernelContext& ctx, const Tensor& x, const Tensor& y) {
     if (!(IsNumericType(x.dtype()) || x.dtype() == DataType::kFloat16) ||
         !(IsNumericType(y.dtype()) || y.dtype() == DataType::kFloat16))
-      return NodeError(node_, std::string("unsupported types ") + DataTypeName(x.dtype()) +
-                                  " ^ " + DataTypeName(y.dtype()));
+      return NodeError(node_, std::string("unsupported types ") + DataTypeName(x.dtype()) + " ^ " +
+                                  DataTypeName(y.dtype()));
     BroadcastPlan plan;
     if (!MakeBroadcastPlan({&x.shape(), &y.shape()}, &plan))
       return NodeError(node_, "input shapes do not broadcast " + ShapeString(x.shape()) + " " +
@@ -387,7 +426,8 @@ class BinaryKernel : public Kernel {
             if (py->numel() == 1 && b[0] == 2.0f) {
               BinaryBroadcastLoop(plan, a, b, o, 1, [](float u, float) { return u * u; });
             } else {
-              BinaryBroadcastLoop(plan, a, b, o, 8, [](float u, float v) { return std::pow(u, v); });
+              BinaryBroadcastLoop(plan, a, b, o, 8,
+                                  [](float u, float v) { return std::pow(u, v); });
             }
           } else if constexpr (std::is_integral_v<TX> && std::is_integral_v<TY>) {
             BinaryBroadcastLoop(plan, a, b, o, 8, [](TX u, TY v) {
@@ -433,9 +473,13 @@ StatusOr<std::unique_ptr<Kernel>> Create_Max(const Node& n) { return MakeBinary(
 StatusOr<std::unique_ptr<Kernel>> Create_Min(const Node& n) { return MakeBinary(n, BinOp::kMin); }
 StatusOr<std::unique_ptr<Kernel>> Create_Sum(const Node& n) { return MakeBinary(n, BinOp::kSum); }
 StatusOr<std::unique_ptr<Kernel>> Create_Mean(const Node& n) { return MakeBinary(n, BinOp::kMean); }
-StatusOr<std::unique_ptr<Kernel>> Create_PRelu(const Node& n) { return MakeBinary(n, BinOp::kPRelu); }
+StatusOr<std::unique_ptr<Kernel>> Create_PRelu(const Node& n) {
+  return MakeBinary(n, BinOp::kPRelu);
+}
 StatusOr<std::unique_ptr<Kernel>> Create_Pow(const Node& n) { return MakeBinary(n, BinOp::kPow); }
-StatusOr<std::unique_ptr<Kernel>> Create_Equal(const Node& n) { return MakeBinary(n, BinOp::kEqual); }
+StatusOr<std::unique_ptr<Kernel>> Create_Equal(const Node& n) {
+  return MakeBinary(n, BinOp::kEqual);
+}
 StatusOr<std::unique_ptr<Kernel>> Create_Greater(const Node& n) {
   return MakeBinary(n, BinOp::kGreater);
 }

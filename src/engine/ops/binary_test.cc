@@ -29,10 +29,10 @@ const std::vector<std::pair<Shape, Shape>> kShapePairs = {
     {{7, 1, 13}, {1, 127, 1}},
     {{3, 1}, {1, 7}},
     {{2, 1, 3, 1, 5}, {4, 1, 1, 5}},
-    {{64, 33, 31}, {33, 1}},     // large enough to split across threads
+    {{64, 33, 31}, {33, 1}},  // large enough to split across threads
     {{300, 257}, {257}},
-    {{1, 70000}, {1}},            // one long run split by element
-    {{0, 3}, {3}},                // empty output
+    {{1, 70000}, {1}},  // one long run split by element
+    {{0, 3}, {3}},      // empty output
 };
 
 // Naive broadcast of f over two tensors of the same element type.
@@ -42,8 +42,8 @@ Tensor NaiveBinary(const Tensor& a, const Tensor& b, DataType out_dt, F f) {
   Tensor out(out_dt, os);
   for (int64_t i = 0; i < out.numel(); ++i) {
     Shape idx = Unravel(i, os);
-    out.data<TO>()[i] = static_cast<TO>(
-        f(a.data<T>()[BroadcastSource(idx, a.shape())], b.data<T>()[BroadcastSource(idx, b.shape())]));
+    out.data<TO>()[i] = static_cast<TO>(f(a.data<T>()[BroadcastSource(idx, a.shape())],
+                                          b.data<T>()[BroadcastSource(idx, b.shape())]));
   }
   return out;
 }
@@ -67,30 +67,49 @@ void CheckArith(DataType dt, const std::string& op, std::function<T(T, T)> ref, 
 }
 
 TEST(BinaryTest, ArithmeticFloat) {
-  CheckArith<float>(DataType::kFloat32, "Add", [](float x, float y) { return x + y; }, -5, 5, -5, 5);
-  CheckArith<float>(DataType::kFloat32, "Sub", [](float x, float y) { return x - y; }, -5, 5, -5, 5);
-  CheckArith<float>(DataType::kFloat32, "Mul", [](float x, float y) { return x * y; }, -5, 5, -5, 5);
-  CheckArith<float>(DataType::kFloat32, "Div", [](float x, float y) { return x / y; }, -5, 5, 0.5, 5);
-  CheckArith<float>(DataType::kFloat32, "Max", [](float x, float y) { return std::max(x, y); }, -5, 5, -5, 5);
-  CheckArith<float>(DataType::kFloat32, "Min", [](float x, float y) { return std::min(x, y); }, -5, 5, -5, 5);
-  CheckArith<float>(DataType::kFloat32, "Pow", [](float x, float y) { return std::pow(x, y); }, 0.1, 3, -2, 2);
-  CheckArith<double>(DataType::kFloat64, "Add", [](double x, double y) { return x + y; }, -5, 5, -5, 5);
+  CheckArith<float>(
+      DataType::kFloat32, "Add", [](float x, float y) { return x + y; }, -5, 5, -5, 5);
+  CheckArith<float>(
+      DataType::kFloat32, "Sub", [](float x, float y) { return x - y; }, -5, 5, -5, 5);
+  CheckArith<float>(
+      DataType::kFloat32, "Mul", [](float x, float y) { return x * y; }, -5, 5, -5, 5);
+  CheckArith<float>(
+      DataType::kFloat32, "Div", [](float x, float y) { return x / y; }, -5, 5, 0.5, 5);
+  CheckArith<float>(
+      DataType::kFloat32, "Max", [](float x, float y) { return std::max(x, y); }, -5, 5, -5, 5);
+  CheckArith<float>(
+      DataType::kFloat32, "Min", [](float x, float y) { return std::min(x, y); }, -5, 5, -5, 5);
+  CheckArith<float>(
+      DataType::kFloat32, "Pow", [](float x, float y) { return std::pow(x, y); }, 0.1, 3, -2, 2);
+  CheckArith<double>(
+      DataType::kFloat64, "Add", [](double x, double y) { return x + y; }, -5, 5, -5, 5);
 }
 
 TEST(BinaryTest, ArithmeticIntegers) {
-  CheckArith<int64_t>(DataType::kInt64, "Add", [](int64_t x, int64_t y) { return x + y; }, -100, 100, -100, 100);
-  CheckArith<int64_t>(DataType::kInt64, "Mul", [](int64_t x, int64_t y) { return x * y; }, -100, 100, -100, 100);
-  CheckArith<int32_t>(DataType::kInt32, "Sub", [](int32_t x, int32_t y) { return x - y; }, -100, 100, -100, 100);
+  CheckArith<int64_t>(
+      DataType::kInt64, "Add", [](int64_t x, int64_t y) { return x + y; }, -100, 100, -100, 100);
+  CheckArith<int64_t>(
+      DataType::kInt64, "Mul", [](int64_t x, int64_t y) { return x * y; }, -100, 100, -100, 100);
+  CheckArith<int32_t>(
+      DataType::kInt32, "Sub", [](int32_t x, int32_t y) { return x - y; }, -100, 100, -100, 100);
   // Integer division truncates toward zero.
-  CheckArith<int32_t>(DataType::kInt32, "Div", [](int32_t x, int32_t y) { return x / y; }, -100, 100, 1, 9);
-  CheckArith<int64_t>(DataType::kInt64, "Div", [](int64_t x, int64_t y) { return x / y; }, -100, 100, -9, -1);
-  CheckArith<uint8_t>(DataType::kUint8, "Add", [](uint8_t x, uint8_t y) { return uint8_t(x + y); }, 0, 255, 0, 255);
-  CheckArith<int8_t>(DataType::kInt8, "Max", [](int8_t x, int8_t y) { return std::max(x, y); }, -128, 127, -128, 127);
-  CheckArith<int64_t>(DataType::kInt64, "Pow", [](int64_t x, int64_t y) {
-    int64_t r = 1;
-    for (int64_t i = 0; i < y; ++i) r *= x;
-    return r;
-  }, -5, 5, 0, 6);
+  CheckArith<int32_t>(
+      DataType::kInt32, "Div", [](int32_t x, int32_t y) { return x / y; }, -100, 100, 1, 9);
+  CheckArith<int64_t>(
+      DataType::kInt64, "Div", [](int64_t x, int64_t y) { return x / y; }, -100, 100, -9, -1);
+  CheckArith<uint8_t>(
+      DataType::kUint8, "Add", [](uint8_t x, uint8_t y) { return uint8_t(x + y); }, 0, 255, 0, 255);
+  CheckArith<int8_t>(
+      DataType::kInt8, "Max", [](int8_t x, int8_t y) { return std::max(x, y); }, -128, 127, -128,
+      127);
+  CheckArith<int64_t>(
+      DataType::kInt64, "Pow",
+      [](int64_t x, int64_t y) {
+        int64_t r = 1;
+        for (int64_t i = 0; i < y; ++i) r *= x;
+        return r;
+      },
+      -5, 5, 0, 6);
 }
 
 TEST(BinaryTest, IntegerModFollowsDivisorSign) {
@@ -107,7 +126,10 @@ TEST(BinaryTest, IntegerModFollowsDivisorSign) {
 }
 
 TEST(BinaryTest, Comparisons) {
-  struct Case { const char* op; std::function<uint8_t(float, float)> f; };
+  struct Case {
+    const char* op;
+    std::function<uint8_t(float, float)> f;
+  };
   std::vector<Case> cases = {
       {"Equal", [](float x, float y) -> uint8_t { return x == y; }},
       {"Greater", [](float x, float y) -> uint8_t { return x > y; }},
@@ -122,7 +144,8 @@ TEST(BinaryTest, Comparisons) {
       Tensor a = RandomTyped<float>(DataType::kFloat32, sa, seed++, -3, 3);
       Tensor b = RandomTyped<float>(DataType::kFloat32, sb, seed++, -3, 3);
       for (auto* t : {&a, &b})
-        for (int64_t i = 0; i < t->numel(); ++i) t->data<float>()[i] = std::floor(t->data<float>()[i]);
+        for (int64_t i = 0; i < t->numel(); ++i)
+          t->data<float>()[i] = std::floor(t->data<float>()[i]);
       auto out = MustRun(MakeNode(c.op, 2, 1), {&a, &b});
       Tensor want = NaiveBinary<float, uint8_t>(a, b, DataType::kBool, c.f);
       EXPECT_EQ(CompareTensors(out[0], want), "") << c.op << " " << ShapeString(sa);
@@ -142,9 +165,10 @@ TEST(BinaryTest, Logic) {
       Tensor a = RandomBool(sa, seed++), b = RandomBool(sb, seed++);
       auto out = MustRun(MakeNode(op, 2, 1), {&a, &b});
       std::string o = op;
-      Tensor want = NaiveBinary<uint8_t>(a, b, DataType::kBool, [o](uint8_t x, uint8_t y) -> uint8_t {
-        return o == "And" ? (x && y) : o == "Or" ? (x || y) : (x != y);
-      });
+      Tensor want =
+          NaiveBinary<uint8_t>(a, b, DataType::kBool, [o](uint8_t x, uint8_t y) -> uint8_t {
+            return o == "And" ? (x && y) : o == "Or" ? (x || y) : (x != y);
+          });
       EXPECT_EQ(CompareTensors(out[0], want), "") << op;
     }
   }
@@ -171,12 +195,25 @@ TEST(BinaryTest, VariadicMaxMinSumMean) {
   Tensor c = RandomTensor({5}, 13, -3, 3);
   Tensor d = RandomTensor({1, 4, 5}, 14, -3, 3);
   Shape os = {3, 4, 5};
-  struct Case { const char* op; std::function<double(std::vector<double>)> f; };
+  struct Case {
+    const char* op;
+    std::function<double(std::vector<double>)> f;
+  };
   std::vector<Case> cases = {
       {"Max", [](std::vector<double> v) { return *std::max_element(v.begin(), v.end()); }},
       {"Min", [](std::vector<double> v) { return *std::min_element(v.begin(), v.end()); }},
-      {"Sum", [](std::vector<double> v) { double s = 0; for (double x : v) s += x; return s; }},
-      {"Mean", [](std::vector<double> v) { double s = 0; for (double x : v) s += x; return s / v.size(); }},
+      {"Sum",
+       [](std::vector<double> v) {
+         double s = 0;
+         for (double x : v) s += x;
+         return s;
+       }},
+      {"Mean",
+       [](std::vector<double> v) {
+         double s = 0;
+         for (double x : v) s += x;
+         return s / v.size();
+       }},
   };
   for (const auto& cs : cases) {
     for (int n = 1; n <= 4; ++n) {
@@ -212,8 +249,8 @@ TEST(BinaryTest, Float16UpcastsAndRoundsBack) {
   EXPECT_EQ(HalfToFloat(out[0].data<uint16_t>()[1]), -2.0f);
   EXPECT_EQ(HalfToFloat(out[0].data<uint16_t>()[2]), 65504.0f);
   out = MustRun(MakeNode("Add", 2, 1), {&a, &b});
-  EXPECT_EQ(out[0].data<uint16_t>()[3], FloatToHalf(HalfToFloat(a.data<uint16_t>()[3]) +
-                                                    HalfToFloat(b.data<uint16_t>()[3])));
+  EXPECT_EQ(out[0].data<uint16_t>()[3],
+            FloatToHalf(HalfToFloat(a.data<uint16_t>()[3]) + HalfToFloat(b.data<uint16_t>()[3])));
 }
 
 TEST(BinaryTest, PowMixedTypes) {
@@ -231,7 +268,8 @@ TEST(BinaryTest, PowMixedTypes) {
 }
 
 TEST(BinaryTest, IntegerOverflowWrapsAndMinOverMinusOne) {
-  Tensor a = IntTensor({2}, {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()});
+  Tensor a =
+      IntTensor({2}, {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()});
   Tensor one = IntTensor({1}, {1});
   auto out = MustRun(MakeNode("Add", 2, 1), {&a, &one});
   EXPECT_EQ(out[0].data<int64_t>()[0], std::numeric_limits<int64_t>::min());
@@ -311,7 +349,8 @@ TEST(BinaryTest, FusedActivationOnOtherTypes) {
   ASSERT_TRUE((*mean)->AddPostOp({PostOpKind::kClip, -1.0f, 2.5f}));
   ctx.in = {&d0, &d1};
   ASSERT_TRUE((*mean)->Run(ctx).ok());
-  EXPECT_EQ(CompareTensors(ctx.out, MakeTyped<double>(DataType::kFloat64, {3}, {-1, 0.5, 2.5})), "");
+  EXPECT_EQ(CompareTensors(ctx.out, MakeTyped<double>(DataType::kFloat64, {3}, {-1, 0.5, 2.5})),
+            "");
 
   Tensor h0(DataType::kFloat16, {2}), h1(DataType::kFloat16, {2});
   h0.data<uint16_t>()[0] = FloatToHalf(1.0f);
@@ -348,8 +387,9 @@ TEST(BinaryTest, CostIsOneFlopPerOutputPerStep) {
   EXPECT_EQ(c.flops, 6);
   EXPECT_EQ(c.bytes, (6 + 3 + 6) * 4);
   auto s = FindKernel("", "Sum")(MakeNode("Sum", 3, 1));
-  c = (*s)->EstimateCost({{DataType::kFloat32, {10}}, {DataType::kFloat32, {10}}, {DataType::kFloat32, {10}}},
-                         {{DataType::kFloat32, {10}}});
+  c = (*s)->EstimateCost(
+      {{DataType::kFloat32, {10}}, {DataType::kFloat32, {10}}, {DataType::kFloat32, {10}}},
+      {{DataType::kFloat32, {10}}});
   EXPECT_EQ(c.flops, 20);
   auto m = FindKernel("", "Mean")(MakeNode("Mean", 2, 1));
   c = (*m)->EstimateCost({{DataType::kFloat32, {10}}, {DataType::kFloat32, {10}}},

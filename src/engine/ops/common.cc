@@ -12,9 +12,12 @@ bool BroadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& 
   for (size_t i = 0; i < r; ++i) {
     int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da == db || db == 1) (*out)[i] = da;
-    else if (da == 1) (*out)[i] = db;
-    else return false;
+    if (da == db || db == 1)
+      (*out)[i] = da;
+    else if (da == 1)
+      (*out)[i] = db;
+    else
+      return false;
   }
   return true;
 }
@@ -49,14 +52,22 @@ std::vector<int64_t> ReadInts(const Tensor& t) {
 double ReadScalar(const Tensor& t) {
   if (t.numel() == 0) return 0;
   switch (t.dtype()) {
-    case DataType::kFloat32: return t.data<float>()[0];
-    case DataType::kFloat64: return t.data<double>()[0];
-    case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[0]);
-    case DataType::kInt32: return t.data<int32_t>()[0];
-    case DataType::kUint8: return t.data<uint8_t>()[0];
-    case DataType::kInt8: return t.data<int8_t>()[0];
-    case DataType::kBool: return t.data<uint8_t>()[0];
-    default: return 0;
+    case DataType::kFloat32:
+      return t.data<float>()[0];
+    case DataType::kFloat64:
+      return t.data<double>()[0];
+    case DataType::kInt64:
+      return static_cast<double>(t.data<int64_t>()[0]);
+    case DataType::kInt32:
+      return t.data<int32_t>()[0];
+    case DataType::kUint8:
+      return t.data<uint8_t>()[0];
+    case DataType::kInt8:
+      return t.data<int8_t>()[0];
+    case DataType::kBool:
+      return t.data<uint8_t>()[0];
+    default:
+      return 0;
   }
 }
 

@@ -38,8 +38,8 @@ Status ReadConvAttrs(const Node& n, bool transpose, ConvAttrs* a) {
   a->auto_pad = n.attrs.String("auto_pad", "NOTSET");
   if (a->auto_pad != "NOTSET" && a->auto_pad != "SAME_UPPER" && a->auto_pad != "SAME_LOWER" &&
       a->auto_pad != "VALID")
-    return NodeError(n, "auto_pad '" + a->auto_pad +
-                            "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+    return NodeError(
+        n, "auto_pad '" + a->auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
   a->kernel_shape = n.attrs.Ints("kernel_shape");
   a->strides = n.attrs.Ints("strides");
   a->dilations = n.attrs.Ints("dilations");
@@ -74,10 +74,12 @@ Status SpatialParams(const Node& n, const ConvAttrs& a, const std::vector<int64_
   if (g->s.empty()) g->s.assign(sp, 1);
   g->d = a.dilations;
   if (g->d.empty()) g->d.assign(sp, 1);
-  if (g->s.size() != sp) return NodeError(n, "strides has " + std::to_string(g->s.size()) +
-                                                 " entries, expected " + std::to_string(sp));
-  if (g->d.size() != sp) return NodeError(n, "dilations has " + std::to_string(g->d.size()) +
-                                                 " entries, expected " + std::to_string(sp));
+  if (g->s.size() != sp)
+    return NodeError(n, "strides has " + std::to_string(g->s.size()) + " entries, expected " +
+                            std::to_string(sp));
+  if (g->d.size() != sp)
+    return NodeError(n, "dilations has " + std::to_string(g->d.size()) + " entries, expected " +
+                            std::to_string(sp));
   if (!a.pads.empty() && a.pads.size() != 2 * sp)
     return NodeError(n, "pads has " + std::to_string(a.pads.size()) + " entries, expected " +
                             std::to_string(2 * sp));
@@ -98,9 +100,9 @@ Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t
     // sizes before the arithmetic below, which would overflow.
     constexpr int64_t kHuge = int64_t{1} << 40;
     if (in[i] > kHuge || g->k[i] > kHuge || g->d[i] > kHuge)
-      return NodeError(n, "spatial dim " + std::to_string(i) + ": input " +
-                              std::to_string(in[i]) + ", kernel " + std::to_string(g->k[i]) +
-                              ", dilation " + std::to_string(g->d[i]) + " out of range");
+      return NodeError(n, "spatial dim " + std::to_string(i) + ": input " + std::to_string(in[i]) +
+                              ", kernel " + std::to_string(g->k[i]) + ", dilation " +
+                              std::to_string(g->d[i]) + " out of range");
     int64_t dk = (g->k[i] - 1) * g->d[i] + 1;
     if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
       int64_t o = (in[i] + g->s[i] - 1) / g->s[i];
@@ -114,9 +116,8 @@ Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t
     }
     int64_t span = in[i] + g->pb[i] + g->pe[i] - dk;
     if (span < 0)
-      return NodeError(n, "spatial dim " + std::to_string(i) + " of size " +
-                              std::to_string(in[i]) + " (padded " +
-                              std::to_string(in[i] + g->pb[i] + g->pe[i]) +
+      return NodeError(n, "spatial dim " + std::to_string(i) + " of size " + std::to_string(in[i]) +
+                              " (padded " + std::to_string(in[i] + g->pb[i] + g->pe[i]) +
                               ") is smaller than the dilated kernel " + std::to_string(dk));
     g->out[i] = span / g->s[i] + 1;
   }
@@ -169,8 +170,8 @@ Status ConvTransposeGeometry(const Node& n, const ConvAttrs& a, const std::vecto
       g->out[i] = full + op[i] - g->pb[i] - g->pe[i];
     }
     if (g->out[i] < 0)
-      return NodeError(n, "pads exceed the transposed output size in spatial dim " +
-                              std::to_string(i));
+      return NodeError(
+          n, "pads exceed the transposed output size in spatial dim " + std::to_string(i));
     (*core)[i] = std::max<int64_t>(0, std::min(g->out[i], full - g->pb[i]));
   }
   return Status();
@@ -394,9 +395,8 @@ DepthwisePlaneFn SelectDepthwisePlane(bool flat) {
 Status CheckInputs(const Node& n, const Tensor* x, const Tensor* w, const Tensor* b) {
   if (!x || !w) return NodeError(n, "inputs X and W are required");
   if (x->dtype() != DataType::kFloat32 || w->dtype() != DataType::kFloat32)
-    return NodeError(n, std::string("only float32 is supported, got ") +
-                            DataTypeName(x->dtype()) + " input and " + DataTypeName(w->dtype()) +
-                            " weights");
+    return NodeError(n, std::string("only float32 is supported, got ") + DataTypeName(x->dtype()) +
+                            " input and " + DataTypeName(w->dtype()) + " weights");
   if (x->rank() < 3 || x->rank() > 5)
     return NodeError(n, "input X has rank " + std::to_string(x->rank()) +
                             "; 1-D, 2-D and 3-D convolutions (rank 3-5) are supported");
@@ -422,8 +422,8 @@ class ConvKernel : public Kernel {
       return NodeError(node_, "input has " + std::to_string(C) + " channels but W expects " +
                                   std::to_string(w->dim(1)) + " x group " + std::to_string(g));
     if (OC % g != 0)
-      return NodeError(node_, "output channels " + std::to_string(OC) +
-                                  " not divisible by group " + std::to_string(g));
+      return NodeError(node_, "output channels " + std::to_string(OC) + " not divisible by group " +
+                                  std::to_string(g));
     if (b && b->numel() != OC)
       return NodeError(node_, "bias has " + std::to_string(b->numel()) + " elements, expected " +
                                   std::to_string(OC));
@@ -433,7 +433,7 @@ class ConvKernel : public Kernel {
     OPSCOPE_RETURN_IF_ERROR(ConvGeometry(node_, a_, in, kernel, &geo));
     std::vector<int64_t> out_shape = {N, OC};
     out_shape.insert(out_shape.end(), geo.out.begin(), geo.out.end());
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out_shape));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, out_shape));
     if (y->numel() == 0) return Status();
     if (x->numel() == 0 || w->numel() == 0) return FillBiasOnly(b, y);
 
@@ -446,8 +446,8 @@ class ConvKernel : public Kernel {
     p_.key = key;
 
     if (p_.depthwise) {
-      RunDepthwise(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, N, C,
-                   in, geo.out, y->data<float>());
+      RunDepthwise(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, N, C, in,
+                   geo.out, y->data<float>());
       return Status();
     }
     if (p_.gemm) {
@@ -462,11 +462,13 @@ class ConvKernel : public Kernel {
           p_.gemm_prim.execute(s, args);
         }
         s.wait();
-        if (b) BiasAndPostOpsRows(y->data<float>(), N * OC, p_.gemm_y_stride / OC, b->data<float>(), OC);
+        if (b)
+          BiasAndPostOpsRows(y->data<float>(), N * OC, p_.gemm_y_stride / OC, b->data<float>(), OC);
       });
     }
-    OPSCOPE_ASSIGN_OR_RETURN(dnnl::memory wmem,
-                             p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim, ctx.input_is_constant(1)));
+    OPSCOPE_ASSIGN_OR_RETURN(
+        dnnl::memory wmem,
+        p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim, ctx.input_is_constant(1)));
     return DnnlCall(node_, "run the convolution", [&] {
       dnnl::stream& s = DnnlStream();
       p_.src_user.set_data_handle(const_cast<float*>(x->data<float>()));
@@ -511,23 +513,26 @@ class ConvKernel : public Kernel {
  private:
   // y[r, :] = post_ops(y[r, :] + bias[r % OC]) over `rows` rows of `cols` floats, threaded by
   // rows; the common activations run as tight loops, the rest through ApplyPostOpScalar.
-  void BiasAndPostOpsRows(float* y, int64_t rows, int64_t cols, const float* bias, int64_t OC) const {
-    ParallelFor(rows, cols * static_cast<int64_t>(1 + post_ops_.size()), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        float* row = y + r * cols;
-        const float bb = bias[r % OC];
-        // The usual cases in one pass: bias alone, bias + Relu, bias + Clip (Relu6).
-        if (post_ops_.size() == 1 && post_ops_[0].kind == PostOpKind::kRelu) {
-          for (int64_t i = 0; i < cols; ++i) row[i] = std::max(row[i] + bb, 0.f);
-        } else if (post_ops_.size() == 1 && post_ops_[0].kind == PostOpKind::kClip) {
-          const float lo = post_ops_[0].alpha, hi = post_ops_[0].beta;
-          for (int64_t i = 0; i < cols; ++i) row[i] = std::min(std::max(row[i] + bb, lo), hi);
-        } else {
-          for (int64_t i = 0; i < cols; ++i) row[i] += bb;
-          PostOpsRow(row, cols);
-        }
-      }
-    });
+  void BiasAndPostOpsRows(float* y, int64_t rows, int64_t cols, const float* bias,
+                          int64_t OC) const {
+    ParallelFor(rows, cols * static_cast<int64_t>(1 + post_ops_.size()),
+                [&](int64_t r0, int64_t r1) {
+                  for (int64_t r = r0; r < r1; ++r) {
+                    float* row = y + r * cols;
+                    const float bb = bias[r % OC];
+                    // The usual cases in one pass: bias alone, bias + Relu, bias + Clip (Relu6).
+                    if (post_ops_.size() == 1 && post_ops_[0].kind == PostOpKind::kRelu) {
+                      for (int64_t i = 0; i < cols; ++i) row[i] = std::max(row[i] + bb, 0.f);
+                    } else if (post_ops_.size() == 1 && post_ops_[0].kind == PostOpKind::kClip) {
+                      const float lo = post_ops_[0].alpha, hi = post_ops_[0].beta;
+                      for (int64_t i = 0; i < cols; ++i)
+                        row[i] = std::min(std::max(row[i] + bb, lo), hi);
+                    } else {
+                      for (int64_t i = 0; i < cols; ++i) row[i] += bb;
+                      PostOpsRow(row, cols);
+                    }
+                  }
+                });
   }
 
   // row[:] = post_ops(row[:]); the common activations run as tight loops.
@@ -554,7 +559,7 @@ class ConvKernel : public Kernel {
                     float* y) const {
     const bool one_d = in.size() == 1;  // a 1-D conv is one row of a 2-D plane
     const DwPlaneGeo g{one_d ? 1 : in[0], in.back(), one_d ? 1 : out[0], out.back(), p_.dw_kh,
-                       p_.dw_kw, p_.dw_sh, p_.dw_sw, p_.dw_pt, p_.dw_pl};
+                       p_.dw_kw,          p_.dw_sh,  p_.dw_sw,           p_.dw_pt,   p_.dw_pl};
     const int64_t in_plane = g.H * g.W, out_plane = g.OH * g.OW, taps = g.KH * g.KW;
     static const DepthwisePlaneFn flat_fn = SelectDepthwisePlane(true);
     static const DepthwisePlaneFn rows_fn = SelectDepthwisePlane(false);
@@ -570,8 +575,8 @@ class ConvKernel : public Kernel {
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t c = p % C;
         float* yp = y + p * out_plane;
-        plane_fn(x + p * in_plane, w + c * taps, b ? b[c] : 0.f, p_.dw_zeros.data(), g,
-                 buf.data(), buf.data() + stage_floats, yp);
+        plane_fn(x + p * in_plane, w + c * taps, b ? b[c] : 0.f, p_.dw_zeros.data(), g, buf.data(),
+                 buf.data() + stage_floats, yp);
         if (!post_ops_.empty()) PostOpsRow(yp, out_plane);
       }
     });
@@ -634,12 +639,12 @@ class ConvKernel : public Kernel {
     memory::dims dil(geo.d.size());
     for (size_t i = 0; i < dil.size(); ++i) dil[i] = geo.d[i] - 1;
     auto create = [&](bool blocked) {
-      memory::desc src_md = blocked ? memory::desc(DnnlDims(xs), memory::data_type::f32,
-                                                   memory::format_tag::any)
-                                    : p_.src_plain;
-      memory::desc dst_md = blocked ? memory::desc(DnnlDims(ys), memory::data_type::f32,
-                                                   memory::format_tag::any)
-                                    : p_.dst_plain;
+      memory::desc src_md =
+          blocked ? memory::desc(DnnlDims(xs), memory::data_type::f32, memory::format_tag::any)
+                  : p_.src_plain;
+      memory::desc dst_md =
+          blocked ? memory::desc(DnnlDims(ys), memory::data_type::f32, memory::format_tag::any)
+                  : p_.dst_plain;
       return DnnlCall(node_, "create the convolution primitive", [&] {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                           dnnl::algorithm::convolution_direct, src_md, w_any,
@@ -678,8 +683,7 @@ class ConvKernel : public Kernel {
     // 1-D depthwise convolutions (audio models: Silero VAD, wake-word front ends) run as 2-D
     // planes of one row: oneDNN's plain-layout 1-D grouped convolution took 45 us for a
     // 258-channel, 8-sample, k=5 node that the stencil does in about 1.
-    const bool dw_shape = (xs.size() == 4 || xs.size() == 3) && g == xs[1] && g == OC &&
-                          ws[1] == 1;
+    const bool dw_shape = (xs.size() == 4 || xs.size() == 3) && g == xs[1] && g == OC && ws[1] == 1;
     bool dw_ok = dw_shape;
     for (size_t i = 0; dw_ok && i < geo.k.size(); ++i)
       dw_ok = geo.k[i] <= kMaxDepthwiseKernel && geo.s[i] <= 2 && geo.d[i] == 1;
@@ -751,8 +755,8 @@ class ConvTransposeKernel : public Kernel {
       return NodeError(node_, "input has " + std::to_string(C) + " channels but W has " +
                                   std::to_string(w->dim(0)) + " input channels");
     if (C % g != 0)
-      return NodeError(node_, "input channels " + std::to_string(C) +
-                                  " not divisible by group " + std::to_string(g));
+      return NodeError(node_, "input channels " + std::to_string(C) + " not divisible by group " +
+                                  std::to_string(g));
     const int64_t OC = w->dim(1) * g;
     if (b && b->numel() != OC)
       return NodeError(node_, "bias has " + std::to_string(b->numel()) + " elements, expected " +
@@ -764,7 +768,7 @@ class ConvTransposeKernel : public Kernel {
     OPSCOPE_RETURN_IF_ERROR(ConvTransposeGeometry(node_, a_, in, kernel, &geo, &core));
     std::vector<int64_t> out_shape = {N, OC};
     out_shape.insert(out_shape.end(), geo.out.begin(), geo.out.end());
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out_shape));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, out_shape));
     if (y->numel() == 0) return Status();
     std::vector<int64_t> core_shape = {N, OC};
     core_shape.insert(core_shape.end(), core.begin(), core.end());
@@ -788,13 +792,15 @@ class ConvTransposeKernel : public Kernel {
     key.insert(key.end(), w->shape().begin(), w->shape().end());
     key.insert(key.end(), core.begin(), core.end());
     key.push_back(b ? 1 : 0);
-    if (key != p_.key) OPSCOPE_RETURN_IF_ERROR(Build(x->shape(), w->shape(), core_shape, prim_geo, b));
+    if (key != p_.key)
+      OPSCOPE_RETURN_IF_ERROR(Build(x->shape(), w->shape(), core_shape, prim_geo, b));
     p_.key = key;
     if (has_tail) tmp_.resize(static_cast<size_t>(Numel(core_shape)));
     float* dst = has_tail ? tmp_.data() : y->data<float>();
 
-    OPSCOPE_ASSIGN_OR_RETURN(dnnl::memory wmem,
-                             p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim, ctx.input_is_constant(1)));
+    OPSCOPE_ASSIGN_OR_RETURN(
+        dnnl::memory wmem,
+        p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim, ctx.input_is_constant(1)));
     OPSCOPE_RETURN_IF_ERROR(DnnlCall(node_, "run the transposed convolution", [&] {
       dnnl::stream& s = DnnlStream();
       p_.src_user.set_data_handle(const_cast<float*>(x->data<float>()));
@@ -861,8 +867,8 @@ class ConvTransposeKernel : public Kernel {
     tmp_.resize(static_cast<size_t>(M * S));
     const float* bias = b ? b->data<float>() : nullptr;
     for (int64_t n = 0; n < N; ++n) {
-      dnnl_sgemm('T', 'N', M, S, IC, 1.f, w.data<float>(), M, x.data<float>() + n * IC * S, S,
-                 0.f, tmp_.data(), S);
+      dnnl_sgemm('T', 'N', M, S, IC, 1.f, w.data<float>(), M, x.data<float>() + n * IC * S, S, 0.f,
+                 tmp_.data(), S);
       float* yn = y->data<float>() + n * OC * H * KH * OW;
       ParallelFor(OC * H, KH * OW, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {

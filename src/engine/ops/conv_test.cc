@@ -147,8 +147,8 @@ TEST(Conv, MatchesNaiveTwinOnOddShapes) {
     Tensor x = RandomTensor(c.x, seed++), w = RandomTensor(c.w, seed++);
     Tensor b = RandomTensor({c.w[0]}, seed++);
     Node n = ConvNode("Conv", c.g, c.bias);
-    auto out = RunPoisoned(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
-                                   : std::vector<const Tensor*>{&x, &w}, 2);
+    auto out = RunPoisoned(
+        n, c.bias ? std::vector<const Tensor*>{&x, &w, &b} : std::vector<const Tensor*>{&x, &w}, 2);
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveConv(x, w, c.bias ? &b : nullptr, c.g);
     EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "") << "case x rank " << c.x.size();
@@ -173,11 +173,11 @@ TEST(Conv, DepthwiseDirectPathMatchesNaiveTwin) {
       {{1, 7, 1, 7}, 3, 3, {{2, 1}, {1, 1}, {1, 0}, {1, 2}}, false},
       {{1, 13, 13, 7}, 5, 5, {{2, 2}, {1, 1}, {2, 1}, {0, 2}}, true},
       {{1, 7, 13, 13}, 5, 5, {{1, 1}, {1, 1}, {2, 2}, {2, 2}}, true},
-      {{1, 7, 13, 7}, 3, 5, {{1, 2}, {1, 1}, {1, 2}, {0, 2}}, true},     // run-time K/S
+      {{1, 7, 13, 7}, 3, 5, {{1, 2}, {1, 1}, {1, 2}, {0, 2}}, true},  // run-time K/S
       {{1, 7, 7, 13}, 7, 1, {{2, 1}, {1, 1}, {3, 0}, {3, 0}}, true},
-      {{1, 7, 7, 7}, 3, 3, {{1, 1}, {1, 1}, {4, 5}, {3, 4}}, true},      // pads > kernel
+      {{1, 7, 7, 7}, 3, 3, {{1, 1}, {1, 1}, {4, 5}, {3, 4}}, true},  // pads > kernel
       {{1, 7, 7, 8}, 3, 3, {{2, 2}, {1, 1}, {4, 5}, {3, 4}}, true},
-      {{1, 7, 12, 12}, 3, 3, {{2, 2}, {1, 1}, {0, 0}, {1, 1}}, true},    // even width, pl 0
+      {{1, 7, 12, 12}, 3, 3, {{2, 2}, {1, 1}, {0, 0}, {1, 1}}, true},  // even width, pl 0
       {{2, 7, 13, 14}, 5, 5, {{2, 2}, {1, 1}, {2, 2}, {2, 2}}, true},
       {{1, 13, 13, 1}, 3, 3, {{2, 2}, {1, 1}, {1, 1}, {1, 1}}, true},
       // Unit strides wider than DwPlaneGeo::kFlatMaxWidth go row by row; narrower ones take the
@@ -188,9 +188,9 @@ TEST(Conv, DepthwiseDirectPathMatchesNaiveTwin) {
       {{2, 7, 9, 9}, 3, 5, {{1, 1}, {1, 1}, {1, 2}, {1, 2}}, true},
       {{1, 7, 7, 7}, 7, 7, {{1, 1}, {1, 1}, {3, 3}, {3, 3}}, false},
       {{1, 5, 4, 6}, 1, 1, {{1, 1}, {1, 1}, {1, 0}, {0, 2}}, true},
-      {{1, 7, 13, 13}, 3, 3, {{1, 1}, {2, 2}, {2, 2}, {2, 2}}, true},    // dilated: oneDNN
-      {{1, 7, 13, 13}, 3, 3, {{3, 3}, {1, 1}, {1, 1}, {1, 1}}, true},    // stride 3: oneDNN
-      {{1, 7, 13, 13}, 9, 9, {{1, 1}, {1, 1}, {4, 4}, {4, 4}}, true},    // 9x9: oneDNN
+      {{1, 7, 13, 13}, 3, 3, {{1, 1}, {2, 2}, {2, 2}, {2, 2}}, true},  // dilated: oneDNN
+      {{1, 7, 13, 13}, 3, 3, {{3, 3}, {1, 1}, {1, 1}, {1, 1}}, true},  // stride 3: oneDNN
+      {{1, 7, 13, 13}, 9, 9, {{1, 1}, {1, 1}, {4, 4}, {4, 4}}, true},  // 9x9: oneDNN
   };
   uint32_t seed = 300;
   for (DwCase& c : cases) {
@@ -366,7 +366,11 @@ TEST(ConvTranspose, MatchesNaiveTwinOnOddShapes) {
       {{2, 4, 5, 7}, {4, 3, 3, 2}, {{2, 3}, {1, 2}, {0, 1}, {2, 0}, 2}, {1, 2}, true},
       {{1, 16, 13, 13}, {16, 16, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, {1, 1}, false},
       {{1, 2, 13}, {2, 7, 5}, {{3}, {2}, {4}, {0}, 1}, {2}, true},
-      {{1, 2, 3, 4, 5}, {2, 2, 2, 3, 2}, {{1, 2, 2}, {1, 1, 2}, {0, 1, 0}, {1, 0, 0}, 1}, {0, 1, 1}, true},
+      {{1, 2, 3, 4, 5},
+       {2, 2, 2, 3, 2},
+       {{1, 2, 2}, {1, 1, 2}, {0, 1, 0}, {1, 0, 0}, 1},
+       {0, 1, 1},
+       true},
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, {}, false},
       // Kernel = stride: the GEMM + pixel-shuffle path (2x2 s2, 3x2 s3x2 with 2 images, 1x1
       // s1), and its neighbours that stay on oneDNN (a pad, output_padding, groups).
@@ -384,8 +388,8 @@ TEST(ConvTranspose, MatchesNaiveTwinOnOddShapes) {
     Tensor b = RandomTensor({OC}, seed++);
     Node n = ConvNode("ConvTranspose", c.g, c.bias);
     if (!c.output_padding.empty()) n.attrs.Set("output_padding", IntsAttr(c.output_padding));
-    auto out = RunPoisoned(n, c.bias ? std::vector<const Tensor*>{&x, &w, &b}
-                                   : std::vector<const Tensor*>{&x, &w}, 2);
+    auto out = RunPoisoned(
+        n, c.bias ? std::vector<const Tensor*>{&x, &w, &b} : std::vector<const Tensor*>{&x, &w}, 2);
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor ref = NaiveConvTranspose(x, w, c.bias ? &b : nullptr, c.g, TransposedSize(c));
     EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "") << "case rank " << c.x.size();
@@ -463,8 +467,9 @@ TEST(ConvTranspose, BadInputAndCost) {
   auto k = FindKernel("", "ConvTranspose")(n);
   ASSERT_TRUE(k.ok());
   // 2 * N*IC*H*W * (OC/g)*kh*kw = 2 * 4*25 * 2*9 = 3600.
-  Cost c = (*k)->EstimateCost({{DataType::kFloat32, {1, 4, 5, 5}}, {DataType::kFloat32, {4, 2, 3, 3}}},
-                              {{DataType::kFloat32, {1, 2, 7, 7}}});
+  Cost c =
+      (*k)->EstimateCost({{DataType::kFloat32, {1, 4, 5, 5}}, {DataType::kFloat32, {4, 2, 3, 3}}},
+                         {{DataType::kFloat32, {1, 2, 7, 7}}});
   EXPECT_DOUBLE_EQ(c.flops, 3600);
 }
 
@@ -546,8 +551,8 @@ TEST(ConvBench, DISABLED_PlainVsBlockedActivations) {
     std::string pi, bi;
     double plain = TimeConv(s.x, s.w, s.stride, s.pad, s.group, false, &pi);
     double blocked = TimeConv(s.x, s.w, s.stride, s.pad, s.group, true, &bi);
-    std::printf("%-22s plain %8.3f ms (%s)  blocked+reorders %8.3f ms (%s)  ratio %.2f\n",
-                s.name, plain, pi.c_str(), blocked, bi.c_str(), plain / blocked);
+    std::printf("%-22s plain %8.3f ms (%s)  blocked+reorders %8.3f ms (%s)  ratio %.2f\n", s.name,
+                plain, pi.c_str(), blocked, bi.c_str(), plain / blocked);
   }
 }
 
@@ -566,7 +571,8 @@ TEST(NnBench, DISABLED_KernelThroughput) {
     return n;
   };
   std::vector<BenchCase> cases = {
-      {"Conv 64->64 3x3 56x56", node("Conv", 3, {{"pads", IntsAttr({1, 1, 1, 1})}}),
+      {"Conv 64->64 3x3 56x56",
+       node("Conv", 3, {{"pads", IntsAttr({1, 1, 1, 1})}}),
        {{1, 64, 56, 56}, {64, 64, 3, 3}, {64}}},
       {"Conv 256->64 1x1 56x56", node("Conv", 3, {}), {{1, 256, 56, 56}, {64, 256, 1, 1}, {64}}},
       {"Conv dw 128 3x3 28x28",
@@ -577,22 +583,29 @@ TEST(NnBench, DISABLED_KernelThroughput) {
        {{1, 64, 28, 28}, {64, 32, 4, 4}}},
       {"MatMul 128x768 x 768x768", node("MatMul", 2, {}), {{128, 768}, {768, 768}}},
       {"MatMul 12x128x64 x 12x64x128", node("MatMul", 2, {}), {{12, 128, 64}, {12, 64, 128}}},
-      {"Gemm 1x2048 x 1000x2048^T", node("Gemm", 3, {{"transB", IntAttr(1)}}),
+      {"Gemm 1x2048 x 1000x2048^T",
+       node("Gemm", 3, {{"transB", IntAttr(1)}}),
        {{1, 2048}, {1000, 2048}, {1000}}},
-      {"Einsum bhqd,bhkd->bhqk", node("Einsum", 2, {{"equation", StringAttr("bhqd,bhkd->bhqk")}}),
+      {"Einsum bhqd,bhkd->bhqk",
+       node("Einsum", 2, {{"equation", StringAttr("bhqd,bhkd->bhqk")}}),
        {{1, 12, 128, 64}, {1, 12, 128, 64}}},
       {"MaxPool 3x3 s2 64x112x112",
-       node("MaxPool", 1, {{"kernel_shape", IntsAttr({3, 3})}, {"strides", IntsAttr({2, 2})},
-                           {"pads", IntsAttr({1, 1, 1, 1})}}),
+       node("MaxPool", 1,
+            {{"kernel_shape", IntsAttr({3, 3})},
+             {"strides", IntsAttr({2, 2})},
+             {"pads", IntsAttr({1, 1, 1, 1})}}),
        {{1, 64, 112, 112}}},
       {"AveragePool 2x2 s2 256x56x56",
        node("AveragePool", 1, {{"kernel_shape", IntsAttr({2, 2})}, {"strides", IntsAttr({2, 2})}}),
        {{1, 256, 56, 56}}},
       {"GlobalAveragePool 2048x7x7", node("GlobalAveragePool", 1, {}), {{1, 2048, 7, 7}}},
       {"LayerNorm 128x768", node("LayerNormalization", 3, {}), {{128, 768}, {768}, {768}}},
-      {"BatchNorm 64x56x56", node("BatchNormalization", 5, {}),
+      {"BatchNorm 64x56x56",
+       node("BatchNormalization", 5, {}),
        {{1, 64, 56, 56}, {64}, {64}, {64}, {64}}},
-      {"InstanceNorm 64x56x56", node("InstanceNormalization", 3, {}), {{1, 64, 56, 56}, {64}, {64}}},
+      {"InstanceNorm 64x56x56",
+       node("InstanceNormalization", 3, {}),
+       {{1, 64, 56, 56}, {64}, {64}}},
   };
   std::printf("%-32s %10s %10s %10s\n", "kernel", "cpu ms", "GFLOP/s", "GB/s");
   for (BenchCase& c : cases) {

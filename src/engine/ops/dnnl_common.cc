@@ -25,8 +25,8 @@ Status DnnlCall(const Node& node, const char* what, const std::function<void()>&
   try {
     fn();
   } catch (const dnnl::error& e) {
-    return NodeError(node, std::string("oneDNN failed to ") + what + ": " + e.what() +
-                               " (status " + std::to_string(static_cast<int>(e.status)) + ")");
+    return NodeError(node, std::string("oneDNN failed to ") + what + ": " + e.what() + " (status " +
+                               std::to_string(static_cast<int>(e.status)) + ")");
   } catch (const std::exception& e) {
     return NodeError(node, std::string("failed to ") + what + ": " + e.what());
   }
@@ -56,7 +56,9 @@ bool IsEltwisePostOp(PostOpKind kind) { return kind != PostOpKind::kBiasAdd; }
 void AppendEltwisePostOp(const PostOp& op, dnnl::post_ops* ops) {
   using dnnl::algorithm;
   switch (op.kind) {
-    case PostOpKind::kRelu: ops->append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); break;
+    case PostOpKind::kRelu:
+      ops->append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+      break;
     case PostOpKind::kLeakyRelu:
       ops->append_eltwise(1.f, algorithm::eltwise_relu, op.alpha, 0.f);
       break;
@@ -65,14 +67,21 @@ void AppendEltwisePostOp(const PostOp& op, dnnl::post_ops* ops) {
       ops->append_eltwise(1.f, algorithm::eltwise_clip, lo, hi);
       break;
     }
-    case PostOpKind::kSigmoid: ops->append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f); break;
-    case PostOpKind::kTanh: ops->append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f); break;
+    case PostOpKind::kSigmoid:
+      ops->append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f);
+      break;
+    case PostOpKind::kTanh:
+      ops->append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f);
+      break;
     case PostOpKind::kHardSigmoid:
       ops->append_eltwise(1.f, algorithm::eltwise_linear, op.alpha, op.beta);
       ops->append_eltwise(1.f, algorithm::eltwise_clip, 0.f, 1.f);
       break;
-    case PostOpKind::kHardSwish: ops->append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f); break;
-    case PostOpKind::kBiasAdd: break;
+    case PostOpKind::kHardSwish:
+      ops->append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f);
+      break;
+    case PostOpKind::kBiasAdd:
+      break;
   }
 }
 

@@ -15,7 +15,6 @@
 #pragma once
 
 #include <dnnl.hpp>
-
 #include <functional>
 #include <vector>
 

@@ -77,14 +77,22 @@ inline StatusOr<std::vector<Tensor>> RunPoisoned(const Node& node,
 // The activations as the separate ONNX operators define them.
 inline float RefActivation(const PostOp& op, float x) {
   switch (op.kind) {
-    case PostOpKind::kRelu: return std::max(x, 0.f);
-    case PostOpKind::kLeakyRelu: return x >= 0 ? x : op.alpha * x;
-    case PostOpKind::kClip: return std::min(std::max(x, op.alpha), op.beta);
-    case PostOpKind::kSigmoid: return 1.f / (1.f + std::exp(-x));
-    case PostOpKind::kTanh: return std::tanh(x);
-    case PostOpKind::kHardSigmoid: return std::max(0.f, std::min(1.f, op.alpha * x + op.beta));
-    case PostOpKind::kHardSwish: return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
-    case PostOpKind::kBiasAdd: return x;
+    case PostOpKind::kRelu:
+      return std::max(x, 0.f);
+    case PostOpKind::kLeakyRelu:
+      return x >= 0 ? x : op.alpha * x;
+    case PostOpKind::kClip:
+      return std::min(std::max(x, op.alpha), op.beta);
+    case PostOpKind::kSigmoid:
+      return 1.f / (1.f + std::exp(-x));
+    case PostOpKind::kTanh:
+      return std::tanh(x);
+    case PostOpKind::kHardSigmoid:
+      return std::max(0.f, std::min(1.f, op.alpha * x + op.beta));
+    case PostOpKind::kHardSwish:
+      return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
+    case PostOpKind::kBiasAdd:
+      return x;
   }
   return x;
 }
@@ -101,10 +109,10 @@ inline std::vector<PostOp> AllActivations() {
 
 inline Tensor ApplyRef(const Tensor& t, const PostOp& op) {
   Tensor r(DataType::kFloat32, t.shape());
-  for (int64_t i = 0; i < t.numel(); ++i) r.data<float>()[i] = RefActivation(op, t.data<float>()[i]);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    r.data<float>()[i] = RefActivation(op, t.data<float>()[i]);
   return r;
 }
-
 
 // Runs `node` on ONNX's conformance data set test_data_set_0 of `test` (libonnx-testdata) and
 // compares every output with ONNX's tolerances (rtol 1e-3, atol 1e-7). Used for the node tests

@@ -23,8 +23,8 @@
 #include <tuple>
 #include <type_traits>
 
-#include "engine/ops/common.h"
 #include "engine/memory_limit.h"
+#include "engine/ops/common.h"
 #include "engine/ops/dnnl_common.h"
 
 namespace opscope::engine {
@@ -57,7 +57,8 @@ Status ParseTerm(const Node& n, const std::string& eq, const std::string& term,
     }
     int l = LabelOf(term[i]);
     if (l < 0)
-      return NodeError(n, "equation '" + eq + "': unexpected character '" + term.substr(i, 1) + "'");
+      return NodeError(n,
+                       "equation '" + eq + "': unexpected character '" + term.substr(i, 1) + "'");
     labels->push_back(l);
     ++i;
   }
@@ -305,7 +306,7 @@ class EinsumKernel : public Kernel {
     OPSCOPE_ASSIGN_OR_RETURN(Resolved r, Resolve(node_, eq_text_, eq_, shapes));
     std::vector<int64_t> out_shape;
     for (int l : r.output) out_shape.push_back(r.size.at(l));
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, dt, out_shape));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, dt, out_shape));
     if (dt == DataType::kFloat32) return Compute<float>(ctx, r, y);
     return Compute<double>(ctx, r, y);
   }
@@ -368,9 +369,12 @@ class EinsumKernel : public Kernel {
     std::vector<int> batch, m, nn, k;
     for (int l : a.labels) {
       bool in_b = Has(b.labels, l), kept = Has(keep, l);
-      if (in_b && kept) batch.push_back(l);
-      else if (in_b) k.push_back(l);
-      else m.push_back(l);
+      if (in_b && kept)
+        batch.push_back(l);
+      else if (in_b)
+        k.push_back(l);
+      else
+        m.push_back(l);
     }
     for (int l : b.labels)
       if (!Has(a.labels, l)) nn.push_back(l);
@@ -385,14 +389,14 @@ class EinsumKernel : public Kernel {
     for (const auto* ls : {&batch, &m, &nn})
       for (int l : *ls) c_dims.push_back(size.at(l));
     int64_t c_numel = 0;
-    if (!CheckedNumel(c_dims, &c_numel) ||
-        static_cast<uint64_t>(c_numel) > SIZE_MAX / sizeof(T))
+    if (!CheckedNumel(c_dims, &c_numel) || static_cast<uint64_t>(c_numel) > SIZE_MAX / sizeof(T))
       return NodeError(node_, "an intermediate product of shape " + ShapeString(c_dims) +
                                   " overflows a 64-bit size");
-    if (std::string why = TensorMemoryError(static_cast<size_t>(c_numel) * sizeof(T));
-        !why.empty())
-      return ResourceExhausted("node '" + node_.name + "' (Einsum): an intermediate product of "
-                               "shape " + ShapeString(c_dims) + " " + why);
+    if (std::string why = TensorMemoryError(static_cast<size_t>(c_numel) * sizeof(T)); !why.empty())
+      return ResourceExhausted("node '" + node_.name +
+                               "' (Einsum): an intermediate product of "
+                               "shape " +
+                               ShapeString(c_dims) + " " + why);
     const int64_t B = prod(batch), M = prod(m), N = prod(nn), K = prod(k);
     std::vector<int> ao = batch, bo = batch;
     ao.insert(ao.end(), m.begin(), m.end());
@@ -431,8 +435,8 @@ class EinsumKernel : public Kernel {
     return out;
   }
 
-  Status BatchedMatMul(int64_t B, int64_t M, int64_t K, int64_t N, const double* a,
-                       const double* b, double* c) {
+  Status BatchedMatMul(int64_t B, int64_t M, int64_t K, int64_t N, const double* a, const double* b,
+                       double* c) {
     ParallelFor(B * M, K * N, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t bi = r / M;
@@ -470,7 +474,8 @@ class EinsumKernel : public Kernel {
       p.a.set_data_handle(const_cast<float*>(a));
       p.b.set_data_handle(const_cast<float*>(b));
       p.c.set_data_handle(c);
-      p.prim.execute(DnnlStream(), {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
+      p.prim.execute(DnnlStream(),
+                     {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
       DnnlStream().wait();
     });
   }
@@ -523,7 +528,8 @@ class EinsumKernel : public Kernel {
       p.a.set_data_handle(const_cast<float*>(a));
       p.b.set_data_handle(const_cast<float*>(b));
       p.c.set_data_handle(c);
-      p.prim.execute(DnnlStream(), {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
+      p.prim.execute(DnnlStream(),
+                     {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
       DnnlStream().wait();
     }));
     return true;

@@ -3,8 +3,8 @@
 
 #include <map>
 
-#include "engine/ops/dnnl_testing.h"
 #include "engine/memory_limit.h"
+#include "engine/ops/dnnl_testing.h"
 
 namespace opscope::engine::testing {
 namespace {
@@ -80,8 +80,8 @@ TEST(Einsum, MatchesNaiveTwin) {
       {"bii->bi", {{3, 5, 5}}},
       {"ijk->kji", {{2, 3, 4}}},
       {"ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}}},
-      {"bij,jk->bk", {{2, 7, 13}, {13, 5}}},  // i summed out of A before the matmul
-      {"ij,kj->ikj", {{7, 13}, {5, 13}}},    // j kept: batch label
+      {"bij,jk->bk", {{2, 7, 13}, {13, 5}}},       // i summed out of A before the matmul
+      {"ij,kj->ikj", {{7, 13}, {5, 13}}},          // j kept: batch label
       {"bij,bjk->bik", {{1, 7, 13}, {3, 13, 5}}},  // size-1 broadcast
       {"a,a->a", {{1}, {1}}},
       {"bqhd,bkhd->bhqk", {{2, 7, 3, 5}, {2, 13, 3, 5}}},  // batch labels not nested: gathered
@@ -147,8 +147,8 @@ TEST(Einsum, BadEquationsAreErrorsNamingTheEquation) {
     n.attrs.Set("equation", StringAttr(eq));
     auto kernel = FindKernel("", "Einsum")(n);
     Status st = kernel.ok() ? RunPoisoned(n, eq.find(',') != std::string::npos
-                                               ? std::vector<const Tensor*>{&a, &b}
-                                               : std::vector<const Tensor*>{&a})
+                                                 ? std::vector<const Tensor*>{&a, &b}
+                                                 : std::vector<const Tensor*>{&a})
                                   .status()
                             : kernel.status();
     ASSERT_FALSE(st.ok()) << eq;

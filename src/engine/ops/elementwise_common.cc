@@ -15,8 +15,10 @@ float HalfToFloat(uint16_t h) {
     return sign ? -f : f;
   }
   uint32_t bits;
-  if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
-  else bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  if (exp == 31)
+    bits = sign | 0x7f800000u | (mant << 13);
+  else
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
   return std::bit_cast<float>(bits);
 }
 
@@ -32,7 +34,7 @@ uint16_t DoubleToHalf(double x) {
   }
   int e2;
   double f = std::frexp(a, &e2);  // a = f * 2^e2, f in [0.5, 1)
-  int e = e2 - 1;                  // a = (2f) * 2^e, 2f in [1, 2)
+  int e = e2 - 1;                 // a = (2f) * 2^e, 2f in [1, 2)
   double m = std::nearbyint((2 * f - 1) * 1024.0);
   if (m >= 1024) {
     m = 0;
@@ -56,7 +58,6 @@ void FloatToHalfInto(const Tensor& src, Tensor* dst) {
   for (int64_t i = 0; i < src.numel(); ++i) d[i] = FloatToHalf(s[i]);
 }
 
-
 bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, BroadcastPlan* p,
                        bool unidirectional) {
   const int k_in = static_cast<int>(shapes.size());
@@ -78,8 +79,7 @@ bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, B
     const int64_t n = p->out_shape[d];
     if (n == 1) continue;
     bool merge = !p->dims.empty();
-    for (int k = 0; k < k_in && merge; ++k)
-      merge = p->strides[k].back() == full[k][d] * n;
+    for (int k = 0; k < k_in && merge; ++k) merge = p->strides[k].back() == full[k][d] * n;
     if (merge) {
       p->dims.back() *= n;
       for (int k = 0; k < k_in; ++k) p->strides[k].back() = full[k][d];

@@ -36,12 +36,18 @@ inline bool IsNumericType(DataType t) {
 template <typename F>
 auto VisitNumeric(DataType t, F&& f) {
   switch (t) {
-    case DataType::kFloat64: return f(double{});
-    case DataType::kInt64: return f(int64_t{});
-    case DataType::kInt32: return f(int32_t{});
-    case DataType::kUint8: return f(uint8_t{});
-    case DataType::kInt8: return f(int8_t{});
-    default: return f(float{});
+    case DataType::kFloat64:
+      return f(double{});
+    case DataType::kInt64:
+      return f(int64_t{});
+    case DataType::kInt32:
+      return f(int32_t{});
+    case DataType::kUint8:
+      return f(uint8_t{});
+    case DataType::kInt8:
+      return f(int8_t{});
+    default:
+      return f(float{});
   }
 }
 
@@ -94,11 +100,16 @@ inline To SafeCast(From v) {
     if constexpr (std::is_same_v<To, bool>) return v != 0;
     double d = static_cast<double>(v);
     int64_t i;
-    if (d >= 9.2233720368547758e18) i = INT64_MAX;
-    else if (d <= -9.2233720368547758e18) i = INT64_MIN;
-    else i = static_cast<int64_t>(d);
-    if constexpr (std::is_same_v<To, int64_t>) return i;
-    else return static_cast<To>(static_cast<std::make_unsigned_t<To>>(static_cast<uint64_t>(i)));
+    if (d >= 9.2233720368547758e18)
+      i = INT64_MAX;
+    else if (d <= -9.2233720368547758e18)
+      i = INT64_MIN;
+    else
+      i = static_cast<int64_t>(d);
+    if constexpr (std::is_same_v<To, int64_t>)
+      return i;
+    else
+      return static_cast<To>(static_cast<std::make_unsigned_t<To>>(static_cast<uint64_t>(i)));
   } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To> &&
                        !std::is_same_v<To, bool>) {
     using U = std::make_unsigned_t<To>;
@@ -112,13 +123,17 @@ inline To SafeCast(From v) {
 // If neither x >= y nor y > x holds, one of them is NaN and x + y is NaN.
 template <typename T>
 inline T MaxPropagateNan(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) return x >= y ? x : (y > x ? y : x + y);
-  else return x >= y ? x : y;
+  if constexpr (std::is_floating_point_v<T>)
+    return x >= y ? x : (y > x ? y : x + y);
+  else
+    return x >= y ? x : y;
 }
 template <typename T>
 inline T MinPropagateNan(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) return x <= y ? x : (y < x ? y : x + y);
-  else return x <= y ? x : y;
+  if constexpr (std::is_floating_point_v<T>)
+    return x <= y ? x : (y < x ? y : x + y);
+  else
+    return x <= y ? x : y;
 }
 
 // ---- vectorizable exp ----
@@ -136,7 +151,7 @@ inline float FastExp(float x) {
   const float kLog2e = 1.44269504088896341f;
   const float kLn2Hi = 0.693145751953125f;  // 16 significant bits: n * kLn2Hi is exact
   const float kLn2Lo = 1.428606765330187045e-06f;
-  const float kShifter = 12582912.0f;       // 1.5 * 2^23: adding it rounds to an integer
+  const float kShifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float n = (xc * kLog2e + kShifter) - kShifter;  // round(xc / ln2)
   float r = xc - n * kLn2Hi;
   r = r - n * kLn2Lo;
@@ -150,7 +165,8 @@ inline float FastExp(float x) {
   p = p * r + 1.0f;
   // n read from the shifter's mantissa bits rather than converted: a NaN x then gives garbage
   // scale bits but no undefined conversion, and NaN still propagates through p.
-  const int32_t ni = std::bit_cast<int32_t>(xc * kLog2e + kShifter) - std::bit_cast<int32_t>(kShifter);
+  const int32_t ni =
+      std::bit_cast<int32_t>(xc * kLog2e + kShifter) - std::bit_cast<int32_t>(kShifter);
   const int32_t n1 = ni >> 1, n2 = ni - n1;
   // The exponent field is filled with an unsigned shift: for NaN's garbage n a signed multiply
   // would overflow (undefined; UBSan flagged it); for every real n the bits are the same.
@@ -227,8 +243,8 @@ void FloatToHalfInto(const Tensor& src, Tensor* dst);
 struct BroadcastPlan {
   std::vector<int64_t> out_shape;
   int64_t out_numel = 0;
-  std::vector<int64_t> dims;                     // collapsed dims, at least one
-  std::vector<std::vector<int64_t>> strides;     // per input, per collapsed dim (0 = broadcast)
+  std::vector<int64_t> dims;                  // collapsed dims, at least one
+  std::vector<std::vector<int64_t>> strides;  // per input, per collapsed dim (0 = broadcast)
   int num_inputs = 0;
 };
 
@@ -236,7 +252,6 @@ struct BroadcastPlan {
 // first input's shape (PRelu's slope).
 bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, BroadcastPlan* p,
                        bool unidirectional = false);
-
 
 // Calls fn(out_offset, in_offsets, n) over runs of n output elements whose inputs are either
 // contiguous (inner stride 1) or a repeated element (inner stride 0). `cost` is the work per
@@ -285,8 +300,8 @@ struct NoPost {
   void operator()(T*, int64_t) const {}
 };
 template <typename TA, typename TB, typename TO, typename F, typename Post = NoPost>
-void BinaryBroadcastLoop(const BroadcastPlan& p, const TA* a, const TB* b, TO* o, int64_t cost,
-                         F f, Post post = Post()) {
+void BinaryBroadcastLoop(const BroadcastPlan& p, const TA* a, const TB* b, TO* o, int64_t cost, F f,
+                         Post post = Post()) {
   const int64_t sa = p.strides[0].back(), sb = p.strides[1].back();
   ForEachRow<2>(p, cost, [&](int64_t oo, const std::array<int64_t, 2>& off, int64_t n) {
     const TA* pa = a + off[0];
@@ -315,9 +330,12 @@ struct AxisView {
 inline AxisView MakeAxisView(const std::vector<int64_t>& shape, int64_t axis) {
   AxisView v;
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
-    if (i < axis) v.outer *= shape[i];
-    else if (i == axis) v.axis = shape[i];
-    else v.inner *= shape[i];
+    if (i < axis)
+      v.outer *= shape[i];
+    else if (i == axis)
+      v.axis = shape[i];
+    else
+      v.inner *= shape[i];
   }
   return v;
 }

@@ -68,8 +68,10 @@ Tensor RandomTyped(DataType dt, std::vector<int64_t> shape, uint32_t seed, doubl
   std::uniform_real_distribution<double> d(lo, hi);
   T* p = t.data<T>();
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(std::floor(d(rng)));
-    else p[i] = static_cast<T>(d(rng));
+    if constexpr (std::is_integral_v<T>)
+      p[i] = static_cast<T>(std::floor(d(rng)));
+    else
+      p[i] = static_cast<T>(d(rng));
   }
   return t;
 }
@@ -89,13 +91,20 @@ inline std::string CompareTensors(const Tensor& got, const Tensor& want, double 
   if (got.shape() != want.shape()) return "shape mismatch";
   auto at = [](const Tensor& t, int64_t i) -> double {
     switch (t.dtype()) {
-      case DataType::kFloat32: return t.data<float>()[i];
-      case DataType::kFloat64: return t.data<double>()[i];
-      case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-      case DataType::kInt32: return t.data<int32_t>()[i];
-      case DataType::kInt8: return t.data<int8_t>()[i];
-      case DataType::kFloat16: return t.data<uint16_t>()[i];
-      default: return t.data<uint8_t>()[i];
+      case DataType::kFloat32:
+        return t.data<float>()[i];
+      case DataType::kFloat64:
+        return t.data<double>()[i];
+      case DataType::kInt64:
+        return static_cast<double>(t.data<int64_t>()[i]);
+      case DataType::kInt32:
+        return t.data<int32_t>()[i];
+      case DataType::kInt8:
+        return t.data<int8_t>()[i];
+      case DataType::kFloat16:
+        return t.data<uint16_t>()[i];
+      default:
+        return t.data<uint8_t>()[i];
     }
   };
   const bool exact = got.dtype() != DataType::kFloat32 && got.dtype() != DataType::kFloat64;
@@ -103,8 +112,9 @@ inline std::string CompareTensors(const Tensor& got, const Tensor& want, double 
     double a = at(got, i), e = at(want, i);
     if (std::isnan(a) && std::isnan(e)) continue;
     bool ok = exact ? a == e : (a == e || std::fabs(a - e) <= atol + rtol * std::fabs(e));
-    if (!ok) return "element " + std::to_string(i) + ": got " + std::to_string(a) +
-                    ", expected " + std::to_string(e);
+    if (!ok)
+      return "element " + std::to_string(i) + ": got " + std::to_string(a) + ", expected " +
+             std::to_string(e);
   }
   return "";
 }

@@ -12,7 +12,8 @@ namespace {
 Status ReadIndices(const Node& n, const Tensor* t, std::vector<int64_t>* out) {
   if (!t) return NodeError(n, "missing required input 'indices'");
   if (t->dtype() != DataType::kInt64 && t->dtype() != DataType::kInt32)
-    return NodeError(n, std::string("indices must be int32 or int64, got ") + DataTypeName(t->dtype()));
+    return NodeError(
+        n, std::string("indices must be int32 or int64, got ") + DataTypeName(t->dtype()));
   *out = ReadInts(*t);
   return Status::Ok();
 }
@@ -64,8 +65,10 @@ class GatherKernel : public Kernel {
         for (int64_t k = b; k < e; ++k) {
           const T* s = src + (o * dim + idx[j]) * inner;
           T* d = dst + k * inner;
-          if (inner == 1) *d = *s;
-          else std::memcpy(d, s, static_cast<size_t>(inner) * sizeof(T));
+          if (inner == 1)
+            *d = *s;
+          else
+            std::memcpy(d, s, static_cast<size_t>(inner) * sizeof(T));
           if (++j == n) {
             j = 0;
             ++o;
@@ -75,7 +78,8 @@ class GatherKernel : public Kernel {
     });
     return Status::Ok();
   }
-  Cost EstimateCost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) const override {
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
     double b = 0;
     for (const TensorDesc& d : out) b += 2 * d.nbytes();  // gathered rows read + written
     if (in.size() > 1) b += in[1].nbytes();
@@ -102,8 +106,8 @@ class GatherElementsKernel : public Kernel {
                                   " differs from data rank " + std::to_string(r));
     int64_t axis = axis_;
     if (!NormalizeAxis(&axis, r))
-      return NodeError(node_, "axis " + std::to_string(axis_) + " out of range for rank " +
-                                  std::to_string(r));
+      return NodeError(
+          node_, "axis " + std::to_string(axis_) + " out of range for rank " + std::to_string(r));
     for (int d = 0; d < r; ++d)
       if (d != axis && it.dim(d) > x->dim(d))
         return NodeError(node_, "indices shape " + ShapeString(it.shape()) +
@@ -164,7 +168,8 @@ class GatherNDKernel : public Kernel {
     const int64_t r = x->rank(), q = it.rank(), b = batch_dims_;
     if (r < 1 || q < 1) return NodeError(node_, "data and indices must have rank >= 1");
     if (b < 0 || b >= std::min(r, q))
-      return NodeError(node_, "batch_dims " + std::to_string(b) + " must be < min(rank(data), rank(indices))");
+      return NodeError(
+          node_, "batch_dims " + std::to_string(b) + " must be < min(rank(data), rank(indices))");
     for (int64_t d = 0; d < b; ++d)
       if (x->dim(static_cast<int>(d)) != it.dim(static_cast<int>(d)))
         return NodeError(node_, "batch dims of data " + ShapeString(x->shape()) + " and indices " +
@@ -201,8 +206,10 @@ class GatherNDKernel : public Kernel {
       T* dst = static_cast<T*>(y->raw());
       ParallelFor(tuples, slice, [&](int64_t bg, int64_t e) {
         for (int64_t t = bg; t < e; ++t) {
-          if (slice == 1) dst[t] = src[offs[t]];
-          else std::memcpy(dst + t * slice, src + offs[t], static_cast<size_t>(slice) * sizeof(T));
+          if (slice == 1)
+            dst[t] = src[offs[t]];
+          else
+            std::memcpy(dst + t * slice, src + offs[t], static_cast<size_t>(slice) * sizeof(T));
         }
       });
     });

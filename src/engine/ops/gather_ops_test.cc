@@ -261,7 +261,8 @@ TEST(GatherTest, MovesEveryElementSize) {
   for (DataType dt : {DataType::kUint8, DataType::kFloat16, DataType::kInt32, DataType::kInt64}) {
     Tensor x(dt, {4, 3});
     const size_t es = DataTypeSize(dt);
-    for (size_t b = 0; b < x.nbytes(); ++b) static_cast<uint8_t*>(x.raw())[b] = static_cast<uint8_t>(b);
+    for (size_t b = 0; b < x.nbytes(); ++b)
+      static_cast<uint8_t*>(x.raw())[b] = static_cast<uint8_t>(b);
     Tensor idx = testing::IntTensor({2}, {3, -4});  // rows 3 and 0
     auto out = testing::RunKernel(testing::MakeNode("Gather", 2, 1), {&x, &idx});
     ASSERT_TRUE(out.ok()) << out.status().message();

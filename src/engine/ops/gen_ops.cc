@@ -17,7 +17,8 @@ class ConstantKernel : public Kernel {
     CopyTensorData(value_, y);
     return Status::Ok();
   }
-  Cost EstimateCost(const std::vector<TensorDesc>&, const std::vector<TensorDesc>& out) const override {
+  Cost EstimateCost(const std::vector<TensorDesc>&,
+                    const std::vector<TensorDesc>& out) const override {
     return {0, CompulsoryBytes({}, out)};
   }
 
@@ -42,7 +43,8 @@ class ConstantOfShapeKernel : public Kernel {
     FillElements(y->raw(), n, DataTypeSize(dtype_), bits_);
     return Status::Ok();
   }
-  Cost EstimateCost(const std::vector<TensorDesc>&, const std::vector<TensorDesc>& out) const override {
+  Cost EstimateCost(const std::vector<TensorDesc>&,
+                    const std::vector<TensorDesc>& out) const override {
     return {0, CompulsoryBytes({}, out)};
   }
 
@@ -67,10 +69,14 @@ class RangeKernel : public Kernel {
     }
     const DataType dt = ctx.input(0)->dtype();
     switch (dt) {
-      case DataType::kFloat32: return Fill<float>(ctx);
-      case DataType::kFloat64: return Fill<double>(ctx);
-      case DataType::kInt32: return Fill<int32_t>(ctx);
-      case DataType::kInt64: return Fill<int64_t>(ctx);
+      case DataType::kFloat32:
+        return Fill<float>(ctx);
+      case DataType::kFloat64:
+        return Fill<double>(ctx);
+      case DataType::kInt32:
+        return Fill<int32_t>(ctx);
+      case DataType::kInt64:
+        return Fill<int64_t>(ctx);
       default:
         return NodeError(node_, std::string("unsupported type ") + DataTypeName(dt));
     }
@@ -85,7 +91,8 @@ class RangeKernel : public Kernel {
     double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
                              static_cast<double>(delta));
     if (!(count >= 0)) count = 0;  // also catches NaN
-    if (count > 1e12) return NodeError(node_, "range would have " + std::to_string(count) + " elements");
+    if (count > 1e12)
+      return NodeError(node_, "range would have " + std::to_string(count) + " elements");
     const int64_t n = static_cast<int64_t>(count);
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, ctx.input(0)->dtype(), {n}));
     T* p = y->data<T>();
@@ -107,8 +114,12 @@ class NonZeroKernel : public Kernel {
     const int64_t n = x->numel();
     std::vector<uint8_t> nz(static_cast<size_t>(n));
     switch (x->dtype()) {
-      case DataType::kFloat32: Mark(x->data<float>(), n, nz.data()); break;
-      case DataType::kFloat64: Mark(x->data<double>(), n, nz.data()); break;
+      case DataType::kFloat32:
+        Mark(x->data<float>(), n, nz.data());
+        break;
+      case DataType::kFloat64:
+        Mark(x->data<double>(), n, nz.data());
+        break;
       case DataType::kFloat16: {
         const uint16_t* p = x->data<uint16_t>();
         for (int64_t i = 0; i < n; ++i) nz[i] = (p[i] & 0x7fff) != 0;  // -0 is zero
@@ -151,8 +162,9 @@ class NonZeroKernel : public Kernel {
 StatusOr<std::unique_ptr<Kernel>> Create_Constant(const Node& node) {
   const Attributes& a = node.attrs;
   if (a.Has("sparse_value"))
-    return NodeError(node, "sparse_value constants are not supported; densify the initializer "
-                           "(e.g. onnx-simplifier or a Constant with 'value')");
+    return NodeError(node,
+                     "sparse_value constants are not supported; densify the initializer "
+                     "(e.g. onnx-simplifier or a Constant with 'value')");
   if (a.Has("value_string") || a.Has("value_strings"))
     return NodeError(node, "string constants are not supported by the engine");
   Tensor t;
@@ -184,7 +196,8 @@ StatusOr<std::unique_ptr<Kernel>> Create_ConstantOfShape(const Node& node) {
   uint64_t bits = 0;
   if (const Tensor* v = node.attrs.TensorAttr("value")) {
     if (v->numel() != 1)
-      return NodeError(node, "'value' must hold exactly one element, has " + std::to_string(v->numel()));
+      return NodeError(node,
+                       "'value' must hold exactly one element, has " + std::to_string(v->numel()));
     dt = v->dtype();
     bits = ScalarBits(*v);
   }

@@ -85,7 +85,8 @@ class GridSampleKernel : public Kernel {
         const int64_t n = nh / Ho, ho = nh - n * Ho;
         const float* gp = gs + (n * Ho + ho) * Wo * 2;
         for (int64_t wo = 0; wo < Wo; ++wo) {
-          const int used = Weights(gp[2 * wo], gp[2 * wo + 1], H, W, &off[wo * taps], &wt[wo * taps]);
+          const int used =
+              Weights(gp[2 * wo], gp[2 * wo + 1], H, W, &off[wo * taps], &wt[wo * taps]);
           for (int k = used; k < taps; ++k) {
             off[wo * taps + k] = 0;
             wt[wo * taps + k] = 0;
@@ -190,12 +191,15 @@ class GridSampleKernel : public Kernel {
     return n;
   }
 
-  Cost EstimateCost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) const override {
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
     // A multiply-add per tap per output element (4 bilinear, 8 trilinear, 16 bicubic, 0 nearest).
     const bool vol = !in.empty() && in[0].shape.size() == 5;
-    const int taps =
-        mode_ == GsMode::kNearest ? 0 : mode_ == GsMode::kBilinear ? (vol ? 8 : 4) : 16;
-    return {out.empty() ? 0 : static_cast<double>(out[0].numel()) * 2 * taps, CompulsoryBytes(in, out)};
+    const int taps = mode_ == GsMode::kNearest    ? 0
+                     : mode_ == GsMode::kBilinear ? (vol ? 8 : 4)
+                                                  : 16;
+    return {out.empty() ? 0 : static_cast<double>(out[0].numel()) * 2 * taps,
+            CompulsoryBytes(in, out)};
   }
 
  private:
@@ -255,15 +259,23 @@ StatusOr<std::unique_ptr<Kernel>> Create_GridSample(const Node& node) {
   const std::string m = node.attrs.String("mode", "bilinear");
   const std::string p = node.attrs.String("padding_mode", "zeros");
   GsMode mode;
-  if (m == "bilinear" || m == "linear") mode = GsMode::kBilinear;
-  else if (m == "nearest") mode = GsMode::kNearest;
-  else if (m == "bicubic" || m == "cubic") mode = GsMode::kBicubic;
-  else return NodeError(node, "unknown mode '" + m + "' (bilinear, nearest, bicubic)");
+  if (m == "bilinear" || m == "linear")
+    mode = GsMode::kBilinear;
+  else if (m == "nearest")
+    mode = GsMode::kNearest;
+  else if (m == "bicubic" || m == "cubic")
+    mode = GsMode::kBicubic;
+  else
+    return NodeError(node, "unknown mode '" + m + "' (bilinear, nearest, bicubic)");
   GsPad pad;
-  if (p == "zeros") pad = GsPad::kZeros;
-  else if (p == "border") pad = GsPad::kBorder;
-  else if (p == "reflection") pad = GsPad::kReflection;
-  else return NodeError(node, "unknown padding_mode '" + p + "' (zeros, border, reflection)");
+  if (p == "zeros")
+    pad = GsPad::kZeros;
+  else if (p == "border")
+    pad = GsPad::kBorder;
+  else if (p == "reflection")
+    pad = GsPad::kReflection;
+  else
+    return NodeError(node, "unknown padding_mode '" + p + "' (zeros, border, reflection)");
   return std::unique_ptr<Kernel>(
       new GridSampleKernel(node, mode, pad, node.attrs.Int("align_corners", 0) != 0));
 }

@@ -20,7 +20,8 @@ namespace opscope::engine {
 
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
   return s;
 }
 
@@ -70,14 +71,22 @@ uint64_t Bits(T v) {
 
 uint64_t EncodeScalar(DataType dtype, double v) {
   switch (dtype) {
-    case DataType::kFloat32: return Bits(static_cast<float>(v));
-    case DataType::kFloat64: return Bits(v);
-    case DataType::kInt64: return Bits(static_cast<int64_t>(v));
-    case DataType::kInt32: return Bits(static_cast<int32_t>(v));
-    case DataType::kBool: return Bits(static_cast<uint8_t>(v != 0));
-    case DataType::kUint8: return Bits(static_cast<uint8_t>(v));
-    case DataType::kInt8: return Bits(static_cast<int8_t>(v));
-    case DataType::kFloat16: return Bits(FloatToHalf(static_cast<float>(v)));
+    case DataType::kFloat32:
+      return Bits(static_cast<float>(v));
+    case DataType::kFloat64:
+      return Bits(v);
+    case DataType::kInt64:
+      return Bits(static_cast<int64_t>(v));
+    case DataType::kInt32:
+      return Bits(static_cast<int32_t>(v));
+    case DataType::kBool:
+      return Bits(static_cast<uint8_t>(v != 0));
+    case DataType::kUint8:
+      return Bits(static_cast<uint8_t>(v));
+    case DataType::kInt8:
+      return Bits(static_cast<int8_t>(v));
+    case DataType::kFloat16:
+      return Bits(FloatToHalf(static_cast<float>(v)));
   }
   return 0;
 }
@@ -159,7 +168,8 @@ inline void ScalarBlock(const T* src, int64_t ss, T* dst, int64_t ds, int64_t ro
 // One tile: 4x4 SSE register transposes for 4-byte elements where the tile is whole, the
 // scalar loop for the ragged edges and other element sizes.
 template <typename T>
-inline void TransposeTile(const T* src, int64_t ss, T* dst, int64_t ds, int64_t rows, int64_t cols) {
+inline void TransposeTile(const T* src, int64_t ss, T* dst, int64_t ds, int64_t rows,
+                          int64_t cols) {
 #if defined(__SSE2__)
   if constexpr (sizeof(T) == 4) {
     const int64_t r4 = rows & ~int64_t{3}, c4 = cols & ~int64_t{3};
@@ -214,8 +224,9 @@ void TiledTranspose(const T* in, T* out, int64_t rows, int64_t cols, int64_t in_
         ooff += x * outer_out_strides[d];
       }
       const int64_t i0 = bi * kTi, j0 = bj * kTj;
-      TransposeTile(in + ioff + j0 * in_stride_a + i0, in_stride_a, out + ooff + i0 * out_stride_b + j0,
-                    out_stride_b, std::min(kTi, rows - i0), std::min(kTj, cols - j0));
+      TransposeTile(in + ioff + j0 * in_stride_a + i0, in_stride_a,
+                    out + ooff + i0 * out_stride_b + j0, out_stride_b, std::min(kTi, rows - i0),
+                    std::min(kTj, cols - j0));
     }
   });
 }
@@ -265,8 +276,7 @@ void PermuteCopy(const void* in, const std::vector<int64_t>& in_shape,
   // Merged input order: groups sorted by their first input dim.
   std::vector<int> order(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) order[g] = static_cast<int>(g);
-  std::sort(order.begin(), order.end(),
-            [&](int a, int b) { return groups[a][0] < groups[b][0]; });
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return groups[a][0] < groups[b][0]; });
   const int r = static_cast<int>(groups.size());
   std::vector<int64_t> shape(r), perm_m(r);
   std::vector<int> in_pos_of_group(r);
@@ -289,8 +299,8 @@ void PermuteCopy(const void* in, const std::vector<int64_t>& in_shape,
     out_shape[k] = shape[perm_m[k]];
     permuted_strides[k] = in_strides[perm_m[k]];
   }
-  const int64_t rows = shape[r - 1];               // input innermost dim
-  const int64_t a = perm_m[r - 1];                 // input dim that becomes output innermost
+  const int64_t rows = shape[r - 1];  // input innermost dim
+  const int64_t a = perm_m[r - 1];    // input dim that becomes output innermost
   const int64_t cols = shape[a];
   // The innermost dim moves (it cannot stay: merging would have fused it). Tiles pay off
   // when both the input and output rows are long enough; otherwise use the strided path.

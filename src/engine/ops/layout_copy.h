@@ -28,10 +28,18 @@ namespace opscope::engine {
 template <typename F>
 void DispatchBySize(size_t elem_size, F&& fn) {
   switch (elem_size) {
-    case 1: fn(uint8_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
+    case 1:
+      fn(uint8_t{});
+      break;
+    case 2:
+      fn(uint16_t{});
+      break;
+    case 4:
+      fn(uint32_t{});
+      break;
+    default:
+      fn(uint64_t{});
+      break;
   }
 }
 
@@ -51,7 +59,8 @@ void PermuteCopy(const void* in, const std::vector<int64_t>& in_shape,
 void BroadcastCopy(const void* in, const std::vector<int64_t>& in_shape, void* out,
                    const std::vector<int64_t>& out_shape, size_t elem_size);
 
-// Fills `n` elements of `elem_size` bytes with the bit pattern in `value` (little-endian low bytes).
+// Fills `n` elements of `elem_size` bytes with the bit pattern in `value` (little-endian low
+// bytes).
 void FillElements(void* out, int64_t n, size_t elem_size, uint64_t value);
 
 // The bit pattern of the number `v` stored as `dtype` (float16 rounded to nearest even), for

@@ -13,8 +13,8 @@
 namespace opscope::engine {
 namespace {
 
-using testing::IntsAttr;
 using testing::IntAttr;
+using testing::IntsAttr;
 using testing::MakeNode;
 using testing::RunKernel;
 using testing::StringAttr;
@@ -41,7 +41,8 @@ Tensor NaiveTranspose(const Tensor& x, const std::vector<int64_t>& perm) {
       off += (rem % os[d]) * is[perm[d]];
       rem /= os[d];
     }
-    std::memcpy(static_cast<char*>(y.raw()) + o * es, static_cast<const char*>(x.raw()) + off * es, es);
+    std::memcpy(static_cast<char*>(y.raw()) + o * es, static_cast<const char*>(x.raw()) + off * es,
+                es);
   }
   return y;
 }
@@ -54,7 +55,8 @@ bool SameBytes(const Tensor& a, const Tensor& b) {
 TEST(TransposeTest, RandomPermutationsAllElementSizes) {
   std::mt19937 rng(7);
   const int64_t dims[] = {1, 2, 3, 7, 13};
-  const DataType types[] = {DataType::kUint8, DataType::kFloat16, DataType::kFloat32, DataType::kInt64};
+  const DataType types[] = {DataType::kUint8, DataType::kFloat16, DataType::kFloat32,
+                            DataType::kInt64};
   for (int iter = 0; iter < 300; ++iter) {
     const int r = 1 + static_cast<int>(rng() % 6);
     std::vector<int64_t> shape(r);
@@ -78,17 +80,18 @@ TEST(TransposeTest, TiledAndBlockedPathsOnLargerShapes) {
   struct Case {
     std::vector<int64_t> shape, perm;
   } cases[] = {
-      {{127, 131}, {1, 0}},                 // tiled 2-D, ragged tiles
-      {{3, 64, 65}, {0, 2, 1}},             // tiled last-two with a batch dim
-      {{2, 33, 40, 17}, {0, 2, 3, 1}},      // NCHW -> NHWC (innermost moves)
-      {{2, 40, 17, 33}, {0, 3, 1, 2}},      // NHWC -> NCHW
-      {{4, 5, 6, 32}, {2, 0, 1, 3}},        // innermost kept: blocked copies
-      {{6, 1, 7, 1, 129}, {4, 2, 1, 0, 3}}, // size-1 dims dropped
-      {{8, 9, 10, 11}, {3, 2, 1, 0}},       // full reversal
-      {{3, 200, 130}, {0, 2, 1}},           // large enough for ParallelFor to split tiles
-      {{16, 50, 64}, {1, 0, 2}},            // ... and blocked rows
+      {{127, 131}, {1, 0}},                  // tiled 2-D, ragged tiles
+      {{3, 64, 65}, {0, 2, 1}},              // tiled last-two with a batch dim
+      {{2, 33, 40, 17}, {0, 2, 3, 1}},       // NCHW -> NHWC (innermost moves)
+      {{2, 40, 17, 33}, {0, 3, 1, 2}},       // NHWC -> NCHW
+      {{4, 5, 6, 32}, {2, 0, 1, 3}},         // innermost kept: blocked copies
+      {{6, 1, 7, 1, 129}, {4, 2, 1, 0, 3}},  // size-1 dims dropped
+      {{8, 9, 10, 11}, {3, 2, 1, 0}},        // full reversal
+      {{3, 200, 130}, {0, 2, 1}},            // large enough for ParallelFor to split tiles
+      {{16, 50, 64}, {1, 0, 2}},             // ... and blocked rows
   };
-  for (const DataType dt : {DataType::kFloat32, DataType::kInt64, DataType::kBool, DataType::kFloat16}) {
+  for (const DataType dt :
+       {DataType::kFloat32, DataType::kInt64, DataType::kBool, DataType::kFloat16}) {
     for (const Case& c : cases) {
       Tensor x = RandomBytes(dt, c.shape, 3);
       Node n = MakeNode("Transpose", 1, 1);
@@ -196,12 +199,15 @@ namespace {
 // and contents with random attributes must return (ok or an error), never crash or hang. Run
 // under the asan preset this also checks memory safety of the error paths.
 TEST(TensorFamilyRobustnessTest, RandomInputsNeverCrash) {
-  const char* ops[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
-                       "Split", "Slice", "Gather", "GatherElements", "GatherND", "ScatterND",
-                       "ScatterElements", "Scatter", "Expand", "Tile", "Pad", "Shape", "Size",
-                       "ConstantOfShape", "Range", "NonZero", "DepthToSpace", "SpaceToDepth",
-                       "Resize", "Upsample", "GridSample"};
-  const DataType types[] = {DataType::kFloat32, DataType::kInt64, DataType::kInt32, DataType::kBool};
+  const char* ops[] = {
+      "Reshape",  "Flatten",   "Squeeze",         "Unsqueeze",    "Transpose",
+      "Concat",   "Split",     "Slice",           "Gather",       "GatherElements",
+      "GatherND", "ScatterND", "ScatterElements", "Scatter",      "Expand",
+      "Tile",     "Pad",       "Shape",           "Size",         "ConstantOfShape",
+      "Range",    "NonZero",   "DepthToSpace",    "SpaceToDepth", "Resize",
+      "Upsample", "GridSample"};
+  const DataType types[] = {DataType::kFloat32, DataType::kInt64, DataType::kInt32,
+                            DataType::kBool};
   std::mt19937 rng(99);
   int ok = 0, errors = 0;
   for (const char* op : ops) {
@@ -215,10 +221,18 @@ TEST(TensorFamilyRobustnessTest, RandomInputsNeverCrash) {
         for (int64_t e = 0; e < t.numel(); ++e) {
           const int v = static_cast<int>(rng() % 11) - 5;
           switch (t.dtype()) {
-            case DataType::kFloat32: t.data<float>()[e] = v * 0.5f; break;
-            case DataType::kInt64: t.data<int64_t>()[e] = v; break;
-            case DataType::kInt32: t.data<int32_t>()[e] = v; break;
-            default: t.data<uint8_t>()[e] = v & 1; break;
+            case DataType::kFloat32:
+              t.data<float>()[e] = v * 0.5f;
+              break;
+            case DataType::kInt64:
+              t.data<int64_t>()[e] = v;
+              break;
+            case DataType::kInt32:
+              t.data<int32_t>()[e] = v;
+              break;
+            default:
+              t.data<uint8_t>()[e] = v & 1;
+              break;
           }
         }
         ins.push_back(std::move(t));
@@ -240,7 +254,7 @@ TEST(TensorFamilyRobustnessTest, RandomInputsNeverCrash) {
       if (rng() % 3 == 0) n.attrs.Set("blocksize", IntAttr(rint()));
       if (rng() % 3 == 0) n.attrs.Set("batch_dims", IntAttr(rint()));
       const char* modes[] = {"constant", "reflect", "edge", "nearest", "linear", "cubic",
-                             "bilinear", "bicubic", "DCR", "CRD", "bogus"};
+                             "bilinear", "bicubic", "DCR",  "CRD",     "bogus"};
       if (rng() % 2) n.attrs.Set("mode", StringAttr(modes[rng() % 11]));
       const char* coords[] = {"half_pixel", "align_corners", "tf_crop_and_resize", "asymmetric"};
       if (rng() % 2) n.attrs.Set("coordinate_transformation_mode", StringAttr(coords[rng() % 4]));

@@ -10,7 +10,8 @@ namespace {
 
 class TransposeKernel : public Kernel {
  public:
-  explicit TransposeKernel(const Node& n) : node_(n), perm_(n.attrs.Ints("perm")), has_perm_(n.attrs.Has("perm")) {}
+  explicit TransposeKernel(const Node& n)
+      : node_(n), perm_(n.attrs.Ints("perm")), has_perm_(n.attrs.Has("perm")) {}
   Status Run(KernelContext& ctx) override {
     const Tensor* x = ctx.input(0);
     if (!x) return NodeError(node_, "missing required input 'data'");
@@ -90,7 +91,8 @@ class SpaceDepthKernel : public Kernel {
 };
 
 StatusOr<int64_t> BlockSize(const Node& node) {
-  if (!node.attrs.Has("blocksize")) return NodeError(node, "missing required attribute 'blocksize'");
+  if (!node.attrs.Has("blocksize"))
+    return NodeError(node, "missing required attribute 'blocksize'");
   int64_t b = node.attrs.Int("blocksize", 0);
   if (b <= 0 || b > (1 << 20))
     return NodeError(node, "blocksize must be in [1, 2^20], got " + std::to_string(b));

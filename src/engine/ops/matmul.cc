@@ -81,7 +81,8 @@ class MatMulKernel : public Kernel {
     if (a->dtype() != DataType::kFloat32 || b->dtype() != DataType::kFloat32)
       return NodeError(node_, std::string("only float32 is supported, got ") +
                                   DataTypeName(a->dtype()) + " x " + DataTypeName(b->dtype()));
-    if (a->rank() == 0 || b->rank() == 0) return NodeError(node_, "scalar operands are not allowed");
+    if (a->rank() == 0 || b->rank() == 0)
+      return NodeError(node_, "scalar operands are not allowed");
     std::vector<int64_t> as = a->shape(), bs = b->shape();
     if (as.size() == 1) as.insert(as.begin(), 1);
     if (bs.size() == 1) bs.push_back(1);
@@ -89,7 +90,8 @@ class MatMulKernel : public Kernel {
     if (bs[bs.size() - 2] != K)
       return NodeError(node_, "inner dimensions differ: A is [..," + std::to_string(M) + "," +
                                   std::to_string(K) + "], B is [.." +
-                                  std::to_string(bs[bs.size() - 2]) + "," + std::to_string(N) + "]");
+                                  std::to_string(bs[bs.size() - 2]) + "," + std::to_string(N) +
+                                  "]");
     std::vector<int64_t> abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2), batch;
     if (!BroadcastShapes(abatch, bbatch, &batch))
       return NodeError(node_, "batch dimensions of A and B do not broadcast");
@@ -99,7 +101,7 @@ class MatMulKernel : public Kernel {
     std::vector<int64_t> out = batch;
     if (a->rank() > 1) out.push_back(M);
     if (b->rank() > 1) out.push_back(N);
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, out));
     if (y->numel() == 0) return Status();
     if (K == 0) {
       float* py = y->data<float>();
@@ -154,8 +156,8 @@ class MatMulKernel : public Kernel {
       // The bias must come before any activation, and there is only one.
       // Accepts [N] and [1, .., 1, N].
       if (!post_ops_.empty() || bias_.numel() || !op.bias ||
-          op.bias->dtype() != DataType::kFloat32 || op.bias->rank() < 1 ||
-          op.bias->numel() == 0 || op.bias->numel() != op.bias->dim(-1))
+          op.bias->dtype() != DataType::kFloat32 || op.bias->rank() < 1 || op.bias->numel() == 0 ||
+          op.bias->numel() != op.bias->dim(-1))
         return false;
       bias_ = Tensor(DataType::kFloat32, {op.bias->numel()});
       CopyTensorData(*op.bias, &bias_);
@@ -238,13 +240,14 @@ class GemmKernel : public Kernel {
                                     "] does not broadcast to [" + std::to_string(M) + "," +
                                     std::to_string(N) + "]");
     }
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, {M, N}));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, {M, N}));
     if (y->numel() == 0) return Status();
     if (K == 0) {
       float* py = y->data<float>();
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
-          float v = use_c ? beta_ * c->data<float>()[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0.f;
+          float v =
+              use_c ? beta_ * c->data<float>()[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0.f;
           py[i * N + j] = ApplyPostOpsScalar(post_ops_, v);
         }
       return Status();
@@ -266,8 +269,8 @@ class GemmKernel : public Kernel {
       }
     }
     const bool b_const = ctx.input_is_constant(1);
-    std::vector<int64_t> key = {a->dim(0), a->dim(1), b->dim(0), b->dim(1), use_c ? cm : -1,
-                                use_c ? cn : -1, b_const};
+    std::vector<int64_t> key = {a->dim(0),       a->dim(1),       b->dim(0), b->dim(1),
+                                use_c ? cm : -1, use_c ? cn : -1, b_const};
     if (key != key_) {
       key_.clear();
       Status st = Build(M, K, N, use_c, cm, cn, b_const);
@@ -313,8 +316,7 @@ class GemmKernel : public Kernel {
   }
 
  private:
-  Status Build(int64_t M, int64_t K, int64_t N, bool use_c, int64_t cm, int64_t cn,
-               bool b_const) {
+  Status Build(int64_t M, int64_t K, int64_t N, bool use_c, int64_t cm, int64_t cn, bool b_const) {
     using dnnl::memory;
     return DnnlCall(node_, "create the gemm primitive", [&] {
       memory::desc a_md({M, K}, memory::data_type::f32,
@@ -363,9 +365,8 @@ StatusOr<std::unique_ptr<Kernel>> Create_Gemm(const Node& node) {
   int64_t ta = node.attrs.Int("transA", 0), tb = node.attrs.Int("transB", 0);
   if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
     return NodeError(node, "transA/transB must be 0 or 1");
-  return std::unique_ptr<Kernel>(new GemmKernel(node, ta == 1, tb == 1,
-                                                node.attrs.Float("alpha", 1.f),
-                                                node.attrs.Float("beta", 1.f)));
+  return std::unique_ptr<Kernel>(new GemmKernel(
+      node, ta == 1, tb == 1, node.attrs.Float("alpha", 1.f), node.attrs.Float("beta", 1.f)));
 }
 
 }  // namespace opscope::engine

@@ -162,9 +162,12 @@ TEST(Gemm, MatchesNaiveTwinAllTransposesAndCShapes) {
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb)
       for (size_t ci = 0; ci <= c_shapes.size(); ++ci)
-        for (auto [alpha, beta] : {std::pair{1.f, 1.f}, std::pair{0.5f, -2.f}, std::pair{2.f, 0.f}}) {
-          Tensor a = RandomTensor(ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, seed++);
-          Tensor b = RandomTensor(tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, seed++);
+        for (auto [alpha, beta] :
+             {std::pair{1.f, 1.f}, std::pair{0.5f, -2.f}, std::pair{2.f, 0.f}}) {
+          Tensor a =
+              RandomTensor(ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, seed++);
+          Tensor b =
+              RandomTensor(tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, seed++);
           bool has_c = ci < c_shapes.size();
           Tensor c = has_c ? RandomTensor(c_shapes[ci], seed++) : Tensor();
           Node n = MakeNode("Gemm", has_c ? 3 : 2, 1);
@@ -172,8 +175,10 @@ TEST(Gemm, MatchesNaiveTwinAllTransposesAndCShapes) {
           n.attrs.Set("transB", IntAttr(tb));
           n.attrs.Set("alpha", FloatAttr(alpha));
           n.attrs.Set("beta", FloatAttr(beta));
-          auto out = RunPoisoned(n, has_c ? std::vector<const Tensor*>{&a, &b, &c}
-                                        : std::vector<const Tensor*>{&a, &b}, 2);
+          auto out = RunPoisoned(
+              n,
+              has_c ? std::vector<const Tensor*>{&a, &b, &c} : std::vector<const Tensor*>{&a, &b},
+              2);
           ASSERT_TRUE(out.ok()) << out.status().message();
           Tensor ref = NaiveGemm(a, b, has_c ? &c : nullptr, ta, tb, alpha, beta);
           EXPECT_EQ(CompareFloat((*out)[0], ref), "")
@@ -249,9 +254,9 @@ TEST(Gemm, BadInputAndCost) {
   auto k = FindKernel("", "Gemm")(n);
   ASSERT_TRUE(k.ok());
   // M=3, K=4, N=5: 2*60 = 120, + 15 for C (alpha = beta = 1).
-  Cost cost = (*k)->EstimateCost({{DataType::kFloat32, {3, 4}}, {DataType::kFloat32, {4, 5}},
-                                  {DataType::kFloat32, {5}}},
-                                 {{DataType::kFloat32, {3, 5}}});
+  Cost cost = (*k)->EstimateCost(
+      {{DataType::kFloat32, {3, 4}}, {DataType::kFloat32, {4, 5}}, {DataType::kFloat32, {5}}},
+      {{DataType::kFloat32, {3, 5}}});
   EXPECT_DOUBLE_EQ(cost.flops, 135);
   EXPECT_DOUBLE_EQ(cost.bytes, 4.0 * (12 + 20 + 5 + 15));
 }

@@ -36,35 +36,52 @@ auto VisitAnyType(DataType t, F&& f) {
 }
 
 template <typename Tag>
-using StorageOf = std::conditional_t<std::is_same_v<Tag, HalfTag>, uint16_t,
-                                     std::conditional_t<std::is_same_v<Tag, BoolTag>, uint8_t, Tag>>;
+using StorageOf =
+    std::conditional_t<std::is_same_v<Tag, HalfTag>, uint16_t,
+                       std::conditional_t<std::is_same_v<Tag, BoolTag>, uint8_t, Tag>>;
 
 template <typename Tag>
 auto LoadValue(StorageOf<Tag> v) {
-  if constexpr (std::is_same_v<Tag, HalfTag>) return HalfToFloat(v);
-  else return v;  // bool loads as uint8 0/1
+  if constexpr (std::is_same_v<Tag, HalfTag>)
+    return HalfToFloat(v);
+  else
+    return v;  // bool loads as uint8 0/1
 }
 
 template <typename Tag, typename V>
 StorageOf<Tag> StoreValue(V v) {
-  if constexpr (std::is_same_v<Tag, HalfTag>) return DoubleToHalf(static_cast<double>(v));
-  else if constexpr (std::is_same_v<Tag, BoolTag>) return v != V(0) || v != v ? 1 : 0;
-  else return SafeCast<Tag>(v);
+  if constexpr (std::is_same_v<Tag, HalfTag>)
+    return DoubleToHalf(static_cast<double>(v));
+  else if constexpr (std::is_same_v<Tag, BoolTag>)
+    return v != V(0) || v != v ? 1 : 0;
+  else
+    return SafeCast<Tag>(v);
 }
 
 StatusOr<DataType> OnnxTypeToDataType(int64_t onnx_type) {
   switch (onnx_type) {
-    case 1: return DataType::kFloat32;
-    case 2: return DataType::kUint8;
-    case 3: return DataType::kInt8;
-    case 6: return DataType::kInt32;
-    case 7: return DataType::kInt64;
-    case 9: return DataType::kBool;
-    case 10: return DataType::kFloat16;
-    case 11: return DataType::kFloat64;
-    case 8: return Unsupported("the STRING");
-    case 16: return Unsupported("the BFLOAT16");
-    default: return Unsupported("ONNX element type " + std::to_string(onnx_type) + " as a");
+    case 1:
+      return DataType::kFloat32;
+    case 2:
+      return DataType::kUint8;
+    case 3:
+      return DataType::kInt8;
+    case 6:
+      return DataType::kInt32;
+    case 7:
+      return DataType::kInt64;
+    case 9:
+      return DataType::kBool;
+    case 10:
+      return DataType::kFloat16;
+    case 11:
+      return DataType::kFloat64;
+    case 8:
+      return Unsupported("the STRING");
+    case 16:
+      return Unsupported("the BFLOAT16");
+    default:
+      return Unsupported("ONNX element type " + std::to_string(onnx_type) + " as a");
   }
 }
 
@@ -166,7 +183,7 @@ class IdentityKernel : public Kernel {
       OPSCOPE_ASSIGN_OR_RETURN(mask, ctx.Output(1, DataType::kBool, x.shape()));
     }
     std::mt19937 rng(node_.attrs.Has("seed") ? static_cast<uint32_t>(node_.attrs.Int("seed", 0))
-                                            : std::random_device{}());
+                                             : std::random_device{}());
     const double scale = 1.0 / (1.0 - static_cast<double>(ratio));
     VisitFloat(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -223,7 +240,8 @@ class WhereKernel : public Kernel {
     const Tensor* y = ctx.input(2);
     if (!c || !x || !y) return NodeError(node_, "expects 3 inputs (condition, X, Y)");
     if (c->dtype() != DataType::kBool)
-      return NodeError(node_, std::string("condition must be bool, got ") + DataTypeName(c->dtype()));
+      return NodeError(node_,
+                       std::string("condition must be bool, got ") + DataTypeName(c->dtype()));
     if (x->dtype() != y->dtype())
       return NodeError(node_, std::string("X and Y types differ (") + DataTypeName(x->dtype()) +
                                   " and " + DataTypeName(y->dtype()) + ")");
@@ -234,10 +252,18 @@ class WhereKernel : public Kernel {
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, x->dtype(), plan.out_shape));
     const uint8_t* pc = c->data<uint8_t>();
     switch (DataTypeSize(x->dtype())) {
-      case 1: WhereLoop(plan, pc, x->data<uint8_t>(), y->data<uint8_t>(), out->data<uint8_t>()); break;
-      case 2: WhereLoop(plan, pc, x->data<uint16_t>(), y->data<uint16_t>(), out->data<uint16_t>()); break;
-      case 4: WhereLoop(plan, pc, x->data<uint32_t>(), y->data<uint32_t>(), out->data<uint32_t>()); break;
-      default: WhereLoop(plan, pc, x->data<uint64_t>(), y->data<uint64_t>(), out->data<uint64_t>()); break;
+      case 1:
+        WhereLoop(plan, pc, x->data<uint8_t>(), y->data<uint8_t>(), out->data<uint8_t>());
+        break;
+      case 2:
+        WhereLoop(plan, pc, x->data<uint16_t>(), y->data<uint16_t>(), out->data<uint16_t>());
+        break;
+      case 4:
+        WhereLoop(plan, pc, x->data<uint32_t>(), y->data<uint32_t>(), out->data<uint32_t>());
+        break;
+      default:
+        WhereLoop(plan, pc, x->data<uint64_t>(), y->data<uint64_t>(), out->data<uint64_t>());
+        break;
     }
     return Status::Ok();
   }

@@ -213,8 +213,10 @@ class TopKKernel : public Kernel {
  private:
   template <typename T>
   void Select(const AxisView& v, int64_t k, bool largest, const T* x, T* vals, int64_t* idx) {
-    if (largest) TopKImpl<T, LargestFirst<T>>(v, k, x, vals, idx);
-    else TopKImpl<T, SmallestFirst<T>>(v, k, x, vals, idx);
+    if (largest)
+      TopKImpl<T, LargestFirst<T>>(v, k, x, vals, idx);
+    else
+      TopKImpl<T, SmallestFirst<T>>(v, k, x, vals, idx);
   }
 
   Node node_;

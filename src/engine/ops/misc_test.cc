@@ -28,7 +28,8 @@ TEST(CastTest, Conversions) {
   auto out = MustRun(CastNode(7), {&f});  // int64 truncates toward zero, NaN -> 0
   EXPECT_EQ(CompareTensors(out[0], IntTensor({6}, {1, -1, 0, 300, -300, 0})), "");
   out = MustRun(CastNode(9), {&f});  // bool: != 0 (NaN is true)
-  EXPECT_EQ(CompareTensors(out[0], MakeTyped<uint8_t>(DataType::kBool, {6}, {1, 1, 0, 1, 1, 1})), "");
+  EXPECT_EQ(CompareTensors(out[0], MakeTyped<uint8_t>(DataType::kBool, {6}, {1, 1, 0, 1, 1, 1})),
+            "");
   out = MustRun(CastNode(2), {&f});  // uint8 wraps like numpy on x86 (300 -> 44)
   EXPECT_EQ(out[0].data<uint8_t>()[3], 44);
   out = MustRun(CastNode(11), {&f});
@@ -72,8 +73,8 @@ TEST(CastTest, CastLikeTakesTheTargetInputsType) {
   // Every pair of engine types: CastLike(x, like) equals Cast(x, to=type of like).
   Tensor f = FloatTensor({6}, {1.7f, -1.7f, 0.0f, 300.0f, -300.0f, NAN});
   const std::vector<std::pair<DataType, int64_t>> types = {
-      {DataType::kFloat32, 1}, {DataType::kUint8, 2}, {DataType::kInt8, 3},
-      {DataType::kInt32, 6},   {DataType::kInt64, 7}, {DataType::kBool, 9},
+      {DataType::kFloat32, 1},  {DataType::kUint8, 2},   {DataType::kInt8, 3},
+      {DataType::kInt32, 6},    {DataType::kInt64, 7},   {DataType::kBool, 9},
       {DataType::kFloat16, 10}, {DataType::kFloat64, 11}};
   for (const auto& [from, from_onnx] : types) {
     Tensor x = MustRun(CastNode(from_onnx), {&f})[0];
@@ -140,9 +141,12 @@ TEST(IdentityTest, TrainingDropoutKeepsAboutOneMinusRatioAndScales) {
 
 TEST(WhereTest, MatchesNaiveUnderBroadcast) {
   uint32_t seed = 3;
-  std::vector<std::vector<Shape>> cases = {
-      {{7}, {7}, {7}}, {{13, 7}, {7}, {13, 1}}, {{1}, {3, 4}, {4}}, {{2, 1, 5}, {1, 3, 1}, {5}},
-      {{64, 128}, {64, 128}, {}}, {{300, 1}, {1, 257}, {300, 257}}};
+  std::vector<std::vector<Shape>> cases = {{{7}, {7}, {7}},
+                                           {{13, 7}, {7}, {13, 1}},
+                                           {{1}, {3, 4}, {4}},
+                                           {{2, 1, 5}, {1, 3, 1}, {5}},
+                                           {{64, 128}, {64, 128}, {}},
+                                           {{300, 1}, {1, 257}, {300, 257}}};
   for (const auto& c : cases) {
     Tensor cond = RandomBool(c[0], seed++);
     Tensor x = RandomTensor(c[1], seed++), y = RandomTensor(c[2], seed++);
@@ -224,7 +228,8 @@ TEST(TopKTest, MatchesNaiveWithTiesByLowerIndex) {
       for (int64_t k : {int64_t{0}, int64_t{1}, n / 2, n}) {
         for (bool largest : {true, false}) {
           Tensor x = RandomTensor(s, seed++, -5, 5);
-          for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::round(x.data<float>()[i]);
+          for (int64_t i = 0; i < x.numel(); ++i)
+            x.data<float>()[i] = std::round(x.data<float>()[i]);
           Tensor kt = IntTensor({1}, {k});
           Node node = MakeNode("TopK", 2, 2, 11);
           node.attrs.Set("axis", IntAttr(axis));
@@ -250,8 +255,10 @@ TEST(TopKTest, MatchesNaiveWithTiesByLowerIndex) {
             wv.data<float>()[j] = slice[idx[ax]].first;
             wi.data<int64_t>()[j] = slice[idx[ax]].second;
           }
-          EXPECT_EQ(CompareTensors(out[0], wv, 0, 0), "") << ShapeString(s) << " axis " << axis << " k " << k;
-          EXPECT_EQ(CompareTensors(out[1], wi), "") << ShapeString(s) << " axis " << axis << " k " << k;
+          EXPECT_EQ(CompareTensors(out[0], wv, 0, 0), "")
+              << ShapeString(s) << " axis " << axis << " k " << k;
+          EXPECT_EQ(CompareTensors(out[1], wi), "")
+              << ShapeString(s) << " axis " << axis << " k " << k;
         }
       }
     }
@@ -289,8 +296,9 @@ TEST(MiscTest, Costs) {
   EXPECT_EQ(c.flops, 10);
   EXPECT_EQ(c.bytes, 80);
   auto w = FindKernel("", "Where")(MakeNode("Where", 3, 1));
-  c = (*w)->EstimateCost({{DataType::kBool, {10}}, {DataType::kFloat32, {10}}, {DataType::kFloat32, {10}}},
-                         {{DataType::kFloat32, {10}}});
+  c = (*w)->EstimateCost(
+      {{DataType::kBool, {10}}, {DataType::kFloat32, {10}}, {DataType::kFloat32, {10}}},
+      {{DataType::kFloat32, {10}}});
   EXPECT_EQ(c.flops, 0);
   EXPECT_EQ(c.bytes, 10 + 40 + 40 + 40);
 }

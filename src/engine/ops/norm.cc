@@ -36,8 +36,8 @@ namespace {
 Status CheckFloat(const Node& n, const Tensor* t, const char* what) {
   if (!t) return NodeError(n, std::string("input ") + what + " is required");
   if (t->dtype() != DataType::kFloat32)
-    return NodeError(n, std::string("input ") + what + " must be float32, got " +
-                            DataTypeName(t->dtype()));
+    return NodeError(
+        n, std::string("input ") + what + " must be float32, got " + DataTypeName(t->dtype()));
   return Status();
 }
 
@@ -90,7 +90,7 @@ class BatchNormKernel : public Kernel {
     const float* bias = ctx.input(2)->data<float>();
     const float* mean = ctx.input(3)->data<float>();
     const float* var = ctx.input(4)->data<float>();
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, x->shape()));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, x->shape()));
 
     std::vector<float> batch_mean, batch_var;
     if (training_) {
@@ -161,7 +161,7 @@ class BatchNormKernel : public Kernel {
       if (!ctx.output_wanted(i)) continue;
       const Tensor* src = (i % 2 == 1) ? mean : var;
       const float* batch = (i % 2 == 1) ? batch_mean : batch_var;
-      OPSCOPE_ASSIGN_OR_RETURN(Tensor* o, ctx.Output(i, DataType::kFloat32, src->shape()));
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor * o, ctx.Output(i, DataType::kFloat32, src->shape()));
       float* po = o->data<float>();
       const float* ps = src->data<float>();
       for (int64_t p = 0; p < P; ++p)
@@ -189,9 +189,9 @@ class InstanceNormKernel : public Kernel {
       return NodeError(node_, "input has rank " + std::to_string(x->rank()) + ", expected >= 2");
     const int64_t N = x->dim(0), C = x->dim(1);
     if (ctx.input(1)->numel() != C || ctx.input(2)->numel() != C)
-      return NodeError(node_, "scale and B must have " + std::to_string(C) +
-                                  " elements (one per channel)");
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, x->shape()));
+      return NodeError(
+          node_, "scale and B must have " + std::to_string(C) + " elements (one per channel)");
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, x->shape()));
     if (N * C == 0) return Status();
     const int64_t S = x->numel() / (N * C);
     const float* px = x->data<float>();
@@ -249,17 +249,17 @@ class LayerNormKernel : public Kernel {
     OPSCOPE_RETURN_IF_ERROR(Expand(*ctx.input(1), norm_shape, "Scale", &scale));
     if (bias) OPSCOPE_RETURN_IF_ERROR(Expand(*bias, norm_shape, "B", &shift));
 
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, x->shape()));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, x->shape()));
     std::vector<int64_t> stat_shape(x->shape().begin(), x->shape().begin() + axis);
     stat_shape.resize(x->shape().size(), 1);
     float* mean_out = nullptr;
     float* inv_out = nullptr;
     if (ctx.num_outputs() > 1 && ctx.output_wanted(1)) {
-      OPSCOPE_ASSIGN_OR_RETURN(Tensor* t, ctx.Output(1, DataType::kFloat32, stat_shape));
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor * t, ctx.Output(1, DataType::kFloat32, stat_shape));
       mean_out = t->data<float>();
     }
     if (ctx.num_outputs() > 2 && ctx.output_wanted(2)) {
-      OPSCOPE_ASSIGN_OR_RETURN(Tensor* t, ctx.Output(2, DataType::kFloat32, stat_shape));
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor * t, ctx.Output(2, DataType::kFloat32, stat_shape));
       inv_out = t->data<float>();
     }
     if (inner == 0) return Status();
@@ -338,8 +338,8 @@ class GroupNormKernel : public Kernel {
     OPSCOPE_RETURN_IF_ERROR(CheckFloat(node_, ctx.input(1), "scale"));
     OPSCOPE_RETURN_IF_ERROR(CheckFloat(node_, ctx.input(2), "bias"));
     if (x->rank() < 2)
-      return NodeError(node_, "X must have rank >= 2 (N, C, ...), got shape " +
-                                  ShapeString(x->shape()));
+      return NodeError(node_,
+                       "X must have rank >= 2 (N, C, ...), got shape " + ShapeString(x->shape()));
     const int64_t N = x->dim(0), C = x->dim(1), G = groups_;
     if (C % G != 0)
       return NodeError(node_, "num_groups " + std::to_string(G) + " does not divide the " +
@@ -422,8 +422,8 @@ StatusOr<std::unique_ptr<Kernel>> Create_BatchNormalization(const Node& node) {
   bool training = node.opset >= 14 && node.attrs.Int("training_mode", 0) != 0;
   float eps = node.attrs.Float("epsilon", 1e-5f);
   if (!(eps >= 0)) return NodeError(node, "epsilon must be >= 0");
-  return std::unique_ptr<Kernel>(new BatchNormKernel(
-      node, eps, node.attrs.Float("momentum", 0.9f), spatial, training));
+  return std::unique_ptr<Kernel>(
+      new BatchNormKernel(node, eps, node.attrs.Float("momentum", 0.9f), spatial, training));
 }
 
 StatusOr<std::unique_ptr<Kernel>> Create_InstanceNormalization(const Node& node) {

@@ -9,7 +9,9 @@
 namespace opscope::engine::testing {
 namespace {
 
-Tensor Positive(std::vector<int64_t> shape, uint32_t seed) { return RandomTensor(shape, seed, 0.1f, 2); }
+Tensor Positive(std::vector<int64_t> shape, uint32_t seed) {
+  return RandomTensor(shape, seed, 0.1f, 2);
+}
 
 TEST(BatchNormalization, InferenceMatchesFormula) {
   for (auto shape : {std::vector<int64_t>{2, 3, 7, 13}, std::vector<int64_t>{1, 7},
@@ -59,7 +61,8 @@ TEST(BatchNormalization, TrainingModeUsesBatchStatistics) {
   n.attrs.Set("momentum", FloatAttr(0.8f));
   auto out = RunPoisoned(n, {&x, &s, &b, &m, &v});
   ASSERT_TRUE(out.ok()) << out.status().message();
-  Tensor ref(DataType::kFloat32, {2, 3, 5}), rm(DataType::kFloat32, {3}), rv(DataType::kFloat32, {3});
+  Tensor ref(DataType::kFloat32, {2, 3, 5}), rm(DataType::kFloat32, {3}),
+      rv(DataType::kFloat32, {3});
   for (int c = 0; c < 3; ++c) {
     double sum = 0, sq = 0;
     for (int nn = 0; nn < 2; ++nn)
@@ -71,9 +74,9 @@ TEST(BatchNormalization, TrainingModeUsesBatchStatistics) {
     for (int nn = 0; nn < 2; ++nn)
       for (int i = 0; i < 5; ++i) {
         int64_t k = (nn * 3 + c) * 5 + i;
-        ref.data<float>()[k] = float(s.data<float>()[c] * (x.data<float>()[k] - mean) /
-                                         std::sqrt(var + 1e-5) +
-                                     b.data<float>()[c]);
+        ref.data<float>()[k] =
+            float(s.data<float>()[c] * (x.data<float>()[k] - mean) / std::sqrt(var + 1e-5) +
+                  b.data<float>()[c]);
       }
     rm.data<float>()[c] = float(m.data<float>()[c] * 0.8 + mean * 0.2);
     rv.data<float>()[c] = float(v.data<float>()[c] * 0.8 + var * 0.2);
@@ -116,10 +119,9 @@ TEST(InstanceNormalization, MatchesNaive) {
       for (int64_t i = 0; i < S; ++i) var += std::pow(x.data<float>()[q * S + i] - mean, 2);
       var /= S;
       for (int64_t i = 0; i < S; ++i)
-        ref.data<float>()[q * S + i] =
-            float(s.data<float>()[q % C] * (x.data<float>()[q * S + i] - mean) /
-                      std::sqrt(var + 1e-3) +
-                  b.data<float>()[q % C]);
+        ref.data<float>()[q * S + i] = float(
+            s.data<float>()[q % C] * (x.data<float>()[q * S + i] - mean) / std::sqrt(var + 1e-3) +
+            b.data<float>()[q % C]);
     }
     EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "");
   }
@@ -132,7 +134,8 @@ TEST(LayerNormalization, MatchesNaiveForEveryAxisWithStatistics) {
   for (int64_t axis = -4; axis < 4; ++axis) {
     int64_t a = axis < 0 ? axis + 4 : axis;
     std::vector<int64_t> norm(shape.begin() + a, shape.end());
-    Tensor x = RandomTensor(shape, 31, -3, 5), s = RandomTensor(norm, 32), b = RandomTensor(norm, 33);
+    Tensor x = RandomTensor(shape, 31, -3, 5), s = RandomTensor(norm, 32),
+           b = RandomTensor(norm, 33);
     Node n = MakeNode("LayerNormalization", 3, 3);
     n.attrs.Set("axis", IntAttr(axis));
     n.attrs.Set("epsilon", FloatAttr(1e-4f));
@@ -153,9 +156,9 @@ TEST(LayerNormalization, MatchesNaiveForEveryAxisWithStatistics) {
       rm.data<float>()[r] = float(mean);
       ri.data<float>()[r] = float(inv);
       for (int64_t i = 0; i < inner; ++i)
-        ref.data<float>()[r * inner + i] = float((x.data<float>()[r * inner + i] - mean) * inv *
-                                                     s.data<float>()[i] +
-                                                 b.data<float>()[i]);
+        ref.data<float>()[r * inner + i] =
+            float((x.data<float>()[r * inner + i] - mean) * inv * s.data<float>()[i] +
+                  b.data<float>()[i]);
     }
     EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "") << axis;
     EXPECT_EQ(CompareFloat((*out)[1], rm, 1e-5f, 1e-5f), "") << axis;
@@ -241,7 +244,10 @@ Tensor NaiveGroupNorm(const Tensor& x, const Tensor& s, const Tensor& b, int64_t
 }
 
 TEST(GroupNormalization, MatchesNaiveForOpsets18And21) {
-  struct Case { std::vector<int64_t> shape; int64_t groups; };
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t groups;
+  };
   for (const Case& c : {Case{{2, 6, 7, 13}, 3}, Case{{1, 4, 127}, 2}, Case{{3, 5, 1}, 5},
                         Case{{2, 8, 4, 4, 3}, 1}, Case{{1, 16, 33, 32}, 4}}) {
     const int64_t C = c.shape[1];
@@ -276,15 +282,16 @@ TEST(GroupNormalization, MatchesNaiveForOpsets18And21) {
   auto k = FindKernel("", "GroupNormalization")(n3);
   ASSERT_TRUE(k.ok());
   EXPECT_EQ((*k)->EstimateCost({{DataType::kFloat32, {1, 4, 3}}}, {{DataType::kFloat32, {1, 4, 3}}})
-                .flops, 84);
+                .flops,
+            84);
 }
 
 TEST(InstanceNormalization, OnnxConformanceData) {
   Node ex = MakeNode("InstanceNormalization", 3, 1, 6);
   Node eps = ex;
   eps.attrs.Set("epsilon", FloatAttr(1e-2f));
-  for (auto [node, test] : {std::pair{ex, "test_instancenorm_example"},
-                            std::pair{eps, "test_instancenorm_epsilon"}}) {
+  for (auto [node, test] :
+       {std::pair{ex, "test_instancenorm_example"}, std::pair{eps, "test_instancenorm_epsilon"}}) {
     std::string r = RunOnnxNodeData(node, test, 3);
     if (r == "skip") GTEST_SKIP() << "libonnx-testdata is not installed";
     EXPECT_EQ(r, "") << test;

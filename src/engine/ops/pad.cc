@@ -41,7 +41,8 @@ class PadKernel : public Kernel {
         std::vector<int64_t> full(2 * static_cast<size_t>(r), 0);
         for (size_t i = 0; i < axes.size(); ++i) {
           int64_t a = axes[i];
-          if (!NormalizeAxis(&a, r)) return NodeError(node_, "axis " + std::to_string(axes[i]) + " out of range");
+          if (!NormalizeAxis(&a, r))
+            return NodeError(node_, "axis " + std::to_string(axes[i]) + " out of range");
           full[a] = pads[i];
           full[a + r] = pads[i + axes.size()];
         }
@@ -61,7 +62,8 @@ class PadKernel : public Kernel {
         return NodeError(node_, "pads crop axis " + std::to_string(d) + " of size " +
                                     std::to_string(in) + " below zero");
       if (mode_ != PadMode::kConstant && in == 0 && o > 0)
-        return NodeError(node_, "cannot pad the empty axis " + std::to_string(d) + " in non-constant mode");
+        return NodeError(
+            node_, "cannot pad the empty axis " + std::to_string(d) + " in non-constant mode");
       out_shape[d] = o;
     }
     int64_t total;
@@ -79,9 +81,15 @@ class PadKernel : public Kernel {
         int64_t i = o - pads[d];
         if (i < 0 || i >= in) {
           switch (mode_) {
-            case PadMode::kConstant: i = -1; break;
-            case PadMode::kEdge: i = i < 0 ? 0 : in - 1; break;
-            case PadMode::kWrap: i = ((i % in) + in) % in; break;
+            case PadMode::kConstant:
+              i = -1;
+              break;
+            case PadMode::kEdge:
+              i = i < 0 ? 0 : in - 1;
+              break;
+            case PadMode::kWrap:
+              i = ((i % in) + in) % in;
+              break;
             case PadMode::kReflect: {
               if (in == 1) {
                 i = 0;
@@ -165,12 +173,18 @@ class PadKernel : public Kernel {
 StatusOr<std::unique_ptr<Kernel>> Create_Pad(const Node& node) {
   const std::string m = node.attrs.String("mode", "constant");
   PadMode mode;
-  if (m == "constant") mode = PadMode::kConstant;
-  else if (m == "reflect") mode = PadMode::kReflect;
-  else if (m == "edge") mode = PadMode::kEdge;
-  else if (m == "wrap") mode = PadMode::kWrap;
-  else return NodeError(node, "unknown mode '" + m + "' (constant, reflect, edge, wrap)");
-  if (node.opset < 11 && !node.attrs.Has("pads")) return NodeError(node, "missing 'pads' attribute");
+  if (m == "constant")
+    mode = PadMode::kConstant;
+  else if (m == "reflect")
+    mode = PadMode::kReflect;
+  else if (m == "edge")
+    mode = PadMode::kEdge;
+  else if (m == "wrap")
+    mode = PadMode::kWrap;
+  else
+    return NodeError(node, "unknown mode '" + m + "' (constant, reflect, edge, wrap)");
+  if (node.opset < 11 && !node.attrs.Has("pads"))
+    return NodeError(node, "missing 'pads' attribute");
   return std::unique_ptr<Kernel>(new PadKernel(node, mode));
 }
 

@@ -49,8 +49,8 @@ Status ReadPoolAttrs(const Node& n, PoolAttrs* a) {
   a->auto_pad = n.attrs.String("auto_pad", "NOTSET");
   if (a->auto_pad != "NOTSET" && a->auto_pad != "SAME_UPPER" && a->auto_pad != "SAME_LOWER" &&
       a->auto_pad != "VALID")
-    return NodeError(n, "auto_pad '" + a->auto_pad +
-                            "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+    return NodeError(
+        n, "auto_pad '" + a->auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
   a->kernel = n.attrs.Ints("kernel_shape");
   if (a->kernel.empty()) return NodeError(n, "attribute kernel_shape is required");
   if (a->kernel.size() > 3)
@@ -64,8 +64,8 @@ Status ReadPoolAttrs(const Node& n, PoolAttrs* a) {
   a->pads = n.attrs.Ints("pads");
   if (a->pads.empty()) a->pads.assign(2 * sp, 0);
   if (a->strides.size() != sp || a->dilations.size() != sp || a->pads.size() != 2 * sp)
-    return NodeError(n, "strides/dilations/pads do not match kernel_shape's " +
-                            std::to_string(sp) + " spatial dims");
+    return NodeError(n, "strides/dilations/pads do not match kernel_shape's " + std::to_string(sp) +
+                            " spatial dims");
   for (size_t i = 0; i < sp; ++i) {
     if (a->kernel[i] < 1 || a->strides[i] < 1 || a->dilations[i] < 1)
       return NodeError(n, "kernel_shape, strides and dilations must be >= 1");
@@ -88,8 +88,8 @@ Status ResolvePool(const Node& n, const PoolAttrs& a, const Tensor& x, PoolGeo* 
   size_t sp = a.kernel.size();
   if (static_cast<size_t>(x.rank()) != sp + 2)
     return NodeError(n, "input has rank " + std::to_string(x.rank()) + " but kernel_shape has " +
-                            std::to_string(sp) + " dims (expected rank " +
-                            std::to_string(sp + 2) + ")");
+                            std::to_string(sp) + " dims (expected rank " + std::to_string(sp + 2) +
+                            ")");
   size_t off = 3 - sp;
   for (size_t i = 0; i < 3; ++i) {
     g->in[i] = g->k[i] = g->s[i] = g->d[i] = g->out[i] = 1;
@@ -120,8 +120,7 @@ Status ResolvePool(const Node& n, const PoolAttrs& a, const Tensor& x, PoolGeo* 
                                 std::to_string(in + pb + pe) + ") by more than the stride (" +
                                 std::to_string(s) + "), so the output size would be negative");
     }
-    if (pb >= dk || pe >= dk)
-      return NodeError(n, "pads must be smaller than the (dilated) kernel");
+    if (pb >= dk || pe >= dk) return NodeError(n, "pads must be smaller than the (dilated) kernel");
     g->in[i] = in, g->k[i] = k, g->s[i] = s, g->d[i] = d, g->pb[i] = pb, g->pe[i] = pe;
     g->out[i] = out;
   }
@@ -145,7 +144,7 @@ std::vector<int64_t> OutShape(const Tensor& x, const PoolGeo& g, size_t sp) {
 // Direct max pooling that also records the argmax (the Indices output).
 template <typename T>
 void MaxPoolWithIndices(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t planes,
-                   bool col_major) {
+                        bool col_major) {
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
   ParallelFor(planes, out_plane * g.k[0] * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
@@ -228,8 +227,10 @@ std::vector<TapSpan> TapSpans(int64_t in, int64_t out, int64_t k, int64_t s, int
 template <typename T, bool kMax>
 inline void FoldRow(T* acc, const T* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    if constexpr (kMax) acc[i] = src[i] > acc[i] ? src[i] : acc[i];
-    else acc[i] += src[i];
+    if constexpr (kMax)
+      acc[i] = src[i] > acc[i] ? src[i] : acc[i];
+    else
+      acc[i] += src[i];
   }
 }
 
@@ -238,8 +239,8 @@ inline void FoldRow(T* acc, const T* src, int64_t n) {
 // floats stay at or below src[last]; returns the first o left for the scalar loop. Same order of
 // operations as the scalar loop, so results are identical (max keeps acc on NaN, like `v > a`).
 template <bool kMax>
-[[gnu::target("avx2")]] int64_t Stride2TapAvx2(const float* src, float* acc, int64_t lo,
-                                               int64_t hi, int64_t last) {
+[[gnu::target("avx2")]] int64_t Stride2TapAvx2(const float* src, float* acc, int64_t lo, int64_t hi,
+                                               int64_t last) {
   int64_t o = lo;
   for (; o + 8 <= hi && 2 * o + 15 <= last; o += 8) {
     const __m256 a = _mm256_loadu_ps(src + 2 * o), b = _mm256_loadu_ps(src + 2 * o + 8);
@@ -269,8 +270,10 @@ void PoolRowW(const std::vector<TapSpan>& sw, int64_t s, const T* row, int64_t i
     (void)in_w;
     for (; o < t.hi; ++o) {
       const T v = src[o * s];
-      if constexpr (kMax) out[o] = v > out[o] ? v : out[o];
-      else out[o] += v;
+      if constexpr (kMax)
+        out[o] = v > out[o] ? v : out[o];
+      else
+        out[o] += v;
     }
   }
 }
@@ -292,8 +295,7 @@ const T* PoolRows(const std::vector<TapSpan>& spans, int64_t o, int64_t s, const
 }
 
 template <typename T, bool kMax>
-void SeparablePoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t planes,
-                         const float* divisor) {
+void SeparablePoolPlanes(const PoolGeo& g, const T* x, T* y, int64_t planes, const float* divisor) {
   const int64_t ih = g.in[1], iw = g.in[2];
   const int64_t in_plane = g.in[0] * ih * iw;
   const int64_t od = g.out[0], oh = g.out[1], ow = g.out[2];
@@ -390,8 +392,10 @@ void PoolNhwc(const PoolGeo& g, const float* x, float* y, int64_t N, int64_t C,
           const int64_t q = w * g.s[2] - g.pb[2] + tw * g.d[2];
           const float* src = x + ((n * ih + r) * iw + q) * C;
           for (int64_t c = 0; c < C; ++c) {
-            if constexpr (kMax) out[c] = src[c] > out[c] ? src[c] : out[c];
-            else out[c] += src[c];
+            if constexpr (kMax)
+              out[c] = src[c] > out[c] ? src[c] : out[c];
+            else
+              out[c] += src[c];
           }
         }
       }
@@ -418,7 +422,7 @@ class PoolKernel : public Kernel {
       if (x->dtype() != DataType::kFloat32 || x->rank() != 4 ||
           (ctx.num_outputs() > 1 && ctx.output_wanted(1)))
         return NodeError(node_, "channels-last activations are only planned for 2-D float pools");
-      OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, out));
       if (y->numel() == 0) return Status();
       if (max_) {
         PoolNhwc<true>(g, x->data<float>(), y->data<float>(), x->dim(0), x->dim(1), nullptr);
@@ -430,18 +434,18 @@ class PoolKernel : public Kernel {
     }
     if (!max_) {
       if (x->dtype() != DataType::kFloat32)
-        return NodeError(node_, std::string("only float32 is supported, got ") +
-                                    DataTypeName(x->dtype()));
-      OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
+        return NodeError(node_,
+                         std::string("only float32 is supported, got ") + DataTypeName(x->dtype()));
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, out));
       if (y->numel() == 0) return Status();
       std::vector<float> dv = AvgDivisors(g, a_.count_include_pad, a_.ceil_mode);
       SeparablePoolPlanes<float, false>(g, x->data<float>(), y->data<float>(), planes, dv.data());
       return Status();
     }
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, x->dtype(), out));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x->dtype(), out));
     int64_t* idx = nullptr;
     if (ctx.num_outputs() > 1 && ctx.output_wanted(1)) {
-      OPSCOPE_ASSIGN_OR_RETURN(Tensor* it, ctx.Output(1, DataType::kInt64, out));
+      OPSCOPE_ASSIGN_OR_RETURN(Tensor * it, ctx.Output(1, DataType::kInt64, out));
       idx = it->data<int64_t>();
     }
     if (y->numel() == 0) return Status();
@@ -498,15 +502,15 @@ class GlobalPoolKernel : public Kernel {
     const Tensor* x = ctx.input(0);
     if (!x) return NodeError(node_, "input X is required");
     if (x->dtype() != DataType::kFloat32)
-      return NodeError(node_, std::string("only float32 is supported, got ") +
-                                  DataTypeName(x->dtype()));
+      return NodeError(node_,
+                       std::string("only float32 is supported, got ") + DataTypeName(x->dtype()));
     if (x->rank() < 3)
       return NodeError(node_, "input has rank " + std::to_string(x->rank()) +
                                   ", expected N x C x spatial... (rank >= 3)");
     std::vector<int64_t> out(x->shape().size(), 1);
     out[0] = x->dim(0);
     out[1] = x->dim(1);
-    OPSCOPE_ASSIGN_OR_RETURN(Tensor* y, ctx.Output(0, DataType::kFloat32, out));
+    OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, out));
     const int64_t planes = x->dim(0) * x->dim(1);
     if (planes == 0) return Status();
     const int64_t n = x->numel() / planes;

@@ -171,8 +171,9 @@ TEST(Pool, HandComputedSizesAndValues) {
   m.attrs.Set("auto_pad", StringAttr("SAME_UPPER"));
   mo = RunPoisoned(m, {&x});
   ASSERT_TRUE(mo.ok());
-  EXPECT_EQ(CompareFloat((*mo)[0], FloatTensor({1, 1, 4, 4}, {6, 7, 8, 8, 10, 11, 12, 12, 14, 15,
-                                                                16, 16, 14, 15, 16, 16}),
+  EXPECT_EQ(CompareFloat((*mo)[0],
+                         FloatTensor({1, 1, 4, 4},
+                                     {6, 7, 8, 8, 10, 11, 12, 12, 14, 15, 16, 16, 14, 15, 16, 16}),
                          0, 0),
             "");
   m.attrs.Set("auto_pad", StringAttr("VALID"));
@@ -330,7 +331,8 @@ TEST(MaxPool, IndicesOfAWindowLargerThanTheInput) {
 
 TEST(MaxPool, Uint8) {
   Tensor x(DataType::kUint8, {1, 1, 3, 3});
-  for (int i = 0; i < 9; ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(200 + i * (i % 2 ? 1 : -1));
+  for (int i = 0; i < 9; ++i)
+    x.data<uint8_t>()[i] = static_cast<uint8_t>(200 + i * (i % 2 ? 1 : -1));
   Node n = MakeNode("MaxPool", 1, 1);
   n.attrs.Set("kernel_shape", IntsAttr({2, 2}));
   auto out = RunPoisoned(n, {&x});
@@ -406,10 +408,10 @@ TEST(Pool, BadInputAndCost) {
   EXPECT_DOUBLE_EQ(cost.bytes, 4.0 * (784 + 400));
   auto g = FindKernel("", "GlobalAveragePool")(MakeNode("GlobalAveragePool", 1, 1));
   ASSERT_TRUE(g.ok());
-  EXPECT_DOUBLE_EQ((*g)->EstimateCost({{DataType::kFloat32, {2, 8, 7, 7}}},
-                                      {{DataType::kFloat32, {2, 8, 1, 1}}})
-                       .flops,
-                   784);
+  EXPECT_DOUBLE_EQ(
+      (*g)->EstimateCost({{DataType::kFloat32, {2, 8, 7, 7}}}, {{DataType::kFloat32, {2, 8, 1, 1}}})
+          .flops,
+      784);
 }
 
 // ONNX's Global*Pool node tests are opset-1 models, which the session loader refuses; run their

@@ -40,11 +40,15 @@ template <typename T, RedOp Op>
 struct Policy {
   static T Init() {
     if constexpr (Op == RedOp::kMax) {
-      if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::lowest();
+      if constexpr (std::is_floating_point_v<T>)
+        return -std::numeric_limits<T>::infinity();
+      else
+        return std::numeric_limits<T>::lowest();
     } else if constexpr (Op == RedOp::kMin) {
-      if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::max();
+      if constexpr (std::is_floating_point_v<T>)
+        return std::numeric_limits<T>::infinity();
+      else
+        return std::numeric_limits<T>::max();
     } else if constexpr (Op == RedOp::kProd) {
       return T(1);
     } else {
@@ -52,24 +56,36 @@ struct Policy {
     }
   }
   static T Map(T x, T shift) {
-    if constexpr (Op == RedOp::kL1) return x < T(0) ? WrapSub(T(0), x) : x;
-    else if constexpr (Op == RedOp::kL2 || Op == RedOp::kSumSquare) return WrapMul(x, x);
-    else if constexpr (Op == RedOp::kLogSumExp) return std::exp(x - shift);
-    else return x;
+    if constexpr (Op == RedOp::kL1)
+      return x < T(0) ? WrapSub(T(0), x) : x;
+    else if constexpr (Op == RedOp::kL2 || Op == RedOp::kSumSquare)
+      return WrapMul(x, x);
+    else if constexpr (Op == RedOp::kLogSumExp)
+      return std::exp(x - shift);
+    else
+      return x;
   }
   static T Combine(T a, T b) {
-    if constexpr (Op == RedOp::kMax) return MaxPropagateNan(a, b);
-    else if constexpr (Op == RedOp::kMin) return MinPropagateNan(a, b);
-    else if constexpr (Op == RedOp::kProd) return WrapMul(a, b);
-    else return WrapAdd(a, b);
+    if constexpr (Op == RedOp::kMax)
+      return MaxPropagateNan(a, b);
+    else if constexpr (Op == RedOp::kMin)
+      return MinPropagateNan(a, b);
+    else if constexpr (Op == RedOp::kProd)
+      return WrapMul(a, b);
+    else
+      return WrapAdd(a, b);
   }
   static T Final(T acc, int64_t count, T shift) {
     if constexpr (Op == RedOp::kMean) {
-      if constexpr (std::is_floating_point_v<T>) return acc / static_cast<T>(count);
-      else return count ? static_cast<T>(static_cast<int64_t>(acc) / count) : T(0);
+      if constexpr (std::is_floating_point_v<T>)
+        return acc / static_cast<T>(count);
+      else
+        return count ? static_cast<T>(static_cast<int64_t>(acc) / count) : T(0);
     } else if constexpr (Op == RedOp::kL2) {
-      if constexpr (std::is_floating_point_v<T>) return std::sqrt(acc);
-      else return SafeCast<T>(std::sqrt(static_cast<double>(acc)));
+      if constexpr (std::is_floating_point_v<T>)
+        return std::sqrt(acc);
+      else
+        return SafeCast<T>(std::sqrt(static_cast<double>(acc)));
     } else if constexpr (Op == RedOp::kLogSum) {
       return std::log(acc);
     } else if constexpr (Op == RedOp::kLogSumExp) {
@@ -100,9 +116,9 @@ T ReduceRow(const T* x, int64_t n, T shift) {
 // Output shape and the grouping of the input's dims into kept/reduced runs.
 struct ReducePlan {
   std::vector<int64_t> out_shape;
-  std::vector<int64_t> run_size;   // collapsed runs, outermost first
+  std::vector<int64_t> run_size;  // collapsed runs, outermost first
   std::vector<bool> run_reduced;
-  int64_t reduced_count = 1;       // elements reduced into each output
+  int64_t reduced_count = 1;  // elements reduced into each output
   int64_t out_numel = 1;
 };
 
@@ -238,14 +254,30 @@ void ReduceInto(const ReducePlan& p, const T* x, T* out, const T* shift) {
 template <typename T>
 void Reduce(RedOp op, const ReducePlan& p, const T* x, T* out) {
   switch (op) {
-    case RedOp::kSum: ReduceInto<T, RedOp::kSum>(p, x, out, nullptr); break;
-    case RedOp::kMean: ReduceInto<T, RedOp::kMean>(p, x, out, nullptr); break;
-    case RedOp::kMax: ReduceInto<T, RedOp::kMax>(p, x, out, nullptr); break;
-    case RedOp::kMin: ReduceInto<T, RedOp::kMin>(p, x, out, nullptr); break;
-    case RedOp::kProd: ReduceInto<T, RedOp::kProd>(p, x, out, nullptr); break;
-    case RedOp::kL1: ReduceInto<T, RedOp::kL1>(p, x, out, nullptr); break;
-    case RedOp::kL2: ReduceInto<T, RedOp::kL2>(p, x, out, nullptr); break;
-    case RedOp::kSumSquare: ReduceInto<T, RedOp::kSumSquare>(p, x, out, nullptr); break;
+    case RedOp::kSum:
+      ReduceInto<T, RedOp::kSum>(p, x, out, nullptr);
+      break;
+    case RedOp::kMean:
+      ReduceInto<T, RedOp::kMean>(p, x, out, nullptr);
+      break;
+    case RedOp::kMax:
+      ReduceInto<T, RedOp::kMax>(p, x, out, nullptr);
+      break;
+    case RedOp::kMin:
+      ReduceInto<T, RedOp::kMin>(p, x, out, nullptr);
+      break;
+    case RedOp::kProd:
+      ReduceInto<T, RedOp::kProd>(p, x, out, nullptr);
+      break;
+    case RedOp::kL1:
+      ReduceInto<T, RedOp::kL1>(p, x, out, nullptr);
+      break;
+    case RedOp::kL2:
+      ReduceInto<T, RedOp::kL2>(p, x, out, nullptr);
+      break;
+    case RedOp::kSumSquare:
+      ReduceInto<T, RedOp::kSumSquare>(p, x, out, nullptr);
+      break;
     case RedOp::kLogSum:
       if constexpr (std::is_floating_point_v<T>) ReduceInto<T, RedOp::kLogSum>(p, x, out, nullptr);
       break;
@@ -300,8 +332,8 @@ class ReduceKernel : public Kernel {
       return Status::Ok();
     }
     ReducePlan plan = MakeReducePlan(x->shape(), reduce, keepdims);
-    if ((op_ == RedOp::kMax || op_ == RedOp::kMin) && plan.reduced_count == 0 && plan.out_numel > 0 &&
-        !IsFloatType(dt) && dt != DataType::kFloat16)
+    if ((op_ == RedOp::kMax || op_ == RedOp::kMin) && plan.reduced_count == 0 &&
+        plan.out_numel > 0 && !IsFloatType(dt) && dt != DataType::kFloat16)
       return NodeError(node_, "cannot take the max/min of an empty set of integers");
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, dt, plan.out_shape));
     if (dt == DataType::kFloat16) {
@@ -341,8 +373,10 @@ class ReduceKernel : public Kernel {
 template <typename T, bool kMax>
 void ArgReduce(const AxisView& v, const T* x, int64_t* out, bool last) {
   auto better = [last](T cand, T best) {
-    if constexpr (kMax) return last ? cand >= best : cand > best;
-    else return last ? cand <= best : cand < best;
+    if constexpr (kMax)
+      return last ? cand >= best : cand > best;
+    else
+      return last ? cand <= best : cand < best;
   };
   if (v.inner == 1) {
     ParallelFor(v.outer, v.axis, [&](int64_t b, int64_t e) {
@@ -403,8 +437,10 @@ class ArgKernel : public Kernel {
     const bool last = node_.attrs.Int("select_last_index", 0) != 0;
     std::vector<int64_t> oshape;
     for (int64_t d = 0; d < rank; ++d) {
-      if (d != axis) oshape.push_back(x->dim(static_cast<int>(d)));
-      else if (keepdims) oshape.push_back(1);
+      if (d != axis)
+        oshape.push_back(x->dim(static_cast<int>(d)));
+      else if (keepdims)
+        oshape.push_back(1);
     }
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, DataType::kInt64, oshape));
     if (x->numel() == 0) return Status::Ok();
@@ -414,8 +450,10 @@ class ArgKernel : public Kernel {
     if (dt == DataType::kFloat16) src = &(xf = HalfTensorToFloat(*x));
     VisitNumeric(src->dtype(), [&](auto tag) {
       using T = decltype(tag);
-      if (is_max_) ArgReduce<T, true>(v, src->data<T>(), out->data<int64_t>(), last);
-      else ArgReduce<T, false>(v, src->data<T>(), out->data<int64_t>(), last);
+      if (is_max_)
+        ArgReduce<T, true>(v, src->data<T>(), out->data<int64_t>(), last);
+      else
+        ArgReduce<T, false>(v, src->data<T>(), out->data<int64_t>(), last);
     });
     return Status::Ok();
   }
@@ -436,13 +474,27 @@ StatusOr<std::unique_ptr<Kernel>> MakeReduce(const Node& n, RedOp op) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Kernel>> Create_ReduceSum(const Node& n) { return MakeReduce(n, RedOp::kSum); }
-StatusOr<std::unique_ptr<Kernel>> Create_ReduceMean(const Node& n) { return MakeReduce(n, RedOp::kMean); }
-StatusOr<std::unique_ptr<Kernel>> Create_ReduceMax(const Node& n) { return MakeReduce(n, RedOp::kMax); }
-StatusOr<std::unique_ptr<Kernel>> Create_ReduceMin(const Node& n) { return MakeReduce(n, RedOp::kMin); }
-StatusOr<std::unique_ptr<Kernel>> Create_ReduceProd(const Node& n) { return MakeReduce(n, RedOp::kProd); }
-StatusOr<std::unique_ptr<Kernel>> Create_ReduceL1(const Node& n) { return MakeReduce(n, RedOp::kL1); }
-StatusOr<std::unique_ptr<Kernel>> Create_ReduceL2(const Node& n) { return MakeReduce(n, RedOp::kL2); }
+StatusOr<std::unique_ptr<Kernel>> Create_ReduceSum(const Node& n) {
+  return MakeReduce(n, RedOp::kSum);
+}
+StatusOr<std::unique_ptr<Kernel>> Create_ReduceMean(const Node& n) {
+  return MakeReduce(n, RedOp::kMean);
+}
+StatusOr<std::unique_ptr<Kernel>> Create_ReduceMax(const Node& n) {
+  return MakeReduce(n, RedOp::kMax);
+}
+StatusOr<std::unique_ptr<Kernel>> Create_ReduceMin(const Node& n) {
+  return MakeReduce(n, RedOp::kMin);
+}
+StatusOr<std::unique_ptr<Kernel>> Create_ReduceProd(const Node& n) {
+  return MakeReduce(n, RedOp::kProd);
+}
+StatusOr<std::unique_ptr<Kernel>> Create_ReduceL1(const Node& n) {
+  return MakeReduce(n, RedOp::kL1);
+}
+StatusOr<std::unique_ptr<Kernel>> Create_ReduceL2(const Node& n) {
+  return MakeReduce(n, RedOp::kL2);
+}
 StatusOr<std::unique_ptr<Kernel>> Create_ReduceSumSquare(const Node& n) {
   return MakeReduce(n, RedOp::kSumSquare);
 }

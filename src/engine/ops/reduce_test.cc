@@ -24,16 +24,66 @@ struct RedDef {
 };
 
 const std::vector<RedDef> kReductions = {
-    {"ReduceSum", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s; }},
-    {"ReduceMean", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s / v.size(); }},
-    {"ReduceMax", [](const std::vector<double>& v) { double m = -INFINITY; for (double x : v) m = std::max(m, x); return m; }},
-    {"ReduceMin", [](const std::vector<double>& v) { double m = INFINITY; for (double x : v) m = std::min(m, x); return m; }},
-    {"ReduceProd", [](const std::vector<double>& v) { double p = 1; for (double x : v) p *= x; return p; }},
-    {"ReduceL1", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += std::fabs(x); return s; }},
-    {"ReduceL2", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x * x; return std::sqrt(s); }},
-    {"ReduceSumSquare", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x * x; return s; }},
-    {"ReduceLogSum", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return std::log(s); }},
-    {"ReduceLogSumExp", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += std::exp(x); return std::log(s); }},
+    {"ReduceSum",
+     [](const std::vector<double>& v) {
+       double s = 0;
+       for (double x : v) s += x;
+       return s;
+     }},
+    {"ReduceMean",
+     [](const std::vector<double>& v) {
+       double s = 0;
+       for (double x : v) s += x;
+       return s / v.size();
+     }},
+    {"ReduceMax",
+     [](const std::vector<double>& v) {
+       double m = -INFINITY;
+       for (double x : v) m = std::max(m, x);
+       return m;
+     }},
+    {"ReduceMin",
+     [](const std::vector<double>& v) {
+       double m = INFINITY;
+       for (double x : v) m = std::min(m, x);
+       return m;
+     }},
+    {"ReduceProd",
+     [](const std::vector<double>& v) {
+       double p = 1;
+       for (double x : v) p *= x;
+       return p;
+     }},
+    {"ReduceL1",
+     [](const std::vector<double>& v) {
+       double s = 0;
+       for (double x : v) s += std::fabs(x);
+       return s;
+     }},
+    {"ReduceL2",
+     [](const std::vector<double>& v) {
+       double s = 0;
+       for (double x : v) s += x * x;
+       return std::sqrt(s);
+     }},
+    {"ReduceSumSquare",
+     [](const std::vector<double>& v) {
+       double s = 0;
+       for (double x : v) s += x * x;
+       return s;
+     }},
+    {"ReduceLogSum",
+     [](const std::vector<double>& v) {
+       double s = 0;
+       for (double x : v) s += x;
+       return std::log(s);
+     }},
+    {"ReduceLogSumExp",
+     [](const std::vector<double>& v) {
+       double s = 0;
+       for (double x : v) s += std::exp(x);
+       return std::log(s);
+     }},
 };
 
 // Naive reduction: groups input elements by output index.
@@ -67,18 +117,18 @@ struct AxesCase {
 
 const std::vector<AxesCase> kAxesCases = {
     {{7}, {0}},
-    {{13, 7}, {1}},          // last axis
-    {{13, 7}, {0}},          // leading axis (inner > 1)
-    {{13, 7}, {}},           // everything
-    {{2, 13, 7}, {1}},       // middle axis
-    {{2, 13, 7}, {-1}},      // negative axis
-    {{2, 13, 7}, {0, 2}},    // non-adjacent: general path
+    {{13, 7}, {1}},        // last axis
+    {{13, 7}, {0}},        // leading axis (inner > 1)
+    {{13, 7}, {}},         // everything
+    {{2, 13, 7}, {1}},     // middle axis
+    {{2, 13, 7}, {-1}},    // negative axis
+    {{2, 13, 7}, {0, 2}},  // non-adjacent: general path
     {{3, 5, 1, 7, 2}, {1, 3}},
-    {{3, 1, 5}, {1}},        // reducing a size-1 axis
+    {{3, 1, 5}, {1}},  // reducing a size-1 axis
     {{127, 13}, {0, 1}},
-    {{4, 70000}, {1}},       // few long rows: split across threads
-    {{1, 131072}, {}},       // global reduction split across threads
-    {{64, 3, 700}, {1}},     // blocked inner path with several blocks
+    {{4, 70000}, {1}},    // few long rows: split across threads
+    {{1, 131072}, {}},    // global reduction split across threads
+    {{64, 3, 700}, {1}},  // blocked inner path with several blocks
 };
 
 TEST(ReduceTest, AllReductionsMatchNaive) {
@@ -91,7 +141,8 @@ TEST(ReduceTest, AllReductionsMatchNaive) {
       for (bool keep : {true, false}) {
         Tensor x = RandomTensor(c.shape, seed++, positive ? 0.1f : -2, 2);
         if (op == "ReduceProd")  // keep products in range
-          for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.8f + 0.3f * x.data<float>()[i] / 2;
+          for (int64_t i = 0; i < x.numel(); ++i)
+            x.data<float>()[i] = 0.8f + 0.3f * x.data<float>()[i] / 2;
         Node n = MakeNode(r.op, 1, 1, 11);
         if (!c.axes.empty()) n.attrs.Set("axes", IntsAttr(c.axes));
         n.attrs.Set("keepdims", IntAttr(keep));
@@ -99,7 +150,8 @@ TEST(ReduceTest, AllReductionsMatchNaive) {
         ASSERT_EQ(out.size(), 1u);
         Tensor want = NaiveReduce(x, c.axes, keep, r.f);
         EXPECT_EQ(CompareTensors(out[0], want, 1e-4, 1e-4), "")
-            << op << " " << ShapeString(c.shape) << " axes " << ShapeString(c.axes) << " keep " << keep;
+            << op << " " << ShapeString(c.shape) << " axes " << ShapeString(c.axes) << " keep "
+            << keep;
       }
     }
   }
@@ -216,11 +268,13 @@ TEST(ArgTest, MatchesNaiveWithTies) {
   uint32_t seed = 50;
   for (const char* op : {"ArgMax", "ArgMin"}) {
     for (Shape s : {Shape{7}, Shape{13, 7}, Shape{2, 13, 7}, Shape{3, 127, 1}, Shape{300, 257}}) {
-      for (int64_t axis = -static_cast<int64_t>(s.size()); axis < static_cast<int64_t>(s.size()); ++axis) {
+      for (int64_t axis = -static_cast<int64_t>(s.size()); axis < static_cast<int64_t>(s.size());
+           ++axis) {
         for (bool keep : {true, false}) {
           for (bool last : {false, true}) {
             Tensor x = RandomTensor(s, seed++, -4, 4);
-            for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::round(x.data<float>()[i]);
+            for (int64_t i = 0; i < x.numel(); ++i)
+              x.data<float>()[i] = std::round(x.data<float>()[i]);
             Node n = MakeNode(op, 1, 1, 13);
             n.attrs.Set("axis", IntAttr(axis));
             n.attrs.Set("keepdims", IntAttr(keep));
@@ -228,7 +282,8 @@ TEST(ArgTest, MatchesNaiveWithTies) {
             auto out = MustRun(n, {&x});
             Tensor want = NaiveArg(x, axis, keep, std::string(op) == "ArgMax", last);
             EXPECT_EQ(CompareTensors(out[0], want), "")
-                << op << " " << ShapeString(s) << " axis " << axis << " keep " << keep << " last " << last;
+                << op << " " << ShapeString(s) << " axis " << axis << " keep " << keep << " last "
+                << last;
           }
         }
       }

@@ -33,8 +33,15 @@ namespace opscope::engine {
 namespace {
 
 enum class Mode { kNearest, kLinear, kCubic };
-enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize,
-                   kTfHalfPixelForNearest, kHalfPixelSymmetric };
+enum class Coord {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfCropAndResize,
+  kTfHalfPixelForNearest,
+  kHalfPixelSymmetric
+};
 enum class Policy { kStretch, kNotLarger, kNotSmaller };
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kLegacy };
 
@@ -53,8 +60,8 @@ struct Params {
 struct AxisPlan {
   int64_t in = 0, out = 0;
   int taps = 1;
-  std::vector<int64_t> idx;   // out * taps, clamped into [0, in)
-  std::vector<float> w;       // out * taps
+  std::vector<int64_t> idx;  // out * taps, clamped into [0, in)
+  std::vector<float> w;      // out * taps
   std::vector<uint8_t> extrap;
   bool identity = false;
   bool any_extrap = false;
@@ -76,7 +83,9 @@ AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double
     const double xr = static_cast<double>(x);
     double xo = 0;
     switch (p.coord) {
-      case Coord::kHalfPixel: xo = (xr + 0.5) / scale - 0.5; break;
+      case Coord::kHalfPixel:
+        xo = (xr + 0.5) / scale - 0.5;
+        break;
       case Coord::kHalfPixelSymmetric: {
         // Half-pixel about the centre of the input: the rounding of out_width to an integer
         // is spread over both ends instead of landing at the far end.
@@ -85,15 +94,22 @@ AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double
         xo = offset + (xr + 0.5) / scale - 0.5;
         break;
       }
-      case Coord::kPytorchHalfPixel: xo = out_width == 1 ? -0.5 : (xr + 0.5) / scale - 0.5; break;
+      case Coord::kPytorchHalfPixel:
+        xo = out_width == 1 ? -0.5 : (xr + 0.5) / scale - 0.5;
+        break;
       case Coord::kAlignCorners:
         xo = out_width == 1 ? 0 : xr * static_cast<double>(in - 1) / (out_width - 1);
         break;
-      case Coord::kAsymmetric: xo = xr / scale; break;
-      case Coord::kTfHalfPixelForNearest: xo = (xr + 0.5) / scale; break;
+      case Coord::kAsymmetric:
+        xo = xr / scale;
+        break;
+      case Coord::kTfHalfPixelForNearest:
+        xo = (xr + 0.5) / scale;
+        break;
       case Coord::kTfCropAndResize:
-        xo = out_width == 1 ? (roi_end - roi_start) * static_cast<double>(in - 1) / 2
-                            : xr * (roi_end - roi_start) * static_cast<double>(in - 1) / (out_width - 1);
+        xo = out_width == 1
+                 ? (roi_end - roi_start) * static_cast<double>(in - 1) / 2
+                 : xr * (roi_end - roi_start) * static_cast<double>(in - 1) / (out_width - 1);
         xo += roi_start * static_cast<double>(in - 1);
         if (xo < 0 || xo > static_cast<double>(in - 1)) {
           a.extrap[x] = 1;
@@ -115,10 +131,18 @@ AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double
     if (p.mode == Mode::kNearest) {
       bool right = false;
       switch (p.nearest) {
-        case Nearest::kRoundPreferFloor: right = ratio > 0.5; break;
-        case Nearest::kRoundPreferCeil: right = ratio >= 0.5; break;
-        case Nearest::kFloor: right = ratio == 1; break;
-        case Nearest::kCeil: right = true; break;
+        case Nearest::kRoundPreferFloor:
+          right = ratio > 0.5;
+          break;
+        case Nearest::kRoundPreferCeil:
+          right = ratio >= 0.5;
+          break;
+        case Nearest::kFloor:
+          right = ratio == 1;
+          break;
+        case Nearest::kCeil:
+          right = true;
+          break;
         case Nearest::kLegacy:
           right = scale < 1 ? true : ratio == 1;  // ceil when downsampling, floor otherwise
           break;
@@ -135,8 +159,7 @@ AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double
     } else {
       const double r = ratio, s = 1 - ratio;
       double c[4] = {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A,
-                     ((A + 2) * r - (A + 3)) * r * r + 1,
-                     ((A + 2) * s - (A + 3)) * s * s + 1,
+                     ((A + 2) * r - (A + 3)) * r * r + 1, ((A + 2) * s - (A + 3)) * s * s + 1,
                      ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
       if (p.exclude_outside) {
         double sum = 0;
@@ -193,8 +216,10 @@ void LinearPass(const float* in, float* out, const std::vector<int64_t>& shape, 
   for (size_t d = ax + 1; d < shape.size(); ++d) inner *= shape[d];
   const int T = plan.taps;
   if (inner == 1) {
-    if (T == 2) LastAxisPass<2>(in, out, outer, plan, extrap);
-    else LastAxisPass<4>(in, out, outer, plan, extrap);
+    if (T == 2)
+      LastAxisPass<2>(in, out, outer, plan, extrap);
+    else
+      LastAxisPass<4>(in, out, outer, plan, extrap);
     return;
   }
   // Inner axes: each output row is a weighted sum of T contiguous input rows (vectorized).
@@ -262,9 +287,15 @@ Bilinear1D PlanBilinearOrt(const Params& p, int64_t in, int64_t out, float scale
     float xo = xr;
     if (scale != 1.0f) {
       switch (p.coord) {
-        case Coord::kHalfPixel: xo = ((xr + 0.5f) / scale) - 0.5f; break;
-        case Coord::kAsymmetric: xo = xr / scale; break;
-        default: xo = fout > 1 ? (xr + 0.5f) / scale - 0.5f : 0.0f; break;  // pytorch_half_pixel
+        case Coord::kHalfPixel:
+          xo = ((xr + 0.5f) / scale) - 0.5f;
+          break;
+        case Coord::kAsymmetric:
+          xo = xr / scale;
+          break;
+        default:
+          xo = fout > 1 ? (xr + 0.5f) / scale - 0.5f : 0.0f;
+          break;  // pytorch_half_pixel
       }
     }
     xo = std::max(0.0f, std::min(xo, fin - 1));
@@ -300,7 +331,8 @@ void BilinearOrt(const float* in, float* out, int64_t planes, int64_t h, int64_t
 
 // The order of the separable passes that moves the fewest elements, counting a last-axis pass
 // (scalar gathers) three times a vectorized inner-axis pass.
-std::vector<int> PassOrder(const std::vector<int64_t>& in_shape, const std::vector<AxisPlan>& plans) {
+std::vector<int> PassOrder(const std::vector<int64_t>& in_shape,
+                           const std::vector<AxisPlan>& plans) {
   std::vector<int> axes;
   for (size_t d = 0; d < plans.size(); ++d)
     if (!plans[d].identity) axes.push_back(static_cast<int>(d));
@@ -358,7 +390,8 @@ class ResizeKernel : public Kernel {
                                   DataTypeName(x->dtype()));
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x->dtype(), out_shape));
     if (total == 0) return Status::Ok();
-    if (x->numel() == 0) return NodeError(node_, "cannot resize an empty input to a non-empty output");
+    if (x->numel() == 0)
+      return NodeError(node_, "cannot resize an empty input to a non-empty output");
     std::vector<AxisPlan> plans(r);
     for (int d = 0; d < r; ++d)
       plans[d] = PlanAxis(p_, x->dim(d), out_shape[d], scales[d], roi.empty() ? 0 : roi[d],
@@ -406,7 +439,8 @@ class ResizeKernel : public Kernel {
     return Status::Ok();
   }
 
-  Cost EstimateCost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) const override {
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
     // Linear/cubic: a multiply-add (2 FLOPs) per tap per output element of each resized axis's
     // pass, counted on the final output size. Nearest: no arithmetic.
     Cost c{0, CompulsoryBytes(in, out)};
@@ -472,8 +506,7 @@ class ResizeKernel : public Kernel {
                                     " values, got " + std::to_string(roi->size()));
     }
     if (st) {
-      if (st->dtype() != DataType::kFloat32)
-        return NodeError(node_, "scales must be float32");
+      if (st->dtype() != DataType::kFloat32) return NodeError(node_, "scales must be float32");
       for (int64_t i = 0; i < st->numel(); ++i) scales->push_back(st->data<float>()[i]);
     }
     if (zt) {
@@ -618,27 +651,43 @@ StatusOr<std::unique_ptr<Kernel>> Create_Resize(const Node& node) {
   p.antialias = node.attrs.Int("antialias", 0) != 0 && p.mode != Mode::kNearest;
   p.axes = node.attrs.Ints("axes");
   const std::string policy = node.attrs.String("keep_aspect_ratio_policy", "stretch");
-  if (policy == "stretch") p.policy = Policy::kStretch;
-  else if (policy == "not_larger") p.policy = Policy::kNotLarger;
-  else if (policy == "not_smaller") p.policy = Policy::kNotSmaller;
-  else return NodeError(node, "unknown keep_aspect_ratio_policy '" + policy +
-                              "' (stretch, not_larger, not_smaller)");
+  if (policy == "stretch")
+    p.policy = Policy::kStretch;
+  else if (policy == "not_larger")
+    p.policy = Policy::kNotLarger;
+  else if (policy == "not_smaller")
+    p.policy = Policy::kNotSmaller;
+  else
+    return NodeError(node, "unknown keep_aspect_ratio_policy '" + policy +
+                               "' (stretch, not_larger, not_smaller)");
   const std::string c = node.attrs.String("coordinate_transformation_mode", "half_pixel");
-  if (c == "half_pixel") p.coord = Coord::kHalfPixel;
-  else if (c == "pytorch_half_pixel") p.coord = Coord::kPytorchHalfPixel;
-  else if (c == "align_corners") p.coord = Coord::kAlignCorners;
-  else if (c == "asymmetric") p.coord = Coord::kAsymmetric;
-  else if (c == "half_pixel_symmetric") p.coord = Coord::kHalfPixelSymmetric;
-  else if (c == "tf_crop_and_resize") p.coord = Coord::kTfCropAndResize;
+  if (c == "half_pixel")
+    p.coord = Coord::kHalfPixel;
+  else if (c == "pytorch_half_pixel")
+    p.coord = Coord::kPytorchHalfPixel;
+  else if (c == "align_corners")
+    p.coord = Coord::kAlignCorners;
+  else if (c == "asymmetric")
+    p.coord = Coord::kAsymmetric;
+  else if (c == "half_pixel_symmetric")
+    p.coord = Coord::kHalfPixelSymmetric;
+  else if (c == "tf_crop_and_resize")
+    p.coord = Coord::kTfCropAndResize;
   else if (c == "tf_half_pixel_for_nearest" || c == "tf_half_pixel_for_nn")  // opset-11 spelling
     p.coord = Coord::kTfHalfPixelForNearest;
-  else return NodeError(node, "unknown coordinate_transformation_mode '" + c + "'");
+  else
+    return NodeError(node, "unknown coordinate_transformation_mode '" + c + "'");
   const std::string nm = node.attrs.String("nearest_mode", "round_prefer_floor");
-  if (nm == "round_prefer_floor") p.nearest = Nearest::kRoundPreferFloor;
-  else if (nm == "round_prefer_ceil") p.nearest = Nearest::kRoundPreferCeil;
-  else if (nm == "floor") p.nearest = Nearest::kFloor;
-  else if (nm == "ceil") p.nearest = Nearest::kCeil;
-  else return NodeError(node, "unknown nearest_mode '" + nm + "'");
+  if (nm == "round_prefer_floor")
+    p.nearest = Nearest::kRoundPreferFloor;
+  else if (nm == "round_prefer_ceil")
+    p.nearest = Nearest::kRoundPreferCeil;
+  else if (nm == "floor")
+    p.nearest = Nearest::kFloor;
+  else if (nm == "ceil")
+    p.nearest = Nearest::kCeil;
+  else
+    return NodeError(node, "unknown nearest_mode '" + nm + "'");
   p.cubic_a = node.attrs.Float("cubic_coeff_a", -0.75f);
   p.exclude_outside = node.attrs.Int("exclude_outside", 0) != 0;
   p.extrapolation = node.attrs.Float("extrapolation_value", 0.f);

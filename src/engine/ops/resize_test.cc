@@ -39,13 +39,18 @@ Taps ReferenceTaps(const std::string& mode, const std::string& coord, const std:
   double xo;
   if (coord == "half_pixel_symmetric")
     xo = static_cast<double>(in) / 2 * (1 - out / ow) + (x + 0.5) / scale - 0.5;
-  else if (coord == "align_corners") xo = ow == 1 ? 0 : x * (in - 1) / (ow - 1);
-  else if (coord == "asymmetric") xo = x / scale;
-  else if (coord == "pytorch_half_pixel") xo = ow == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-  else if (coord == "tf_half_pixel_for_nearest") xo = (x + 0.5) / scale;
+  else if (coord == "align_corners")
+    xo = ow == 1 ? 0 : x * (in - 1) / (ow - 1);
+  else if (coord == "asymmetric")
+    xo = x / scale;
+  else if (coord == "pytorch_half_pixel")
+    xo = ow == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  else if (coord == "tf_half_pixel_for_nearest")
+    xo = (x + 0.5) / scale;
   else if (coord == "tf_crop_and_resize")
     xo = (ow == 1 ? (r1 - r0) * (in - 1) / 2 : x * (r1 - r0) * (in - 1) / (ow - 1)) + r0 * (in - 1);
-  else xo = (x + 0.5) / scale - 0.5;
+  else
+    xo = (x + 0.5) / scale - 0.5;
   Taps t;
   if (coord == "tf_crop_and_resize" && (xo < 0 || xo > in - 1)) {
     t.extrap = true;
@@ -96,9 +101,10 @@ Taps ReferenceTaps(const std::string& mode, const std::string& coord, const std:
   return t;
 }
 
-Tensor ReferenceResize(const Tensor& x, const std::vector<int64_t>& os, const std::vector<double>& sc,
-                       const std::string& mode, const std::string& coord, const std::string& nearest,
-                       double A, bool exclude, const std::vector<double>& roi, float extrap) {
+Tensor ReferenceResize(const Tensor& x, const std::vector<int64_t>& os,
+                       const std::vector<double>& sc, const std::string& mode,
+                       const std::string& coord, const std::string& nearest, double A, bool exclude,
+                       const std::vector<double>& roi, float extrap) {
   const int r = x.rank();
   std::vector<std::vector<Taps>> taps(r);
   for (int d = 0; d < r; ++d)
@@ -145,8 +151,8 @@ Tensor ReferenceResize(const Tensor& x, const std::vector<int64_t>& os, const st
 
 TEST(ResizeTest, RandomModesAgainstReferenceAlgorithm) {
   std::mt19937 rng(21);
-  const char* coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                          "tf_half_pixel_for_nearest", "tf_crop_and_resize",
+  const char* coords[] = {"half_pixel",          "pytorch_half_pixel",        "align_corners",
+                          "asymmetric",          "tf_half_pixel_for_nearest", "tf_crop_and_resize",
                           "half_pixel_symmetric"};
   const char* nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   const char* modes[] = {"nearest", "linear", "cubic"};
@@ -196,8 +202,8 @@ TEST(ResizeTest, RandomModesAgainstReferenceAlgorithm) {
     Tensor scales_t = FloatTensor({r}, scales_f);
     Tensor sizes_t = IntTensor({r}, os);
     Tensor empty(DataType::kFloat32, {0});
-    auto out = RunKernel(n, {&x, &roi_t, use_sizes ? &empty : &scales_t,
-                             use_sizes ? &sizes_t : nullptr});
+    auto out =
+        RunKernel(n, {&x, &roi_t, use_sizes ? &empty : &scales_t, use_sizes ? &sizes_t : nullptr});
     ASSERT_TRUE(out.ok()) << out.status().message();
     Tensor want = ReferenceResize(x, os, sc, mode, coord, nearest, A, exclude, roi, -7.f);
     EXPECT_EQ(testing::CompareFloat((*out)[0], want, 1e-5f, 1e-4f), "")
@@ -242,8 +248,11 @@ TEST(ResizeTest, Opset10AndUpsampleLegacySemantics) {
   u7.attrs.Set("scales", FloatsAttr({1, 1, 2, 3}));
   auto r = RunKernel(u7, {&x});
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(testing::CompareFloat((*r)[0], FloatTensor({1, 1, 4, 6},
-      {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4}), 0, 0), "");
+  EXPECT_EQ(testing::CompareFloat((*r)[0],
+                                  FloatTensor({1, 1, 4, 6}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2,
+                                                             3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4}),
+                                  0, 0),
+            "");
   // Upsample-9 and Resize-10: scales input; linear is asymmetric with edge clamping.
   Tensor s = FloatTensor({4}, {1, 1, 1, 2});
   for (const char* op : {"Upsample", "Resize"}) {
@@ -251,8 +260,10 @@ TEST(ResizeTest, Opset10AndUpsampleLegacySemantics) {
     n.attrs.Set("mode", StringAttr("linear"));
     r = RunKernel(n, {&x, &s});
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_EQ(testing::CompareFloat((*r)[0], FloatTensor({1, 1, 2, 4},
-        {1, 1.5f, 2, 2, 3, 3.5f, 4, 4}), 1e-6f, 0), "") << op;
+    EXPECT_EQ(testing::CompareFloat(
+                  (*r)[0], FloatTensor({1, 1, 2, 4}, {1, 1.5f, 2, 2, 3, 3.5f, 4, 4}), 1e-6f, 0),
+              "")
+        << op;
   }
   // Resize-10 nearest downsampling rounds up (ceil), as ONNX Runtime does.
   Tensor x5 = FloatTensor({1, 5}, {0, 1, 2, 3, 4});
@@ -353,10 +364,9 @@ TEST(ResizeTest, BilinearMatchesOnnxRuntimesArithmeticExactly) {
     float sh, sw;
     const char* coord;
   };
-  for (const Case& c : {Case{{1, 3, 128, 128}, 2, 2, "half_pixel"},
-                        Case{{2, 5, 7, 13}, 3, 1.5f, "half_pixel"},
-                        Case{{1, 2, 9, 4}, 1, 4, "asymmetric"},
-                        Case{{1, 1, 16, 16}, 0.5f, 0.75f, "half_pixel"}}) {
+  for (const Case& c :
+       {Case{{1, 3, 128, 128}, 2, 2, "half_pixel"}, Case{{2, 5, 7, 13}, 3, 1.5f, "half_pixel"},
+        Case{{1, 2, 9, 4}, 1, 4, "asymmetric"}, Case{{1, 1, 16, 16}, 0.5f, 0.75f, "half_pixel"}}) {
     Tensor x = RandomTensor(c.shape, 11);
     Node n = MakeNode("Resize", 3, 1, 13);
     n.attrs.Set("mode", StringAttr("linear"));
@@ -407,8 +417,8 @@ TEST(ResizeTest, Opset18AxesAndKeepAspectRatioPolicy) {
   EXPECT_EQ(testing::CompareFloat(out, want_sizes, 0, 0), "");
   // not_larger: one scale min(6/4, 6/8) = 0.75 -> [3, 6]; not_smaller: 1.5 -> [6, 12]. Each
   // equals resizing with that scale on both axes.
-  for (auto [policy, scale, h, w] : {std::tuple{"not_larger", 0.75f, 3, 6},
-                                     std::tuple{"not_smaller", 1.5f, 6, 12}}) {
+  for (auto [policy, scale, h, w] :
+       {std::tuple{"not_larger", 0.75f, 3, 6}, std::tuple{"not_smaller", 1.5f, 6, 12}}) {
     Node p = sz;
     p.attrs.Set("keep_aspect_ratio_policy", StringAttr(policy));
     Tensor got = run(p, nullptr, &sizes);
@@ -516,8 +526,10 @@ TEST(GridSampleTest, AllModesPaddingsAlignAgainstTwin) {
                     const int64_t x0 = static_cast<int64_t>(std::floor(ix)),
                                   y0 = static_cast<int64_t>(std::floor(iy));
                     const double tx = ix - x0, ty = iy - y0;
-                    v = (1 - tx) * (1 - ty) * Pix(x, b, c, y0, x0) + tx * (1 - ty) * Pix(x, b, c, y0, x0 + 1) +
-                        (1 - tx) * ty * Pix(x, b, c, y0 + 1, x0) + tx * ty * Pix(x, b, c, y0 + 1, x0 + 1);
+                    v = (1 - tx) * (1 - ty) * Pix(x, b, c, y0, x0) +
+                        tx * (1 - ty) * Pix(x, b, c, y0, x0 + 1) +
+                        (1 - tx) * ty * Pix(x, b, c, y0 + 1, x0) +
+                        tx * ty * Pix(x, b, c, y0 + 1, x0 + 1);
                   }
                 }
                 want.data<float>()[((b * C + c) * Ho + i) * Wo + j] = static_cast<float>(v);

@@ -26,11 +26,21 @@ StatusOr<Reduction> ParseReduction(const Node& n) {
 template <typename T>
 inline void Apply(Reduction red, T* dst, const T* src, int64_t n) {
   switch (red) {
-    case Reduction::kNone: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T)); break;
-    case Reduction::kAdd: for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] + src[i]; break;
-    case Reduction::kMul: for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] * src[i]; break;
-    case Reduction::kMax: for (int64_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]); break;
-    case Reduction::kMin: for (int64_t i = 0; i < n; ++i) dst[i] = std::min(dst[i], src[i]); break;
+    case Reduction::kNone:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+      break;
+    case Reduction::kAdd:
+      for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] + src[i];
+      break;
+    case Reduction::kMul:
+      for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] * src[i];
+      break;
+    case Reduction::kMax:
+      for (int64_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
+      break;
+    case Reduction::kMin:
+      for (int64_t i = 0; i < n; ++i) dst[i] = std::min(dst[i], src[i]);
+      break;
   }
 }
 
@@ -38,14 +48,29 @@ inline void Apply(Reduction red, T* dst, const T* src, int64_t n) {
 template <typename F>
 bool DispatchArith(DataType dt, F&& fn) {
   switch (dt) {
-    case DataType::kFloat32: fn(float{}); return true;
-    case DataType::kFloat64: fn(double{}); return true;
-    case DataType::kInt64: fn(int64_t{}); return true;
-    case DataType::kInt32: fn(int32_t{}); return true;
-    case DataType::kInt8: fn(int8_t{}); return true;
-    case DataType::kUint8: fn(uint8_t{}); return true;
-    case DataType::kBool: fn(uint8_t{}); return true;
-    default: return false;
+    case DataType::kFloat32:
+      fn(float{});
+      return true;
+    case DataType::kFloat64:
+      fn(double{});
+      return true;
+    case DataType::kInt64:
+      fn(int64_t{});
+      return true;
+    case DataType::kInt32:
+      fn(int32_t{});
+      return true;
+    case DataType::kInt8:
+      fn(int8_t{});
+      return true;
+    case DataType::kUint8:
+      fn(uint8_t{});
+      return true;
+    case DataType::kBool:
+      fn(uint8_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -77,8 +102,8 @@ class ScatterNDKernel : public Kernel {
     std::vector<int64_t> want(it.shape().begin(), it.shape().end() - 1);
     want.insert(want.end(), x.shape().begin() + k, x.shape().end());
     if (up.shape() != want)
-      return NodeError(node_, "updates shape " + ShapeString(up.shape()) + " must be " +
-                                  ShapeString(want));
+      return NodeError(
+          node_, "updates shape " + ShapeString(up.shape()) + " must be " + ShapeString(want));
     int64_t slice = 1;
     for (int64_t d = k; d < r; ++d) slice *= x.dim(static_cast<int>(d));
     const std::vector<int64_t> ds = ContiguousStrides(x.shape());
@@ -91,8 +116,9 @@ class ScatterNDKernel : public Kernel {
         const int64_t dim = x.dim(static_cast<int>(j));
         if (v < 0) v += dim;
         if (v < 0 || v >= dim)
-          return NodeError(node_, "index " + std::to_string(idx[t * k + j]) + " out of range for axis " +
-                                      std::to_string(j) + " of size " + std::to_string(dim));
+          return NodeError(node_, "index " + std::to_string(idx[t * k + j]) +
+                                      " out of range for axis " + std::to_string(j) + " of size " +
+                                      std::to_string(dim));
         off += v * ds[j];
       }
       offs[t] = off;
@@ -108,7 +134,8 @@ class ScatterNDKernel : public Kernel {
     if (red_ == Reduction::kNone) {
       DispatchBySize(DataTypeSize(x.dtype()), run);
     } else if (!DispatchArith(x.dtype(), run)) {
-      return NodeError(node_, std::string("reduction not supported for ") + DataTypeName(x.dtype()));
+      return NodeError(node_,
+                       std::string("reduction not supported for ") + DataTypeName(x.dtype()));
     }
     return Status::Ok();
   }
@@ -128,13 +155,13 @@ class ScatterElementsKernel : public Kernel {
     const Tensor &x = *ctx.input(0), &it = *ctx.input(1), &up = *ctx.input(2);
     const int r = x.rank();
     if (it.rank() != r || up.shape() != it.shape())
-      return NodeError(node_, "indices " + ShapeString(it.shape()) + " and updates " +
-                                  ShapeString(up.shape()) + " must have the same shape and the rank of data " +
-                                  ShapeString(x.shape()));
+      return NodeError(
+          node_, "indices " + ShapeString(it.shape()) + " and updates " + ShapeString(up.shape()) +
+                     " must have the same shape and the rank of data " + ShapeString(x.shape()));
     int64_t axis = axis_;
     if (!NormalizeAxis(&axis, r))
-      return NodeError(node_, "axis " + std::to_string(axis_) + " out of range for rank " +
-                                  std::to_string(r));
+      return NodeError(
+          node_, "axis " + std::to_string(axis_) + " out of range for rank " + std::to_string(r));
     for (int d = 0; d < r; ++d)
       if (d != axis && it.dim(d) > x.dim(d))
         return NodeError(node_, "indices shape " + ShapeString(it.shape()) +
@@ -170,7 +197,8 @@ class ScatterElementsKernel : public Kernel {
     if (red_ == Reduction::kNone) {
       DispatchBySize(DataTypeSize(x.dtype()), run);
     } else if (!DispatchArith(x.dtype(), run)) {
-      return NodeError(node_, std::string("reduction not supported for ") + DataTypeName(x.dtype()));
+      return NodeError(node_,
+                       std::string("reduction not supported for ") + DataTypeName(x.dtype()));
     }
     return Status::Ok();
   }

@@ -31,7 +31,8 @@ class ReshapeLike : public Kernel {
     OPSCOPE_RETURN_IF_ERROR(OutShape(ctx, x.shape(), &shape));
     int64_t n = 0;
     if (!CheckedNumel(shape, &n) || n != x.numel())
-      return NodeError(node_, "cannot reshape " + ShapeString(x.shape()) + " to " + ShapeString(shape));
+      return NodeError(node_,
+                       "cannot reshape " + ShapeString(x.shape()) + " to " + ShapeString(shape));
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.dtype(), shape));
     CopyTensorData(x, y);
     return Status::Ok();
@@ -67,14 +68,16 @@ class ReshapeKernel : public ReshapeLike {
     for (size_t i = 0; i < spec.size(); ++i) {
       int64_t d = spec[i];
       if (d == -1) {
-        if (infer >= 0) return NodeError(node_, "shape " + ShapeString(spec) + " has more than one -1");
+        if (infer >= 0)
+          return NodeError(node_, "shape " + ShapeString(spec) + " has more than one -1");
         infer = static_cast<int>(i);
         continue;
       }
       if (d == 0 && !allowzero) {
         if (i >= in.size())
-          return NodeError(node_, "shape " + ShapeString(spec) + " copies dim " + std::to_string(i) +
-                                      " (0) but the input " + ShapeString(in) + " has no such dim");
+          return NodeError(node_, "shape " + ShapeString(spec) + " copies dim " +
+                                      std::to_string(i) + " (0) but the input " + ShapeString(in) +
+                                      " has no such dim");
         d = in[i];
       }
       if (d < 0) return NodeError(node_, "shape " + ShapeString(spec) + " has a negative dim");
@@ -86,8 +89,8 @@ class ReshapeKernel : public ReshapeLike {
     if (infer >= 0) {
       int64_t total = Numel(in);
       if (known == 0 || total % known != 0)
-        return NodeError(node_, "cannot infer the -1 of " + ShapeString(spec) + " for input " +
-                                    ShapeString(in));
+        return NodeError(
+            node_, "cannot infer the -1 of " + ShapeString(spec) + " for input " + ShapeString(in));
       (*out)[infer] = total / known;
     }
     return Status::Ok();
@@ -150,8 +153,8 @@ class SqueezeKernel : public ReshapeLike {
       for (int64_t a : axes) {
         int64_t ax = a;
         if (!NormalizeAxis(&ax, r))
-          return NodeError(node_, "axis " + std::to_string(a) + " out of range for rank " +
-                                      std::to_string(r));
+          return NodeError(
+              node_, "axis " + std::to_string(a) + " out of range for rank " + std::to_string(r));
         if (in[ax] != 1)
           return NodeError(node_, "cannot squeeze axis " + std::to_string(a) + " of size " +
                                       std::to_string(in[ax]) + " (input " + ShapeString(in) + ")");
@@ -216,7 +219,8 @@ class ShapeKernel : public Kernel {
     for (int64_t i = 0; i < n; ++i) y->data<int64_t>()[i] = s[start + i];
     return Status::Ok();
   }
-  Cost EstimateCost(const std::vector<TensorDesc>&, const std::vector<TensorDesc>& out) const override {
+  Cost EstimateCost(const std::vector<TensorDesc>&,
+                    const std::vector<TensorDesc>& out) const override {
     return {0, CompulsoryBytes({}, out)};  // only the shape is read, not the data
   }
 
@@ -233,7 +237,8 @@ class SizeKernel : public Kernel {
     y->data<int64_t>()[0] = ctx.input(0)->numel();
     return Status::Ok();
   }
-  Cost EstimateCost(const std::vector<TensorDesc>&, const std::vector<TensorDesc>& out) const override {
+  Cost EstimateCost(const std::vector<TensorDesc>&,
+                    const std::vector<TensorDesc>& out) const override {
     return {0, CompulsoryBytes({}, out)};
   }
 
@@ -319,8 +324,8 @@ class ConcatKernel : public Kernel {
     const int64_t r = first.rank();
     int64_t axis = axis_;
     if (!NormalizeAxis(&axis, r))
-      return NodeError(node_, "axis " + std::to_string(axis_) + " out of range for rank " +
-                                  std::to_string(r));
+      return NodeError(
+          node_, "axis " + std::to_string(axis_) + " out of range for rank " + std::to_string(r));
     std::vector<int64_t> out_shape = first.shape();
     out_shape[axis] = 0;
     for (const Tensor* t : ins) {
@@ -386,8 +391,8 @@ class SplitKernel : public Kernel {
       split = ReadInts(*s);
     }
     if (split.empty()) {
-      const int64_t parts = node_.attrs.Has("num_outputs") ? node_.attrs.Int("num_outputs", nout)
-                                                            : nout;
+      const int64_t parts =
+          node_.attrs.Has("num_outputs") ? node_.attrs.Int("num_outputs", nout) : nout;
       if (parts <= 0) return NodeError(node_, "no outputs to split into");
       if (node_.attrs.Has("num_outputs")) {
         // opset 18 semantics: ceil-sized chunks, the last one smaller.
@@ -396,9 +401,8 @@ class SplitKernel : public Kernel {
           split.push_back(std::max<int64_t>(0, std::min(chunk, len - i * chunk)));
       } else {
         if (len % parts != 0)
-          return NodeError(node_, "axis length " + std::to_string(len) +
-                                      " is not divisible into " + std::to_string(parts) +
-                                      " equal parts; give 'split'");
+          return NodeError(node_, "axis length " + std::to_string(len) + " is not divisible into " +
+                                      std::to_string(parts) + " equal parts; give 'split'");
         split.assign(static_cast<size_t>(parts), len / parts);
       }
     }
@@ -409,8 +413,8 @@ class SplitKernel : public Kernel {
     for (int64_t s : split) {
       if (s < 0) return NodeError(node_, "negative split size");
       if (s > len - sum)  // also keeps the sum from overflowing
-        return NodeError(node_, "split sizes sum to more than the axis length " +
-                                    std::to_string(len));
+        return NodeError(node_,
+                         "split sizes sum to more than the axis length " + std::to_string(len));
       sum += s;
     }
     if (sum != len)
@@ -532,7 +536,8 @@ class SliceKernel : public Kernel {
                 y->raw(), out_shape, es);
     return Status::Ok();
   }
-  Cost EstimateCost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) const override {
+  Cost EstimateCost(const std::vector<TensorDesc>& in,
+                    const std::vector<TensorDesc>& out) const override {
     // Only the selected elements are read: output bytes twice (read + write).
     double b = 0;
     for (const TensorDesc& d : out) b += 2 * d.nbytes();
@@ -547,7 +552,8 @@ class SliceKernel : public Kernel {
 }  // namespace
 
 StatusOr<std::unique_ptr<Kernel>> Create_Reshape(const Node& node) {
-  if (node.opset < 5 && !node.attrs.Has("shape")) return NodeError(node, "missing 'shape' attribute");
+  if (node.opset < 5 && !node.attrs.Has("shape"))
+    return NodeError(node, "missing 'shape' attribute");
   return std::unique_ptr<Kernel>(new ReshapeKernel(node));
 }
 
@@ -560,7 +566,8 @@ StatusOr<std::unique_ptr<Kernel>> Create_Squeeze(const Node& node) {
 }
 
 StatusOr<std::unique_ptr<Kernel>> Create_Unsqueeze(const Node& node) {
-  if (node.opset < 13 && !node.attrs.Has("axes")) return NodeError(node, "missing 'axes' attribute");
+  if (node.opset < 13 && !node.attrs.Has("axes"))
+    return NodeError(node, "missing 'axes' attribute");
   return std::unique_ptr<Kernel>(new UnsqueezeKernel(node));
 }
 

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-
 #include <cstring>
 #include <random>
 
@@ -141,8 +140,9 @@ TEST(ShapeTest, StartEndFromOpset15) {
 TEST(ExpandTest, BidirectionalBroadcastAllSizes) {
   for (DataType dt : {DataType::kFloat32, DataType::kInt64, DataType::kBool}) {
     Tensor x(dt, {3, 1});
-    for (int i = 0; i < 3; ++i) std::memcpy(static_cast<char*>(x.raw()) + i * DataTypeSize(dt),
-                                            &i, DataTypeSize(dt) > 4 ? 4 : DataTypeSize(dt));
+    for (int i = 0; i < 3; ++i)
+      std::memcpy(static_cast<char*>(x.raw()) + i * DataTypeSize(dt), &i,
+                  DataTypeSize(dt) > 4 ? 4 : DataTypeSize(dt));
     Tensor s = IntTensor({3}, {2, 1, 4});
     auto r = RunKernel(MakeNode("Expand", 2, 1), {&x, &s});
     ASSERT_TRUE(r.ok()) << r.status().message();
@@ -151,7 +151,8 @@ TEST(ExpandTest, BidirectionalBroadcastAllSizes) {
     for (int64_t i = 0; i < 24; ++i) {
       const int64_t row = (i / 4) % 3;
       EXPECT_EQ(std::memcmp(static_cast<const char*>((*r)[0].raw()) + i * es,
-                            static_cast<const char*>(x.raw()) + row * es, es), 0);
+                            static_cast<const char*>(x.raw()) + row * es, es),
+                0);
     }
   }
   Tensor x = RandomTensor({3, 2}, 1);
@@ -322,8 +323,10 @@ TEST(SliceTest, RandomStartsEndsStepsAgainstPythonSemantics) {
       int64_t step = static_cast<int64_t>(rng() % 7) - 3;
       if (step == 0) step = 1;
       // Negative steps avoid starts below -dim, where ONNX (clamp to 0) and Python differ.
-      int64_t st = rng() % 5 == 0 && step > 0 ? bigs[rng() % 4] : static_cast<int64_t>(rng() % (2 * dim + 1)) - dim;
-      int64_t en = rng() % 5 == 0 ? bigs[rng() % 4] : static_cast<int64_t>(rng() % (2 * dim + 3)) - dim - 1;
+      int64_t st = rng() % 5 == 0 && step > 0 ? bigs[rng() % 4]
+                                              : static_cast<int64_t>(rng() % (2 * dim + 1)) - dim;
+      int64_t en =
+          rng() % 5 == 0 ? bigs[rng() % 4] : static_cast<int64_t>(rng() % (2 * dim + 3)) - dim - 1;
       if (step < 0 && st == INT64_MIN) st = -1;
       starts.push_back(st);
       ends.push_back(en);
@@ -367,9 +370,9 @@ TEST(SliceTest, BadInput) {
   Tensor x = RandomTensor({3, 3}, 1);
   Tensor s = IntTensor({1}, {0}), e = IntTensor({1}, {2}), a = IntTensor({1}, {2}),
          z = IntTensor({1}, {0}), s2 = IntTensor({2}, {0, 0});
-  EXPECT_FALSE(RunKernel(MakeNode("Slice", 4, 1), {&x, &s, &e, &a}).ok());       // axis 2 of rank 2
+  EXPECT_FALSE(RunKernel(MakeNode("Slice", 4, 1), {&x, &s, &e, &a}).ok());  // axis 2 of rank 2
   EXPECT_FALSE(RunKernel(MakeNode("Slice", 5, 1), {&x, &s, &e, nullptr, &z}).ok());  // step 0
-  EXPECT_FALSE(RunKernel(MakeNode("Slice", 3, 1), {&x, &s2, &e}).ok());          // length mismatch
+  EXPECT_FALSE(RunKernel(MakeNode("Slice", 3, 1), {&x, &s2, &e}).ok());  // length mismatch
 }
 
 // ------------------------------------------------------------------ generators
@@ -452,7 +455,8 @@ TEST(NonZeroTest, CoordinatesInRowMajorOrder) {
 // ------------------------------------------------------------------ Pad
 
 // numpy.pad-style twin: per output element, map each coordinate back with the mode's rule.
-Tensor NaivePad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode, float v) {
+Tensor NaivePad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode,
+                float v) {
   const int r = x.rank();
   std::vector<int64_t> os(r);
   for (int d = 0; d < r; ++d) os[d] = x.dim(d) + pads[d] + pads[d + r];
@@ -466,9 +470,12 @@ Tensor NaivePad(const Tensor& x, const std::vector<int64_t>& pads, const std::st
       rem /= os[d];
       const int64_t n = x.dim(d);
       if (i < 0 || i >= n) {
-        if (mode == "constant") outside = true;
-        else if (mode == "edge") i = i < 0 ? 0 : n - 1;
-        else if (mode == "wrap") i = ((i % n) + n) % n;
+        if (mode == "constant")
+          outside = true;
+        else if (mode == "edge")
+          i = i < 0 ? 0 : n - 1;
+        else if (mode == "wrap")
+          i = ((i % n) + n) % n;
         else  // reflect, bouncing as many times as needed
           while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
       }

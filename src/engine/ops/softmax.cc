@@ -30,8 +30,10 @@ namespace {
 
 template <typename T>
 [[gnu::always_inline]] inline T ExpShifted(T v) {
-  if constexpr (std::is_same_v<T, float>) return FastExp(v);
-  else return std::exp(v);
+  if constexpr (std::is_same_v<T, float>)
+    return FastExp(v);
+  else
+    return std::exp(v);
 }
 
 constexpr int kLanes = 16;
@@ -80,31 +82,31 @@ template <typename T>
 template <typename T, bool kLog>
 [[gnu::always_inline]] inline void SoftmaxRowsOneByOne(const T* x, T* y, int64_t R, int64_t b,
                                                        int64_t e) {
-    for (int64_t o = b; o < e; ++o) {
-      const T* xr = x + o * R;
-      T* yr = y + o * R;
-      const T m = LaneMax(xr, R);
-      if (!std::isfinite(m)) {
-        // All -inf (or a +inf/NaN present): fall back to the definition with std::exp.
-        T s = 0;
-        for (int64_t r = 0; r < R; ++r) s += std::exp(xr[r] - m);
-        for (int64_t r = 0; r < R; ++r)
-          yr[r] = kLog ? xr[r] - m - std::log(s) : std::exp(xr[r] - m) / s;
-        continue;
-      }
-      if constexpr (kLog) {
-        // Nothing is written before the last pass, so x and y may alias. (x - m) - log(s), not
-        // x - (m + log(s)): near the maximum the result is tiny and folding m into the shift
-        // would cancel away its low bits.
-        const T ls = std::log(LaneSumExp(xr, R, m));
-        for (int64_t r = 0; r < R; ++r) yr[r] = (xr[r] - m) - ls;
-      } else {
-        // exp into the output (vectorized), the sum with independent lanes, then the scale.
-        for (int64_t r = 0; r < R; ++r) yr[r] = ExpShifted<T>(xr[r] - m);
-        const T inv = T(1) / LaneSum(yr, R);
-        for (int64_t r = 0; r < R; ++r) yr[r] *= inv;
-      }
+  for (int64_t o = b; o < e; ++o) {
+    const T* xr = x + o * R;
+    T* yr = y + o * R;
+    const T m = LaneMax(xr, R);
+    if (!std::isfinite(m)) {
+      // All -inf (or a +inf/NaN present): fall back to the definition with std::exp.
+      T s = 0;
+      for (int64_t r = 0; r < R; ++r) s += std::exp(xr[r] - m);
+      for (int64_t r = 0; r < R; ++r)
+        yr[r] = kLog ? xr[r] - m - std::log(s) : std::exp(xr[r] - m) / s;
+      continue;
     }
+    if constexpr (kLog) {
+      // Nothing is written before the last pass, so x and y may alias. (x - m) - log(s), not
+      // x - (m + log(s)): near the maximum the result is tiny and folding m into the shift
+      // would cancel away its low bits.
+      const T ls = std::log(LaneSumExp(xr, R, m));
+      for (int64_t r = 0; r < R; ++r) yr[r] = (xr[r] - m) - ls;
+    } else {
+      // exp into the output (vectorized), the sum with independent lanes, then the scale.
+      for (int64_t r = 0; r < R; ++r) yr[r] = ExpShifted<T>(xr[r] - m);
+      const T inv = T(1) / LaneSum(yr, R);
+      for (int64_t r = 0; r < R; ++r) yr[r] *= inv;
+    }
+  }
 }
 
 template <typename T>
@@ -240,8 +242,10 @@ void SoftmaxStrided(const AxisView& v, const T* x, T* y) {
         }
       }
       for (int64_t i = 0; i < n; ++i) {
-        if (kLog) s[i] = std::log(s[i]);
-        else s[i] = T(1) / s[i];
+        if (kLog)
+          s[i] = std::log(s[i]);
+        else
+          s[i] = T(1) / s[i];
       }
       for (int64_t r = 0; r < R; ++r) {
         const T* xr = xb + r * I;
@@ -261,7 +265,8 @@ class SoftmaxKernel : public Kernel {
     if (!x) return NodeError(node_, "input 0 is missing");
     const DataType dt = x->dtype();
     if (!IsFloatType(dt) && dt != DataType::kFloat16)
-      return NodeError(node_, std::string("expects a floating-point input, got ") + DataTypeName(dt));
+      return NodeError(node_,
+                       std::string("expects a floating-point input, got ") + DataTypeName(dt));
     const int64_t rank = x->rank();
     const bool coerce = node_.opset < 13;
     int64_t axis = node_.attrs.Int("axis", coerce ? 1 : -1);
@@ -271,7 +276,8 @@ class SoftmaxKernel : public Kernel {
                                   " is out of range for rank " + std::to_string(rank));
     AxisView v;
     if (coerce) {
-      for (int64_t d = 0; d < rank; ++d) (d < axis ? v.outer : v.axis) *= x->dim(static_cast<int>(d));
+      for (int64_t d = 0; d < rank; ++d)
+        (d < axis ? v.outer : v.axis) *= x->dim(static_cast<int>(d));
     } else {
       v = MakeAxisView(x->shape(), axis);
     }
@@ -301,11 +307,15 @@ class SoftmaxKernel : public Kernel {
   template <typename T>
   void Compute(const AxisView& v, const T* x, T* y) {
     if (v.inner == 1) {
-      if (log_) SoftmaxRows<T, true>(v, x, y);
-      else SoftmaxRows<T, false>(v, x, y);
+      if (log_)
+        SoftmaxRows<T, true>(v, x, y);
+      else
+        SoftmaxRows<T, false>(v, x, y);
     } else {
-      if (log_) SoftmaxStrided<T, true>(v, x, y);
-      else SoftmaxStrided<T, false>(v, x, y);
+      if (log_)
+        SoftmaxStrided<T, true>(v, x, y);
+      else
+        SoftmaxStrided<T, false>(v, x, y);
     }
   }
 

@@ -5,9 +5,9 @@
 // float32 Exp, Sigmoid, Tanh and Erf use the vectorizable FastExp family (elementwise_common.h,
 // ~2 ulp), compiled also for AVX2+FMA and AVX-512 and picked at run time (FastMap: in the
 // baseline build the polynomial and the divide are 4 SSE lanes, 5 ns per element for Erf, 0.9
-// with AVX-512). float64 uses libm. Float-only functions run on float32/float64 (float16 is upcast to float32 and rounded back);
-// Relu, Neg, Abs, Sign and Clip also run on the integer types, Not on bool. Each op is one
-// ParallelFor over the flat tensor with the function inlined into the loop.
+// with AVX-512). float64 uses libm. Float-only functions run on float32/float64 (float16 is upcast
+// to float32 and rounded back); Relu, Neg, Abs, Sign and Clip also run on the integer types, Not on
+// bool. Each op is one ParallelFor over the flat tensor with the function inlined into the loop.
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -22,14 +22,42 @@ namespace opscope::engine {
 namespace {
 
 enum class UnOp {
-  kRelu, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kErf, kExp, kLog, kSqrt,
-  kReciprocal, kNeg, kAbs, kSign, kFloor, kCeil, kClip, kNot, kRound, kSin, kCos, kSoftplus,
-  kMish, kElu, kSelu, kGelu, kGeluTanh,
+  kRelu,
+  kLeakyRelu,
+  kSigmoid,
+  kTanh,
+  kHardSigmoid,
+  kHardSwish,
+  kErf,
+  kExp,
+  kLog,
+  kSqrt,
+  kReciprocal,
+  kNeg,
+  kAbs,
+  kSign,
+  kFloor,
+  kCeil,
+  kClip,
+  kNot,
+  kRound,
+  kSin,
+  kCos,
+  kSoftplus,
+  kMish,
+  kElu,
+  kSelu,
+  kGelu,
+  kGeluTanh,
 };
 
 bool FloatOnly(UnOp op) {
   switch (op) {
-    case UnOp::kRelu: case UnOp::kNeg: case UnOp::kAbs: case UnOp::kSign: case UnOp::kClip:
+    case UnOp::kRelu:
+    case UnOp::kNeg:
+    case UnOp::kAbs:
+    case UnOp::kSign:
+    case UnOp::kClip:
     case UnOp::kNot:
       return false;
     default:
@@ -40,18 +68,30 @@ bool FloatOnly(UnOp op) {
 // FLOPs per element (a transcendental function counts 1).
 double FlopsPerElement(UnOp op) {
   switch (op) {
-    case UnOp::kSigmoid: return 3;      // exp, add, divide
-    case UnOp::kHardSigmoid: return 3;  // multiply-add, clamp
-    case UnOp::kHardSwish: return 4;    // multiply-add, clamp, multiply
-    case UnOp::kClip: return 2;         // max, min
-    case UnOp::kNot: return 0;
-    case UnOp::kSoftplus: return 3;     // exp, add, log
-    case UnOp::kMish: return 5;         // softplus (3), tanh, multiply
-    case UnOp::kElu: return 3;          // exp, subtract, multiply
-    case UnOp::kSelu: return 4;         // exp, subtract, multiply, multiply
-    case UnOp::kGelu: return 5;         // multiply, erf, add, multiply, multiply
-    case UnOp::kGeluTanh: return 9;     // cube (2), multiply-add (2), multiply, tanh, add, 2 mul
-    default: return 1;
+    case UnOp::kSigmoid:
+      return 3;  // exp, add, divide
+    case UnOp::kHardSigmoid:
+      return 3;  // multiply-add, clamp
+    case UnOp::kHardSwish:
+      return 4;  // multiply-add, clamp, multiply
+    case UnOp::kClip:
+      return 2;  // max, min
+    case UnOp::kNot:
+      return 0;
+    case UnOp::kSoftplus:
+      return 3;  // exp, add, log
+    case UnOp::kMish:
+      return 5;  // softplus (3), tanh, multiply
+    case UnOp::kElu:
+      return 3;  // exp, subtract, multiply
+    case UnOp::kSelu:
+      return 4;  // exp, subtract, multiply, multiply
+    case UnOp::kGelu:
+      return 5;  // multiply, erf, add, multiply, multiply
+    case UnOp::kGeluTanh:
+      return 9;  // cube (2), multiply-add (2), multiply, tanh, add, 2 mul
+    default:
+      return 1;
   }
 }
 
@@ -60,13 +100,18 @@ enum class FastFn { kErf, kExp, kSigmoid, kTanh, kGelu, kGeluTanh };
 
 template <FastFn K>
 [[gnu::always_inline]] inline float ApplyFast(float v) {
-  if constexpr (K == FastFn::kErf) return FastErf(v);
-  else if constexpr (K == FastFn::kExp) return FastExp(v);
-  else if constexpr (K == FastFn::kSigmoid) return FastSigmoid(v);
-  else if constexpr (K == FastFn::kGelu) return 0.5f * v * (1.0f + FastErf(v * 0.70710678118654752f));
+  if constexpr (K == FastFn::kErf)
+    return FastErf(v);
+  else if constexpr (K == FastFn::kExp)
+    return FastExp(v);
+  else if constexpr (K == FastFn::kSigmoid)
+    return FastSigmoid(v);
+  else if constexpr (K == FastFn::kGelu)
+    return 0.5f * v * (1.0f + FastErf(v * 0.70710678118654752f));
   else if constexpr (K == FastFn::kGeluTanh)
     return 0.5f * v * (1.0f + FastTanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-  else return FastTanh(v);
+  else
+    return FastTanh(v);
 }
 
 template <FastFn K>
@@ -75,13 +120,13 @@ void FastMapBaseline(const float* x, float* y, int64_t n) {
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 template <FastFn K>
-[[gnu::target("avx2,fma")]] void FastMapAvx2(const float* x, float* y,
-                                             int64_t n) {
+[[gnu::target("avx2,fma")]] void FastMapAvx2(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ApplyFast<K>(x[i]);
 }
 template <FastFn K>
-[[gnu::target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]] void FastMapAvx512(
-    const float* x, float* y, int64_t n) {
+[[gnu::target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]] void FastMapAvx512(const float* x,
+                                                                                  float* y,
+                                                                                  int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ApplyFast<K>(x[i]);
 }
 #endif
@@ -147,7 +192,8 @@ class UnaryKernel : public Kernel {
                                         " must be a scalar, got shape " + ShapeString(b->shape()));
           if (b->dtype() != dt)
             return NodeError(node_, std::string(i == 1 ? "min" : "max") + " has type " +
-                                        DataTypeName(b->dtype()) + ", input has " + DataTypeName(dt));
+                                        DataTypeName(b->dtype()) + ", input has " +
+                                        DataTypeName(dt));
           double v = b->dtype() == DataType::kFloat16 ? HalfToFloat(b->data<uint16_t>()[0])
                                                       : ReadScalar(*b);
           (i == 1 ? lo : hi) = v;
@@ -191,7 +237,9 @@ class UnaryKernel : public Kernel {
     if constexpr (std::is_floating_point_v<T>) {
       const T a = static_cast<T>(alpha_), b = static_cast<T>(beta_);
       switch (op_) {
-        case UnOp::kLeakyRelu: MapLoop(x, y, n, 1, [a](T v) { return v >= 0 ? v : a * v; }); return;
+        case UnOp::kLeakyRelu:
+          MapLoop(x, y, n, 1, [a](T v) { return v >= 0 ? v : a * v; });
+          return;
         case UnOp::kSigmoid:
           if constexpr (std::is_same_v<T, float>) {
             FastMap<FastFn::kSigmoid>(x, y, n);
@@ -204,8 +252,10 @@ class UnaryKernel : public Kernel {
           }
           return;
         case UnOp::kTanh:
-          if constexpr (std::is_same_v<T, float>) FastMap<FastFn::kTanh>(x, y, n);
-          else MapLoop(x, y, n, 16, [](T v) { return std::tanh(v); });
+          if constexpr (std::is_same_v<T, float>)
+            FastMap<FastFn::kTanh>(x, y, n);
+          else
+            MapLoop(x, y, n, 16, [](T v) { return std::tanh(v); });
           return;
         case UnOp::kHardSigmoid:
           MapLoop(x, y, n, 1, [a, b](T v) { return std::max(T(0), std::min(T(1), a * v + b)); });
@@ -216,24 +266,46 @@ class UnaryKernel : public Kernel {
           });
           return;
         case UnOp::kErf:
-          if constexpr (std::is_same_v<T, float>) FastMap<FastFn::kErf>(x, y, n);
-          else MapLoop(x, y, n, 16, [](T v) { return std::erf(v); });
+          if constexpr (std::is_same_v<T, float>)
+            FastMap<FastFn::kErf>(x, y, n);
+          else
+            MapLoop(x, y, n, 16, [](T v) { return std::erf(v); });
           return;
         case UnOp::kExp:
-          if constexpr (std::is_same_v<T, float>) FastMap<FastFn::kExp>(x, y, n);
-          else MapLoop(x, y, n, 16, [](T v) { return std::exp(v); });
+          if constexpr (std::is_same_v<T, float>)
+            FastMap<FastFn::kExp>(x, y, n);
+          else
+            MapLoop(x, y, n, 16, [](T v) { return std::exp(v); });
           return;
-        case UnOp::kLog: MapLoop(x, y, n, 16, [](T v) { return std::log(v); }); return;
-        case UnOp::kSqrt: MapLoop(x, y, n, 2, [](T v) { return std::sqrt(v); }); return;
-        case UnOp::kReciprocal: MapLoop(x, y, n, 1, [](T v) { return T(1) / v; }); return;
-        case UnOp::kFloor: MapLoop(x, y, n, 1, [](T v) { return std::floor(v); }); return;
-        case UnOp::kCeil: MapLoop(x, y, n, 1, [](T v) { return std::ceil(v); }); return;
+        case UnOp::kLog:
+          MapLoop(x, y, n, 16, [](T v) { return std::log(v); });
+          return;
+        case UnOp::kSqrt:
+          MapLoop(x, y, n, 2, [](T v) { return std::sqrt(v); });
+          return;
+        case UnOp::kReciprocal:
+          MapLoop(x, y, n, 1, [](T v) { return T(1) / v; });
+          return;
+        case UnOp::kFloor:
+          MapLoop(x, y, n, 1, [](T v) { return std::floor(v); });
+          return;
+        case UnOp::kCeil:
+          MapLoop(x, y, n, 1, [](T v) { return std::ceil(v); });
+          return;
         // Half to even, as ONNX (and numpy.round) define it; nearbyint uses the current rounding
         // mode, which the engine never changes from round-to-nearest-even.
-        case UnOp::kRound: MapLoop(x, y, n, 1, [](T v) { return std::nearbyint(v); }); return;
-        case UnOp::kSin: MapLoop(x, y, n, 16, [](T v) { return std::sin(v); }); return;
-        case UnOp::kCos: MapLoop(x, y, n, 16, [](T v) { return std::cos(v); }); return;
-        case UnOp::kSoftplus: MapLoop(x, y, n, 32, [](T v) { return Softplus(v); }); return;
+        case UnOp::kRound:
+          MapLoop(x, y, n, 1, [](T v) { return std::nearbyint(v); });
+          return;
+        case UnOp::kSin:
+          MapLoop(x, y, n, 16, [](T v) { return std::sin(v); });
+          return;
+        case UnOp::kCos:
+          MapLoop(x, y, n, 16, [](T v) { return std::cos(v); });
+          return;
+        case UnOp::kSoftplus:
+          MapLoop(x, y, n, 32, [](T v) { return Softplus(v); });
+          return;
         case UnOp::kMish:
           MapLoop(x, y, n, 48, [](T v) { return v * std::tanh(Softplus(v)); });
           return;
@@ -262,12 +334,17 @@ class UnaryKernel : public Kernel {
             });
           }
           return;
-        default: break;
+        default:
+          break;
       }
     }
     switch (op_) {
-      case UnOp::kRelu: MapLoop(x, y, n, 1, [](T v) { return v > T(0) ? v : T(0); }); return;
-      case UnOp::kNeg: MapLoop(x, y, n, 1, [](T v) { return WrapSub(T(0), v); }); return;
+      case UnOp::kRelu:
+        MapLoop(x, y, n, 1, [](T v) { return v > T(0) ? v : T(0); });
+        return;
+      case UnOp::kNeg:
+        MapLoop(x, y, n, 1, [](T v) { return WrapSub(T(0), v); });
+        return;
       case UnOp::kAbs:
         if constexpr (std::is_unsigned_v<T>) {
           MapLoop(x, y, n, 1, [](T v) { return v; });
@@ -290,7 +367,8 @@ class UnaryKernel : public Kernel {
         });
         return;
       }
-      default: return;
+      default:
+        return;
     }
   }
 
@@ -310,12 +388,17 @@ StatusOr<std::unique_ptr<Kernel>> Create_Relu(const Node& n) { return MakeUnary(
 StatusOr<std::unique_ptr<Kernel>> Create_LeakyRelu(const Node& n) {
   return MakeUnary(n, UnOp::kLeakyRelu, n.attrs.Float("alpha", 0.01f));
 }
-StatusOr<std::unique_ptr<Kernel>> Create_Sigmoid(const Node& n) { return MakeUnary(n, UnOp::kSigmoid); }
+StatusOr<std::unique_ptr<Kernel>> Create_Sigmoid(const Node& n) {
+  return MakeUnary(n, UnOp::kSigmoid);
+}
 StatusOr<std::unique_ptr<Kernel>> Create_Tanh(const Node& n) { return MakeUnary(n, UnOp::kTanh); }
 StatusOr<std::unique_ptr<Kernel>> Create_HardSigmoid(const Node& n) {
-  return MakeUnary(n, UnOp::kHardSigmoid, n.attrs.Float("alpha", 0.2f), n.attrs.Float("beta", 0.5f));
+  return MakeUnary(n, UnOp::kHardSigmoid, n.attrs.Float("alpha", 0.2f),
+                   n.attrs.Float("beta", 0.5f));
 }
-StatusOr<std::unique_ptr<Kernel>> Create_HardSwish(const Node& n) { return MakeUnary(n, UnOp::kHardSwish); }
+StatusOr<std::unique_ptr<Kernel>> Create_HardSwish(const Node& n) {
+  return MakeUnary(n, UnOp::kHardSwish);
+}
 StatusOr<std::unique_ptr<Kernel>> Create_Erf(const Node& n) { return MakeUnary(n, UnOp::kErf); }
 StatusOr<std::unique_ptr<Kernel>> Create_Exp(const Node& n) { return MakeUnary(n, UnOp::kExp); }
 StatusOr<std::unique_ptr<Kernel>> Create_Log(const Node& n) { return MakeUnary(n, UnOp::kLog); }

@@ -17,8 +17,8 @@
 namespace opscope::engine::testing {
 namespace {
 
-const std::vector<std::vector<int64_t>> kShapes = {{1}, {7}, {13, 7}, {2, 3, 127}, {}, {0, 4},
-                                                   {300, 257}};
+const std::vector<std::vector<int64_t>> kShapes = {{1}, {7},    {13, 7},   {2, 3, 127},
+                                                   {},  {0, 4}, {300, 257}};
 
 void CheckFloatUnary(const Node& n, double lo, double hi, const std::function<double(double)>& f,
                      double tol = 1e-6) {
@@ -39,8 +39,10 @@ TEST(UnaryTest, FloatFunctionsMatchDefinitions) {
   Node lr = MakeNode("LeakyRelu", 1, 1);
   lr.attrs.Set("alpha", FloatAttr(0.1f));
   CheckFloatUnary(lr, -3, 3, [](double x) { return x >= 0 ? x : 0.1f * x; });
-  CheckFloatUnary(MakeNode("LeakyRelu", 1, 1), -3, 3, [](double x) { return x >= 0 ? x : 0.01f * x; });
-  CheckFloatUnary(MakeNode("Sigmoid", 1, 1), -30, 30, [](double x) { return 1 / (1 + std::exp(-x)); });
+  CheckFloatUnary(MakeNode("LeakyRelu", 1, 1), -3, 3,
+                  [](double x) { return x >= 0 ? x : 0.01f * x; });
+  CheckFloatUnary(MakeNode("Sigmoid", 1, 1), -30, 30,
+                  [](double x) { return 1 / (1 + std::exp(-x)); });
   CheckFloatUnary(MakeNode("Tanh", 1, 1), -5, 5, [](double x) { return std::tanh(x); });
   Node hs = MakeNode("HardSigmoid", 1, 1);
   hs.attrs.Set("alpha", FloatAttr(0.5f));
@@ -51,13 +53,16 @@ TEST(UnaryTest, FloatFunctionsMatchDefinitions) {
   CheckFloatUnary(MakeNode("HardSwish", 1, 1), -5, 5,
                   [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); });
   CheckFloatUnary(MakeNode("Erf", 1, 1), -3, 3, [](double x) { return std::erf(x); });
-  CheckFloatUnary(MakeNode("Exp", 1, 1), -10, 10, [](double x) { return std::exp(x); }, 1e-5);
+  CheckFloatUnary(
+      MakeNode("Exp", 1, 1), -10, 10, [](double x) { return std::exp(x); }, 1e-5);
   CheckFloatUnary(MakeNode("Log", 1, 1), 0.01, 10, [](double x) { return std::log(x); });
   CheckFloatUnary(MakeNode("Sqrt", 1, 1), 0, 10, [](double x) { return std::sqrt(x); });
   CheckFloatUnary(MakeNode("Reciprocal", 1, 1), 0.5, 10, [](double x) { return 1 / x; });
   CheckFloatUnary(MakeNode("Neg", 1, 1), -3, 3, [](double x) { return -x; });
   CheckFloatUnary(MakeNode("Abs", 1, 1), -3, 3, [](double x) { return std::fabs(x); });
-  CheckFloatUnary(MakeNode("Sign", 1, 1), -3, 3, [](double x) { return x > 0 ? 1 : x < 0 ? -1 : 0; });
+  CheckFloatUnary(MakeNode("Sign", 1, 1), -3, 3, [](double x) {
+    return x > 0 ? 1 : x < 0 ? -1 : 0;
+  });
   CheckFloatUnary(MakeNode("Floor", 1, 1), -3, 3, [](double x) { return std::floor(x); });
   CheckFloatUnary(MakeNode("Ceil", 1, 1), -3, 3, [](double x) { return std::ceil(x); });
 }
@@ -85,13 +90,17 @@ TEST(UnaryTest, NewerActivationsAndMathMatchDefinitions) {
   selu.attrs.Set("alpha", FloatAttr(2.0f));
   selu.attrs.Set("gamma", FloatAttr(3.0f));
   CheckFloatUnary(selu, -5, 5, [](double x) { return x > 0 ? 3 * x : 3 * (2 * std::exp(x) - 2); });
-  CheckFloatUnary(MakeNode("Gelu", 1, 1, 20), -6, 6,
-                  [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, 1e-5);
+  CheckFloatUnary(
+      MakeNode("Gelu", 1, 1, 20), -6, 6,
+      [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, 1e-5);
   Node gt = MakeNode("Gelu", 1, 1, 20);
   gt.attrs.Set("approximate", StringAttr("tanh"));
-  CheckFloatUnary(gt, -6, 6, [](double x) {
-    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-  }, 1e-5);
+  CheckFloatUnary(
+      gt, -6, 6,
+      [](double x) {
+        return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+      },
+      1e-5);
   Node bad = MakeNode("Gelu", 1, 1, 20);
   bad.attrs.Set("approximate", StringAttr("fast"));
   Tensor x = FloatTensor({1}, {1});
@@ -195,9 +204,9 @@ TEST(UnaryTest, HalfConversionRoundTripsAndRoundsToEven) {
   }
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);          // rounds to infinity
-  EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);  // tie between 1 and 1+2^-10: even
-  EXPECT_EQ(FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);  // tie: rounds up to even
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);               // rounds to infinity
+  EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);     // tie between 1 and 1+2^-10: even
+  EXPECT_EQ(FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);     // tie: rounds up to even
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -26)), 0x0000);
   EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
@@ -206,13 +215,16 @@ TEST(UnaryTest, HalfConversionRoundTripsAndRoundsToEven) {
 
 TEST(UnaryTest, ActivationHeaderMatchesKernels) {
   Tensor x = RandomTensor({257}, 5, -8, 8);
-  struct Case { PostOpKind kind; const char* op; float alpha, beta; };
-  for (const Case& c : {Case{PostOpKind::kRelu, "Relu", 0, 0},
-                        Case{PostOpKind::kLeakyRelu, "LeakyRelu", 0.01f, 0},
-                        Case{PostOpKind::kSigmoid, "Sigmoid", 0, 0},
-                        Case{PostOpKind::kTanh, "Tanh", 0, 0},
-                        Case{PostOpKind::kHardSigmoid, "HardSigmoid", 0.2f, 0.5f},
-                        Case{PostOpKind::kHardSwish, "HardSwish", 0, 0}}) {
+  struct Case {
+    PostOpKind kind;
+    const char* op;
+    float alpha, beta;
+  };
+  for (const Case& c :
+       {Case{PostOpKind::kRelu, "Relu", 0, 0}, Case{PostOpKind::kLeakyRelu, "LeakyRelu", 0.01f, 0},
+        Case{PostOpKind::kSigmoid, "Sigmoid", 0, 0}, Case{PostOpKind::kTanh, "Tanh", 0, 0},
+        Case{PostOpKind::kHardSigmoid, "HardSigmoid", 0.2f, 0.5f},
+        Case{PostOpKind::kHardSwish, "HardSwish", 0, 0}}) {
     auto out = MustRun(MakeNode(c.op, 1, 1), {&x});
     Tensor copy(DataType::kFloat32, x.shape());
     std::memcpy(copy.raw(), x.raw(), x.nbytes());

@@ -24,11 +24,36 @@ Node MakeNode(const std::string& op_type, int num_inputs, int num_outputs, int o
   return n;
 }
 
-AttrValue IntAttr(int64_t v) { AttrValue a; a.kind = AttrValue::Kind::kInt; a.i = v; return a; }
-AttrValue FloatAttr(float v) { AttrValue a; a.kind = AttrValue::Kind::kFloat; a.f = v; return a; }
-AttrValue StringAttr(const std::string& v) { AttrValue a; a.kind = AttrValue::Kind::kString; a.s = v; return a; }
-AttrValue IntsAttr(std::vector<int64_t> v) { AttrValue a; a.kind = AttrValue::Kind::kInts; a.ints = std::move(v); return a; }
-AttrValue FloatsAttr(std::vector<float> v) { AttrValue a; a.kind = AttrValue::Kind::kFloats; a.floats = std::move(v); return a; }
+AttrValue IntAttr(int64_t v) {
+  AttrValue a;
+  a.kind = AttrValue::Kind::kInt;
+  a.i = v;
+  return a;
+}
+AttrValue FloatAttr(float v) {
+  AttrValue a;
+  a.kind = AttrValue::Kind::kFloat;
+  a.f = v;
+  return a;
+}
+AttrValue StringAttr(const std::string& v) {
+  AttrValue a;
+  a.kind = AttrValue::Kind::kString;
+  a.s = v;
+  return a;
+}
+AttrValue IntsAttr(std::vector<int64_t> v) {
+  AttrValue a;
+  a.kind = AttrValue::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+AttrValue FloatsAttr(std::vector<float> v) {
+  AttrValue a;
+  a.kind = AttrValue::Kind::kFloats;
+  a.floats = std::move(v);
+  return a;
+}
 
 namespace {
 class TestContext : public KernelContext {

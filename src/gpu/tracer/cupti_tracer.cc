@@ -9,11 +9,10 @@
 // once, written into the trace as a message, and tracing continues with what works.
 #include <cuda_runtime_api.h>
 #include <cupti.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-#include <errno.h>
 
 #include <atomic>
 #include <cstdint>
@@ -34,7 +33,7 @@ constexpr size_t kAlign = 8;
 constexpr uint32_t kMaxCbid = 4096;
 
 uint32_t g_api_names[2][kMaxCbid];  // [driver, runtime] cbid -> string id (under the lock)
-uint64_t g_cupti_dropped = 0;        // cumulative, under the lock
+uint64_t g_cupti_dropped = 0;       // cumulative, under the lock
 bool g_monotonic_clock = false;
 
 uint64_t CUPTIAPI MonotonicTimestamp() { return static_cast<uint64_t>(MonotonicNs()); }
@@ -68,13 +67,15 @@ uint32_t ApiNameLocked(uint8_t domain, uint32_t cbid) {
   uint32_t* slot = cbid < kMaxCbid ? &g_api_names[domain == trace::kRuntimeApi][cbid] : nullptr;
   if (slot != nullptr && *slot != 0) return *slot;
   const char* name = nullptr;
-  CUpti_CallbackDomain d = domain == trace::kRuntimeApi ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+  CUpti_CallbackDomain d =
+      domain == trace::kRuntimeApi ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
   uint32_t id;
   if (cuptiGetCallbackName(d, cbid, &name) == CUPTI_SUCCESS && name != nullptr) {
     id = Writer().InternLocked(name);
   } else {
     char fallback[48];
-    snprintf(fallback, sizeof fallback, "%s#%u", domain == trace::kRuntimeApi ? "cuda" : "cu", cbid);
+    snprintf(fallback, sizeof fallback, "%s#%u", domain == trace::kRuntimeApi ? "cuda" : "cu",
+             cbid);
     id = Writer().InternLocked(fallback);
   }
   if (slot != nullptr) *slot = id;
@@ -94,8 +95,12 @@ void ConvertLocked(const CUpti_Activity* record) {
       r.context = k->contextId;
       r.stream = k->streamId;
       r.correlation = k->correlationId;
-      r.grid[0] = k->gridX; r.grid[1] = k->gridY; r.grid[2] = k->gridZ;
-      r.block[0] = k->blockX; r.block[1] = k->blockY; r.block[2] = k->blockZ;
+      r.grid[0] = k->gridX;
+      r.grid[1] = k->gridY;
+      r.grid[2] = k->gridZ;
+      r.block[0] = k->blockX;
+      r.block[1] = k->blockY;
+      r.block[2] = k->blockZ;
       r.registers_per_thread = k->registersPerThread;
       r.static_shared_bytes = k->staticSharedMemory;
       r.dynamic_shared_bytes = k->dynamicSharedMemory;
@@ -148,7 +153,8 @@ void ConvertLocked(const CUpti_Activity* record) {
       r.correlation = a->correlationId;
       r.cbid = a->cbid;
       r.return_value = a->returnValue;
-      r.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::kRuntimeApi : trace::kDriverApi;
+      r.domain =
+          record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::kRuntimeApi : trace::kDriverApi;
       r.name = ApiNameLocked(r.domain, a->cbid);
       w.AppendLocked(trace::kApi, &r, sizeof r);
       break;
@@ -196,12 +202,16 @@ void ConvertLocked(const CUpti_Activity* record) {
 
 std::atomic<bool> g_fingerprints_off{false};
 
-void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                           const void* data) {
   auto* info = static_cast<const CUpti_CallbackData*>(data);
-  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || info == nullptr || info->callbackSite != CUPTI_API_ENTER) return;
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || info == nullptr ||
+      info->callbackSite != CUPTI_API_ENTER)
+    return;
   // cudaMemcpy and cudaMemcpyAsync (and their per-thread-stream forms) share this prefix.
   auto* params = static_cast<const cudaMemcpy_v3020_params*>(info->functionParams);
-  if (params == nullptr || params->kind != cudaMemcpyHostToDevice || params->count < trace::kMinHashedCopyBytes ||
+  if (params == nullptr || params->kind != cudaMemcpyHostToDevice ||
+      params->count < trace::kMinHashedCopyBytes ||
       g_fingerprints_off.load(std::memory_order_relaxed))
     return;
   bool sampled = false;
@@ -212,8 +222,10 @@ void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
   if (error != 0 && error != EFAULT && !g_fingerprints_off.exchange(true)) {
     // A seccomp profile (containers) may forbid process_vm_readv: say so once and stop trying.
     char text[200];
-    snprintf(text, sizeof text, "cannot read copy sources (process_vm_readv: %s): repeated copies are "
-             "matched by size only", strerror(error));
+    snprintf(text, sizeof text,
+             "cannot read copy sources (process_vm_readv: %s): repeated copies are "
+             "matched by size only",
+             strerror(error));
     Message(trace::kWarning, text);
   }
   Writer().Lock();
@@ -224,7 +236,8 @@ void CUPTIAPI OnRuntimeApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
 
 // One subscriber for every callback the tracer needs (CUPTI may refuse a second one): the
 // runtime API for copy fingerprints, the driver API and resource domains for kernel metrics.
-void CUPTIAPI OnCallback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+void CUPTIAPI OnCallback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                         const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
     OnRuntimeApi(user, domain, cbid, data);
   else
@@ -241,18 +254,22 @@ void StartCallbacks() {
   if (r != CUPTI_SUCCESS) {
     if (fingerprints) {
       char text[256];
-      snprintf(text, sizeof text, "cannot fingerprint copies (cuptiSubscribe: %s): repeated copies are matched "
-               "by size only", ResultText(r));
+      snprintf(text, sizeof text,
+               "cannot fingerprint copies (cuptiSubscribe: %s): repeated copies are matched "
+               "by size only",
+               ResultText(r));
       Message(trace::kWarning, text);
     }
     if (metrics) KernelMetricsUnavailable("cuptiSubscribe", r);
     return;
   }
   if (fingerprints) {
-    const CUpti_CallbackId ids[] = {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    const CUpti_CallbackId ids[] = {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+                                    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
                                     CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
                                     CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000};
-    for (CUpti_CallbackId id : ids) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+    for (CUpti_CallbackId id : ids)
+      cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
   }
   if (metrics) StartKernelMetrics(subscriber);
 }
@@ -273,7 +290,8 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
   while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
     ConvertLocked(record);
   size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS &&
+      dropped > 0) {
     g_cupti_dropped += dropped;
     trace::DroppedRecord d{g_cupti_dropped, trace::kDropCupti, 0};
     w.AppendLocked(trace::kDropped, &d, sizeof d);
@@ -296,7 +314,8 @@ bool Enable(CUpti_ActivityKind kind, const char* what) {
   CUptiResult r = cuptiActivityEnable(kind);
   if (r == CUPTI_SUCCESS) return true;
   char text[256];
-  snprintf(text, sizeof text, "cannot record %s: cuptiActivityEnable failed: %s", what, ResultText(r));
+  snprintf(text, sizeof text, "cannot record %s: cuptiActivityEnable failed: %s", what,
+           ResultText(r));
   Message(trace::kWarning, text);
   return false;
 }
@@ -306,17 +325,21 @@ bool StartCupti() {
   g_monotonic_clock = r == CUPTI_SUCCESS;
   if (!g_monotonic_clock) {
     char text[256];
-    snprintf(text, sizeof text,
-             "CUPTI refused the CLOCK_MONOTONIC timestamp callback (%s); GPU times are shifted by a "
-             "measured offset instead", ResultText(r));
+    snprintf(
+        text, sizeof text,
+        "CUPTI refused the CLOCK_MONOTONIC timestamp callback (%s); GPU times are shifted by a "
+        "measured offset instead",
+        ResultText(r));
     Message(trace::kWarning, text);
   }
   if (cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) != CUPTI_SUCCESS)
-    Message(trace::kWarning, "CUPTI cannot report OS thread ids; kernels may not find their NVTX range");
+    Message(trace::kWarning,
+            "CUPTI cannot report OS thread ids; kernels may not find their NVTX range");
   r = cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted);
   if (r != CUPTI_SUCCESS) {
     char text[256];
-    snprintf(text, sizeof text, "cuptiActivityRegisterCallbacks failed: %s; no CUDA activity is recorded",
+    snprintf(text, sizeof text,
+             "cuptiActivityRegisterCallbacks failed: %s; no CUDA activity is recorded",
              ResultText(r));
     Message(trace::kError, text);
     return false;
@@ -327,7 +350,8 @@ bool StartCupti() {
   Enable(CUPTI_ACTIVITY_KIND_MEMSET, "memsets");
   Enable(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API calls");
   const char* driver = getenv("OPSCOPE_GPU_DRIVER_API");
-  if (driver == nullptr || strcmp(driver, "0") != 0) Enable(CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls");
+  if (driver == nullptr || strcmp(driver, "0") != 0)
+    Enable(CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls");
   Enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
   StartCallbacks();
   Writer().Lock();

@@ -38,8 +38,9 @@ void OnSignal(int sig, siginfo_t* info, void* context) {
   while (index < kSignalCount && kSignals[index] != sig) ++index;
   if (index == kSignalCount) return;
   const struct sigaction& prev = g_previous[index];
-  bool chained = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != nullptr
-                                              : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
+  bool chained = (prev.sa_flags & SA_SIGINFO)
+                     ? prev.sa_sigaction != nullptr
+                     : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
   if (chained) {
     // The program handles this signal itself and may well continue: save what we have, keep
     // tracing, and let its handler run.
@@ -91,7 +92,8 @@ void StartOnce() {
     sa.sa_sigaction = OnSignal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(kSignals[i], &sa, &g_previous[i]) != 0) memset(&g_previous[i], 0, sizeof g_previous[i]);
+    if (sigaction(kSignals[i], &sa, &g_previous[i]) != 0)
+      memset(&g_previous[i], 0, sizeof g_previous[i]);
   }
 }
 
