@@ -4,18 +4,21 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace opscope::engine {
 namespace {
 
-// Portable tile: MR rows x 16 columns.
+// Portable tile: MR rows x 16 columns over kc pairs of a contiguous B strip (32 int16 per pair
+// row); `add` accumulates into c (K blocks after the first).
 template <int MR>
-void TileBaseline(int64_t K2, const int32_t* a2, int64_t lda, const int16_t* b2, int64_t nb,
-                  int32_t* c, int64_t ldc) {
+void TileBaseline(int64_t kc, const int32_t* a2, int64_t lda, const int16_t* b, int32_t* c,
+                  int64_t ldc, bool add) {
   int32_t acc[MR][kGemmNr] = {};
-  for (int64_t kp = 0; kp < K2; ++kp) {
-    const int16_t* b = b2 + kp * nb * 2;
+  if (add)
+    for (int r = 0; r < MR; ++r) std::memcpy(acc[r], c + r * ldc, sizeof(acc[r]));
+  for (int64_t kp = 0; kp < kc; ++kp, b += 2 * kGemmNr) {
     for (int r = 0; r < MR; ++r) {
       const int32_t av = a2[r * lda + kp];
       const int32_t a0 = static_cast<int16_t>(av & 0xffff), a1 = static_cast<int16_t>(av >> 16);
@@ -26,31 +29,51 @@ void TileBaseline(int64_t K2, const int32_t* a2, int64_t lda, const int16_t* b2,
 }
 
 #if defined(__x86_64__)
+// Accumulators as named registers (an array of __m256i indexed in loops was kept on the stack
+// by GCC 12: a spill and a reload per multiply-add).
+#define OPSCOPE_TILE_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 template <int MR>
-[[gnu::target("avx2")]] void TileAvx2(int64_t K2, const int32_t* a2, int64_t lda, const int16_t* b2,
-                                      int64_t nb, int32_t* c, int64_t ldc) {
-  __m256i acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-  const int64_t bstride = nb * 2;
-  for (int64_t kp = 0; kp < K2; ++kp) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b2));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b2 + 16));
-    b2 += bstride;
-    for (int r = 0; r < MR; ++r) {
-      const __m256i av = _mm256_set1_epi32(a2[r * lda + kp]);
-      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
-      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
-    }
+[[gnu::target("avx2")]] void TileAvx2(int64_t kc, const int32_t* a2, int64_t lda, const int16_t* b,
+                                      int32_t* c, int64_t ldc, bool add) {
+  static_assert(MR >= 1 && MR <= 6);
+#define OPSCOPE_DECL(r) __m256i c##r##0 = _mm256_setzero_si256(), c##r##1 = _mm256_setzero_si256();
+  OPSCOPE_TILE_ROWS(OPSCOPE_DECL)
+#undef OPSCOPE_DECL
+  if (add) {
+#define OPSCOPE_LOAD(r)                                                              \
+  if constexpr (r < MR) {                                                            \
+    c##r##0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + r * ldc));     \
+    c##r##1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + r * ldc + 8)); \
   }
-  for (int r = 0; r < MR; ++r) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc), acc[r][0]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc + 8), acc[r][1]);
+    OPSCOPE_TILE_ROWS(OPSCOPE_LOAD)
+#undef OPSCOPE_LOAD
   }
+  const int32_t* a[6];
+  for (int r = 0; r < 6; ++r) a[r] = a2 + (r < MR ? r : 0) * lda;
+  for (int64_t kp = 0; kp < kc; ++kp, b += 2 * kGemmNr) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
+#define OPSCOPE_MADD(r)                                             \
+  if constexpr (r < MR) {                                           \
+    const __m256i av = _mm256_set1_epi32(a[r][kp]);                 \
+    c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(av, b0)); \
+    c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(av, b1)); \
+  }
+    OPSCOPE_TILE_ROWS(OPSCOPE_MADD)
+#undef OPSCOPE_MADD
+  }
+#define OPSCOPE_STORE(r)                                                       \
+  if constexpr (r < MR) {                                                      \
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc), c##r##0);     \
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc + 8), c##r##1); \
+  }
+  OPSCOPE_TILE_ROWS(OPSCOPE_STORE)
+#undef OPSCOPE_STORE
 }
+#undef OPSCOPE_TILE_ROWS
 #endif
 
-using TileFn = void (*)(int64_t, const int32_t*, int64_t, const int16_t*, int64_t, int32_t*,
-                        int64_t);
+using TileFn = void (*)(int64_t, const int32_t*, int64_t, const int16_t*, int32_t*, int64_t, bool);
 
 struct Tiles {
   TileFn fn[7];
@@ -79,20 +102,29 @@ Tiles MakeTiles() {
 }
 
 constexpr int kMr = 6;
+constexpr int64_t kKc = 256;  // pairs per K block: 16 KiB of a B strip
 
 std::string LenString(const Tensor& t) { return ShapeString(t.shape()); }
 
 }  // namespace
 
 void Int16GemmPanel(int64_t M, int64_t nb, int64_t K2, const int32_t* a2, const int16_t* b2,
-                    int64_t ldb, int32_t* c, int64_t ldc) {
+                    int32_t* c, int64_t ldc) {
   static const Tiles tiles = MakeTiles();
-  // Column blocks outside, rows inside: one 16-column strip of B (K2 * 64 bytes) stays in L1/L2
-  // while every row block of A streams past it.
-  for (int64_t n = 0; n < nb; n += kGemmNr) {
-    for (int64_t m = 0; m < M; m += kMr) {
-      const int mr = static_cast<int>(std::min<int64_t>(kMr, M - m));
-      tiles.fn[mr](K2, a2 + m * K2, K2, b2 + n * 2, ldb, c + m * ldc + n, ldc);
+  if (K2 == 0) {
+    for (int64_t m = 0; m < M; ++m) std::fill(c + m * ldc, c + m * ldc + nb, 0);
+    return;
+  }
+  // K in blocks of kKc pairs: one block of a 16-column strip (kKc * 64 bytes) stays in L1 while
+  // every row block of A streams past it; the next K block accumulates into c.
+  for (int64_t k0 = 0; k0 < K2; k0 += kKc) {
+    const int64_t kc = std::min(kKc, K2 - k0);
+    for (int64_t n = 0; n < nb; n += kGemmNr) {
+      const int16_t* strip = b2 + (n / kGemmNr * K2 + k0) * 2 * kGemmNr;
+      for (int64_t m = 0; m < M; m += kMr) {
+        const int mr = static_cast<int>(std::min<int64_t>(kMr, M - m));
+        tiles.fn[mr](kc, a2 + m * K2 + k0, K2, strip, c + m * ldc + n, ldc, k0 > 0);
+      }
     }
   }
 }

@@ -13,7 +13,9 @@
 //
 // Packed layouts (K2 = ceil(K / 2), the pair count; an odd K gets a zero pair partner):
 //   A (the M side, rows):    int32 a2[m * K2 + kp] = a[m][2kp] | a[m][2kp + 1] << 16
-//   B (the N side, columns): int16 b2[(kp * nb + n) * 2 + j] = b[2kp + j][n], nb % 16 == 0
+//   B (the N side, columns): int16 strips of 16 columns, each contiguous over K:
+//                            b2[((n / 16) * K2 + kp) * 32 + (n % 16) * 2 + j] = b[2kp + j][n]
+//                            (BPairIndex), nb % 16 == 0
 // Int16GemmPanel multiplies them into int32 c[m * ldc + n] for n < nb.
 #pragma once
 
@@ -28,10 +30,14 @@ namespace opscope::engine {
 
 constexpr int64_t kGemmNr = 16;  // columns per micro-tile (two AVX2 vectors of int32)
 
-// c = A(M x 2*K2) * B(2*K2 x nb); nb a multiple of kGemmNr; B's pair rows are `ldb` columns
-// apart (ldb >= nb, b2 may point into a wider packed B). Single-threaded (callers split work).
+// c = A(M x 2*K2) * B(2*K2 x nb); nb a multiple of kGemmNr. Single-threaded (callers split work).
 void Int16GemmPanel(int64_t M, int64_t nb, int64_t K2, const int32_t* a2, const int16_t* b2,
-                    int64_t ldb, int32_t* c, int64_t ldc);
+                    int32_t* c, int64_t ldc);
+
+// Index in the packed B of element (k, n) of a B with K2 pairs (see the layout above).
+inline int64_t BPairIndex(int64_t k, int64_t n, int64_t K2) {
+  return ((n / kGemmNr) * K2 + (k >> 1)) * 2 * kGemmNr + (n % kGemmNr) * 2 + (k & 1);
+}
 
 // Quantization parameters of one tensor: scales and zero points, either one (per tensor), one
 // per index along `axis`, or (opset 21 block quantization) one per `block` indices along it.

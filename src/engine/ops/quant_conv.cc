@@ -169,13 +169,14 @@ void Im2colRow(const T* x, const ConvShape& s, int32_t xz, int64_t k, int64_t p0
   for (int64_t t = cnt; t < nb; ++t) row[t] = 0;
 }
 
-// im2col of one group of one image for output pixels [p0, p0 + cnt) into the pair layout with
-// row stride nb (>= cnt; columns cnt..nb are zero): two contiguous rows, then one interleave
-// (both loops vectorize; writing the pair layout directly would be a strided scalar store).
+// im2col of one group of one image for output pixels [p0, p0 + cnt) into the packed B layout
+// (quant_common.h: 16-column strips, nb >= cnt columns, columns cnt..nb zero): two contiguous
+// rows, then one interleave into each strip (both loops vectorize; writing the pair layout
+// directly would be a strided scalar store).
 template <typename T>
 void PackIm2col(const T* x, const ConvShape& s, int32_t xz, int64_t p0, int64_t cnt, int64_t nb,
                 int16_t* b2, int16_t* tmp) {
-  const int64_t K = s.C * s.KH * s.KW;
+  const int64_t K = s.C * s.KH * s.KW, K2 = (K + 1) / 2;
   int16_t* __restrict r0 = tmp;
   int16_t* __restrict r1 = tmp + nb;
   for (int64_t k = 0; k < K; k += 2) {
@@ -184,10 +185,12 @@ void PackIm2col(const T* x, const ConvShape& s, int32_t xz, int64_t p0, int64_t 
       Im2colRow(x, s, xz, k + 1, p0, cnt, nb, r1);
     else
       std::fill(r1, r1 + nb, int16_t{0});
-    int16_t* __restrict out = b2 + (k >> 1) * nb * 2;
-    for (int64_t t = 0; t < nb; ++t) {
-      out[2 * t] = r0[t];
-      out[2 * t + 1] = r1[t];
+    for (int64_t n0 = 0; n0 < nb; n0 += kGemmNr) {
+      int16_t* __restrict out = b2 + (n0 / kGemmNr * K2 + (k >> 1)) * 2 * kGemmNr;
+      for (int64_t t = 0; t < kGemmNr; ++t) {
+        out[2 * t] = r0[n0 + t];
+        out[2 * t + 1] = r1[n0 + t];
+      }
     }
   }
 }
@@ -242,7 +245,7 @@ Status RunIntConv(const Node& node, const ConvAttrs& attrs, const Tensor& x, int
         const int64_t ch = t % chunks, ng = t / chunks, gi = ng % G, n = ng / G;
         const int64_t p0 = ch * kChunk, cnt = std::min(kChunk, P - p0), nb = RoundUp16(cnt);
         PackIm2col(xd + (n * C + gi * s.C) * xplane, s, xz, p0, cnt, nb, b2.data(), tmp.data());
-        Int16GemmPanel(OCg, nb, K2, w.a2.data() + gi * OCg * K2, b2.data(), nb, cb.data(), kChunk);
+        Int16GemmPanel(OCg, nb, K2, w.a2.data() + gi * OCg * K2, b2.data(), cb.data(), kChunk);
         for (int64_t r = 0; r < OCg; ++r) {
           const int64_t oc = gi * OCg + r;
           ep.Store(cb.data() + r * kChunk, cnt, oc, 0, yd, (n * OC + oc) * P + p0);
@@ -505,24 +508,25 @@ void RunIntMatMul(const IntMatMulShape& s, const TA* a, const std::vector<int32_
       offsets(bi, &ao, &bo);
       const int64_t n0 = ch * kChunk, cnt = std::min(kChunk, N - n0), nb = RoundUp16(cnt);
       const TB* bm = b + bo * b_mat;
+      int16_t* pb = b2.data();
       for (int64_t k = 0; k < 2 * K2; ++k) {
-        int16_t* row = b2.data() + (k >> 1) * nb * 2 + (k & 1);
         if (k >= K) {
-          for (int64_t j = 0; j < nb; ++j) row[2 * j] = 0;
+          for (int64_t j = 0; j < nb; ++j) pb[BPairIndex(k, j, K2)] = 0;
           continue;
         }
         const TB* src = bm + k * sk + n0 * sn;
         if (bz.size() > 1) {
           for (int64_t j = 0; j < cnt; ++j)
-            row[2 * j] = static_cast<int16_t>(static_cast<int32_t>(src[j * sn]) - bz[n0 + j]);
+            pb[BPairIndex(k, j, K2)] =
+                static_cast<int16_t>(static_cast<int32_t>(src[j * sn]) - bz[n0 + j]);
         } else {
           const int32_t z = bz[0];
           for (int64_t j = 0; j < cnt; ++j)
-            row[2 * j] = static_cast<int16_t>(static_cast<int32_t>(src[j * sn]) - z);
+            pb[BPairIndex(k, j, K2)] = static_cast<int16_t>(static_cast<int32_t>(src[j * sn]) - z);
         }
-        for (int64_t j = cnt; j < nb; ++j) row[2 * j] = 0;
+        for (int64_t j = cnt; j < nb; ++j) pb[BPairIndex(k, j, K2)] = 0;
       }
-      Int16GemmPanel(M, nb, K2, a2.data() + ao * M * K2, b2.data(), nb, cb.data(), kChunk);
+      Int16GemmPanel(M, nb, K2, a2.data() + ao * M * K2, b2.data(), cb.data(), kChunk);
       for (int64_t m = 0; m < M; ++m)
         ep.Store(cb.data() + m * kChunk, cnt, n0, 1, y, (bi * M + m) * N + n0);
     }

@@ -116,6 +116,7 @@ const Conv2d kConvCases[] = {
     {1, 7, 1, 127, 13, 1, 5, 1, 1, 3, 1, 1, 0, 2, 0, 2},   // one row, stride 3 along W
     {1, 64, 17, 19, 33, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2},  // dilation 2, K = 576
     {1, 16, 5, 5, 127, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   // 1x1, M not a multiple of 6
+    {1, 129, 6, 7, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   // K = 1161: odd, three K blocks
 };
 
 TEST(ConvInteger, MatchesNaiveTwin) {
@@ -227,7 +228,8 @@ TEST(MatMulInteger, MatchesNaiveTwinWithBroadcastAndZeroPoints) {
                         {1, 7, 13, 127, false},
                         {3, 13, 7, 1, true},
                         {2, 127, 33, 19, false},
-                        {1, 6, 300, 140, false}};
+                        {1, 6, 300, 140, false},
+                        {2, 7, 1031, 21, true}};  // K2 = 516 pairs: three K blocks of the GEMM
   uint32_t seed = 200;
   for (const Case& c : cases)
     for (DataType at : {DataType::kUint8, DataType::kInt8})
