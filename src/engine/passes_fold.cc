@@ -5,92 +5,10 @@
 // node whose inputs are now all constant are folded with the values the planning run computed,
 // so the Shape -> Gather -> Concat -> Reshape chains of exported models stop running.
 #include "engine/int_cost.h"
+#include "engine/op_traits.h"
 #include "engine/session_impl.h"
 
 namespace opscope::engine {
-namespace {
-
-// Ops whose output shapes follow from input shapes alone (values of non-data inputs do not
-// matter); used to decide which shapes are static after the planning run.
-const std::set<std::string> kShapeFromShapes = {"Abs",
-                                                "Add",
-                                                "And",
-                                                "ArgMax",
-                                                "ArgMin",
-                                                "AveragePool",
-                                                "BatchNormalization",
-                                                "Cast",
-                                                "Ceil",
-                                                "Clip",
-                                                "Concat",
-                                                "Conv",
-                                                "ConvTranspose",
-                                                "CumSum",
-                                                "DepthToSpace",
-                                                "Div",
-                                                "Dropout",
-                                                "Einsum",
-                                                "Equal",
-                                                "Erf",
-                                                "Exp",
-                                                "Flatten",
-                                                "Floor",
-                                                "Gather",
-                                                "GatherElements",
-                                                "GatherND",
-                                                "Gemm",
-                                                "GlobalAveragePool",
-                                                "GlobalMaxPool",
-                                                "Greater",
-                                                "GreaterOrEqual",
-                                                "GridSample",
-                                                "HardSigmoid",
-                                                "HardSwish",
-                                                "Identity",
-                                                "InstanceNormalization",
-                                                "LayerNormalization",
-                                                "LeakyRelu",
-                                                "Less",
-                                                "LessOrEqual",
-                                                "Log",
-                                                "LogSoftmax",
-                                                "MatMul",
-                                                "Max",
-                                                "MaxPool",
-                                                "Min",
-                                                "Mul",
-                                                "Neg",
-                                                "Not",
-                                                "Or",
-                                                "PRelu",
-                                                "Pow",
-                                                "Reciprocal",
-                                                "Relu",
-                                                "ScatterElements",
-                                                "ScatterND",
-                                                "Shape",
-                                                "Sigmoid",
-                                                "Size",
-                                                "Softmax",
-                                                "SpaceToDepth",
-                                                "Sqrt",
-                                                "Sub",
-                                                "Tanh",
-                                                "Transpose",
-                                                "Where",
-                                                "CastLike",
-                                                "Cos",
-                                                "Elu",
-                                                "Gelu",
-                                                "GroupNormalization",
-                                                "Mish",
-                                                "Round",
-                                                "Selu",
-                                                "Sin",
-                                                "Softplus",
-                                                "Trilu"};
-
-}  // namespace
 
 Status SessionImpl::FoldConstantsAtLoad() {
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -155,9 +73,10 @@ void SessionImpl::FoldAfterPlanningRun() {
       inputs_static &= values_[in].shape_static;
       if (k > 0) params_const &= values_[in].is_const;
     }
-    // Data-dependent shapes: NonZero, NonMaxSuppression, and whatever a subgraph returns.
-    bool stat = inputs_static && n.op_type != "NonZero" && n.op_type != "NonMaxSuppression" &&
-                node_graphs_[i].empty() && (kShapeFromShapes.count(n.op_type) > 0 || params_const);
+    // Data-dependent shapes (NonZero, NonMaxSuppression), and whatever a subgraph returns.
+    const OpTraits& traits = TraitsOf(n.op_type);
+    bool stat = inputs_static && !traits.data_dependent_shape && node_graphs_[i].empty() &&
+                (traits.shape_from_shapes || params_const);
     for (int out : n.outputs)
       if (out >= 0) values_[out].shape_static = stat;
   }
@@ -169,7 +88,7 @@ void SessionImpl::FoldAfterPlanningRun() {
     int s = node_step_[i];
     if (s < 0 || steps_[s].nodes.size() != 1) continue;
     bool foldable;
-    if (n.op_type == "Shape" || n.op_type == "Size") {
+    if (TraitsOf(n.op_type).shape_only) {
       foldable = n.inputs.size() >= 1 && n.inputs[0] >= 0 && values_[n.inputs[0]].shape_static;
     } else {
       foldable = true;

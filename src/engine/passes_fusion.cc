@@ -6,8 +6,9 @@
 // Clip written as Max/Min with a constant) or MatMul's constant bias Add as a post-op of its
 // kernel. A fused step keeps the list of its source nodes.
 #include <cmath>
-#include <set>
+#include <optional>
 
+#include "engine/op_traits.h"
 #include "engine/session_impl.h"
 
 namespace opscope::engine {
@@ -76,8 +77,7 @@ bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   if (an.op_type != "Conv" || an.inputs.size() < 2 || an.inputs[1] < 0) return false;
   for (size_t k = 1; k < steps_[s].nodes.size(); ++k) {
     const std::string& t = nodes_[steps_[s].nodes[k]].op_type;
-    if (t != "BatchNormalization" && t != "Mul" && t != "Add" && t != "Sub" && t != "Div")
-      return false;
+    if (t != "BatchNormalization" && !TraitsOf(t).arithmetic) return false;
   }
   const Value& wv = values_[an.inputs[1]];
   if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return false;
@@ -87,9 +87,7 @@ bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
     return false;
   const Node& n = nodes_[consumer];
   const std::string& t = n.op_type;
-  if ((t != "Mul" && t != "Add" && t != "Sub" && t != "Div") || n.inputs.size() != 2 ||
-      n.outputs.size() != 1)
-    return false;
+  if (!TraitsOf(t).arithmetic || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
   const int x = steps_[s].outputs[0];
   if (n.inputs[0] == n.inputs[1]) return false;
   const int k_at = n.inputs[0] == x ? 1 : n.inputs[1] == x ? 0 : -1;
@@ -131,36 +129,36 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
   const Node& n = nodes_[consumer];
   PostOp op{PostOpKind::kRelu};
   const std::string& t = n.op_type;
-  if (t == "Relu")
-    op.kind = PostOpKind::kRelu;
-  else if (t == "LeakyRelu") {
-    op.kind = PostOpKind::kLeakyRelu;
-    op.alpha = n.attrs.Float("alpha", 0.01f);
-  } else if (t == "Sigmoid")
-    op.kind = PostOpKind::kSigmoid;
-  else if (t == "Tanh")
-    op.kind = PostOpKind::kTanh;
-  else if (t == "HardSigmoid") {
-    op.kind = PostOpKind::kHardSigmoid;
-    op.alpha = n.attrs.Float("alpha", 0.2f);
-    op.beta = n.attrs.Float("beta", 0.5f);
-  } else if (t == "HardSwish")
-    op.kind = PostOpKind::kHardSwish;
-  else if (t == "Clip") {
-    op.kind = PostOpKind::kClip;
-    op.alpha = -INFINITY;
-    op.beta = INFINITY;
-    if (n.opset < 11) {
-      op.alpha = n.attrs.Float("min", -3.4028234663852886e38f);
-      op.beta = n.attrs.Float("max", 3.4028234663852886e38f);
-    } else {
-      for (int k = 1; k <= 2; ++k) {
-        if (k >= static_cast<int>(n.inputs.size()) || n.inputs[k] < 0) continue;
-        const Value& v = values_[n.inputs[k]];
-        if (!v.is_const || v.tensor.dtype() != DataType::kFloat32 || v.tensor.numel() != 1)
-          return false;
-        (k == 1 ? op.alpha : op.beta) = v.tensor.data<float>()[0];
-      }
+  if (const std::optional<PostOpKind> activation = TraitsOf(t).activation) {
+    // An activation of the op list (ops/*.def): its parameters are the node's attributes (with
+    // ONNX's defaults) or, for Clip from opset 11, its constant min/max inputs.
+    op.kind = *activation;
+    switch (op.kind) {
+      case PostOpKind::kLeakyRelu:
+        op.alpha = n.attrs.Float("alpha", 0.01f);
+        break;
+      case PostOpKind::kHardSigmoid:
+        op.alpha = n.attrs.Float("alpha", 0.2f);
+        op.beta = n.attrs.Float("beta", 0.5f);
+        break;
+      case PostOpKind::kClip:
+        op.alpha = -INFINITY;
+        op.beta = INFINITY;
+        if (n.opset < 11) {
+          op.alpha = n.attrs.Float("min", -3.4028234663852886e38f);
+          op.beta = n.attrs.Float("max", 3.4028234663852886e38f);
+        } else {
+          for (int k = 1; k <= 2; ++k) {
+            if (k >= static_cast<int>(n.inputs.size()) || n.inputs[k] < 0) continue;
+            const Value& v = values_[n.inputs[k]];
+            if (!v.is_const || v.tensor.dtype() != DataType::kFloat32 || v.tensor.numel() != 1)
+              return false;
+            (k == 1 ? op.alpha : op.beta) = v.tensor.data<float>()[0];
+          }
+        }
+        break;
+      default:  // Relu, Sigmoid, Tanh, HardSwish: no parameters
+        break;
     }
   } else if ((t == "Max" || t == "Min") && n.inputs.size() == 2) {
     // Max/Min with one scalar constant is a one-sided Clip (tf2onnx writes a clamped LeakyRelu
@@ -217,11 +215,8 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
 void SessionImpl::Fuse() {
   FuseQdq();
   FuseGelu();
-  // Producers that accept post-ops: the oneDNN ops, and the elementwise arithmetic kernels
-  // (a residual Add followed by Relu becomes one pass).
-  static const std::set<std::string> kAnchors = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Add",
-                                                 "Sub",  "Mul",           "Div",    "Sum",  "Mean",
-                                                 "Max",  "Min",           "PRelu"};
+  // Producers that accept post-ops (op trait kPostOpAnchor): the oneDNN ops, and the
+  // elementwise arithmetic kernels (a residual Add followed by Relu becomes one pass).
   // HardSwish patterns are found first and fused after the post-op pass (which must not take
   // their Add+Clip apart, and which makes a Conv+BatchNormalization the producer of their x).
   const std::vector<UnaryPattern> hardswish = FindHardSwish();
@@ -233,7 +228,7 @@ void SessionImpl::Fuse() {
     if (!steps_[s].active || steps_[s].nodes.empty() || steps_[s].sub >= 0) continue;
     int anchor = steps_[s].nodes[0];
     if (reserved[anchor]) continue;
-    if (!kAnchors.count(nodes_[anchor].op_type) || steps_[s].outputs.empty() ||
+    if (!TraitsOf(nodes_[anchor].op_type).post_op_anchor || steps_[s].outputs.empty() ||
         steps_[s].outputs[0] < 0)
       continue;
     while (true) {

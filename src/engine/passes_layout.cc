@@ -1,7 +1,6 @@
 // The layout pass: channels-last regions (SessionImpl::AssignChannelsLast, after the planning
 // run, when SessionOptions::channels_last is on).
-#include <set>
-
+#include "engine/op_traits.h"
 #include "engine/session_impl.h"
 
 namespace opscope::engine {
@@ -16,12 +15,9 @@ namespace opscope::engine {
 // Graph inputs and outputs, views and constants stay NCHW. The assignment is the largest
 // consistent one: start from every candidate and drop values that break a rule until none does.
 void SessionImpl::AssignChannelsLast() {
-  static const std::set<std::string> kElementwise = {
-      "Add",         "Sub",       "Mul",   "Div",       "Max",   "Min",     "Sum",
-      "Mean",        "Pow",       "Relu",  "LeakyRelu", "Clip",  "Sigmoid", "Tanh",
-      "HardSigmoid", "HardSwish", "Erf",   "Exp",       "Log",   "Sqrt",    "Reciprocal",
-      "Neg",         "Abs",       "Floor", "Ceil",      "Round", "Sin",     "Cos",
-      "Softplus",    "Mish",      "Elu",   "Selu",      "Gelu"};
+  // Which ops are elementwise (layout-agnostic), arithmetic, layout-following pools or global
+  // pools is their op traits (ops/*.def); only Conv is named.
+  auto elementwise = [&](int node) { return TraitsOf(nodes_[node].op_type).elementwise; };
   const int nv = static_cast<int>(values_.size()), ns = static_cast<int>(steps_.size());
   std::vector<int> producer(nv, -1);
   std::vector<std::vector<int>> consumers(nv);
@@ -47,6 +43,7 @@ void SessionImpl::AssignChannelsLast() {
     if (st.view || st.outputs.size() != 1 || st.outputs[0] < 0) continue;
     const Value& out = values_[st.outputs[0]];
     const std::string& anchor = nodes_[st.nodes[0]].op_type;
+    const OpTraits& anchor_traits = TraitsOf(anchor);
     if (anchor == "Conv") {
       // A 2-D Conv whose kernel takes channels-last activations (asked, then reset to NCHW
       // until the assignment below is final).
@@ -56,21 +53,18 @@ void SessionImpl::AssignChannelsLast() {
                    st.kernel->SetChannelsLast(false, false);
       continue;
     }
-    if ((anchor == "GlobalAveragePool" || anchor == "GlobalMaxPool") && st.nodes.size() == 1 &&
-        !st.inputs.empty() && st.inputs[0] >= 0 && values_[st.inputs[0]].shape.size() == 4 &&
+    if (anchor_traits.reads_any_layout && st.nodes.size() == 1 && !st.inputs.empty() &&
+        st.inputs[0] >= 0 && values_[st.inputs[0]].shape.size() == 4 &&
         values_[st.inputs[0]].dtype == DataType::kFloat32) {
       is_gap[s] =
           st.kernel->SetChannelsLast(true, false) && st.kernel->SetChannelsLast(false, false);
       continue;
     }
-    if ((anchor == "Add" || anchor == "Sub" || anchor == "Mul" || anchor == "Div") &&
-        out.shape.size() == 4 && out.dtype == DataType::kFloat32) {
+    if (anchor_traits.arithmetic && out.shape.size() == 4 && out.dtype == DataType::kFloat32) {
       const Node& n0 = nodes_[st.nodes[0]];
       bool post_only = true;  // fused nodes are activations without data inputs of their own
       for (size_t k = 1; k < st.nodes.size(); ++k)
-        post_only &= kElementwise.count(nodes_[st.nodes[k]].op_type) > 0 &&
-                     nodes_[st.nodes[k]].op_type != "Add" && nodes_[st.nodes[k]].op_type != "Sub" &&
-                     nodes_[st.nodes[k]].op_type != "Mul" && nodes_[st.nodes[k]].op_type != "Div";
+        post_only &= elementwise(st.nodes[k]) && !TraitsOf(nodes_[st.nodes[k]].op_type).arithmetic;
       int full = -1, small = -1;
       if (post_only && n0.inputs.size() == 2 && n0.inputs[0] >= 0 && n0.inputs[1] >= 0 &&
           n0.inputs[0] != n0.inputs[1]) {
@@ -94,7 +88,7 @@ void SessionImpl::AssignChannelsLast() {
         continue;
       }
     }
-    if ((anchor == "MaxPool" || anchor == "AveragePool") && st.nodes.size() == 1) {
+    if (anchor_traits.follows_layout && st.nodes.size() == 1) {
       const Node& pn = nodes_[st.nodes[0]];
       bool indices = false;
       for (size_t k = 1; k < pn.outputs.size(); ++k) indices |= pn.outputs[k] >= 0;
@@ -105,7 +99,7 @@ void SessionImpl::AssignChannelsLast() {
       continue;
     }
     bool ew = true;
-    for (int n : st.nodes) ew &= kElementwise.count(nodes_[n].op_type) > 0;
+    for (int n : st.nodes) ew &= elementwise(n);
     for (int n : st.nodes)
       for (int i : nodes_[n].inputs) {
         if (i < 0) continue;

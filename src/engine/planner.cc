@@ -7,19 +7,12 @@
 // (memory_plan.h). Later runs take their outputs from the arena.
 #include <algorithm>
 #include <cstdlib>
-#include <set>
 
 #include "engine/int_cost.h"
+#include "engine/op_traits.h"
 #include "engine/session_impl.h"
 
 namespace opscope::engine {
-namespace {
-
-// Ops whose output 0 is input 0's bytes under a new shape: after the planning run they become
-// views (no copy); their kernels' copy is a no-op when output and input share memory.
-const std::set<std::string> kViewOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
-
-}  // namespace
 
 void SessionImpl::FinishPlanning() {
   RecordShapesAndCosts();
@@ -110,7 +103,7 @@ void SessionImpl::RecordShapesAndCosts() {
 void SessionImpl::MakeViews() {
   for (Step& st : steps_) {
     if (!st.active || st.sub >= 0 || st.nodes.size() != 1 ||
-        !kViewOps.count(nodes_[st.nodes[0]].op_type))
+        !TraitsOf(nodes_[st.nodes[0]].op_type).view)
       continue;
     if (st.inputs.empty() || st.outputs.empty() || st.inputs[0] < 0 || st.outputs[0] < 0) continue;
     Value& in = values_[st.inputs[0]];
