@@ -21,11 +21,10 @@ if [[ "${1:-}" != --check ]]; then
   "$cf" -i "${files[@]}"
   exit 0
 fi
-bad=()
-for f in "${files[@]}"; do
-  [[ -f "$f" ]] || continue
-  if ! "$cf" --dry-run --Werror "$f" >/dev/null 2>&1; then bad+=("$f"); fi
-done
+# One clang-format process for all files (a process per file took 90 s under load): its
+# -Wclang-format-violations warnings name each file that differs.
+mapfile -t bad < <(printf '%s\0' "${files[@]}" | xargs -0 -n 100 "$cf" --dry-run 2>&1 | \
+  sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: warning: code should be clang-formatted.*/\1/p' | sort -u)
 if ((${#bad[@]})); then
   echo "format.sh: ${#bad[@]} of ${#files[@]} files differ from .clang-format (run scripts/format.sh):"
   printf '  %s\n' "${bad[@]:0:20}"

@@ -21,11 +21,12 @@ double MachineCeilings::PeakGopsInt8(int threads) const {
   return peak_gops_int8_all > 0 ? peak_gops_int8_all : peak_gops_int8_one;
 }
 
-#define CEILING_FIELDS(X)                                                                  \
-  X(peak_gflops_all)                                                                       \
-  X(peak_gflops_one) X(peak_gops_int8_all) X(peak_gops_int8_one) X(triad_gbps) X(llc_gbps) \
-      X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method) X(cpu_flags) X(cpus)   \
-          X(spread_pct) X(spread_of) X(repeats)
+// clang-format off
+#define CEILING_FIELDS(X)                                                                      \
+  X(peak_gflops_all) X(peak_gflops_one) X(peak_gops_int8_all) X(peak_gops_int8_one)           \
+  X(triad_gbps) X(llc_gbps) X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method)      \
+  X(cpu_flags) X(cpus) X(spread_pct) X(spread_of) X(repeats)
+// clang-format on
 
 std::string CeilingsToJson(const MachineCeilings& c) {
   nlohmann::json j;

@@ -233,6 +233,52 @@ TEST(SessionTest, ArenaReusesBuffersAndResultsStayCorrect) {
   EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), copy, 0, 0), "");
 }
 
+// A dynamically quantized convolution as ORT's quantizer writes it (DynamicQuantizeLinear ->
+// ConvInteger -> Cast -> Mul(x_scale * w_scale)): zero points and scales are runtime values, but
+// every shape is known after the planning run, so the intermediates live in the arena (they were
+// allocated and page-faulted on every run when the quantized ops were not known to have
+// shape-only outputs).
+TEST(SessionTest, DynamicQuantChainIsArenaPlanned) {
+  ModelBuilder b;
+  b.Input("x", {1, 8, 16, 16});
+  auto* w = b.model().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::UINT8);
+  for (int64_t d : {4, 8, 3, 3}) w->add_dims(d);
+  std::string wd(4 * 8 * 9, '\0');
+  for (size_t i = 0; i < wd.size(); ++i) wd[i] = static_cast<char>((i * 37) & 255);
+  w->set_raw_data(wd);
+  auto* wz = b.model().mutable_graph()->add_initializer();
+  wz->set_name("wz");
+  wz->set_data_type(onnx::TensorProto::UINT8);
+  wz->set_raw_data(std::string(1, static_cast<char>(128)));
+  b.Init("ws", {}, {0.01f});
+  b.Node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"}, "dql");
+  auto* conv = b.Node("ConvInteger", {"xq", "w", "xz", "wz"}, {"acc"}, "conv");
+  ModelBuilder::IntsAttr(conv, "pads", {1, 1, 1, 1});
+  auto* cast = b.Node("Cast", {"acc"}, {"accf"}, "cast");
+  auto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  b.Node("Mul", {"xs", "ws"}, {"scale"}, "scale_mul");
+  b.Node("Mul", {"accf", "scale"}, {"y"}, "out_mul");
+  b.Output("y", {1, 4, 16, 16});
+  SessionOptions opt;
+  opt.fuse = false;
+  auto s = Session::Load(b.Save("dynquant.onnx"), opt);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->SetInput("x", testing::RandomTensor({1, 8, 16, 16}, 3, -1.f, 1.f)).ok());
+  ASSERT_TRUE((*s)->Run().ok());
+  Tensor first = *(*s)->Output("y");
+  Tensor copy(first.dtype(), first.shape());
+  std::memcpy(copy.raw(), first.raw(), first.nbytes());
+  // xq (2 KiB) + acc and accf (4 KiB each) at least: all runtime values of the chain.
+  EXPECT_GE((*s)->NaiveActivationBytes(), size_t{2048 + 4096 + 4096});
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), copy, 0, 0), "");
+}
+
 TEST(SessionTest, InputChecks) {
   ModelBuilder b;
   std::string path = ConvBnRelu(b);
