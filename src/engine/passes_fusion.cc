@@ -214,6 +214,7 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
 
 void SessionImpl::Fuse() {
   FuseQdq();
+  FuseConvIntegerToFloat();
   FuseGelu();
   // Producers that accept post-ops (op trait kPostOpAnchor): the oneDNN ops, and the
   // elementwise arithmetic kernels (a residual Add followed by Relu becomes one pass).

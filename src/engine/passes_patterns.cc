@@ -1,7 +1,11 @@
 // Pattern fusions: multi-node subgraphs that become one step (run from Fuse, passes_fusion.cc):
-// QDQ groups into an integer kernel (FuseQdq), the erf form of Gelu into the Gelu kernel
+// QDQ groups into an integer kernel (FuseQdq), ONNX Runtime's dynamically quantized
+// ConvInteger -> Cast -> Mul [-> Add] [-> Relu] into the integer convolution's float epilogue
+// (FuseConvIntegerToFloat), the erf form of Gelu into the Gelu kernel
 // (FuseGelu), HardSwish written out as x * Clip(x + 3, 0, 6) / 6 (FindHardSwish before the
 // post-op pass, FuseHardSwish after it), with the pattern helpers they share.
+#include <onnx/onnx_pb.h>
+
 #include <cmath>
 
 #include "engine/ops/quant_conv.h"
@@ -132,6 +136,106 @@ void SessionImpl::FuseQdq() {
       node_step_[chain[i]] = static_cast<int>(s);
       node_infos_[chain[i]].status = "fused";
       steps_[s].nodes.push_back(chain[i]);
+    }
+  }
+}
+
+// ONNX Runtime's dynamic quantization writes every convolution as DynamicQuantizeLinear(x) ->
+// ConvInteger -> Cast(to float) -> Mul(x_scale * w_scale) -> Add(bias) [-> Relu]: three full
+// passes over the output after the convolution (int32 -> float, scale, bias). They become the
+// convolution's epilogue when the scale is certainly one value at run time (a DynamicQuantize-
+// Linear scale, a scalar constant, or a Mul of two such) and the bias is a constant per output
+// channel ([C, 1, 1] or [1, C, 1, 1] for a 2-D convolution) or a scalar. Every intermediate must
+// be read only by the next node. The step runs where the last node of the chain ran, after the
+// scale is computed.
+void SessionImpl::FuseConvIntegerToFloat() {
+  auto live_single = [&](int node) { return LiveSingleStep(node); };
+  auto const_float = [&](int v) -> const Tensor* {
+    if (v < 0 || !values_[v].is_const) return nullptr;
+    const Tensor& t = values_[v].tensor;
+    return t.dtype() == DataType::kFloat32 ? &t : nullptr;
+  };
+  auto dql_scale = [&](int v) {
+    const int p = v < 0 ? -1 : values_[v].producer;
+    return p >= 0 && nodes_[p].op_type == "DynamicQuantizeLinear" && nodes_[p].outputs.size() > 1 &&
+           nodes_[p].outputs[1] == v;
+  };
+  auto one_value = [&](int v) {
+    const Tensor* c = const_float(v);
+    return (c && c->numel() == 1) || dql_scale(v);
+  };
+  auto scalar_scale = [&](int v) {
+    if (v < 0) return false;
+    if (one_value(v)) return true;
+    const int p = values_[v].producer;
+    if (p < 0 || nodes_[p].op_type != "Mul" || nodes_[p].inputs.size() != 2) return false;
+    return one_value(nodes_[p].inputs[0]) && one_value(nodes_[p].inputs[1]);
+  };
+  for (size_t a = 0; a < nodes_.size(); ++a) {
+    const Node& conv = nodes_[a];
+    if (conv.op_type != "ConvInteger" || !live_single(a) || conv.outputs.size() != 1 ||
+        conv.inputs.size() < 2 || conv.inputs[0] < 0 || conv.inputs[1] < 0 ||
+        !values_[conv.inputs[1]].is_const)
+      continue;
+    const Tensor& w = values_[conv.inputs[1]].tensor;
+    if (w.rank() != 3 && w.rank() != 4) continue;
+    const int64_t oc = w.dim(0);
+    const int cast = SoleConsumer(conv.outputs[0]);
+    if (cast < 0 || !live_single(cast) || nodes_[cast].op_type != "Cast" ||
+        nodes_[cast].attrs.Int("to", 0) != onnx::TensorProto::FLOAT)
+      continue;
+    const int cv = nodes_[cast].outputs[0], mul = SoleConsumer(cv);
+    if (mul < 0 || !live_single(mul)) continue;
+    const int scale = OtherInput(mul, "Mul", cv);
+    if (scale < 0 || !scalar_scale(scale)) continue;
+    std::vector<int> chain = {static_cast<int>(a), cast, mul};
+    int out = nodes_[mul].outputs[0];
+    std::vector<float> bias;
+    if (const int add = SoleConsumer(out); add >= 0 && live_single(add)) {
+      const Tensor* b = const_float(OtherInput(add, "Add", out));
+      bool per_channel = false;
+      if (b && b->numel() == oc && b->rank() >= w.rank() - 1 && b->rank() <= w.rank()) {
+        per_channel = b->dim(b->rank() - w.rank() + 1) == oc;  // [C,1,1] or [1,C,1,1]
+        if (b->rank() == w.rank()) per_channel &= b->dim(0) == 1;
+      }
+      if (b && (b->numel() == 1 && b->rank() <= w.rank())) per_channel = true;
+      if (per_channel) {
+        bias.assign(b->data<float>(), b->data<float>() + b->numel());
+        chain.push_back(add);
+        out = nodes_[add].outputs[0];
+      }
+    }
+    bool relu = false;
+    if (const int r = SoleConsumer(out);
+        r >= 0 && live_single(r) && nodes_[r].op_type == "Relu" && nodes_[r].inputs.size() == 1) {
+      relu = true;
+      chain.push_back(r);
+      out = nodes_[r].outputs[0];
+    }
+    auto k = CreateConvIntegerToFloat(conv, std::move(bias), relu);
+    if (!k.ok()) continue;
+    fused_kernels_.push_back(std::move(k).value());
+    const int s = node_step_[chain.back()];
+    Step& st = steps_[s];
+    st.kernel = fused_kernels_.back().get();
+    st.inputs = conv.inputs;
+    st.inputs.resize(4, -1);
+    st.inputs.push_back(scale);
+    st.outputs = {out};
+    st.nodes = {static_cast<int>(a)};
+    Step& conv_step = steps_[node_step_[a]];
+    conv_step.active = false;
+    conv_step.nodes.clear();
+    node_step_[a] = s;
+    for (size_t i = 1; i < chain.size(); ++i) {  // the host step's own node included
+      const int n = chain[i];
+      if (node_step_[n] != s) {
+        steps_[node_step_[n]].active = false;
+        steps_[node_step_[n]].nodes.clear();
+        node_step_[n] = s;
+      }
+      node_infos_[n].status = "fused";
+      st.nodes.push_back(n);
     }
   }
 }

@@ -5,7 +5,7 @@
 //   graph_build.cc     ONNX graph -> values, nodes (typed attributes), subgraphs and scopes
 //   passes_fold.cc     constant folding at load and after the planning run
 //   passes_fusion.cc   the post-op chain pass: Conv+BN, Conv affine folds, activations, bias
-//   passes_patterns.cc multi-node patterns: QDQ groups, the erf Gelu, HardSwish
+//   passes_patterns.cc multi-node patterns: QDQ groups, ConvInteger epilogues, erf Gelu, HardSwish
 //   passes_layout.cc   channels-last regions
 //   planner.cc         the end of the planning run: shapes and costs, views, lifetimes, arena
 //   executor.cc        inputs, Run, steps, subgraphs, the plan check
@@ -153,6 +153,7 @@ class SessionImpl final : public Session {
   Status FoldConstantsAtLoad();
   void Fuse();
   void FuseQdq();
+  void FuseConvIntegerToFloat();
   void FuseGelu();
   bool ScalarConstNear(int value, double want, double tol) const;
   bool LiveSingleStep(int node) const;

@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 
+#include "engine/ops/common.h"
 #include "engine/testing/kernel_runner.h"
 #include "opscope/engine.h"
 
@@ -238,8 +239,8 @@ TEST(SessionTest, ArenaReusesBuffersAndResultsStayCorrect) {
 // every shape is known after the planning run, so the intermediates live in the arena (they were
 // allocated and page-faulted on every run when the quantized ops were not known to have
 // shape-only outputs).
-TEST(SessionTest, DynamicQuantChainIsArenaPlanned) {
-  ModelBuilder b;
+// The chain of ORT's dynamic quantizer with a bias and a Relu; `bias_shape` empty: no bias.
+void DynamicQuantConvModel(ModelBuilder& b, std::vector<int64_t> bias_shape, bool relu) {
   b.Input("x", {1, 8, 16, 16});
   auto* w = b.model().mutable_graph()->add_initializer();
   w->set_name("w");
@@ -262,8 +263,26 @@ TEST(SessionTest, DynamicQuantChainIsArenaPlanned) {
   to->set_type(onnx::AttributeProto::INT);
   to->set_i(onnx::TensorProto::FLOAT);
   b.Node("Mul", {"xs", "ws"}, {"scale"}, "scale_mul");
-  b.Node("Mul", {"accf", "scale"}, {"y"}, "out_mul");
+  std::string out = "scaled";
+  b.Node("Mul", {"accf", "scale"}, {out}, "out_mul");
+  if (!bias_shape.empty()) {
+    int64_t n = 1;
+    for (int64_t d : bias_shape) n *= d;
+    b.Init("bias", bias_shape, Rand(n, 17));
+    b.Node("Add", {out, "bias"}, {"biased"}, "bias_add");
+    out = "biased";
+  }
+  if (relu) {
+    b.Node("Relu", {out}, {"relu"}, "relu");
+    out = "relu";
+  }
+  b.Node("Identity", {out}, {"y"}, "id");
   b.Output("y", {1, 4, 16, 16});
+}
+
+TEST(SessionTest, DynamicQuantChainIsArenaPlanned) {
+  ModelBuilder b;
+  DynamicQuantConvModel(b, {}, false);
   SessionOptions opt;
   opt.fuse = false;
   auto s = Session::Load(b.Save("dynquant.onnx"), opt);
@@ -277,6 +296,42 @@ TEST(SessionTest, DynamicQuantChainIsArenaPlanned) {
   EXPECT_GE((*s)->NaiveActivationBytes(), size_t{2048 + 4096 + 4096});
   ASSERT_TRUE((*s)->Run().ok());
   EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), copy, 0, 0), "");
+}
+
+// ConvInteger -> Cast -> Mul(scale) [-> Add(bias)] [-> Relu] runs as one step (the int32 and
+// float intermediates never written) and gives what the unfused nodes give, bit for bit; a bias
+// that does not broadcast per channel stays a node of its own.
+TEST(SessionTest, ConvIntegerToFloatFusionMatchesUnfused) {
+  struct Case {
+    std::vector<int64_t> bias;
+    bool relu;
+    size_t fused;  // nodes reported "fused" (into the ConvInteger's step, but for the last case)
+  };
+  // The last: a [16] bias broadcasts along W, so the Add stays (and takes the Relu as a post-op).
+  for (const Case& c : {Case{{}, false, 2}, Case{{4, 1, 1}, false, 3}, Case{{1, 4, 1, 1}, true, 4},
+                        Case{{1}, true, 4}, Case{{}, true, 3}, Case{{16}, true, 3}}) {
+    std::vector<Tensor> outs;
+    for (bool fuse : {false, true}) {
+      ModelBuilder b;
+      DynamicQuantConvModel(b, c.bias, c.relu);
+      SessionOptions opt;
+      opt.fuse = fuse;
+      auto s = Session::Load(b.Save("dynquant_fuse.onnx"), opt);
+      ASSERT_TRUE(s.ok()) << s.status().message();
+      ASSERT_TRUE((*s)->SetInput("x", testing::RandomTensor({1, 8, 16, 16}, 5, -2.f, 3.f)).ok());
+      for (int run = 0; run < 2; ++run) ASSERT_TRUE((*s)->Run().ok());
+      Tensor y = *(*s)->Output("y");
+      Tensor copy(y.dtype(), y.shape());
+      std::memcpy(copy.raw(), y.raw(), y.nbytes());
+      outs.push_back(std::move(copy));
+      if (!fuse) continue;
+      size_t fused = 0;
+      for (const auto& info : (*s)->Nodes()) fused += info.status == "fused";
+      EXPECT_EQ(fused, c.fused) << ShapeString(c.bias) << " relu " << c.relu;
+    }
+    EXPECT_EQ(testing::CompareFloat(outs[1], outs[0], 0, 0), "")
+        << ShapeString(c.bias) << " relu " << c.relu;
+  }
 }
 
 TEST(SessionTest, InputChecks) {

@@ -290,7 +290,7 @@ double IntConvOps(const std::vector<TensorDesc>& in, const std::vector<TensorDes
 
 class IntConvKernel : public Kernel, public IntegerOpsCost {
  public:
-  enum Mode { kConvInteger, kQLinearConv, kFused };
+  enum Mode { kConvInteger, kQLinearConv, kFused, kToFloat };
   IntConvKernel(const Node& n, ConvAttrs a, Mode mode) : node_(n), a_(std::move(a)), mode_(mode) {}
 
   Status InitFused(QdqFusion f) {
@@ -313,6 +313,13 @@ class IntConvKernel : public Kernel, public IntegerOpsCost {
     return Status::Ok();
   }
 
+  // kToFloat: ConvInteger's int32 result times the runtime scale (input 4), plus the bias.
+  void InitToFloat(std::vector<float> bias, bool relu) {
+    ep_.kind = Epilogue::kFloat;
+    ep_.fbias = std::move(bias);
+    ep_.relu = relu;
+  }
+
   Status Run(KernelContext& ctx) override {
     if (mode_ == kFused) {
       const Tensor* x = ctx.input(0);
@@ -322,14 +329,27 @@ class IntConvKernel : public Kernel, public IntegerOpsCost {
     const bool ql = mode_ == kQLinearConv;
     const Tensor* x = ctx.input(0);
     const Tensor* w = ctx.input(ql ? 3 : 1);
+    Epilogue ep;
+    if (mode_ == kToFloat) {
+      const Tensor* sc = ctx.input(4);
+      if (!sc || sc->dtype() != DataType::kFloat32 || sc->numel() != 1)
+        return NodeError(
+            node_, "the fused output scale must be one float32 value, got " +
+                       (sc ? std::string(DataTypeName(sc->dtype())) + " " + ShapeString(sc->shape())
+                           : std::string("nothing")));
+      ep = ep_;
+      ep.mult = {sc->data<float>()[0]};
+    }
     OPSCOPE_RETURN_IF_ERROR(CheckQuantInput(node_, "x", x));
     OPSCOPE_RETURN_IF_ERROR(CheckQuantInput(node_, "w", w));
     if (w->rank() < 3)
       return NodeError(node_, "weight 'w' has shape " + ShapeString(w->shape()) +
                                   "; expected [M, C/group, k...]");
     const int64_t OC = w->dim(0);
+    if (mode_ == kToFloat && ep.fbias.size() > 1 && static_cast<int64_t>(ep.fbias.size()) != OC)
+      return NodeError(node_, "the fused bias has " + std::to_string(ep.fbias.size()) +
+                                  " values for " + std::to_string(OC) + " output channels");
     std::vector<int32_t> xz, wz;
-    Epilogue ep;
     if (!ql) {
       OPSCOPE_RETURN_IF_ERROR(ReadZeroPoints(node_, "x", ctx.input(2), x->dtype(), 0, &xz));
       OPSCOPE_RETURN_IF_ERROR(ReadZeroPoints(node_, "w", ctx.input(3), w->dtype(), OC, &wz));
@@ -390,6 +410,7 @@ class IntConvKernel : public Kernel, public IntegerOpsCost {
   }
   double IntegerOps(const std::vector<TensorDesc>& in,
                     const std::vector<TensorDesc>& out) const override {
+    if (mode_ == kToFloat) return IntConvOps(in, out, 1);
     if (mode_ != kFused) return IntConvOps(in, out, mode_ == kQLinearConv ? 3 : 1);
     if (out.empty()) return 0;
     const double w_per_out =
@@ -657,6 +678,15 @@ StatusOr<std::unique_ptr<Kernel>> CreateQdqConv(const Node& node, QdqFusion fusi
   OPSCOPE_RETURN_IF_ERROR(ReadConvAttrs(node, false, &a));
   auto k = std::make_unique<IntConvKernel>(node, std::move(a), IntConvKernel::kFused);
   OPSCOPE_RETURN_IF_ERROR(k->InitFused(std::move(fusion)));
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+StatusOr<std::unique_ptr<Kernel>> CreateConvIntegerToFloat(const Node& node,
+                                                           std::vector<float> bias, bool relu) {
+  ConvAttrs a;
+  OPSCOPE_RETURN_IF_ERROR(ReadConvAttrs(node, false, &a));
+  auto k = std::make_unique<IntConvKernel>(node, std::move(a), IntConvKernel::kToFloat);
+  k->InitToFloat(std::move(bias), relu);
   return std::unique_ptr<Kernel>(std::move(k));
 }
 

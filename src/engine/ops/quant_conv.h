@@ -39,4 +39,12 @@ struct QdqFusion {
 StatusOr<std::unique_ptr<Kernel>> CreateQdqConv(const Node& node, QdqFusion fusion);
 StatusOr<std::unique_ptr<Kernel>> CreateQdqMatMul(const Node& node, QdqFusion fusion);
 
+// ConvInteger -> Cast(float) -> Mul(scale) [-> Add(bias)] [-> Relu] as ONNX Runtime's dynamic
+// quantizer writes it after DynamicQuantizeLinear (SessionImpl::FuseConvIntegerToFloat): the
+// ConvInteger node's four inputs, then the float scale as input 4 (a scalar at run time:
+// x_scale * w_scale); `bias` per output channel (or one value, or empty). The int32 accumulator
+// goes straight to float, so the int32 and the two float intermediates are never written.
+StatusOr<std::unique_ptr<Kernel>> CreateConvIntegerToFloat(const Node& node,
+                                                           std::vector<float> bias, bool relu);
+
 }  // namespace opscope::engine
