@@ -1,7 +1,7 @@
 // The operator kernel interface and registry.
 //
-// Adding an operator is one entry in ops/ops.def plus its code in an ops/ file:
-//   StatusOr<std::unique_ptr<Kernel>> Create_<OpType>(const Node& node);
+// Adding an operator is one row in ops/*.def (name, traits, activation: op_traits.h) plus its
+// code in an ops/ file:   StatusOr<std::unique_ptr<Kernel>> Create_<OpType>(const Node& node);
 // Create_ validates attributes (an error names the node) and returns the kernel. Run() receives
 // the input tensors, computes output shapes itself, obtains outputs with ctx.Output() (which hands
 // out memory from the planner's arena when the planned size fits) and fills them. Kernels may

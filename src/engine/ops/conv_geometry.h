@@ -1,5 +1,6 @@
 // Convolution attributes and geometry in ONNX terms (auto_pad, pads, strides, dilations),
-// shared by the float convolutions (conv.cc) and the integer ones (quant_conv.cc).
+// shared by the float convolutions (conv.cc, conv_transpose.cc) and the integer ones
+// (quant_conv.cc).
 #pragma once
 
 #include <cstdint>
@@ -28,5 +29,10 @@ Status ReadConvAttrs(const Node& n, bool transpose, ConvAttrs* a);
 // Resolves a forward convolution's geometry for spatial input dims `in` and kernel dims.
 Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t>& in,
                     const std::vector<int64_t>& kernel, Geometry* g);
+// Transposed geometry. `full[i]` is the unpadded transposed extent; `core[i]` the part of the
+// output the primitive produces (the rest is the bias-only tail).
+Status ConvTransposeGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t>& in,
+                             const std::vector<int64_t>& kernel, Geometry* g,
+                             std::vector<int64_t>* core);
 
 }  // namespace opscope::engine

@@ -1,0 +1,287 @@
+// The executor: graph inputs (SetInput, FillRandomInputs), Run (the planning run first, then
+// the planned runs), one step (RunStep, errors placed at the node), subgraphs run by their
+// control-flow parent (RunSubgraph), and CheckPlan, the invariant every active step relies on.
+// Observers see OnRunBegin, OnStepBegin/End per step (nested inside a parent's step for
+// subgraph steps) and OnRunEnd; with no observer the cost is one branch per step.
+#include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "engine/session_impl.h"
+
+namespace opscope::engine {
+
+Status SessionImpl::SetInput(const std::string& name, Tensor value) {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (input_specs_[i].name != name) continue;
+    const ValueSpec& spec = input_specs_[i];
+    if (value.dtype() != spec.dtype)
+      return InvalidArgument(path_ + ": input '" + name + "' has type " +
+                             DataTypeName(value.dtype()) + ", the model expects " +
+                             DataTypeName(spec.dtype));
+    if (value.shape() != spec.shape)
+      return InvalidArgument(path_ + ": input '" + name + "' has shape " +
+                             ShapeToString(value.shape()) + ", the model expects " +
+                             ShapeToString(spec.shape) + " (use --shape " + name + "=" +
+                             ShapeToString(value.shape()) + " if that dimension is symbolic)");
+    values_[inputs_[i]].tensor = std::move(value);
+    input_set_[i] = true;
+    return Status::Ok();
+  }
+  std::vector<std::string> names;
+  for (const auto& s : input_specs_) names.push_back(s.name);
+  return InvalidArgument(path_ + ": the model has no input '" + name +
+                         "' (inputs: " + Join(names, ", ") + ")");
+}
+
+Status SessionImpl::FillRandomInputs(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (input_set_[i]) continue;
+    const ValueSpec& spec = input_specs_[i];
+    Tensor t;
+    try {
+      t = Tensor(spec.dtype, spec.shape);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted(path_ + ": cannot allocate input '" + spec.name + "' of shape " +
+                               ShapeToString(spec.shape));
+    }
+    std::uniform_real_distribution<float> uf(-1.f, 1.f);
+    std::uniform_int_distribution<int> ui(0, 7);
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      switch (spec.dtype) {
+        case DataType::kFloat32:
+          t.data<float>()[k] = uf(rng);
+          break;
+        case DataType::kFloat64:
+          t.data<double>()[k] = uf(rng);
+          break;
+        case DataType::kInt64:
+          t.data<int64_t>()[k] = ui(rng);
+          break;
+        case DataType::kInt32:
+          t.data<int32_t>()[k] = ui(rng);
+          break;
+        case DataType::kBool:
+          t.data<uint8_t>()[k] = ui(rng) & 1;
+          break;
+        case DataType::kUint8:
+          t.data<uint8_t>()[k] = static_cast<uint8_t>(ui(rng));
+          break;
+        case DataType::kInt8:
+          t.data<int8_t>()[k] = static_cast<int8_t>(ui(rng));
+          break;
+        case DataType::kFloat16:
+          t.data<uint16_t>()[k] = 0x3c00;
+          break;  // 1.0
+      }
+    }
+    values_[inputs_[i]].tensor = std::move(t);
+    input_set_[i] = true;
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::RunStep(int s, bool planning) {
+  Step& st = steps_[s];
+  if (planning) ++st.plan_runs;
+  StepContext ctx(this, st, /*use_arena=*/!planning);
+  Status status = st.kernel->Run(ctx);
+  if (!status.ok()) {
+    const std::string& msg = status.message();
+    // Already placed (an error from inside a subgraph, passed up by its parent's kernel).
+    if (StartsWith(msg, path_ + ": ")) return status;
+    // Kernels prefix "node '...' (...)"; add the file. Others get the node too.
+    if (StartsWith(msg, "node '")) return Status(status.code(), path_ + ": " + msg);
+    return Status(status.code(), Where(st.nodes[0]) + ": " + msg);
+  }
+  return Status::Ok();
+}
+
+std::vector<int> SessionImpl::StepReads(const Step& st) const {
+  std::vector<int> reads = st.inputs;
+  for (int n : st.nodes)
+    reads.insert(reads.end(), node_captures_[n].begin(), node_captures_[n].end());
+  return reads;
+}
+
+Status SessionImpl::RunSubgraph(int graph, const std::vector<const Tensor*>& inputs,
+                                std::vector<Tensor>* outputs, bool planning) {
+  if (graph < 0 || graph >= static_cast<int>(subgraphs_.size()))
+    return Internal("no subgraph " + std::to_string(graph));
+  const Subgraph& sg = subgraphs_[graph];
+  if (inputs.size() != sg.inputs.size())
+    return InvalidArgument("subgraph '" + sg.name + "' takes " + std::to_string(sg.inputs.size()) +
+                           " inputs, " + std::to_string(inputs.size()) + " given");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i])
+      return InvalidArgument("subgraph '" + sg.name + "': input " + std::to_string(i) + " missing");
+    const Tensor& t = *inputs[i];
+    Value& v = values_[sg.inputs[i]];
+    v.tensor = Tensor::Borrow(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
+    if (planning) v.shape = t.shape(), v.dtype = t.dtype(), v.shape_recorded = true;
+  }
+  for (int s : sg.steps) {
+    if (!steps_[s].active) continue;
+    if (observer_) observer_->OnStepBegin(s);
+    Status status = RunStep(s, planning);
+    if (observer_) observer_->OnStepEnd(s);
+    if (!status.ok()) return status;
+  }
+  outputs->clear();
+  std::vector<int> moved;
+  for (int id : sg.outputs) {
+    Value& v = values_[id];
+    const bool own = v.subgraph == graph && v.producer >= 0 && !v.is_const &&
+                     std::find(moved.begin(), moved.end(), id) == moved.end();
+    if (own) {  // computed by this run of the subgraph: hand it over
+      if (planning) v.shape = v.tensor.shape(), v.dtype = v.tensor.dtype(), v.shape_recorded = true;
+      outputs->push_back(std::move(v.tensor));
+      v.tensor = Tensor();
+      moved.push_back(id);
+      continue;
+    }
+    if (v.tensor.empty_data() && v.tensor.numel() > 0)
+      return Internal("subgraph '" + sg.name + "': output '" + v.name + "' has no value");
+    Tensor copy;
+    try {
+      copy = Tensor(v.tensor.dtype(), v.tensor.shape());
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("cannot allocate a copy of subgraph output '" + v.name + "'");
+    }
+    if (v.tensor.nbytes() > 0) std::memcpy(copy.raw(), v.tensor.raw(), v.tensor.nbytes());
+    outputs->push_back(std::move(copy));
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::Run() {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!input_set_[i])
+      return InvalidArgument(path_ + ": input '" + input_specs_[i].name + "' was not set");
+  OPSCOPE_RETURN_IF_ERROR(plan_status_);
+  omp_set_num_threads(threads_);
+  bool planning = !planned_;
+  if (observer_) observer_->OnRunBegin(run_count_);
+  const int n = static_cast<int>(steps_.size());
+  for (int s = 0; s < n; ++s) {
+    Step& st = steps_[s];
+    if (!st.active || st.sub >= 0) continue;
+    if (observer_) observer_->OnStepBegin(s);
+    Status status = RunStep(s, planning);
+    if (observer_) observer_->OnStepEnd(s);
+    if (!status.ok()) return status;
+  }
+  if (observer_) observer_->OnRunEnd(run_count_);
+  ++run_count_;
+  if (planning) {
+    FinishPlanning();
+    plan_status_ = CheckPlan();
+    return plan_status_;
+  }
+  return Status::Ok();
+}
+
+// The executor's invariant, checked after fusion and again after the planning run's folding:
+// every value an active step reads is a graph input, a constant, or an output of an earlier
+// active step; the other inputs of a fused step's post-op nodes are constants; every graph
+// output is computed. A plan that breaks it (a fusion or folding bug) would run a kernel on an
+// empty tensor or return an empty output, so it is refused with an internal error instead.
+Status SessionImpl::CheckPlan() const {
+  std::vector<char> ready(values_.size(), 0);
+  for (size_t v = 0; v < values_.size(); ++v) ready[v] = values_[v].is_const || values_[v].is_input;
+  auto fail = [&](int node, const std::string& what) {
+    return Internal(Where(node) + ": internal error in the execution plan: " + what +
+                    "; please report it (--no-fuse may avoid it)");
+  };
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    if (!st.active || st.sub >= 0) continue;
+    if (st.nodes.empty() || !st.kernel)
+      return Internal(path_ + ": internal error in the execution plan: active step " +
+                      std::to_string(s) + " has no node or kernel; please report it");
+    for (int in : StepReads(st))
+      if (in >= 0 && !ready[in])
+        return fail(st.nodes[0],
+                    "it reads '" + values_[in].name + "', which no earlier step computes");
+    for (int g : node_graphs_[st.nodes[0]]) OPSCOPE_RETURN_IF_ERROR(CheckSubgraphPlan(g, ready));
+    // A fused node reads the previous node's output, constants, or a value of the step itself:
+    // one of its inputs or another of its nodes' outputs (QDQ steps: {op, DQ(x), Relu, Q}).
+    std::set<int> inside(st.inputs.begin(), st.inputs.end());
+    for (int m : st.nodes)
+      for (int o : nodes_[m].outputs) inside.insert(o);
+    for (size_t k = 1; k < st.nodes.size(); ++k) {
+      const Node& n = nodes_[st.nodes[k]];
+      const Node& prev = nodes_[st.nodes[k - 1]];
+      int chained = prev.outputs.empty() ? -1 : prev.outputs[0];
+      for (int in : n.inputs)
+        if (in >= 0 && in != chained && !values_[in].is_const && !inside.count(in))
+          return fail(st.nodes[k], "fused after '" + nodes_[st.nodes[0]].name + "', it reads '" +
+                                       values_[in].name + "', which is not a constant");
+    }
+    for (int out : st.outputs)
+      if (out >= 0) ready[out] = 1;
+  }
+  for (int out : outputs_)
+    if (!ready[out])
+      return Internal(path_ + ": internal error in the execution plan: graph output '" +
+                      values_[out].name + "' is not computed by any step" +
+                      (values_[out].producer >= 0
+                           ? " (it comes from node '" + nodes_[values_[out].producer].name + "')"
+                           : std::string()) +
+                      "; please report it (--no-fuse may avoid it)");
+  return Status::Ok();
+}
+
+// CheckPlan for one subgraph, given what is ready where its parent runs: every value a step
+// reads is a subgraph input, a constant, an output of an earlier step of the subgraph, or an
+// outer value ready before the parent; every subgraph output is computed.
+Status SessionImpl::CheckSubgraphPlan(int graph, std::vector<char> ready) const {
+  const Subgraph& sg = subgraphs_[graph];
+  for (int in : sg.inputs) ready[in] = 1;
+  for (int s : sg.steps) {
+    const Step& st = steps_[s];
+    if (!st.active) continue;
+    if (st.nodes.empty() || !st.kernel || st.sub != graph)
+      return Internal(path_ + ": internal error in the execution plan: step " + std::to_string(s) +
+                      " of subgraph '" + sg.name + "' is malformed; please report it");
+    for (int in : StepReads(st))
+      if (in >= 0 && !ready[in])
+        return Internal(Where(st.nodes[0]) + ": internal error in the execution plan: it reads '" +
+                        values_[in].name + "', which no earlier step of subgraph '" + sg.name +
+                        "' or of its enclosing graphs computes; please report it");
+    for (int g : node_graphs_[st.nodes[0]]) OPSCOPE_RETURN_IF_ERROR(CheckSubgraphPlan(g, ready));
+    for (int out : st.outputs)
+      if (out >= 0) ready[out] = 1;
+  }
+  for (int out : sg.outputs)
+    if (!ready[out])
+      return Internal(path_ + ": internal error in the execution plan: output '" +
+                      values_[out].name + "' of subgraph '" + sg.name +
+                      "' is not computed by any step; please report it");
+  return Status::Ok();
+}
+
+const Tensor* SessionImpl::Output(const std::string& name) const {
+  for (int id : outputs_)
+    if (values_[id].name == name) return &values_[id].tensor;
+  return nullptr;
+}
+
+std::vector<int> SessionImpl::WorkerThreadIds() {
+  std::vector<int> tids(static_cast<size_t>(threads_) + 1, 0);
+  tids[0] = static_cast<int>(syscall(SYS_gettid));
+#pragma omp parallel num_threads(threads_)
+  { tids[static_cast<size_t>(omp_get_thread_num()) + 1] = static_cast<int>(syscall(SYS_gettid)); }
+  std::sort(tids.begin(), tids.end());
+  tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
+  tids.erase(std::remove(tids.begin(), tids.end(), 0), tids.end());
+  return tids;
+}
+
+}  // namespace opscope::engine

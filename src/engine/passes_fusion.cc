@@ -1,0 +1,288 @@
+// The post-op fusion pass (SessionImpl::Fuse). After the pattern fusions (passes_patterns.cc),
+// each step whose anchor accepts post-ops (a convolution, MatMul, Gemm or an elementwise
+// arithmetic kernel) absorbs the chain of its sole consumers while they fit: a
+// BatchNormalization or a scalar/per-channel Mul/Add/Sub/Div folded into a Conv's weights and
+// bias, an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, a one-sided
+// Clip written as Max/Min with a constant) or MatMul's constant bias Add as a post-op of its
+// kernel. A fused step keeps the list of its source nodes.
+#include <cmath>
+#include <optional>
+
+#include "engine/op_traits.h"
+#include "engine/session_impl.h"
+
+namespace opscope::engine {
+
+int SessionImpl::SoleConsumer(int value) const {
+  const Value& v = values_[value];
+  if (v.is_output || v.consumers.size() != 1) return -1;
+  return v.consumers[0];
+}
+
+void SessionImpl::FuseBatchNorm(int conv, int bn) {
+  // W'[oc] = W[oc] * s,  B'[oc] = (B[oc] - mean) * s + beta,  s = gamma / sqrt(var + eps)
+  const Node& b = nodes_[bn];
+  const Tensor& gamma = values_[b.inputs[1]].tensor;
+  const Tensor& beta = values_[b.inputs[2]].tensor;
+  const Tensor& mean = values_[b.inputs[3]].tensor;
+  const Tensor& var = values_[b.inputs[4]].tensor;
+  const float eps = b.attrs.Float("epsilon", 1e-5f);
+  const int64_t oc = values_[nodes_[conv].inputs[1]].tensor.dim(0);
+  std::vector<float> scale(static_cast<size_t>(oc)), shift(static_cast<size_t>(oc));
+  for (int64_t o = 0; o < oc; ++o) {
+    scale[o] = gamma.data<float>()[o] / std::sqrt(var.data<float>()[o] + eps);
+    shift[o] = beta.data<float>()[o] - mean.data<float>()[o] * scale[o];
+  }
+  FoldConvScaleShift(conv, scale, shift, "bn_folded");
+}
+
+// W'[oc] = W[oc] * scale[oc],  B'[oc] = B[oc] * scale[oc] + shift[oc], as new constants (the old
+// ones may be shared with other nodes).
+void SessionImpl::FoldConvScaleShift(int conv, const std::vector<float>& scale,
+                                     const std::vector<float>& shift, const std::string& tag) {
+  Node& c = nodes_[conv];
+  const Tensor& w = values_[c.inputs[1]].tensor;
+  const int64_t oc = w.dim(0), per = w.numel() / oc;
+  Tensor nw(DataType::kFloat32, w.shape());
+  Tensor nb(DataType::kFloat32, {oc});
+  const Tensor* old_bias =
+      c.inputs.size() > 2 && c.inputs[2] >= 0 ? &values_[c.inputs[2]].tensor : nullptr;
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t k = 0; k < per; ++k)
+      nw.data<float>()[o * per + k] = w.data<float>()[o * per + k] * scale[o];
+    const float b0 = old_bias ? old_bias->data<float>()[o] : 0.f;
+    nb.data<float>()[o] = b0 * scale[o] + shift[o];
+  }
+  auto add_const = [&](const std::string& name, Tensor t) {
+    int id = static_cast<int>(values_.size());
+    values_.push_back(Value{});
+    values_.back().name = name;
+    values_.back().is_const = true;
+    values_.back().shape_static = true;
+    values_.back().tensor = std::move(t);
+    values_.back().consumers = {conv};
+    return id;
+  };
+  c.inputs[1] = add_const(c.name + "/W_" + tag, std::move(nw));
+  if (c.inputs.size() < 3) c.inputs.resize(3, -1);
+  c.inputs[2] = add_const(c.name + "/B_" + tag, std::move(nb));
+}
+
+// Mul/Add/Sub/Div of a Conv's output by a constant that is a scalar or one value per output
+// channel ([C,1,1], [1,C,1,1]): PaddleOCR's learnable affine blocks, decomposed BatchNorms and
+// hand-written scale/shift layers. Folded into the Conv's weights and bias when nothing but
+// weight folds happened to the step yet (never after an activation). Returns true if folded.
+bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
+  const Node& an = nodes_[steps_[s].nodes[0]];
+  if (an.op_type != "Conv" || an.inputs.size() < 2 || an.inputs[1] < 0) return false;
+  for (size_t k = 1; k < steps_[s].nodes.size(); ++k) {
+    const std::string& t = nodes_[steps_[s].nodes[k]].op_type;
+    if (t != "BatchNormalization" && !TraitsOf(t).arithmetic) return false;
+  }
+  const Value& wv = values_[an.inputs[1]];
+  if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return false;
+  if (an.inputs.size() > 2 && an.inputs[2] >= 0 &&
+      (!values_[an.inputs[2]].is_const ||
+       values_[an.inputs[2]].tensor.dtype() != DataType::kFloat32))
+    return false;
+  const Node& n = nodes_[consumer];
+  const std::string& t = n.op_type;
+  if (!TraitsOf(t).arithmetic || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+  const int x = steps_[s].outputs[0];
+  if (n.inputs[0] == n.inputs[1]) return false;
+  const int k_at = n.inputs[0] == x ? 1 : n.inputs[1] == x ? 0 : -1;
+  if (k_at < 0 || ((t == "Sub" || t == "Div") && k_at != 1)) return false;  // c - x, c / x: no
+  const int kv = n.inputs[k_at];
+  if (kv < 0 || !values_[kv].is_const) return false;
+  const Tensor& k = values_[kv].tensor;
+  const int64_t oc = wv.tensor.dim(0), rank = wv.tensor.rank();
+  if (k.dtype() != DataType::kFloat32 || k.rank() > rank) return false;
+  bool per_channel = false;
+  if (k.numel() != 1) {
+    // Right-aligned against the [N, C, spatial...] output: only the channel dim may be > 1.
+    for (int d = 0; d < k.rank(); ++d) {
+      const int64_t out_dim = rank - k.rank() + d;
+      if (k.dim(d) != 1 && (out_dim != 1 || k.dim(d) != oc)) return false;
+    }
+    per_channel = true;
+  }
+  std::vector<float> scale(static_cast<size_t>(oc), 1.f), shift(static_cast<size_t>(oc), 0.f);
+  for (int64_t o = 0; o < oc; ++o) {
+    const float v = k.data<float>()[per_channel ? o : 0];
+    if (t == "Mul")
+      scale[o] = v;
+    else if (t == "Div")
+      scale[o] = 1.f / v;
+    else if (t == "Add")
+      shift[o] = v;
+    else
+      shift[o] = -v;
+  }
+  if (t == "Div")
+    for (float v : scale)
+      if (!std::isfinite(v)) return false;
+  FoldConvScaleShift(steps_[s].nodes[0], scale, shift, "affine_folded");
+  return true;
+}
+
+bool SessionImpl::TryPostOp(int producer_step, int consumer) {
+  const Node& n = nodes_[consumer];
+  PostOp op{PostOpKind::kRelu};
+  const std::string& t = n.op_type;
+  if (const std::optional<PostOpKind> activation = TraitsOf(t).activation) {
+    // An activation of the op list (ops/*.def): its parameters are the node's attributes (with
+    // ONNX's defaults) or, for Clip from opset 11, its constant min/max inputs.
+    op.kind = *activation;
+    switch (op.kind) {
+      case PostOpKind::kLeakyRelu:
+        op.alpha = n.attrs.Float("alpha", 0.01f);
+        break;
+      case PostOpKind::kHardSigmoid:
+        op.alpha = n.attrs.Float("alpha", 0.2f);
+        op.beta = n.attrs.Float("beta", 0.5f);
+        break;
+      case PostOpKind::kClip:
+        op.alpha = -INFINITY;
+        op.beta = INFINITY;
+        if (n.opset < 11) {
+          op.alpha = n.attrs.Float("min", -3.4028234663852886e38f);
+          op.beta = n.attrs.Float("max", 3.4028234663852886e38f);
+        } else {
+          for (int k = 1; k <= 2; ++k) {
+            if (k >= static_cast<int>(n.inputs.size()) || n.inputs[k] < 0) continue;
+            const Value& v = values_[n.inputs[k]];
+            if (!v.is_const || v.tensor.dtype() != DataType::kFloat32 || v.tensor.numel() != 1)
+              return false;
+            (k == 1 ? op.alpha : op.beta) = v.tensor.data<float>()[0];
+          }
+        }
+        break;
+      default:  // Relu, Sigmoid, Tanh, HardSwish: no parameters
+        break;
+    }
+  } else if ((t == "Max" || t == "Min") && n.inputs.size() == 2) {
+    // Max/Min with one scalar constant is a one-sided Clip (tf2onnx writes a clamped LeakyRelu
+    // that way: Max(LeakyRelu(conv), [1,1,1,1] constant)). The constant must not widen the
+    // output: rank <= 1, or, after a convolution, no more than its weight's rank (the rank of
+    // its output; other shapes are not known before the planning run).
+    int prod_out = steps_[producer_step].outputs[0];
+    if (n.inputs[0] != prod_out && n.inputs[1] != prod_out) return false;
+    if (n.inputs[0] == n.inputs[1]) return false;
+    int other = n.inputs[0] == prod_out ? n.inputs[1] : n.inputs[0];
+    if (other < 0 || !values_[other].is_const) return false;
+    const Tensor& k = values_[other].tensor;
+    if (k.dtype() != DataType::kFloat32 || k.numel() != 1) return false;
+    if (k.rank() > 1) {
+      const Node& an = nodes_[steps_[producer_step].nodes[0]];
+      if ((an.op_type != "Conv" && an.op_type != "ConvTranspose") || an.inputs.size() < 2 ||
+          an.inputs[1] < 0 || !values_[an.inputs[1]].is_const ||
+          k.rank() > values_[an.inputs[1]].tensor.rank())
+        return false;
+    }
+    op.kind = PostOpKind::kClip;
+    op.alpha = t == "Max" ? k.data<float>()[0] : -INFINITY;
+    op.beta = t == "Max" ? INFINITY : k.data<float>()[0];
+  } else if (t == "Add") {
+    // MatMul + Add(bias): the bias must be a constant vector over the last dimension.
+    if (n.inputs.size() != 2) return false;  // a malformed Add is refused by its own kernel
+    if (nodes_[steps_[producer_step].nodes[0]].op_type != "MatMul" ||
+        steps_[producer_step].nodes.size() != 1)
+      return false;
+    int prod_out = steps_[producer_step].outputs[0];
+    int other = n.inputs[0] == prod_out ? n.inputs[1] : n.inputs[0];
+    if (other < 0 || !values_[other].is_const) return false;
+    const Tensor& b = values_[other].tensor;
+    if (b.dtype() != DataType::kFloat32) return false;
+    for (int i = 0; i + 1 < b.rank(); ++i)
+      if (b.dim(i) != 1) return false;
+    // Only a bias over the whole last dimension: MatMul's B must be constant and its last
+    // dimension must equal the bias length (an Add that broadcasts further is not a bias).
+    const Node& mm = nodes_[steps_[producer_step].nodes[0]];
+    if (mm.inputs.size() < 2 || mm.inputs[1] < 0 || !values_[mm.inputs[1]].is_const) return false;
+    const Tensor& w = values_[mm.inputs[1]].tensor;
+    if (w.rank() < 2 || b.numel() != w.dim(-1)) return false;
+    // The MatMul's output has rank >= rank(B) - 1 (rank(B) - 1 when A is a vector): a bias of
+    // higher rank would add leading dims that the fused step could not produce.
+    if (b.rank() > w.rank() - 1) return false;
+    op.kind = PostOpKind::kBiasAdd;
+    op.bias = &values_[other].tensor;
+  } else {
+    return false;
+  }
+  return steps_[producer_step].kernel->AddPostOp(op);
+}
+
+void SessionImpl::Fuse() {
+  FuseQdq();
+  FuseConvIntegerToFloat();
+  FuseGelu();
+  // Producers that accept post-ops (op trait kPostOpAnchor): the oneDNN ops, and the
+  // elementwise arithmetic kernels (a residual Add followed by Relu becomes one pass).
+  // HardSwish patterns are found first and fused after the post-op pass (which must not take
+  // their Add+Clip apart, and which makes a Conv+BatchNormalization the producer of their x).
+  const std::vector<UnaryPattern> hardswish = FindHardSwish();
+  std::vector<char> reserved(nodes_.size(), 0);
+  for (const UnaryPattern& hp : hardswish)
+    for (int n : hp.chain) reserved[n] = 1;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    // A step already absorbed into an earlier one (inactive, no nodes) anchors nothing.
+    if (!steps_[s].active || steps_[s].nodes.empty() || steps_[s].sub >= 0) continue;
+    int anchor = steps_[s].nodes[0];
+    if (reserved[anchor]) continue;
+    if (!TraitsOf(nodes_[anchor].op_type).post_op_anchor || steps_[s].outputs.empty() ||
+        steps_[s].outputs[0] < 0)
+      continue;
+    while (true) {
+      int out = steps_[s].outputs[0];
+      int c = SoleConsumer(out);
+      if (c < 0) break;
+      // Only a live single-node step later in the plan can be absorbed.
+      int cstep = node_step_[c];
+      if (cstep <= static_cast<int>(s) || !steps_[cstep].active || steps_[cstep].sub >= 0 ||
+          steps_[cstep].nodes.size() != 1 || steps_[cstep].nodes[0] != c)
+        break;
+      if (reserved[c]) break;
+      const Node& cn = nodes_[c];
+      bool ok = false;
+      if (cn.op_type == "BatchNormalization" && nodes_[anchor].op_type == "Conv" &&
+          steps_[s].nodes.size() == 1 && cn.inputs.size() >= 5 && cn.outputs.size() >= 1) {
+        const Node& an = nodes_[anchor];
+        bool consts = an.inputs.size() >= 2 && values_[an.inputs[1]].is_const &&
+                      values_[an.inputs[1]].tensor.dtype() == DataType::kFloat32 &&
+                      (an.inputs.size() < 3 || an.inputs[2] < 0 || values_[an.inputs[2]].is_const);
+        for (int k = 1; k <= 4; ++k)
+          consts = consts && cn.inputs[k] >= 0 && values_[cn.inputs[k]].is_const &&
+                   values_[cn.inputs[k]].tensor.numel() == values_[an.inputs[1]].tensor.dim(0);
+        bool extra_outputs = false;
+        for (size_t k = 1; k < cn.outputs.size(); ++k) extra_outputs |= cn.outputs[k] >= 0;
+        if (consts && !extra_outputs) {
+          FuseBatchNorm(anchor, c);
+          steps_[s].inputs = nodes_[anchor].inputs;
+          ok = true;
+        }
+      } else if (cn.outputs.size() >= 1) {
+        ok = TryFoldConvAffine(static_cast<int>(s), c);
+        if (ok)
+          steps_[s].inputs = nodes_[anchor].inputs;
+        else
+          ok = TryPostOp(static_cast<int>(s), c);
+      }
+      if (!ok) break;
+      int cs = node_step_[c];
+      steps_[cs].active = false;
+      steps_[cs].nodes.clear();
+      steps_[s].nodes.push_back(c);
+      steps_[s].outputs = {cn.outputs[0]};
+      node_step_[c] = static_cast<int>(s);
+      node_infos_[c].status = "fused";
+    }
+  }
+  FuseHardSwish(hardswish);
+  // Drop emptied steps, renumber.
+  std::vector<Step> kept;
+  for (Step& st : steps_)
+    if (!st.nodes.empty()) kept.push_back(std::move(st));
+  steps_ = std::move(kept);
+}
+
+}  // namespace opscope::engine

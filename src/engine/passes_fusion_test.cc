@@ -1,0 +1,132 @@
+// The fusion passes (passes_fusion.cc, passes_patterns.cc) run by themselves on graphs just
+// built and folded: which nodes end up in one step, what the folds rewrote. (session_test
+// checks that every fused result matches --no-fuse.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/testing/model_builder.h"
+#include "engine/testing/session_peer.h"
+
+namespace opscope::engine {
+namespace {
+
+using P = SessionImplPeer;
+using testing::ModelBuilder;
+using Steps = std::vector<std::vector<std::string>>;
+
+// LoadGraph, FoldConstantsAtLoad and MakeSteps: the steps as Fuse finds them.
+void Prepare(SessionImpl& s, ModelBuilder& b, const std::string& file) {
+  Status st = P::LoadGraph(s, b.Save(file));
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(P::FoldConstantsAtLoad(s).ok());
+  P::MakeSteps(s);
+}
+
+void ConvInputs(ModelBuilder& b, int c) {
+  b.Input("x", {1, c, 6, 6});
+  b.Init("w", {c, c, 3, 3}, testing::RandomFloats(c * c * 9, 1));
+  b.Init("bias", {c}, testing::RandomFloats(c, 2));
+}
+
+TEST(FusionPass, ConvBatchNormActivationBecomeOneStep) {
+  ModelBuilder b;
+  ConvInputs(b, 2);
+  b.Init("g", {2}, {1.5f, 0.5f});
+  b.Init("be", {2}, {0.1f, -0.2f});
+  b.Init("m", {2}, {0.3f, 0.4f});
+  b.Init("v", {2}, {1.f, 4.f});
+  b.Node("Conv", {"x", "w", "bias"}, {"c"}, "conv");
+  b.Node("BatchNormalization", {"c", "g", "be", "m", "v"}, {"n"}, "bn");
+  b.Node("LeakyRelu", {"n"}, {"y"}, "act");
+  b.Output("y", {1, 2, 4, 4});
+  SessionImpl s;
+  Prepare(s, b, "fuse_conv_bn.onnx");
+  EXPECT_EQ(P::ActiveSteps(s), Steps({{"conv"}, {"bn"}, {"act"}}));
+  P::Fuse(s);
+  EXPECT_EQ(P::ActiveSteps(s), Steps({{"conv", "bn", "act"}}));
+  EXPECT_EQ(P::node_infos(s)[P::NodeId(s, "bn")].status, "fused");
+  EXPECT_EQ(P::node_infos(s)[P::NodeId(s, "act")].status, "fused");
+  // The BatchNormalization is folded into new weight and bias constants of the Conv.
+  const Node& conv = P::nodes(s)[P::NodeId(s, "conv")];
+  EXPECT_EQ(P::values(s)[conv.inputs[1]].name, "conv/W_bn_folded");
+  EXPECT_EQ(P::values(s)[conv.inputs[2]].name, "conv/B_bn_folded");
+  const float s0 = 1.5f / std::sqrt(1.f + 1e-5f);
+  const Tensor& w0 = P::values(s)[P::ValueId(s, "w")].tensor;
+  EXPECT_FLOAT_EQ(P::values(s)[conv.inputs[1]].tensor.data<float>()[0], w0.data<float>()[0] * s0);
+  EXPECT_EQ(P::steps(s)[0].outputs, std::vector<int>({P::ValueId(s, "y")}));
+  P::IndexSteps(s);
+  EXPECT_TRUE(P::CheckPlan(s).ok());
+}
+
+// A residual Add anchors a chain (kPostOpAnchor); a Relu does not, and a Pow (elementwise but
+// no anchor) is not absorbed by one.
+TEST(FusionPass, OnlyAnchorsStartChains) {
+  ModelBuilder b;
+  b.Input("x", {1, 8});
+  b.Input("r", {1, 8});
+  b.Init("two", {}, {2});
+  b.Node("Add", {"x", "r"}, {"a"}, "add");
+  b.Node("Relu", {"a"}, {"b"}, "relu");
+  b.Node("Sigmoid", {"b"}, {"c"}, "sig");
+  b.Node("Pow", {"c", "two"}, {"y"}, "pow");
+  b.Output("y", {1, 8});
+  SessionImpl s;
+  Prepare(s, b, "fuse_anchor.onnx");
+  P::Fuse(s);
+  // Add takes Relu then Sigmoid as post-ops; Pow is no activation, so it stays a step.
+  EXPECT_EQ(P::ActiveSteps(s), Steps({{"add", "relu", "sig"}, {"pow"}}));
+}
+
+// Mul by a per-channel constant right after a Conv folds into the weights ("affine_folded");
+// a second reader of the Conv's output keeps everything apart.
+TEST(FusionPass, ConvAffineFoldsOnlyForSoleConsumer) {
+  for (bool shared : {false, true}) {
+    ModelBuilder b;
+    ConvInputs(b, 2);
+    b.Init("scale", {1, 2, 1, 1}, {2.f, -1.f});
+    b.Node("Conv", {"x", "w", "bias"}, {"c"}, "conv");
+    b.Node("Mul", {"c", "scale"}, {"y"}, "mul");
+    b.Output("y", {1, 2, 4, 4});
+    if (shared) b.Output("c", {1, 2, 4, 4});
+    SessionImpl s;
+    Prepare(s, b, shared ? "fuse_affine_shared.onnx" : "fuse_affine.onnx");
+    P::Fuse(s);
+    if (shared) {
+      EXPECT_EQ(P::ActiveSteps(s), Steps({{"conv"}, {"mul"}}));
+      continue;
+    }
+    EXPECT_EQ(P::ActiveSteps(s), Steps({{"conv", "mul"}}));
+    const Node& conv = P::nodes(s)[P::NodeId(s, "conv")];
+    EXPECT_EQ(P::values(s)[conv.inputs[1]].name, "conv/W_affine_folded");
+    const Tensor& nb = P::values(s)[conv.inputs[2]].tensor;
+    const Tensor& ob = P::values(s)[P::ValueId(s, "bias")].tensor;
+    EXPECT_FLOAT_EQ(nb.data<float>()[0], ob.data<float>()[0] * 2.f);
+    EXPECT_FLOAT_EQ(nb.data<float>()[1], -ob.data<float>()[1]);
+  }
+}
+
+// The erf Gelu, PyTorch's grouping: Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5.
+TEST(FusionPass, GeluPatternBecomesOneStep) {
+  ModelBuilder b;
+  b.Input("x", {2, 5});
+  b.Init("sqrt2", {}, {1.4142135f});
+  b.Init("one", {}, {1.f});
+  b.Init("half", {}, {0.5f});
+  b.Node("Div", {"x", "sqrt2"}, {"d"}, "div");
+  b.Node("Erf", {"d"}, {"e"}, "erf");
+  b.Node("Add", {"e", "one"}, {"a"}, "add");
+  b.Node("Mul", {"x", "a"}, {"m"}, "mul");
+  b.Node("Mul", {"m", "half"}, {"y"}, "half_mul");
+  b.Output("y", {2, 5});
+  SessionImpl s;
+  Prepare(s, b, "fuse_gelu.onnx");
+  P::FuseGelu(s);
+  EXPECT_EQ(P::ActiveSteps(s), Steps({{"div", "erf", "add", "mul", "half_mul"}}));
+  const Step& st = P::steps(s)[0];
+  EXPECT_EQ(st.inputs, std::vector<int>({P::ValueId(s, "x")}));
+  EXPECT_EQ(st.outputs, std::vector<int>({P::ValueId(s, "y")}));
+}
+
+}  // namespace
+}  // namespace opscope::engine
