@@ -8,6 +8,7 @@
 
 #include "base/files.h"
 #include "importers/importer.h"
+#include "importers/model_join.h"
 #include "importers/tensorrt/layer_info.h"
 #include "importers/tensorrt/layer_names.h"
 #include "profile/profile_io.h"
@@ -207,6 +208,28 @@ TEST(RealNvprof, SummaryFollowedByUnifiedMemoryTable) {
   EXPECT_EQ(p.ops[1].op_type, "memcpy");
 }
 
+// Published trtexec profiles (TensorRT 8.x) hold "<tensor> copy" layers: copies TensorRT
+// inserted (Concat inputs it could not write in place), named after the tensor.
+TEST(RealTensorRt, TensorCopyLayersAreInsertedByTensorRt) {
+  profile::Profile p = MustImport("trt8_tensor_copies.json", "tensorrt");
+  ASSERT_EQ(p.ops.size(), 5u);
+  EXPECT_EQ(trt::ParseLayerName("417 copy").kind, trt::LayerName::Kind::kCopy);
+  EXPECT_EQ(trt::ParseLayerName("backbone.conv1.relu copy").reformat_target, "backbone.conv1.relu");
+  EXPECT_EQ(trt::ParseLayerName("a + b copy").kind, trt::LayerName::Kind::kFused);
+  EXPECT_EQ(p.ops[1].op_type, "Copy");
+  EXPECT_EQ(p.ops[2].op_type, "Copy");
+  EXPECT_TRUE(p.ops[1].source_nodes.empty());
+  ModelJoinOptions o;
+  o.model_path = std::string(OPSCOPE_SOURCE_DIR) + "/models/bev_demo.onnx";
+  o.runtime = "TensorRT";
+  auto sum = JoinModel(&p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_TRUE(sum->unmatched.empty()) << sum->unmatched[0].first;  // before: both copies
+  const profile::OpRecord* copy = Op(p, "417 copy");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->attribution.rfind("inserted by TensorRT", 0), 0u) << copy->attribution;
+}
+
 // --- TFLite ---
 
 TEST(RealTflite, CurrentLayoutWithSubgraphsAndDelegateInternals) {
@@ -244,6 +267,42 @@ TEST(RealTflite, DelegateInternalTableAloneReadsNodeTypesWithSpaces) {
   ASSERT_EQ(p->ops.size(), 1u);
   EXPECT_EQ(p->ops[0].op_type, "Fully Connected (NC, F32) GEMM");
   EXPECT_DOUBLE_EQ(p->ops[0].runs_ms[0], 0.38);
+}
+
+// A log pasted from a terminal or a web page has no tabs left: columns are runs of spaces, and
+// XNNPACK's operator rows have spaces in their node types and names. [avg ms] is per call:
+// a row called 4 times a run takes 4 x avg.
+TEST(RealTflite, PastedWithoutTabsXnnpackOperatorRows) {
+  profile::Profile p = MustImport("tflite_pasted_spaces_xnnpack_ops.txt", "tflite");
+  ASSERT_EQ(p.ops.size(), 7u);  // the regular runs only, not the initialization table
+  EXPECT_EQ(p.ops[0].name, "images");
+  EXPECT_EQ(p.ops[1].op_type, "Convolution (NHWC, F32) IGEMM");
+  EXPECT_EQ(p.ops[1].name, "Delegate/Convolution (NHWC, F32) IGEMM:0");
+  EXPECT_DOUBLE_EQ(p.ops[1].runs_ms[0], 1.0);
+  EXPECT_EQ(p.ops[2].name, "Delegate/Convolution (NHWC, F32) DWConv:1");
+  EXPECT_DOUBLE_EQ(p.ops[2].runs_ms[0], 1.0);  // 0.25 ms x 4 calls: its 20%
+  EXPECT_NE(p.ops[2].attribution.find("4 calls per run"), std::string::npos);
+  // The same operator name in another delegate partition is another row.
+  EXPECT_EQ(p.ops[5].name, "Delegate/Convolution (NHWC, F32) DWConv:1 #2");
+  EXPECT_DOUBLE_EQ(p.ops[5].runs_ms[0], 0.2);
+  EXPECT_EQ(p.ops[6].name, "boxes, classes, scores, count");
+  double sum = 0;
+  for (const auto& op : p.ops) sum += op.runs_ms[0];
+  EXPECT_NEAR(sum, 5.0, 1e-9);  // the Timings average: every row's share adds up
+  EXPECT_EQ(p.meta.runs, 30);
+  ASSERT_EQ(p.e2e.runs_ms.size(), 1u);
+  EXPECT_DOUBLE_EQ(p.e2e.runs_ms[0], 5.0);
+}
+
+// An NNAPI delegate's nodes have no named outputs: "[]:21". They are named by type and index.
+TEST(RealTflite, NodesWithoutOutputNamesAreNamedByTypeAndIndex) {
+  profile::Profile p = MustImport("tflite_nnapi_unnamed_outputs.txt", "tflite");
+  ASSERT_EQ(p.ops.size(), 3u);
+  EXPECT_EQ(p.ops[0].name, "TfLiteNnapiDelegate:21");
+  EXPECT_EQ(p.ops[1].name, "AVERAGE_POOL_2D:9");
+  EXPECT_EQ(p.ops[2].name, "TfLiteNnapiDelegate:22");
+  EXPECT_DOUBLE_EQ(p.ops[2].runs_ms[0], 1.5);
+  EXPECT_EQ(p.meta.runs, 10);
 }
 
 // --- Arm NN ---
