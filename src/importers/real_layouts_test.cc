@@ -230,6 +230,41 @@ TEST(RealTensorRt, TensorCopyLayersAreInsertedByTensorRt) {
   EXPECT_EQ(copy->attribution.rfind("inserted by TensorRT", 0), 0u) << copy->attribution;
 }
 
+// --- nvprof ---
+
+// nvprof without --csv: the text summary people paste, every time with its unit, rows under a
+// Type until the next one, names with spaces.
+TEST(RealNvprof, TextSummaryWithUnitsAndTypes) {
+  profile::Profile p = MustImport("nvprof_text_summary.txt", "nvprof");
+  ASSERT_EQ(p.ops.size(), 5u);  // GPU activities only
+  EXPECT_EQ(p.ops[0].name, "void im2col_kernel<float>(int, float const *, int, float*)");
+  EXPECT_DOUBLE_EQ(p.ops[0].runs_ms[0], 1500.0);
+  EXPECT_EQ(p.ops[1].op_type, "kernel");
+  EXPECT_DOUBLE_EQ(p.ops[1].runs_ms[0], 900.0);
+  EXPECT_EQ(p.ops[2].op_type, "memcpy");
+  EXPECT_DOUBLE_EQ(p.ops[2].runs_ms[0], 450.0);
+  EXPECT_EQ(p.ops[3].op_type, "memset");
+  EXPECT_DOUBLE_EQ(p.ops[4].runs_ms[0], 0.3);
+  EXPECT_TRUE(HasDegradation(p, "API calls (2 rows)"));
+  // Releases without the Type column: every row is a GPU activity.
+  auto old = FromBytes(
+      "==7== Profiling result:\n"
+      "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+      " 80.00%  8.0000ms         2  4.0000ms  3.0000ms  5.0000ms  sgemm_kernel\n"
+      " 20.00%  2.0000ms         4  500.00us  400.00us  600.00us  [CUDA memcpy DtoH]\n",
+      "nvprof");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  ASSERT_EQ(old->ops.size(), 2u);
+  EXPECT_DOUBLE_EQ(old->ops[0].runs_ms[0], 8.0);
+  EXPECT_DOUBLE_EQ(old->ops[1].runs_ms[0], 2.0);
+  auto cut = FromBytes(
+      "==7== Profiling result:\n"
+      "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+      " 80.00%  8.0000ms         2  4.00\n",
+      "nvprof");
+  EXPECT_FALSE(cut.ok());
+}
+
 // --- TFLite ---
 
 TEST(RealTflite, CurrentLayoutWithSubgraphsAndDelegateInternals) {
