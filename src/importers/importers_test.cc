@@ -650,6 +650,7 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
                         {"real/tflite_nnapi_unnamed_outputs.txt", "tflite"},
                         {"real/trt8_tensor_copies.json", "tensorrt"},
                         {"real/nvprof_text_summary.txt", "nvprof"},
+                        {"real/nsys_2024_schema.sqlite", "nsys"},
                         {"real/armnn_1902_no_ids.json", "armnn"},
                         {"real/armnn_2102_start_stop.json", "armnn"},
                         {"real/ort_threadpool_stats.json", "ort"},

@@ -183,6 +183,39 @@ TEST(RealNsysStats, OnlyHostTablesIsOneClearError) {
       << p.status().message();
 }
 
+// --- Nsight Systems SQLite ---
+
+// The column set of the 2024-2026 exports (testdata/real/make_nsys_2024_schema.py): driver
+// calls share CUPTI_ACTIVITY_KIND_RUNTIME with runtime calls, NVTX domains are named by their
+// eventType 75 (domain create) events, per process.
+TEST(RealNsys, Schema2024DriverCallsAndNamedDomains) {
+  profile::Profile p = MustImport("nsys_2024_schema.sqlite", "nsys");
+  ASSERT_TRUE(p.gpu.has_value());
+  EXPECT_EQ(p.gpu->device_name, "NVIDIA Jetson AGX Orin");
+  ASSERT_EQ(p.gpu->api_calls.size(), 3u);
+  EXPECT_EQ(p.gpu->api_calls[0].name, "cuLaunchKernel");
+  EXPECT_EQ(p.gpu->api_calls[0].api, "driver");
+  EXPECT_EQ(p.gpu->api_calls[2].name, "cudaMemcpyAsync");
+  EXPECT_EQ(p.gpu->api_calls[2].api, "runtime");
+  ASSERT_EQ(p.ranges.size(), 3u);  // the domain-create event is not a range
+  EXPECT_EQ(p.ranges[0].name, "frame 0");
+  EXPECT_EQ(p.ranges[0].domain, "default");
+  EXPECT_EQ(p.ranges[1].name, "enqueue");
+  EXPECT_EQ(p.ranges[1].domain, "TensorRT");
+  EXPECT_EQ(p.ranges[2].name, "layer bev_pool");
+  EXPECT_EQ(p.ranges[2].depth, 2);
+  ASSERT_EQ(p.gpu->kernels.size(), 2u);
+  EXPECT_EQ(p.gpu->kernels[0].range, 2);  // launched inside "layer bev_pool"
+  EXPECT_EQ(p.gpu->kernels[0].tid, 7010);
+  EXPECT_EQ(p.gpu->kernels[0].dynamic_shared_bytes, 8192);
+  EXPECT_EQ(p.gpu->kernels[1].range, 1);
+  ASSERT_EQ(p.gpu->memcpys.size(), 1u);
+  EXPECT_EQ(p.gpu->memcpys[0].kind, "DtoH");
+  EXPECT_EQ(p.gpu->memcpys[0].bytes, 2097152);
+  EXPECT_FALSE(p.gpu->memcpys[0].pageable);  // dstKind 2: pinned
+  EXPECT_TRUE(p.gpu->memcpys[0].async);
+}
+
 // --- nvprof ---
 
 TEST(RealNvprof, GpuTraceThenApiTraceWithWarnings) {
