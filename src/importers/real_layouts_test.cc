@@ -360,6 +360,17 @@ TEST(RealTflite, PastedWithoutTabsXnnpackOperatorRows) {
   EXPECT_EQ(p.meta.runs, 30);
   ASSERT_EQ(p.e2e.runs_ms.size(), 1u);
   EXPECT_DOUBLE_EQ(p.e2e.runs_ms[0], 5.0);
+  // The same per-call reading in benchmark_model's own tab-separated layout.
+  auto tabs = FromBytes(
+      "============================== Run Order ==============================\n"
+      "\t[node type]\t[first]\t[avg ms]\t[%]\t[cdf%]\t[mem KB]\t[times called]\t[Name]\n"
+      "\tCONV_2D\t0.300\t0.250\t75.000%\t75.000%\t0.000\t3\t[body/conv]:4\n"
+      "\tWHILE\t0.260\t0.250\t25.000%\t100.000%\t0.000\t1\t[loop]:0\n\n",
+      "tflite");
+  ASSERT_TRUE(tabs.ok()) << tabs.status().message();
+  ASSERT_EQ(tabs->ops.size(), 2u);
+  EXPECT_DOUBLE_EQ(tabs->ops[0].runs_ms[0], 0.75);
+  EXPECT_DOUBLE_EQ(tabs->ops[1].runs_ms[0], 0.25);
 }
 
 // An NNAPI delegate's nodes have no named outputs: "[]:21". They are named by type and index.
