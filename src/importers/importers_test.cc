@@ -655,6 +655,8 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
                         {"real/trt8_tensor_copies.json", "tensorrt"},
                         {"real/nvprof_text_summary.txt", "nvprof"},
                         {"real/nsys_2024_schema.sqlite", "nsys"},
+                        {"real/perf_script_padded_comm_side_band.txt", "perf-script"},
+                        {"real/perf_script_fields_pid_tid_ns.txt", "perf-script"},
                         {"real/armnn_1902_no_ids.json", "armnn"},
                         {"real/armnn_2102_start_stop.json", "armnn"},
                         {"real/ort_threadpool_stats.json", "ort"},

@@ -216,6 +216,42 @@ TEST(RealNsys, Schema2024DriverCallsAndNamedDomains) {
   EXPECT_TRUE(p.gpu->memcpys[0].async);
 }
 
+// --- perf script ---
+
+// Without call graphs perf pads the command name to 16 columns ("%16s"), so sample lines start
+// with spaces; --show-mmap-events adds side-band lines between them.
+TEST(RealPerfScript, PaddedCommandNamesAndSideBandRecords) {
+  profile::Profile p = MustImport("perf_script_padded_comm_side_band.txt", "perf-script");
+  ASSERT_TRUE(p.samples.has_value());
+  const auto& s = *p.samples;
+  ASSERT_EQ(s.samples.size(), 3u);  // the PERF_RECORD_MMAP2 line is not a sample
+  EXPECT_EQ(s.samples[0].tid, 4100);
+  EXPECT_EQ(s.thread_names.at(4100), "worker");
+  EXPECT_EQ(s.thread_names.at(4101), "bev-preprocess-0");
+  ASSERT_EQ(s.samples[0].stack.size(), 1u);
+  EXPECT_EQ(s.frames[s.samples[0].stack[0]].function, "conv2d_nchw(float const*, float*, int)");
+  EXPECT_EQ(s.frames[s.samples[0].stack[0]].module, "infer");
+  EXPECT_EQ(s.frames[s.samples[2].stack[0]].function, "[unknown]");
+  EXPECT_EQ(s.event, "cpu-clock");
+  bool noted = false;
+  for (const auto& w : s.warnings) noted = noted || w.find("1 side-band records") == 0;
+  EXPECT_TRUE(noted);
+}
+
+// `perf script -F pid,tid,time,event,ip,sym,dso`: no command name, nanosecond timestamps.
+TEST(RealPerfScript, FieldsWithoutCommandName) {
+  profile::Profile p = MustImport("perf_script_fields_pid_tid_ns.txt", "perf-script");
+  ASSERT_TRUE(p.samples.has_value());
+  const auto& s = *p.samples;
+  ASSERT_EQ(s.samples.size(), 2u);
+  EXPECT_EQ(s.samples[0].pid, 4200);
+  EXPECT_EQ(s.samples[0].tid, 4201);
+  EXPECT_EQ(s.samples[1].time_ns - s.samples[0].time_ns, 500000);
+  ASSERT_EQ(s.samples[0].stack.size(), 3u);
+  EXPECT_EQ(s.frames[s.samples[0].stack[2]].function, "main");
+  EXPECT_EQ(s.event, "cycles");
+}
+
 // --- nvprof ---
 
 TEST(RealNvprof, GpuTraceThenApiTraceWithWarnings) {
