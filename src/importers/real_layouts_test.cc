@@ -320,12 +320,17 @@ TEST(RealNvprof, TextSummaryWithUnitsAndTypes) {
       "==7== Profiling result:\n"
       "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
       " 80.00%  8.0000ms         2  4.0000ms  3.0000ms  5.0000ms  sgemm_kernel\n"
-      " 20.00%  2.0000ms         4  500.00us  400.00us  600.00us  [CUDA memcpy DtoH]\n",
+      " 20.00%  2.0000ms         4  500.00us  400.00us  600.00us  [CUDA memcpy DtoH]\n"
+      "\n"
+      "==7== API calls:\n"
+      "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+      " 90.00%  90.000ms         3  30.000ms  5.0000us  89.000ms  cudaMalloc\n",
       "nvprof");
   ASSERT_TRUE(old.ok()) << old.status().message();
-  ASSERT_EQ(old->ops.size(), 2u);
+  ASSERT_EQ(old->ops.size(), 2u);  // cudaMalloc is in the API calls table
   EXPECT_DOUBLE_EQ(old->ops[0].runs_ms[0], 8.0);
   EXPECT_DOUBLE_EQ(old->ops[1].runs_ms[0], 2.0);
+  EXPECT_TRUE(HasDegradation(*old, "API calls (1 rows)"));
   auto cut = FromBytes(
       "==7== Profiling result:\n"
       "Time(%)      Time     Calls       Avg       Min       Max  Name\n"

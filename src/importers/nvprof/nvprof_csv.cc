@@ -92,7 +92,7 @@ double TextTimeMs(const std::string& v) {
 StatusOr<bool> ParseTextSummary(std::string_view text, const std::string& origin,
                                 profile::Profile* p) {
   bool in_table = false, found = false;
-  std::string type;
+  std::string type, section = "GPU activities";
   std::map<std::string, int> skipped;
   std::map<std::string, size_t> seen;
   size_t pos = 0, line_no = 0;
@@ -105,14 +105,22 @@ StatusOr<bool> ParseTextSummary(std::string_view text, const std::string& origin
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string where = origin + ":" + std::to_string(line_no);
     std::string t = Trim(line);
+    // Releases without a Type column print the API calls as a table of their own, under
+    // "==1234== API calls:" (after "==1234== Profiling result:" for the GPU activities).
+    if (StartsWith(t, "==")) {
+      in_table = false;  // the next "==1234== ..." section ends the table
+      if (t.find("API calls:") != std::string::npos) section = "API calls";
+      if (t.find("Profiling result:") != std::string::npos) section = "GPU activities";
+      continue;
+    }
     if (IsTextSummaryHeader(t)) {
       in_table = found = true;
-      type = "GPU activities";  // the default of releases without a Type column
+      type = section;
       continue;
     }
     if (!in_table) continue;
-    if (t.empty() || StartsWith(t, "==")) {
-      in_table = false;  // a blank line or the next "==1234== ..." section ends the table
+    if (t.empty()) {
+      in_table = false;
       continue;
     }
     // "GPU activities:", "API calls:", "OpenACC (excl):": a new Type for this and later rows.
