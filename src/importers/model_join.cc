@@ -75,8 +75,9 @@ int Resolve(const ModelGraph& g, std::string name) {
 
 // Rows the runtime inserted for itself (layout and device copies): no ONNX node, not unmatched.
 bool InsertedByRuntime(const profile::OpRecord& op) {
-  static const std::set<std::string> kTypes = {"Reformat",       "ReorderInput", "ReorderOutput",
-                                               "MemcpyFromHost", "MemcpyToHost", "CopyMemGeneric"};
+  static const std::set<std::string> kTypes = {
+      "Reformat",     "ReorderInput",   "ReorderOutput", "MemcpyFromHost",
+      "MemcpyToHost", "CopyMemGeneric", "Copy"};
   return kTypes.count(op.op_type) > 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/files.h"
 #include "importers/importer.h"
+#include "importers/model_join.h"
 #include "importers/tensorrt/layer_info.h"
 #include "importers/tensorrt/layer_names.h"
 #include "profile/profile_io.h"
@@ -182,6 +183,75 @@ TEST(RealNsysStats, OnlyHostTablesIsOneClearError) {
       << p.status().message();
 }
 
+// --- Nsight Systems SQLite ---
+
+// The column set of the 2024-2026 exports (testdata/real/make_nsys_2024_schema.py): driver
+// calls share CUPTI_ACTIVITY_KIND_RUNTIME with runtime calls, NVTX domains are named by their
+// eventType 75 (domain create) events, per process.
+TEST(RealNsys, Schema2024DriverCallsAndNamedDomains) {
+  profile::Profile p = MustImport("nsys_2024_schema.sqlite", "nsys");
+  ASSERT_TRUE(p.gpu.has_value());
+  EXPECT_EQ(p.gpu->device_name, "NVIDIA Jetson AGX Orin");
+  ASSERT_EQ(p.gpu->api_calls.size(), 3u);
+  EXPECT_EQ(p.gpu->api_calls[0].name, "cuLaunchKernel");
+  EXPECT_EQ(p.gpu->api_calls[0].api, "driver");
+  EXPECT_EQ(p.gpu->api_calls[2].name, "cudaMemcpyAsync");
+  EXPECT_EQ(p.gpu->api_calls[2].api, "runtime");
+  ASSERT_EQ(p.ranges.size(), 3u);  // the domain-create event is not a range
+  EXPECT_EQ(p.ranges[0].name, "frame 0");
+  EXPECT_EQ(p.ranges[0].domain, "default");
+  EXPECT_EQ(p.ranges[1].name, "enqueue");
+  EXPECT_EQ(p.ranges[1].domain, "TensorRT");
+  EXPECT_EQ(p.ranges[2].name, "layer bev_pool");
+  EXPECT_EQ(p.ranges[2].depth, 2);
+  ASSERT_EQ(p.gpu->kernels.size(), 2u);
+  EXPECT_EQ(p.gpu->kernels[0].range, 2);  // launched inside "layer bev_pool"
+  EXPECT_EQ(p.gpu->kernels[0].tid, 7010);
+  EXPECT_EQ(p.gpu->kernels[0].dynamic_shared_bytes, 8192);
+  EXPECT_EQ(p.gpu->kernels[1].range, 1);
+  ASSERT_EQ(p.gpu->memcpys.size(), 1u);
+  EXPECT_EQ(p.gpu->memcpys[0].kind, "DtoH");
+  EXPECT_EQ(p.gpu->memcpys[0].bytes, 2097152);
+  EXPECT_FALSE(p.gpu->memcpys[0].pageable);  // dstKind 2: pinned
+  EXPECT_TRUE(p.gpu->memcpys[0].async);
+}
+
+// --- perf script ---
+
+// Without call graphs perf pads the command name to 16 columns ("%16s"), so sample lines start
+// with spaces; --show-mmap-events adds side-band lines between them.
+TEST(RealPerfScript, PaddedCommandNamesAndSideBandRecords) {
+  profile::Profile p = MustImport("perf_script_padded_comm_side_band.txt", "perf-script");
+  ASSERT_TRUE(p.samples.has_value());
+  const auto& s = *p.samples;
+  ASSERT_EQ(s.samples.size(), 3u);  // the PERF_RECORD_MMAP2 line is not a sample
+  EXPECT_EQ(s.samples[0].tid, 4100);
+  EXPECT_EQ(s.thread_names.at(4100), "worker");
+  EXPECT_EQ(s.thread_names.at(4101), "bev-preprocess-0");
+  ASSERT_EQ(s.samples[0].stack.size(), 1u);
+  EXPECT_EQ(s.frames[s.samples[0].stack[0]].function, "conv2d_nchw(float const*, float*, int)");
+  EXPECT_EQ(s.frames[s.samples[0].stack[0]].module, "infer");
+  EXPECT_EQ(s.frames[s.samples[2].stack[0]].function, "[unknown]");
+  EXPECT_EQ(s.event, "cpu-clock");
+  bool noted = false;
+  for (const auto& w : s.warnings) noted = noted || w.find("1 side-band records") == 0;
+  EXPECT_TRUE(noted);
+}
+
+// `perf script -F pid,tid,time,event,ip,sym,dso`: no command name, nanosecond timestamps.
+TEST(RealPerfScript, FieldsWithoutCommandName) {
+  profile::Profile p = MustImport("perf_script_fields_pid_tid_ns.txt", "perf-script");
+  ASSERT_TRUE(p.samples.has_value());
+  const auto& s = *p.samples;
+  ASSERT_EQ(s.samples.size(), 2u);
+  EXPECT_EQ(s.samples[0].pid, 4200);
+  EXPECT_EQ(s.samples[0].tid, 4201);
+  EXPECT_EQ(s.samples[1].time_ns - s.samples[0].time_ns, 500000);
+  ASSERT_EQ(s.samples[0].stack.size(), 3u);
+  EXPECT_EQ(s.frames[s.samples[0].stack[2]].function, "main");
+  EXPECT_EQ(s.event, "cycles");
+}
+
 // --- nvprof ---
 
 TEST(RealNvprof, GpuTraceThenApiTraceWithWarnings) {
@@ -205,6 +275,68 @@ TEST(RealNvprof, SummaryFollowedByUnifiedMemoryTable) {
   ASSERT_EQ(p.ops.size(), 2u);
   EXPECT_DOUBLE_EQ(p.ops[0].runs_ms[0], 8.0);
   EXPECT_EQ(p.ops[1].op_type, "memcpy");
+}
+
+// Published trtexec profiles (TensorRT 8.x) hold "<tensor> copy" layers: copies TensorRT
+// inserted (Concat inputs it could not write in place), named after the tensor.
+TEST(RealTensorRt, TensorCopyLayersAreInsertedByTensorRt) {
+  profile::Profile p = MustImport("trt8_tensor_copies.json", "tensorrt");
+  ASSERT_EQ(p.ops.size(), 5u);
+  EXPECT_EQ(trt::ParseLayerName("417 copy").kind, trt::LayerName::Kind::kCopy);
+  EXPECT_EQ(trt::ParseLayerName("backbone.conv1.relu copy").reformat_target, "backbone.conv1.relu");
+  EXPECT_EQ(trt::ParseLayerName("a + b copy").kind, trt::LayerName::Kind::kFused);
+  EXPECT_EQ(p.ops[1].op_type, "Copy");
+  EXPECT_EQ(p.ops[2].op_type, "Copy");
+  EXPECT_TRUE(p.ops[1].source_nodes.empty());
+  ModelJoinOptions o;
+  o.model_path = std::string(OPSCOPE_SOURCE_DIR) + "/models/bev_demo.onnx";
+  o.runtime = "TensorRT";
+  auto sum = JoinModel(&p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_TRUE(sum->unmatched.empty()) << sum->unmatched[0].first;  // before: both copies
+  const profile::OpRecord* copy = Op(p, "417 copy");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->attribution.rfind("inserted by TensorRT", 0), 0u) << copy->attribution;
+}
+
+// --- nvprof ---
+
+// nvprof without --csv: the text summary people paste, every time with its unit, rows under a
+// Type until the next one, names with spaces.
+TEST(RealNvprof, TextSummaryWithUnitsAndTypes) {
+  profile::Profile p = MustImport("nvprof_text_summary.txt", "nvprof");
+  ASSERT_EQ(p.ops.size(), 5u);  // GPU activities only
+  EXPECT_EQ(p.ops[0].name, "void im2col_kernel<float>(int, float const *, int, float*)");
+  EXPECT_DOUBLE_EQ(p.ops[0].runs_ms[0], 1500.0);
+  EXPECT_EQ(p.ops[1].op_type, "kernel");
+  EXPECT_DOUBLE_EQ(p.ops[1].runs_ms[0], 900.0);
+  EXPECT_EQ(p.ops[2].op_type, "memcpy");
+  EXPECT_DOUBLE_EQ(p.ops[2].runs_ms[0], 450.0);
+  EXPECT_EQ(p.ops[3].op_type, "memset");
+  EXPECT_DOUBLE_EQ(p.ops[4].runs_ms[0], 0.3);
+  EXPECT_TRUE(HasDegradation(p, "API calls (2 rows)"));
+  // Releases without the Type column: every row is a GPU activity.
+  auto old = FromBytes(
+      "==7== Profiling result:\n"
+      "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+      " 80.00%  8.0000ms         2  4.0000ms  3.0000ms  5.0000ms  sgemm_kernel\n"
+      " 20.00%  2.0000ms         4  500.00us  400.00us  600.00us  [CUDA memcpy DtoH]\n"
+      "\n"
+      "==7== API calls:\n"
+      "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+      " 90.00%  90.000ms         3  30.000ms  5.0000us  89.000ms  cudaMalloc\n",
+      "nvprof");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  ASSERT_EQ(old->ops.size(), 2u);  // cudaMalloc is in the API calls table
+  EXPECT_DOUBLE_EQ(old->ops[0].runs_ms[0], 8.0);
+  EXPECT_DOUBLE_EQ(old->ops[1].runs_ms[0], 2.0);
+  EXPECT_TRUE(HasDegradation(*old, "API calls (1 rows)"));
+  auto cut = FromBytes(
+      "==7== Profiling result:\n"
+      "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+      " 80.00%  8.0000ms         2  4.00\n",
+      "nvprof");
+  EXPECT_FALSE(cut.ok());
 }
 
 // --- TFLite ---
@@ -244,6 +376,53 @@ TEST(RealTflite, DelegateInternalTableAloneReadsNodeTypesWithSpaces) {
   ASSERT_EQ(p->ops.size(), 1u);
   EXPECT_EQ(p->ops[0].op_type, "Fully Connected (NC, F32) GEMM");
   EXPECT_DOUBLE_EQ(p->ops[0].runs_ms[0], 0.38);
+}
+
+// A log pasted from a terminal or a web page has no tabs left: columns are runs of spaces, and
+// XNNPACK's operator rows have spaces in their node types and names. [avg ms] is per call:
+// a row called 4 times a run takes 4 x avg.
+TEST(RealTflite, PastedWithoutTabsXnnpackOperatorRows) {
+  profile::Profile p = MustImport("tflite_pasted_spaces_xnnpack_ops.txt", "tflite");
+  ASSERT_EQ(p.ops.size(), 7u);  // the regular runs only, not the initialization table
+  EXPECT_EQ(p.ops[0].name, "images");
+  EXPECT_EQ(p.ops[1].op_type, "Convolution (NHWC, F32) IGEMM");
+  EXPECT_EQ(p.ops[1].name, "Delegate/Convolution (NHWC, F32) IGEMM:0");
+  EXPECT_DOUBLE_EQ(p.ops[1].runs_ms[0], 1.0);
+  EXPECT_EQ(p.ops[2].name, "Delegate/Convolution (NHWC, F32) DWConv:1");
+  EXPECT_DOUBLE_EQ(p.ops[2].runs_ms[0], 1.0);  // 0.25 ms x 4 calls: its 20%
+  EXPECT_NE(p.ops[2].attribution.find("4 calls per run"), std::string::npos);
+  // The same operator name in another delegate partition is another row.
+  EXPECT_EQ(p.ops[5].name, "Delegate/Convolution (NHWC, F32) DWConv:1 #2");
+  EXPECT_DOUBLE_EQ(p.ops[5].runs_ms[0], 0.2);
+  EXPECT_EQ(p.ops[6].name, "boxes, classes, scores, count");
+  double sum = 0;
+  for (const auto& op : p.ops) sum += op.runs_ms[0];
+  EXPECT_NEAR(sum, 5.0, 1e-9);  // the Timings average: every row's share adds up
+  EXPECT_EQ(p.meta.runs, 30);
+  ASSERT_EQ(p.e2e.runs_ms.size(), 1u);
+  EXPECT_DOUBLE_EQ(p.e2e.runs_ms[0], 5.0);
+  // The same per-call reading in benchmark_model's own tab-separated layout.
+  auto tabs = FromBytes(
+      "============================== Run Order ==============================\n"
+      "\t[node type]\t[first]\t[avg ms]\t[%]\t[cdf%]\t[mem KB]\t[times called]\t[Name]\n"
+      "\tCONV_2D\t0.300\t0.250\t75.000%\t75.000%\t0.000\t3\t[body/conv]:4\n"
+      "\tWHILE\t0.260\t0.250\t25.000%\t100.000%\t0.000\t1\t[loop]:0\n\n",
+      "tflite");
+  ASSERT_TRUE(tabs.ok()) << tabs.status().message();
+  ASSERT_EQ(tabs->ops.size(), 2u);
+  EXPECT_DOUBLE_EQ(tabs->ops[0].runs_ms[0], 0.75);
+  EXPECT_DOUBLE_EQ(tabs->ops[1].runs_ms[0], 0.25);
+}
+
+// An NNAPI delegate's nodes have no named outputs: "[]:21". They are named by type and index.
+TEST(RealTflite, NodesWithoutOutputNamesAreNamedByTypeAndIndex) {
+  profile::Profile p = MustImport("tflite_nnapi_unnamed_outputs.txt", "tflite");
+  ASSERT_EQ(p.ops.size(), 3u);
+  EXPECT_EQ(p.ops[0].name, "TfLiteNnapiDelegate:21");
+  EXPECT_EQ(p.ops[1].name, "AVERAGE_POOL_2D:9");
+  EXPECT_EQ(p.ops[2].name, "TfLiteNnapiDelegate:22");
+  EXPECT_DOUBLE_EQ(p.ops[2].runs_ms[0], 1.5);
+  EXPECT_EQ(p.meta.runs, 10);
 }
 
 // --- Arm NN ---

@@ -12,7 +12,8 @@
 //   CUPTI_ACTIVITY_KIND_MEMSET  start, end, deviceId, streamId, correlationId, bytes
 //   CUPTI_ACTIVITY_KIND_RUNTIME start, end, globalTid, correlationId, nameId
 //   NVTX_EVENTS                 start, end, eventType (59 push/pop, 60 start/end), text or
-//                               textId, globalTid, domainId
+//                               textId, globalTid, domainId; eventType 75 (domain created)
+//                               names a domain (text), per process
 //   TARGET_INFO_GPU             name (the device)
 // globalTid packs the process and thread ids: tid = globalTid & 0xFFFFFF, pid = bits 24..47.
 // Tables a capture lacks (no CUDA API tracing, no NVTX) are simply absent. Times are ns.
@@ -236,7 +237,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
                        name.find_first_not_of("0123456789", v + 2) == std::string::npos)
                      name = name.substr(0, v);
                    a.name = name;
-                   a.api = "runtime";
+                   // The table holds driver calls too (cuLaunchKernel, cuModuleLoadData).
+                   a.api =
+                       StartsWith(name, "cu") && !StartsWith(name, "cuda") ? "driver" : "runtime";
                    launcher[a.correlation_id] = a.tid;
                    g.api_calls.push_back(std::move(a));
                  })
@@ -257,6 +260,20 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     std::string text = cols.count("text") ? "text" : "NULL";
     std::string text_id = cols.count("textId") ? "textId" : "NULL";
     std::string domain = cols.count("domainId") ? "domainId" : "0";
+    // Domain names: each nvtxDomainCreate is an event of type 75 whose text is the name; domain
+    // ids are per process (the pid bits of globalTid).
+    std::map<std::pair<int64_t, int64_t>, std::string> domain_names;
+    if (cols.count("domainId"))
+      (void)db.Query("SELECT domainId, globalTid, " + text + ", " + text_id +
+                         " FROM NVTX_EVENTS WHERE eventType = 75",
+                     [&](sqlite3_stmt* s) {
+                       std::string n = sqlite3_column_type(s, 2) == SQLITE_NULL
+                                           ? str(sqlite3_column_int64(s, 3))
+                                           : Text(s, 2);
+                       if (!n.empty())
+                         domain_names[{(sqlite3_column_int64(s, 1) >> 24) & 0xFFFFFF,
+                                       sqlite3_column_int64(s, 0)}] = n;
+                     });
     OPSCOPE_RETURN_IF_ERROR(
         db.Query(
               "SELECT start, end, eventType, " + text + ", " + text_id + ", globalTid, " + domain +
@@ -270,9 +287,12 @@ StatusOr<profile::Profile> Parse(const Source& src) {
                 r.name = sqlite3_column_type(s, 3) == SQLITE_NULL ? str(sqlite3_column_int64(s, 4))
                                                                   : Text(s, 3);
                 r.tid = static_cast<int32_t>(sqlite3_column_int64(s, 5) & 0xFFFFFF);
-                r.domain = sqlite3_column_int64(s, 6) == 0
-                               ? "default"
-                               : "domain " + std::to_string(sqlite3_column_int64(s, 6));
+                const int64_t dom = sqlite3_column_int64(s, 6);
+                auto named =
+                    domain_names.find({(sqlite3_column_int64(s, 5) >> 24) & 0xFFFFFF, dom});
+                r.domain = dom == 0                      ? "default"
+                           : named != domain_names.end() ? named->second
+                                                         : "domain " + std::to_string(dom);
                 p.ranges.push_back(std::move(r));
               })
             .WithPrefix(origin));

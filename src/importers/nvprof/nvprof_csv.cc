@@ -14,8 +14,19 @@
 //   [115]",115
 //
 // The second line of each table gives the unit of every column; values are converted with it.
+// Without --csv nvprof prints the summary as text (what people paste into issues), each time
+// with its unit, continuation rows under the same Type:
+//
+//   ==1234== Profiling result:
+//               Type  Time(%)      Time     Calls       Avg       Min       Max  Name
+//    GPU activities:   45.12%  12.345ms       100  123.45us  110.10us  150.00us  conv_kernel(...)
+//                      10.00%  2.7360ms         1  2.7360ms  2.7360ms  2.7360ms  [CUDA memcpy HtoD]
+//         API calls:   60.00%  100.00ms         3  33.333ms  1.0000us  90.000ms  cudaMalloc
+//
+// and that text is read too (older releases have no Type column there either).
 // Older releases have no "Type" column in the summary. The summary becomes one row per GPU
 // activity (its total time; nvprof keeps no per-run split); the trace becomes the gpu section.
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -27,7 +38,20 @@
 namespace opscope::importers {
 namespace {
 
+// "Time(%)      Time     Calls       Avg       Min       Max  Name": the text summary's header.
+bool IsTextSummaryHeader(std::string_view line) {
+  std::vector<std::string> w = Split(line, ' ', true);
+  if (!w.empty() && w[0] == "Type") w.erase(w.begin());
+  return w == std::vector<std::string>{"Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"};
+}
+
 int Sniff(std::string_view head, const std::string&) {
+  if (head.find("Profiling result:") != std::string_view::npos &&
+      head.find("Time(%)") != std::string_view::npos &&
+      head.find("\"Time(%)\"") == std::string_view::npos &&
+      (head.find("GPU activities:") != std::string_view::npos ||
+       head.find("  Calls  ") != std::string_view::npos))
+    return kSniffCertain;  // the text summary
   bool nvprof = head.find("==PROF== ") != std::string_view::npos ||
                 (head.find("==") != std::string_view::npos &&
                  head.find("NVPROF is profiling") != std::string_view::npos);
@@ -52,6 +76,93 @@ double SizeScale(const std::string& u) {
   if (u == "MB") return 1024.0 * 1024;
   if (u == "GB") return 1024.0 * 1024 * 1024;
   return std::nan("");
+}
+
+// "1.72898s", "61.398us", "136.00ns" -> ms (NaN when not a time).
+double TextTimeMs(const std::string& v) {
+  size_t u = v.find_first_not_of("0123456789.eE+-");
+  if (u == 0 || u == std::string::npos) return std::nan("");
+  double x = 0;
+  if (!ParseDouble(v.substr(0, u), &x)) return std::nan("");
+  return x * TimeScale(v.substr(u));
+}
+
+// The text summary (nvprof without --csv): GPU activity rows become ops, API calls and other
+// sections are counted in a note. Returns false when the text has no such table.
+StatusOr<bool> ParseTextSummary(std::string_view text, const std::string& origin,
+                                profile::Profile* p) {
+  bool in_table = false, found = false;
+  std::string type, section = "GPU activities";
+  std::map<std::string, int> skipped;
+  std::map<std::string, size_t> seen;
+  size_t pos = 0, line_no = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string line(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string where = origin + ":" + std::to_string(line_no);
+    std::string t = Trim(line);
+    // Releases without a Type column print the API calls as a table of their own, under
+    // "==1234== API calls:" (after "==1234== Profiling result:" for the GPU activities).
+    if (StartsWith(t, "==")) {
+      in_table = false;  // the next "==1234== ..." section ends the table
+      if (t.find("API calls:") != std::string::npos) section = "API calls";
+      if (t.find("Profiling result:") != std::string::npos) section = "GPU activities";
+      continue;
+    }
+    if (IsTextSummaryHeader(t)) {
+      in_table = found = true;
+      type = section;
+      continue;
+    }
+    if (!in_table) continue;
+    if (t.empty()) {
+      in_table = false;
+      continue;
+    }
+    // "GPU activities:", "API calls:", "OpenACC (excl):": a new Type for this and later rows.
+    if (size_t colon = t.find(':'); colon != std::string::npos) {
+      std::string before = Trim(std::string_view(t).substr(0, colon));
+      std::string after = Trim(std::string_view(t).substr(colon + 1));
+      if (!before.empty() && !std::isdigit(static_cast<unsigned char>(before[0])) &&
+          before.find('%') == std::string::npos && !after.empty() &&
+          std::isdigit(static_cast<unsigned char>(after[0]))) {
+        type = before;
+        t = after;
+      }
+    }
+    std::vector<std::string> w = Split(t, ' ', true);
+    if (w.size() < 7 || w[0].empty() || w[0].back() != '%')
+      return DataLoss(where + ": not a row of the nvprof summary (expected Time(%), Time, Calls, " +
+                      "Avg, Min, Max and a Name; truncated or edited output?)");
+    if (type != "GPU activities") {
+      ++skipped[type];
+      continue;
+    }
+    const double total = TextTimeMs(w[1]), avg = TextTimeMs(w[3]);
+    int64_t calls = 0;
+    if (!std::isfinite(total) || !std::isfinite(avg) || !ParseInt64(w[2], &calls) || calls < 0)
+      return DataLoss(where + ": Time '" + w[1] + "', Calls '" + w[2] + "' or Avg '" + w[3] +
+                      "' is not a time with its unit (s, ms, us, ns) or a count");
+    OPSCOPE_RETURN_IF_ERROR(util::CheckTime(total, where, "Time"));
+    std::string name = w[6];
+    for (size_t i = 7; i < w.size(); ++i) name += " " + w[i];
+    if (seen.count(name)) continue;
+    seen[name] = p->ops.size();
+    p->ops.push_back(GpuTotalOp(
+        name, static_cast<int>(p->ops.size()), total,
+        "nvprof total over " + std::to_string(calls) + " calls (average " + HumanMs(avg) + ")"));
+  }
+  if (!found) return false;
+  std::vector<std::string> notes;
+  for (const auto& [what, n] : skipped) notes.push_back(what + " (" + std::to_string(n) + " rows)");
+  if (!notes.empty())
+    p->meta.degradations.push_back("rows that are not GPU activities were skipped: " +
+                                   Join(notes, ", "));
+  return true;
 }
 
 StatusOr<profile::Profile> Parse(const Source& src) {
@@ -211,10 +322,15 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       p.gpu->kernels.push_back(std::move(k));
     }
   }
+  if (!saw_table) {
+    OPSCOPE_ASSIGN_OR_RETURN(bool text_summary, ParseTextSummary(text, origin, &p));
+    saw_table = text_summary;
+  }
   if (!saw_table)
     return DataLoss(origin +
                     ": no nvprof CSV table (\"Type\",\"Time(%)\",... or \"Start\","
-                    "\"Duration\",...); write it with nvprof --csv --log-file FILE");
+                    "\"Duration\",...) and no text summary (\"Type  Time(%)  Time  Calls ...\"); "
+                    "write it with nvprof --csv --log-file FILE");
   if (p.ops.empty() && (!p.gpu || (p.gpu->kernels.empty() && p.gpu->memcpys.empty() &&
                                    p.gpu->memsets.empty() && p.gpu->api_calls.empty())))
     return DataLoss(origin + ": the nvprof table has no GPU activity rows");

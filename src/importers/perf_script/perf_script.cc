@@ -6,7 +6,11 @@
 //   \t<ip> <sym>+<off> (<dso>)        one line per frame, leaf first (with -g)
 //   <blank line>
 // The command name may contain spaces, so the header is read from the timestamp, the first
-// "<digits>.<digits>:" token. Symbols may contain spaces too (demangled C++), so a frame's dso is
+// "<digits>.<digits>:" token. Without call graphs perf pads the command name to 16 columns
+// ("%16s"), so those header lines start with spaces, like frame lines: a line is a header when
+// it reads as one. `perf script -F pid,tid,time,...` leaves the command name out. Side-band
+// records (`--show-mmap-events` and friends: "... PERF_RECORD_MMAP2 ...") are skipped and
+// counted. Symbols may contain spaces too (demangled C++), so a frame's dso is
 // the last parenthesised group. "[unknown]" stays as it is.
 #include <algorithm>
 #include <cctype>
@@ -60,7 +64,7 @@ bool ParseHeader(std::string_view line, Header* h) {
   size_t ti = 0;
   for (; ti < tok.size(); ++ti)
     if (IsTimestamp(tok[ti])) break;
-  if (ti == tok.size() || ti < 2) return false;
+  if (ti == tok.size() || ti < 1) return false;
   // Before the time: comm (maybe with spaces), pid[/tid], optional [cpu].
   size_t k = ti - 1;
   if (tok[k].size() > 2 && tok[k].front() == '[' && tok[k].back() == ']') {
@@ -76,7 +80,6 @@ bool ParseHeader(std::string_view line, Header* h) {
   } else if (!ParseInt64(ids.substr(0, slash), &pid) || !ParseInt64(ids.substr(slash + 1), &tid)) {
     return false;
   }
-  if (k == 0) return false;
   h->pid = static_cast<int32_t>(pid);
   h->tid = static_cast<int32_t>(tid);
   size_t comm_end = static_cast<size_t>(tok[k].data() - line.data());
@@ -153,9 +156,10 @@ int Sniff(std::string_view head, const std::string&) {
     std::string_view line = head.substr(pos, nl - pos);
     pos = nl + 1;
     ++lines;
-    if (line.empty() || line[0] == '#') continue;
+    if (line.empty() || line[0] == '#' || line.find(" PERF_RECORD_") != std::string_view::npos)
+      continue;
     Header h;
-    if (line[0] != ' ' && line[0] != '\t' && ParseHeader(line, &h)) {
+    if (line[0] != '\t' && ParseHeader(line, &h)) {
       size_t nl2 = head.find('\n', pos);
       std::string_view next =
           head.substr(pos, nl2 == std::string_view::npos ? head.npos : nl2 - pos);
@@ -183,7 +187,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   };
   std::map<std::string, size_t> events;
   profile::Sample* cur = nullptr;
-  size_t pos = 0, line_no = 0, bad_lines = 0;
+  size_t pos = 0, line_no = 0, bad_lines = 0, side_band = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
@@ -196,7 +200,14 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       continue;
     }
     if (line[0] == '#') continue;
-    if (line[0] == ' ' || line[0] == '\t') {
+    Header h;
+    const bool header = line[0] != '\t' && ParseHeader(line, &h);
+    if (!header && line.find(" PERF_RECORD_") != std::string_view::npos) {
+      ++side_band;  // "java 215881 750014.947971: PERF_RECORD_MMAP2 215879/215895: [...]"
+      cur = nullptr;
+      continue;
+    }
+    if (!header && (line[0] == ' ' || line[0] == '\t')) {
       profile::Frame f;
       if (!cur || !ParseFrame(line, &f)) {
         ++bad_lines;
@@ -208,8 +219,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       cur->stack.push_back(intern(f));
       continue;
     }
-    Header h;
-    if (!ParseHeader(line, &h)) {
+    if (!header) {
       if (s.samples.empty())
         return DataLoss(origin + ":" + std::to_string(line_no) +
                         ": not a perf script sample header (\"comm pid [cpu] time: period "
@@ -253,6 +263,10 @@ StatusOr<profile::Profile> Parse(const Source& src) {
            : base == "cycles"                            ? "cycles"
                                                          : "events";
   s.call_graph = "perf script";
+  if (side_band)
+    s.warnings.push_back(std::to_string(side_band) +
+                         " side-band records (PERF_RECORD_MMAP2, ...: perf script "
+                         "--show-*-events) were skipped");
   if (bad_lines)
     s.warnings.push_back(std::to_string(bad_lines) + " lines of " + origin +
                          " could not be read as samples or frames and were skipped");

@@ -47,8 +47,14 @@ StatusOr<LayerInfo> ParseLayerInfo(std::string_view text, const std::string& ori
       e.name = l.get<std::string>();
     } else if (l.is_object() && l.contains("Name") && l["Name"].is_string()) {
       e.name = l["Name"].get<std::string>();
+      // ParameterType is the layer's kind (Convolution, Pooling, Shuffle, Reformat); LayerType
+      // its implementation (CaskConvolution, CaskPooling, PointWiseV2, Myelin), the only one
+      // some layers have. TensorRT's own engine explorer reads them the same way.
       if (l.contains("LayerType") && l["LayerType"].is_string())
-        e.type = l["LayerType"].get<std::string>();
+        e.implementation = l["LayerType"].get<std::string>();
+      if (l.contains("ParameterType") && l["ParameterType"].is_string())
+        e.type = l["ParameterType"].get<std::string>();
+      if (e.type.empty()) e.type = e.implementation;
       if (l.contains("TacticName") && l["TacticName"].is_string())
         e.tactic = l["TacticName"].get<std::string>();
       if (l.contains("Metadata") && l["Metadata"].is_string())
@@ -89,7 +95,12 @@ Status ApplyLayerInfo(const LayerInfo& info, profile::Profile* p) {
       for (auto& s : *shapes)
         for (auto& d : s)
           if (d < 0) d = 0;
-    if (!e.tactic.empty()) op.attribution += "; tactic " + e.tactic;
+    if (!e.tactic.empty())
+      op.attribution +=
+          "; " +
+          (e.implementation.empty() || e.implementation == e.type ? std::string()
+                                                                  : e.implementation + " ") +
+          "tactic " + e.tactic;
     if (!e.onnx_nodes.empty()) op.source_nodes = e.onnx_nodes;  // exact, better than the name
     if (!e.formats.empty()) op.layout = e.formats;
   }

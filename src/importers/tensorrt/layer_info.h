@@ -21,6 +21,7 @@ namespace opscope::importers::trt {
 
 struct LayerInfoEntry {
   std::string name, type, tactic;
+  std::string implementation;  // LayerType ("CaskConvolution"); type is ParameterType when given
   std::vector<std::string> onnx_nodes;  // from Metadata
   std::vector<std::vector<int64_t>> input_shapes, output_shapes;
   std::string formats;  // "FP16 in, FP32 out" style summary of Format/Datatype

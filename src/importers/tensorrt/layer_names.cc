@@ -82,6 +82,12 @@ LayerName ParseLayerName(std::string_view name) {
     out.reformat_target = Trim(std::string_view(n).substr(0, at));
     return out;
   }
+  // "<tensor> copy": one word-free tensor name, then " copy" (a node's name never has the space).
+  if (EndsWith(n, " copy") && n.size() > 5 && n.find(' ') == n.size() - 5) {
+    out.kind = LayerName::Kind::kCopy;
+    out.reformat_target = n.substr(0, n.size() - 5);
+    return out;
+  }
   if (StartsWith(n, "(Unnamed Layer")) {
     out.kind = LayerName::Kind::kUnnamed;
     return out;

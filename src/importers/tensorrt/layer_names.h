@@ -10,6 +10,9 @@
 //   "node_of_out_3"                                   onnx-tensorrt's name for an unnamed node
 //                                                     (the tensor it produces)
 //   "(Unnamed Layer* 7) [Shuffle]"                    a layer without an ONNX counterpart
+//   "/model.2/cv1/act/Mul_output_0 copy", "639 copy"  a copy of a tensor TensorRT inserted
+//                                                     (a Concat input it could not write in
+//                                                     place): named after the tensor
 //   "a + b || c + d"                                  TensorRT 7: parallel layers merged
 //   "conv1 + relu1 input reformatter 0"               TensorRT 7's name for a format conversion
 // Layer info adds "Metadata": "[ONNX Layer: Conv_12]\x1f[ONNX Layer: Relu_14]" (TensorRT 8.6;
@@ -23,12 +26,12 @@
 namespace opscope::importers::trt {
 
 struct LayerName {
-  enum class Kind { kPlain, kFused, kPointwise, kRegion, kReformat, kUnnamed };
+  enum class Kind { kPlain, kFused, kPointwise, kRegion, kReformat, kUnnamed, kCopy };
   Kind kind = Kind::kPlain;
   std::vector<std::string> parts;  // source node names (or tensor names for node_of_), in order
   // kRegion: the first and last node of each "A...B" range (a single name gives first == last).
   std::vector<std::pair<std::string, std::string>> ranges;
-  std::string reformat_target;  // kReformat: the layer the copy feeds
+  std::string reformat_target;  // kReformat: the layer the copy feeds; kCopy: the tensor copied
 };
 
 LayerName ParseLayerName(std::string_view name);

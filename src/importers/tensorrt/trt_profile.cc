@@ -44,6 +44,8 @@ std::string TypeFromName(const trt::LayerName& ln) {
   switch (ln.kind) {
     case K::kReformat:
       return "Reformat";
+    case K::kCopy:
+      return "Copy";
     case K::kRegion:
       return "ForeignNode";
     case K::kPointwise:
@@ -246,7 +248,8 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     trt::LayerName ln = trt::ParseLayerName(e.name);
     op.op_type = TypeFromName(ln);
     // The nodes the name lists (a region's first and last node: the ones between need the model).
-    if (ln.kind != trt::LayerName::Kind::kReformat && ln.kind != trt::LayerName::Kind::kUnnamed) {
+    if (ln.kind != trt::LayerName::Kind::kReformat && ln.kind != trt::LayerName::Kind::kUnnamed &&
+        ln.kind != trt::LayerName::Kind::kCopy) {
       op.source_nodes = ln.parts;
       for (const auto& [first, last] : ln.ranges) {
         op.source_nodes.push_back(first);

@@ -59,6 +59,57 @@ std::vector<std::string> HeaderColumns(std::string_view line) {
   return cols;
 }
 
+// A Run Order row split into the header's columns when its tabs are gone (a log copied from a
+// terminal or a web page: the columns are then runs of spaces) or never separated the name
+// (TF 1.x): the numeric columns anchor the split. The node type is what precedes the first run
+// of numbers as long as the header's numeric columns, the name what follows; both may hold
+// spaces ("Convolution (NHWC, QC8) GEMM", "Delegate/Add (ND, QS8):9", "[a, b]:266").
+// Empty when the row does not have that shape.
+std::vector<std::string> SplitAtNumbers(std::string_view row,
+                                        const std::vector<std::string>& cols) {
+  if (cols.size() < 3 || cols.front() != "node type" || cols.back() != "Name") return {};
+  std::vector<std::string> tok;
+  for (const std::string& w : Split(row, ' ', true))
+    for (const std::string& x : Split(w, '\t', true)) tok.push_back(x);
+  const size_t k = cols.size() - 2;
+  auto numeric = [](std::string v) {
+    if (!v.empty() && v.back() == '%') v.pop_back();
+    double d;
+    return !v.empty() && ParseDouble(v, &d);
+  };
+  for (size_t i = 1; i + k < tok.size(); ++i) {
+    size_t n = 0;
+    while (n < k && numeric(tok[i + n])) ++n;
+    if (n < k) continue;
+    std::vector<std::string> out;
+    auto join = [&](size_t a, size_t b) {
+      std::string s;
+      for (size_t j = a; j < b; ++j) s += (j > a ? " " : "") + tok[j];
+      return s;
+    };
+    out.push_back(join(0, i));
+    for (size_t j = i; j < i + k; ++j) out.push_back(tok[j]);
+    out.push_back(join(i + k, tok.size()));
+    return out;
+  }
+  return {};
+}
+
+// The node's name from the [Name] cell: "[conv1/Relu6]:0" (newer versions append the node
+// index), "[conv1/Relu6]", "conv1", a delegate's "[node1, node2]:14". A node whose outputs have
+// no names is "[]:64" (an NNAPI delegate's row): it is named after its type and index,
+// "TfLiteNnapiDelegate:64", as two such rows must stay apart.
+std::string NodeName(std::string nm, const std::string& node_type) {
+  nm = Trim(nm);
+  if (nm.empty() || nm[0] != '[' || nm.rfind(']') == std::string::npos) return nm;
+  size_t close = nm.rfind(']');
+  std::string inner = Trim(std::string_view(nm).substr(1, close - 1));
+  if (!inner.empty()) return inner;
+  std::string index = Trim(std::string_view(nm).substr(close + 1));
+  if (StartsWith(index, ":")) index = index.substr(1);
+  return index.empty() ? std::string() : node_type + ":" + index;
+}
+
 StatusOr<profile::Profile> Parse(const Source& src) {
   const std::string& origin = src.origin();
   std::string_view text = src.bytes();
@@ -142,6 +193,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     std::vector<std::string> cells;
     if (csv_rows) {
       for (const std::string& c : Split(t, ',')) cells.push_back(Trim(c));
+      if (!cells.empty())
+        for (char& ch : cells.back())
+          if (ch == '\t') ch = ',';
     } else if (line.find('\t') != std::string_view::npos) {
       // Each column is "\t" + a right-aligned field: tabs separate, and a node type may hold
       // spaces ("Convolution (NHWC, F32) IGEMM" in a delegate's own table).
@@ -151,41 +205,15 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       }
       while (!cells.empty() && cells.back().empty()) cells.pop_back();
     }
-    const bool by_cells = cells.size() == cols.size();
-    std::string name;
-    if (by_cells) {
-      std::string& nm = cells.back();
-      if (csv_rows)
-        for (char& ch : nm)
-          if (ch == '\t') ch = ',';
-      // "[conv1/Relu6]:0" (newer versions append the node index), "[conv1/Relu6]", "conv1".
-      if (!nm.empty() && nm[0] == '[' && nm.rfind(']') != std::string::npos)
-        nm = Trim(std::string_view(nm).substr(1, nm.rfind(']') - 1));
-      name = nm;
-    }
-    // The name is the bracketed group after the numbers ("[conv1/Relu6]"; a delegate's row is
-    // "[node1, node2]:14", the delegate's own node index after the colon).
-    if (size_t o = t.find('['); !by_cells && o != std::string::npos) {
-      std::string_view nm = std::string_view(t).substr(o + 1);
-      size_t close = nm.rfind(']');
-      if (close == std::string_view::npos) return DataLoss(where + ": unterminated [Name]");
-      name = Trim(nm.substr(0, close));
-      t = Trim(std::string_view(t).substr(0, o));
-    }
-    std::vector<std::string> vals;
-    if (cells.size() == cols.size()) {
-      vals.assign(cells.begin(), cells.end() - 1);
-    } else {
-      for (const std::string& v : Split(t, ' ', true))
-        for (const std::string& w : Split(v, '\t', true)) vals.push_back(w);
-    }
-    size_t want = by_cells ? vals.size() : cols.size() - (name.empty() ? 0 : 1);
-    if (vals.size() != want)
-      return DataLoss(where + ": expected " + std::to_string(want) + " columns, found " +
-                      std::to_string(vals.size()) + " (truncated or corrupt table?)");
+    if (cells.size() != cols.size()) cells = SplitAtNumbers(t, cols);
+    if (cells.size() != cols.size())
+      return DataLoss(where + ": expected " + std::to_string(cols.size()) + " columns, found " +
+                      std::to_string(cells.empty() ? Split(t, ' ', true).size() : cells.size()) +
+                      " (truncated or corrupt table?)");
     std::map<std::string, std::string> row;
-    for (size_t i = 0; i < vals.size(); ++i) row[cols[i]] = vals[i];
-    if (name.empty()) name = row.count("Name") ? row["Name"] : "";
+    for (size_t i = 0; i < cells.size(); ++i) row[cols[i]] = cells[i];
+    const std::string node_type = row.count("node type") ? row["node type"] : "?";
+    std::string name = NodeName(row.count("Name") ? row["Name"] : "", node_type);
     if (name.empty()) return DataLoss(where + ": row without a node name");
     auto num = [&](const char* col, double* out) -> Status {
       auto it = row.find(col);
@@ -208,15 +236,21 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     profile::OpRecord op;
     op.name = name;
     if (int n = seen[name]++; n > 0) op.name += " #" + std::to_string(n + 1);
-    op.op_type = row.count("node type") ? row["node type"] : "?";
+    op.op_type = node_type;
     op.index = static_cast<int>(p.ops.size());
-    op.runs_ms = {avg};
+    // [avg ms] and [first] are per call; [times called] is calls per run (TFLite's stats
+    // calculator divides the call count by the run count), so a node called 13 times a run
+    // (a WHILE body, or one XNNPACK operator name shared by 13 delegate partitions) takes
+    // avg x 13 of each run: the [%] column says the same.
+    const bool repeated = std::isfinite(called) && called > 1;
+    if (repeated && called > 1e9) return DataLoss(where + ": [times called] out of range");
+    op.runs_ms = {repeated ? avg * called : avg};
     op.step = name;
-    op.attribution = "TFLite average (first run " + HumanMs(std::isfinite(first) ? first : 0) +
-                     (std::isfinite(called) && called > 1
-                          ? ", " + std::to_string(static_cast<int64_t>(called)) + " calls per run"
-                          : std::string()) +
-                     ")";
+    op.attribution =
+        repeated ? "TFLite: " + std::to_string(static_cast<int64_t>(called)) + " calls per run, " +
+                       HumanMs(avg) + " average per call (first call " +
+                       HumanMs(std::isfinite(first) ? first : 0) + ")"
+                 : "TFLite average (first run " + HumanMs(std::isfinite(first) ? first : 0) + ")";
     p.ops.push_back(std::move(op));
   }
   if (p.ops.empty())
