@@ -56,7 +56,7 @@ while read -r name path; do
   # shellcheck disable=SC2046
   # In-process, one worker (-jobs/-workers would fork a child that logs to ./fuzz-N.log).
   "$path" -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 \
-    -max_len="$(max_len_for "$name")" -rss_limit_mb=2048 -timeout=10 \
+    -max_len="$(max_len_for "$name")" -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-25}" \
     -artifact_prefix="$artifacts" "$corpus" $(seeds_for "$name" | tr ' ' '\n' | sort -u | \
     while read -r d; do [ -d "$d" ] && echo "$d"; done) >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)

@@ -91,7 +91,7 @@ Status SessionImpl::RunStep(int s, bool planning) {
   Step& st = steps_[s];
   if (planning) ++st.plan_runs;
   StepContext ctx(this, st, /*use_arena=*/!planning);
-  Status status = st.kernel->Run(ctx);
+  Status status = RunKernelChecked(*st.kernel, ctx);
   if (!status.ok()) {
     const std::string& msg = status.message();
     // Already placed (an error from inside a subgraph, passed up by its parent's kernel).

@@ -625,6 +625,40 @@ TEST(ModelLoadTest, OutputsBeyondTheTensorMemoryLimitAreRefusedNotAllocated) {
   fs::remove_all(dir);
 }
 
+// Found by model_struct_fuzz: a float16 ReduceMean converts its input to float32 first, a
+// working buffer twice the input's size. Past the tensor memory limit the Tensor constructor
+// throws std::bad_alloc, which escaped the kernel and ended the process (std::terminate); now
+// the run fails with one line naming the node.
+TEST(ModelLoadTest, WorkingBuffersBeyondTheTensorMemoryLimitFailTheNodeNotTheProcess) {
+  struct LimitGuard {
+    ~LimitGuard() { SetTensorMemoryLimit(0); }
+  } guard;
+  std::string dir = FreshDir();
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {1, 1024, 1024});
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT16);
+  auto* r = AddNode(m, "ReduceMean", {"x"}, "y", "mean");
+  auto* axes = r->add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::INTS);
+  axes->add_ints(2);
+  AddValue(m.mutable_graph()->mutable_output(), "y", {1, 1024, 1});
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT16);
+  auto s = Session::Load(Save(m, dir + "/half_mean.onnx"), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
+  ASSERT_TRUE((*s)->Run().ok());  // 2 MiB of input, 4 MiB converted: fits the default limit
+  SetTensorMemoryLimit(size_t{5} << 20);
+  Status st = (*s)->Run();
+  ASSERT_FALSE(st.ok());
+  for (const char* needle : {"node 'mean' (ReduceMean)", "working buffer", "5.24 MB"})
+    EXPECT_NE(st.message().find(needle), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+  fs::remove_all(dir);
+}
+
 // A Conv whose weight is computed (here by a Reshape) has a rank only libonnx's inference knows;
 // libonnx 1.12 then crashed in its Conv inference (SEGV) when that rank differed from the
 // input's. Shape inference now stops before such a node and its ranks are checked first.

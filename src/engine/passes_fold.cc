@@ -25,7 +25,7 @@ Status SessionImpl::FoldConstantsAtLoad() {
     tmp.inputs = n.inputs;
     tmp.outputs = n.outputs;
     StepContext ctx(this, tmp, /*use_arena=*/false);
-    Status st = kernels_[i]->Run(ctx);
+    Status st = RunKernelChecked(*kernels_[i], ctx);
     // A subgraph node may sit in a branch that never runs on this model's data: one that
     // fails on its constants stays a step, to fail (or not) when its branch runs.
     if (!st.ok() && node_sub_[i] >= 0) {

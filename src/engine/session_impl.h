@@ -292,4 +292,19 @@ class StepContext final : public KernelContext {
   std::vector<Tensor> scratch_;
 };
 
+// A kernel's Run, with an allocation failure inside it (a working buffer: a converted copy, an
+// im2col panel, ...) turned into the one-line error that outputs get, instead of an uncaught
+// std::bad_alloc (the Tensor constructor throws it past the tensor memory limit).
+inline Status RunKernelChecked(Kernel& kernel, KernelContext& ctx) {
+  try {
+    return kernel.Run(ctx);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(
+        "a working buffer of the kernel does not fit: the live tensors would exceed the " +
+        HumanBytes(static_cast<double>(TensorMemoryLimit())) +
+        " tensor memory limit; give smaller input shapes (--shape) or a model with smaller "
+        "dimensions");
+  }
+}
+
 }  // namespace opscope::engine
