@@ -305,4 +305,17 @@ bool WriteGpuArray(const GpuSection& v, std::string_view name, int indent, std::
 }
 void from_json(const nlohmann::json& j, GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_GET); }
 
+void AppendGpuRecord(std::string_view name, const nlohmann::json& e, GpuSection* v) {
+  if (name == "kernels")
+    v->kernels.push_back(e.get<GpuKernel>());
+  else if (name == "memcpys")
+    v->memcpys.push_back(e.get<GpuMemcpy>());
+  else if (name == "memsets")
+    v->memsets.push_back(e.get<GpuMemset>());
+  else if (name == "api_calls")
+    v->api_calls.push_back(e.get<GpuApiCall>());
+  else if (name == "syncs")
+    v->syncs.push_back(e.get<GpuSync>());
+}
+
 }  // namespace opscope::profile
