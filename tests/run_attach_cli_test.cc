@@ -454,6 +454,23 @@ TEST(RunAttachCli, PreloadedNvtxRecorderIsAttachableFromLoad) {
                        "NVTX_INJECTION64_PATH at the program's first NVTX call"),
             std::string::npos)
       << r.err;
+  // The annotate recorder preloaded, NVTX's only injected and not loaded yet: attached, and said.
+  const int half = testing::StartInOwnGroup(
+      {"/usr/bin/env", "-u", "OPSCOPE_ATTACH_DIR", "-u", "XDG_RUNTIME_DIR", "OPSCOPE_ATTACHABLE=1",
+       "LD_PRELOAD=" + Lib("libopscope_ranges_rt.so"), "NVTX_INJECTION64_PATH=" + nvtx,
+       "/bin/sleep", "30"},
+      dir + "/h.out", dir + "/h.err");
+  ASSERT_GT(half, 0);
+  const std::string half_channel = "/tmp/opscope-attach-" + std::to_string(half) + "-annotate";
+  for (int i = 0; i < 500 && !Exists(half_channel); ++i) usleep(10000);
+  r = RunShell(Opscope() + " run -p " + std::to_string(half) + " --duration 0.2");
+  kill(half, SIGTERM);
+  testing::WaitForExit(half, 10);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("opscope's NVTX recorder is not loaded in process " + std::to_string(half) +
+                       " yet"),
+            std::string::npos)
+      << r.err;
   // A real NVTX program with the library preloaded and injected: one recorder, ranges nest.
   if (access(Bin("run_attach_nvtx_app").c_str(), X_OK) != 0) return;
   App app(dir, true, "", /*nvtx=*/true, {}, {}, Lib("libopscope_ranges_rt.so") + ":" + nvtx);
@@ -486,6 +503,7 @@ TEST(RunAttachCli, AnAttachedSpanIsReportedAsSuch) {
   EXPECT_EQ(p.meta.extra[profile::kAttachedKey], desc);
   for (const std::string& text : {r.out, RunShell(Opscope() + " report " + json).out}) {
     EXPECT_EQ(text.find("whole program"), std::string::npos) << text;
+    EXPECT_EQ(text.find("too few runs"), std::string::npos) << "no -r to advise\n" << text;
     const size_t at = text.find("\nattached span: ");
     ASSERT_NE(at, std::string::npos) << text;
     EXPECT_NE(

@@ -114,6 +114,19 @@ struct Channel {
   bool attached = false;
 };
 
+// The target of a symbolic link, "" when unreadable.
+std::string ReadLink(const std::string& path) {
+  char buf[4096];
+  const ssize_t n = readlink(path.c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// The bytes of a file, "" when unreadable.
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 // The program's environment at its start (what the recorder's constructor saw).
 std::map<std::string, std::string> EnvironOf(pid_t pid) {
   std::map<std::string, std::string> env;
@@ -137,17 +150,6 @@ std::string RootOf(pid_t pid) {
 }
 
 }  // namespace
-
-std::string ReadLink(const std::string& path) {
-  char buf[4096];
-  const ssize_t n = readlink(path.c_str(), buf, sizeof buf);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
-std::string ReadFileOrEmpty(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 std::vector<std::string> AttachDirCandidates(const char* opscope_dir,
                                              const std::map<std::string, std::string>& env,
@@ -261,6 +263,14 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
         "could not make its channel, the program's stderr says why",
         pid, comm, Join(names, " or "), Join(where, ", "), kAttachDirEnv));
   }
+  const bool nvtx_loaded =
+      std::find(loaded.begin(), loaded.end(), std::string("nvtx")) != loaded.end();
+  if (!nvtx_loaded && env_has("NVTX_INJECTION64_PATH", "libopscope_ranges_nvtx.so"))
+    note(fmt::format("opscope's NVTX recorder is not loaded in process {} yet (NVTX loads "
+                     "NVTX_INJECTION64_PATH at the program's first NVTX call): this span has no "
+                     "NVTX ranges; preload libopscope_ranges_nvtx.so to have them from the start",
+                     pid),
+         true);
   for (const auto& c : channels)
     if (c.source == "nvtx" && !env_has("NVTX_INJECTION64_PATH", "libopscope_ranges_nvtx.so") &&
         !env.empty())

@@ -58,9 +58,6 @@ struct RangeAttachResult {
 std::vector<std::string> AttachDirCandidates(const char* opscope_dir,
                                              const std::map<std::string, std::string>& env,
                                              uid_t uid, const std::string& root);
-// The target of a symbolic link ("" when unreadable), the bytes of a file ("" when unreadable).
-std::string ReadLink(const std::string& path);
-std::string ReadFileOrEmpty(const std::string& path);
 
 // Attaches, waits, detaches and fills `p` (whose meta the caller has filled) as described above.
 StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& options,
