@@ -110,11 +110,11 @@ void from_json(const nlohmann::json& j, OpEvent& v) {
   if (!j.is_array() || j.size() != 5)
     throw nlohmann::json::type_error::create(
         302, "op event must be [op, run, tid, start_ns, dur_ns]", &j);
-  v.op = j[0].get<int32_t>();
-  v.run = j[1].get<int32_t>();
-  v.tid = j[2].get<int32_t>();
-  v.start_ns = j[3].get<int64_t>();
-  v.dur_ns = j[4].get<int64_t>();
+  v.op = json_fields::Int<int32_t>(j[0]);
+  v.run = json_fields::Int<int32_t>(j[1]);
+  v.tid = json_fields::Int<int32_t>(j[2]);
+  v.start_ns = json_fields::Int<int64_t>(j[3]);
+  v.dur_ns = json_fields::Int<int64_t>(j[4]);
 }
 
 #define OVERHEAD_FIELDS(X) \

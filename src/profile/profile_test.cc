@@ -224,8 +224,8 @@ TEST(ProfileStreamedReader, RecordsAndErrorsAsTheWholeTreeReadsThem) {
   ASSERT_GE(seeds.size(), 10u);
   for (const auto& [name, text] : seeds) ExpectSameAsWholeTree(text, name);
   // What the seeds are for: each is read, or refused with the message its twin gives.
-  auto valid = FromJsonString(seeds[9].second, "t.json");
-  ASSERT_EQ(seeds[9].first, "valid_gpu");
+  auto valid = FromJsonString(seeds[10].second, "t.json");
+  ASSERT_EQ(seeds[10].first, "valid_gpu");
   ASSERT_TRUE(valid.ok()) << valid.status().message();
   ASSERT_TRUE(valid->gpu.has_value());
   EXPECT_EQ(valid->gpu->kernels.size(), 2u);
@@ -278,6 +278,30 @@ TEST(ProfileStreamedReader, LoadProfileReadsTheFileAsFromJsonStringReadsItsText)
   std::ofstream(rec, std::ios::binary) << "OPSREC\x01";
   EXPECT_NE(LoadProfile(rec).status().message().find("this is a record file"), std::string::npos);
   std::remove(rec.c_str());
+}
+
+// A floating-point number where an integer is read: refused when it does not fit (the cast
+// would be undefined behaviour; profile_json_fuzz found it), read as before when it does.
+TEST(ProfileStreamedReader, FloatsThatDoNotFitAnIntegerFieldAreRefused) {
+  const std::string head = R"({"schema": "opscope.profile/1", "meta": {"runs": 1}, )";
+  auto big = FromJsonString(head + R"("ops": [{"name": "a", "runs_ms": [1]}],
+      "op_events": [[0, 0, 1.2e73, 2, 3]]})",
+                            "t.json");
+  EXPECT_EQ(big.status().message(),
+            "t.json: malformed profile: [json.exception.type_error.302] number 1.2e+73 does not "
+            "fit the integer field it is read into");
+  auto index = FromJsonString(head + R"("ops": [{"name": "a", "index": -3e9}]})", "t.json");
+  EXPECT_NE(index.status().message().find("number -3000000000.0 does not fit"), std::string::npos)
+      << index.status().message();
+  auto shape =
+      FromJsonString(head + R"("ops": [{"name": "a", "input_shapes": [[1, 1e19]]}]})", "t.json");
+  EXPECT_NE(shape.status().message().find("does not fit"), std::string::npos)
+      << shape.status().message();
+  auto fits = FromJsonString(head + R"("ops": [{"name": "a", "index": 0.0, "runs_ms": [1]}],
+      "op_events": [[0, 0, 7.0, 2, 3]]})",
+                             "t.json");
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(fits->op_events[0].tid, 7);
 }
 
 TEST(ProfileStreamedReader, RegressionCorpus) {
