@@ -208,5 +208,75 @@ TEST(ImportCliErrors, OneLineAndNonZeroExit) {
   EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
 }
 
+// Every error of `import` and `report` (the commands return their Status; main() prints it):
+// the whole stderr is the one line, byte for byte, and the exit status is the usage status 2 for
+// bad arguments and input, 1 for a failure while working.
+TEST(ImportCliErrors, ExactLineAndExitStatus) {
+  const std::string dir = TempDir();
+  const std::string out = dir + "/x.json";
+  const std::string ort = Data("ort_2019.json");
+  const std::string perf = Data("perf_script_threads.txt");
+  ASSERT_EQ(RunCommand({OpscopeBinary(), "import", ort, "-o", out}).exit_code, 0);
+  struct Bad {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string line;
+  };
+  const Bad bad[] = {
+      {{"import", ort, "--device", "orin-agx", "--peak-gflops", "1", "-o", out},
+       2,
+       "--device and --peak-gflops/--peak-gbps both give the roofs: use one of them"},
+      {{"import", ort, "--peak-gflops", "1", "-o", out},
+       2,
+       "--peak-gflops and --peak-gbps go together (a roofline needs both roofs)"},
+      {{"import", ort, "--model", Model(), "--shape", "images", "-o", out},
+       2,
+       "--shape 'images': expected NAME=DIMS such as images=1x3x224x224"},
+      {{"import", ort, "--shape", "images=1x3", "-o", out},
+       2,
+       "--shape applies to --model: give the model too"},
+      {{"import", ort, "-o", dir + "/no/such/x.json"},
+       2,
+       dir + "/no/such/x.json: folder '" + dir + "/no/such' does not exist"},
+      {{"import", ort, Data("trt8_bev.json"), "-o", out},
+       2,
+       Data("trt8_bev.json") + " is tensorrt but " + ort + " is ort: import them separately"},
+      {{"import", perf, "--model", Model(), "-o", out},
+       2,
+       "--model: " + perf + " (perf-script) has no per-layer rows to join with a model"},
+      {{"import", dir + "/missing.json", "-o", out}, 2, ""},
+      {{"report", out, "--children", "--no-children"},
+       2,
+       "choose one of --children and --no-children"},
+      {{"report", out, "--sections", "ops,nope"},
+       2,
+       "--sections 'nope': expected ops, stat, samples, ranges or gpu"},
+      {{"report", out, "--group", "nope"},
+       2,
+       "--group 'nope': expected function, thread, module or op"},
+      {{"report", out, "--sort", "nope"}, 2, ""},
+      {{"report", out, "-f", "main"},
+       2,
+       out + ": -f needs call-stack samples, and this profile has none"},
+      {{"report", dir + "/missing.json"},
+       2,
+       dir + "/missing.json: cannot open: No such file or directory"},
+      {{"report", out, "-o", dir + "/r.json", "--format", "csv"}, 2, ""},
+  };
+  for (const Bad& b : bad) {
+    std::vector<std::string> argv = {OpscopeBinary()};
+    argv.insert(argv.end(), b.args.begin(), b.args.end());
+    CommandResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, b.exit_code) << b.args[0] << " " << b.args[2] << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    if (!b.line.empty()) {
+      EXPECT_EQ(r.err, "opscope: error: " + b.line + "\n");
+    } else {
+      EXPECT_EQ(r.err.rfind("opscope: error: ", 0), 0u) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace opscope::testing

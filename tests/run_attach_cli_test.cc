@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "diag_cli_util.h"
+#include "profile/attached.h"
 #include "profile/profile_io.h"
 
 namespace opscope {
@@ -43,19 +44,28 @@ bool HasDegradation(const profile::Profile& p, const std::string& part) {
 
 // tests/run_attach_app, started with the recorder preloaded (attachable unless told otherwise);
 // it runs until `exit_file` exists.
+// Its attach folder is /tmp (OPSCOPE_ATTACH_DIR and XDG_RUNTIME_DIR unset) unless `env` sets them;
+// `prefix` runs before it (e.g. `unshare`).
 struct App {
   int pid = -1;
   std::string dir, exit_file, err_file;
+  std::string base = "/tmp";  // where its channels are
   explicit App(const std::string& d, bool attachable = true, const std::string& gate = "",
-               bool nvtx = false)
+               bool nvtx = false, const std::vector<std::string>& env = {},
+               const std::vector<std::string>& prefix = {}, const std::string& preload = "")
       : dir(d) {
     const std::string ready = dir + "/ready";
     exit_file = dir + "/exit";
     err_file = dir + "/app.err";
     unlink(ready.c_str());
     unlink(exit_file.c_str());
-    std::vector<std::string> argv = {"/usr/bin/env",
-                                     "LD_PRELOAD=" + Lib("libopscope_ranges_rt.so")};
+    std::vector<std::string> argv = prefix;
+    for (const auto& a :
+         {std::string("/usr/bin/env"), std::string("-u"), std::string("OPSCOPE_ATTACH_DIR"),
+          std::string("-u"), std::string("XDG_RUNTIME_DIR"),
+          "LD_PRELOAD=" + (preload.empty() ? Lib("libopscope_ranges_rt.so") : preload)})
+      argv.push_back(a);
+    for (const auto& e : env) argv.push_back(e);
     if (attachable) argv.push_back("OPSCOPE_ATTACHABLE=1");
     if (nvtx) argv.push_back("NVTX_INJECTION64_PATH=" + Lib("libopscope_ranges_nvtx.so"));
     for (const auto& a : {Bin(nvtx ? "run_attach_nvtx_app" : "run_attach_app"), ready, exit_file})
@@ -75,7 +85,9 @@ struct App {
   ~App() {
     if (pid > 0) Finish();
   }
-  std::string Channel() const { return "/tmp/opscope-attach-" + std::to_string(pid) + "-annotate"; }
+  std::string Channel(const std::string& source = "annotate") const {
+    return base + "/opscope-attach-" + std::to_string(pid) + "-" + source;
+  }
 };
 
 profile::Profile Load(const std::string& path) {
@@ -314,6 +326,196 @@ TEST(RunAttachCli, ProgramsThatCannotBeAttachedToSayWhatIsMissing) {
   EXPECT_NE(r.err.find("no command given: use `opscope run -- CMD [ARGS]`, or attach with -p PID"),
             std::string::npos)
       << r.err;
+}
+
+// The attach folder (collect/attach_dir.h): OPSCOPE_ATTACH_DIR when the program has it, a
+// private XDG_RUNTIME_DIR, else /tmp; opscope finds it from the program's environment alone.
+TEST(RunAttachCli, TheAttachFolderFollowsTheProgramsEnvironment) {
+  const std::string dir = Tmp();
+  const std::string chosen = dir + "/chosen", xdg = dir + "/xdg";
+  mkdir(chosen.c_str(), 0755);
+  mkdir(xdg.c_str(), 0700);
+  chmod(xdg.c_str(), 0700);
+  struct Case {
+    std::vector<std::string> env;
+    std::string base;
+  };
+  const Case cases[] = {
+      {{"OPSCOPE_ATTACH_DIR=" + chosen + "/", "XDG_RUNTIME_DIR=" + xdg}, chosen},
+      {{"XDG_RUNTIME_DIR=" + xdg}, xdg},
+      {{"XDG_RUNTIME_DIR=" + chosen}, "/tmp"},  // not private (0755): not used
+  };
+  for (const Case& c : cases) {
+    App app(dir, true, "", false, c.env);
+    app.base = c.base;
+    ASSERT_TRUE(Exists(app.Channel())) << c.base << ": " << testing::ReadAll(app.err_file);
+    if (c.base != "/tmp") {
+      EXPECT_FALSE(Exists("/tmp/opscope-attach-" + std::to_string(app.pid) + "-annotate"));
+    }
+    const std::string json = dir + "/folder.json";
+    auto r = RunShell("env -u OPSCOPE_ATTACH_DIR " + Opscope() + " run -p " +
+                      std::to_string(app.pid) + " --duration 0.3 -o " + json);
+    EXPECT_EQ(r.exit_code, 0) << c.base << ": " << r.err;
+    EXPECT_GT(Count(Load(json), "frame"), 0) << r.err;
+    // The output folder was made next to the channel, and removed.
+    DIR* d = opendir(c.base.c_str());
+    int outs = 0;
+    while (dirent* e = readdir(d))
+      outs += std::string(e->d_name).rfind("opscope-attach-out-", 0) == 0 && c.base != "/tmp";
+    closedir(d);
+    EXPECT_EQ(outs, 0);
+    EXPECT_EQ(app.Finish(), 0);
+    EXPECT_FALSE(Exists(app.Channel()));
+    EXPECT_EQ(testing::ReadAll(app.err_file), "");
+  }
+}
+
+// A recorder that could not make its channel, and opscope that cannot find one: each says where
+// and which variable to set.
+TEST(RunAttachCli, AChannelThatCannotBeFoundSaysWhereOpscopeLooked) {
+  const std::string dir = Tmp();
+  App app(dir, true, "", false, {"OPSCOPE_ATTACH_DIR=" + dir + "/missing"});
+  const std::string pid = std::to_string(app.pid);
+  EXPECT_EQ(testing::ReadAll(app.err_file),
+            "opscope recorder (pid " + pid + "): OPSCOPE_ATTACH_DIR=" + dir +
+                "/missing is not an existing folder given by its absolute path: not attachable\n");
+  auto r = RunShell("env -u OPSCOPE_ATTACH_DIR " + Opscope() + " run -p " + pid);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "opscope: error: process " + pid +
+                       " (run_attach_app) has opscope's range recorder but no attach channel "
+                       "(opscope-attach-" +
+                       pid + "-annotate) in " + dir +
+                       "/missing, /tmp: if the program keeps it elsewhere, set OPSCOPE_ATTACH_DIR "
+                       "to that folder for opscope too; if the recorder could not make its "
+                       "channel, the program's stderr says why\n");
+  // opscope's own OPSCOPE_ATTACH_DIR is searched first.
+  r = RunShell("OPSCOPE_ATTACH_DIR=" + dir + "/elsewhere " + Opscope() + " run -p " + pid);
+  EXPECT_NE(r.err.find("in " + dir + "/elsewhere, " + dir + "/missing, /tmp:"), std::string::npos)
+      << r.err;
+}
+
+// A private /tmp (another mount namespace: containers, systemd's PrivateTmp): opscope reaches the
+// program's channel and hands it an output folder through /proc/PID/root.
+TEST(RunAttachCli, AProgramWithAPrivateTmpIsAttachable) {
+  if (RunShell("unshare -Urm true").exit_code != 0)
+    GTEST_SKIP() << "unprivileged user and mount namespaces are not allowed here (unshare -Urm)";
+  // Its files outside /tmp, which the program cannot see.
+  const std::string dir = std::string(OPSCOPE_BINARY_DIR) + "/tests/private_tmp_attach";
+  mkdir(dir.c_str(), 0755);
+  // unshare and sh exec: the program keeps the pid StartInOwnGroup returned.
+  App app(dir, true, "", false, {},
+          {"/usr/bin/unshare", "-Urm", "/bin/sh", "-c",
+           "mount -t tmpfs none /tmp && exec \"$0\" \"$@\""});
+  ASSERT_GT(app.pid, 0);
+  const int target = app.pid;
+  EXPECT_FALSE(Exists("/tmp/opscope-attach-" + std::to_string(target) + "-annotate"))
+      << "the channel is in the program's own /tmp";
+  const std::string json = dir + "/private.json";
+  auto r = RunShell(Opscope() + " run -p " + std::to_string(target) + " --duration 0.3 -o " + json);
+  EXPECT_EQ(r.exit_code, 0) << r.err << testing::ReadAll(app.err_file);
+  EXPECT_GT(Count(Load(json), "frame"), 0) << r.err;
+  EXPECT_EQ(app.Finish(), 0);
+}
+
+// libopscope_ranges_nvtx.so in LD_PRELOAD: its channel is there from load, before any NVTX call;
+// without it the NVTX recorder appears only at the first call, and opscope says so.
+TEST(RunAttachCli, PreloadedNvtxRecorderIsAttachableFromLoad) {
+  if (access(Lib("libopscope_ranges_nvtx.so").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "built without the NVTX v3 headers";
+  const std::string dir = Tmp();
+  const std::string nvtx = Lib("libopscope_ranges_nvtx.so");
+  // A program that never calls NVTX.
+  const int preloaded =
+      testing::StartInOwnGroup({"/usr/bin/env", "-u", "OPSCOPE_ATTACH_DIR", "-u", "XDG_RUNTIME_DIR",
+                                "OPSCOPE_ATTACHABLE=1", "LD_PRELOAD=" + nvtx, "/bin/sleep", "30"},
+                               dir + "/p.out", dir + "/p.err");
+  ASSERT_GT(preloaded, 0);
+  const std::string channel = "/tmp/opscope-attach-" + std::to_string(preloaded) + "-nvtx";
+  for (int i = 0; i < 500 && !Exists(channel); ++i) usleep(10000);
+  EXPECT_TRUE(Exists(channel)) << testing::ReadAll(dir + "/p.err");
+  auto r = RunShell(Opscope() + " run -p " + std::to_string(preloaded) + " --duration 0.2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("NVTX_INJECTION64_PATH does not name libopscope_ranges_nvtx.so"),
+            std::string::npos)
+      << r.err;
+  kill(preloaded, SIGTERM);
+  testing::WaitForExit(preloaded, 10);
+  // Only NVTX_INJECTION64_PATH, before the first NVTX call.
+  const int later = testing::StartInOwnGroup(
+      {"/usr/bin/env", "OPSCOPE_ATTACHABLE=1", "NVTX_INJECTION64_PATH=" + nvtx, "/bin/sleep", "30"},
+      dir + "/l.out", dir + "/l.err");
+  ASSERT_GT(later, 0);
+  usleep(100000);
+  r = RunShell(Opscope() + " run -p " + std::to_string(later));
+  kill(later, SIGTERM);
+  testing::WaitForExit(later, 10);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("has not loaded opscope's NVTX recorder yet: NVTX opens "
+                       "NVTX_INJECTION64_PATH at the program's first NVTX call"),
+            std::string::npos)
+      << r.err;
+  // The annotate recorder preloaded, NVTX's only injected and not loaded yet: attached, and said.
+  const int half = testing::StartInOwnGroup(
+      {"/usr/bin/env", "-u", "OPSCOPE_ATTACH_DIR", "-u", "XDG_RUNTIME_DIR", "OPSCOPE_ATTACHABLE=1",
+       "LD_PRELOAD=" + Lib("libopscope_ranges_rt.so"), "NVTX_INJECTION64_PATH=" + nvtx,
+       "/bin/sleep", "30"},
+      dir + "/h.out", dir + "/h.err");
+  ASSERT_GT(half, 0);
+  const std::string half_channel = "/tmp/opscope-attach-" + std::to_string(half) + "-annotate";
+  for (int i = 0; i < 500 && !Exists(half_channel); ++i) usleep(10000);
+  r = RunShell(Opscope() + " run -p " + std::to_string(half) + " --duration 0.2");
+  kill(half, SIGTERM);
+  testing::WaitForExit(half, 10);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("opscope's NVTX recorder is not loaded in process " + std::to_string(half) +
+                       " yet"),
+            std::string::npos)
+      << r.err;
+  // A real NVTX program with the library preloaded and injected: one recorder, ranges nest.
+  if (access(Bin("run_attach_nvtx_app").c_str(), X_OK) != 0) return;
+  App app(dir, true, "", /*nvtx=*/true, {}, {}, Lib("libopscope_ranges_rt.so") + ":" + nvtx);
+  ASSERT_TRUE(Exists(app.Channel("nvtx")));
+  const std::string json = dir + "/both.json";
+  r = RunShell(Opscope() + " run -p " + std::to_string(app.pid) + " --duration 0.3 -o " + json);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("NVTX_INJECTION64_PATH does not name"), std::string::npos) << r.err;
+  profile::Profile p = Load(json);
+  EXPECT_GT(Count(p, "frame"), 2) << r.err;
+  for (const auto& x : p.ranges)
+    if (x.name == "work") {
+      ASSERT_GE(x.parent, 0);
+      EXPECT_EQ(p.ranges[x.parent].name, "frame");
+      EXPECT_EQ(p.ranges[x.parent].domain, "nvtx");
+    }
+  EXPECT_EQ(app.Finish(), 0);
+}
+
+// An attached span is reported as one: not "whole program: 1 runs".
+TEST(RunAttachCli, AnAttachedSpanIsReportedAsSuch) {
+  const std::string dir = Tmp();
+  App app(dir);
+  const std::string json = dir + "/span.json", trace = dir + "/span.trace.json";
+  auto r = RunShell(Opscope() + " run -p " + std::to_string(app.pid) + " --duration 0.3 -o " +
+                    json + " -o " + trace);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string desc = "pid " + std::to_string(app.pid) + " (run_attach_app)";
+  profile::Profile p = Load(json);
+  EXPECT_EQ(p.meta.extra[profile::kAttachedKey], desc);
+  for (const std::string& text : {r.out, RunShell(Opscope() + " report " + json).out}) {
+    EXPECT_EQ(text.find("whole program"), std::string::npos) << text;
+    EXPECT_EQ(text.find("too few runs"), std::string::npos) << "no -r to advise\n" << text;
+    const size_t at = text.find("\nattached span: ");
+    ASSERT_NE(at, std::string::npos) << text;
+    EXPECT_NE(
+        text.find(" of " + desc + " (one span of a running program, not repeated runs)\n", at),
+        std::string::npos)
+        << text;
+  }
+  const std::string t = testing::ReadAll(trace);
+  EXPECT_NE(t.find("\"name\":\"attached span\""), std::string::npos);
+  EXPECT_EQ(t.find("\"name\":\"run 0\""), std::string::npos);
+  EXPECT_NE(t.find("(attached span)"), std::string::npos);
+  EXPECT_EQ(app.Finish(), 0);
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include "analysis/diag_test_util.h"
 #include "analysis/range_stats.h"
+#include "analysis/rules.h"
 #include "collect/ranges_reader.h"
+#include "profile/attached.h"
 #include "report/format.h"
 #include "report/range_table.h"
 
@@ -119,6 +121,26 @@ TEST(DiagRanges, Summary) {
   EXPECT_TRUE(
       rep.headline.starts_with("pre-processing 100.000 ms (71.2%), loader, \"io\" 500.0 us"))
       << rep.headline;
+}
+
+// A `run -p` profile: one attached span, reported as such in the table (with the rules'
+// findings) and the Chrome trace, never as "whole program: 1 runs".
+TEST(DiagRanges, GoldenAttachedSpan) {
+  profile::Profile p = RunProfile();
+  p.meta.runs = 1;
+  p.meta.source = "pid 4242 (pipeline)";
+  p.meta.extra[profile::kAttachedKey] = p.meta.source;
+  for (auto& r : p.ranges) r.run = 0;
+  p.e2e.runs_ms = {400};
+  profile::FinalizeStats(p);
+  Diagnose(&p, nullptr);
+  ASSERT_TRUE(profile::Validate(p).ok());
+  std::string table, trace;
+  ASSERT_TRUE(report::FindFormat("table")->write(p, {}, &table).ok());
+  testing::ExpectGolden("pipeline_ranges.attached.table.txt", table);
+  EXPECT_EQ(table.find("whole program"), std::string::npos);
+  ASSERT_TRUE(report::FindFormat("chrome")->write(p, {}, &trace).ok());
+  testing::ExpectGolden("pipeline_ranges.attached.trace.json", trace);
 }
 
 TEST(DiagRanges, GoldenTableCsvTrace) {

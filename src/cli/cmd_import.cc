@@ -203,59 +203,59 @@ class ImportCommand : public Command {
     if (!from_.empty()) {
       format = importers::FindFormat(from_);
       if (!format)
-        return ReportError(InvalidArgument(
-            "--from '" + from_ + "': unknown format; known: " + importers::FormatNames()));
+        return InvalidArgument("--from '" + from_ +
+                               "': unknown format; known: " + importers::FormatNames());
     }
     if (!device_.empty() && (peak_gflops_ > 0 || peak_gbps_ > 0))
-      return ReportError(
-          InvalidArgument("--device and --peak-gflops/--peak-gbps both give the "
-                          "roofs: use one of them"));
+      return InvalidArgument(
+          "--device and --peak-gflops/--peak-gbps both give the "
+          "roofs: use one of them");
     if ((peak_gflops_ > 0) != (peak_gbps_ > 0))
-      return ReportError(
-          InvalidArgument("--peak-gflops and --peak-gbps go together (a roofline "
-                          "needs both roofs)"));
+      return InvalidArgument(
+          "--peak-gflops and --peak-gbps go together (a roofline "
+          "needs both roofs)");
     const importers::DevicePeak* device = nullptr;
     if (!device_.empty()) {
       device = importers::FindDevice(device_);
       if (!device)
-        return ReportError(InvalidArgument(
-            "--device '" + device_ + "': not in the table; known: " + importers::DeviceNames() +
-            " (or give --peak-gflops and --peak-gbps)"));
+        return InvalidArgument("--device '" + device_ +
+                               "': not in the table; known: " + importers::DeviceNames() +
+                               " (or give --peak-gflops and --peak-gbps)");
     }
     std::map<std::string, std::vector<int64_t>> shapes;
     for (const std::string& s : shapes_) {
       size_t eq = s.find('=');
       std::vector<int64_t> dims;
       if (eq == std::string::npos || eq == 0 || !ParseShape(s.substr(eq + 1), &dims))
-        return ReportError(InvalidArgument("--shape '" + s +
-                                           "': expected NAME=DIMS such as "
-                                           "images=1x3x224x224"));
+        return InvalidArgument("--shape '" + s +
+                               "': expected NAME=DIMS such as "
+                               "images=1x3x224x224");
       shapes[s.substr(0, eq)] = dims;
     }
     if (output_.empty()) output_ = "opscope-import.json";
-    if (Status w = CheckWritable(output_); !w.ok()) return ReportError(w);
+    if (Status w = CheckWritable(output_); !w.ok()) return w;
 
     profile::Profile p;
     std::string fmt_name;
     for (size_t i = 0; i < files_.size(); ++i) {
       const std::string& file = files_[i];
       auto src = importers::Source::Open(file);
-      if (!src.ok()) return ReportError(src.status());
+      if (!src.ok()) return src.status();
       std::string_view head = (*src)->bytes().substr(0, importers::kSniffBytes);
       if (importers::trt::LooksLikeLayerInfo(head))
-        return ReportError(InvalidArgument(file +
-                                           ": this is TensorRT layer info, not a profile; "
-                                           "give it as --layer-info " +
-                                           file + " next to the --exportProfile file"));
+        return InvalidArgument(file +
+                               ": this is TensorRT layer info, not a profile; "
+                               "give it as --layer-info " +
+                               file + " next to the --exportProfile file");
       auto one = importers::Import(**src, format);
-      if (!one.ok()) return ReportError(one.status());
+      if (!one.ok()) return one.status();
       std::string this_fmt = one->meta.extra["import.format"];
       if (i == 0) {
         p = std::move(*one);
         fmt_name = this_fmt;
       } else if (this_fmt != fmt_name) {
-        return ReportError(InvalidArgument(file + " is " + this_fmt + " but " + files_[0] + " is " +
-                                           fmt_name + ": import them separately"));
+        return InvalidArgument(file + " is " + this_fmt + " but " + files_[0] + " is " + fmt_name +
+                               ": import them separately");
       } else {
         MergeRuns(&p, std::move(*one), file);
       }
@@ -264,15 +264,15 @@ class ImportCommand : public Command {
     std::map<std::string, std::vector<std::string>> sources;
     if (!layer_info_.empty()) {
       if (fmt_name != "tensorrt")
-        return ReportError(InvalidArgument("--layer-info " + layer_info_ +
-                                           ": layer info is "
-                                           "TensorRT's (trtexec --exportLayerInfo), but " +
-                                           files_[0] + " is a " + fmt_name + " profile"));
+        return InvalidArgument("--layer-info " + layer_info_ +
+                               ": layer info is "
+                               "TensorRT's (trtexec --exportLayerInfo), but " +
+                               files_[0] + " is a " + fmt_name + " profile");
       auto text = ReadFile(layer_info_);
-      if (!text.ok()) return ReportError(text.status());
+      if (!text.ok()) return text.status();
       auto info = importers::trt::ParseLayerInfo(*text, layer_info_);
-      if (!info.ok()) return ReportError(info.status());
-      if (Status st = importers::trt::ApplyLayerInfo(*info, &p); !st.ok()) return ReportError(st);
+      if (!info.ok()) return info.status();
+      if (Status st = importers::trt::ApplyLayerInfo(*info, &p); !st.ok()) return st;
       for (const auto& l : info->layers)
         if (!l.onnx_nodes.empty()) sources[l.name] = l.onnx_nodes;
     }
@@ -280,15 +280,15 @@ class ImportCommand : public Command {
     std::string join_line;
     if (!model_.empty()) {
       if (p.ops.empty())
-        return ReportError(InvalidArgument("--model: " + files_[0] + " (" + fmt_name +
-                                           ") has no per-layer rows to join with a model"));
+        return InvalidArgument("--model: " + files_[0] + " (" + fmt_name +
+                               ") has no per-layer rows to join with a model");
       importers::ModelJoinOptions jo;
       jo.model_path = model_;
       jo.shapes = shapes;
       jo.sources = std::move(sources);
       jo.runtime = RuntimeName(fmt_name);
       auto sum = importers::JoinModel(&p, jo);
-      if (!sum.ok()) return ReportError(sum.status());
+      if (!sum.ok()) return sum.status();
       double unmatched = 0;
       for (const auto& u : sum->unmatched) unmatched += u.second;
       join_line = fmt::format(
@@ -301,7 +301,7 @@ class ImportCommand : public Command {
             fmt::format("\nunmatched: {} rows, {:.1f}% of the time: {}", sum->unmatched.size(),
                         unmatched * 100, p.meta.extra["import.unmatched"]);
     } else if (!shapes.empty()) {
-      return ReportError(InvalidArgument("--shape applies to --model: give the model too"));
+      return InvalidArgument("--shape applies to --model: give the model too");
     }
     profile::FinalizeStats(p);
 
@@ -320,8 +320,8 @@ class ImportCommand : public Command {
       have_ceilings = true;
     }
     analysis::Diagnose(&p, have_ceilings ? &c : nullptr);
-    if (Status st = profile::Validate(p); !st.ok()) return ReportError(st.WithPrefix("internal"));
-    if (Status st = profile::SaveProfile(p, output_); !st.ok()) return ReportError(st);
+    if (Status st = profile::Validate(p); !st.ok()) return st.WithPrefix("internal");
+    if (Status st = profile::SaveProfile(p, output_); !st.ok()) return st;
 
     std::string out = fmt::format("opscope import: {} ({})\n", Join(files_, " "), fmt_name);
     if (p.meta.runs > 0) out += fmt::format("runs: {}\n", p.meta.runs);

@@ -54,13 +54,13 @@ class ReportCommandCli : public Command {
     o.samples.group = report::SampleGroup::kFunction;
     if (!group_.empty()) {
       auto group = report::ParseSampleGroup(group_);
-      if (!group.ok()) return ReportError(group.status());
+      if (!group.ok()) return group.status();
       o.samples.group = *group;
     }
     if (Status st = report::ParseSortKeys(sort_, &o.samples.sort, &o.samples.group); !st.ok())
-      return ReportError(st);
+      return st;
     if (children_ && no_children_)
-      return ReportError(InvalidArgument("choose one of --children and --no-children"));
+      return InvalidArgument("choose one of --children and --no-children");
     if (children_) o.samples.sort = report::SampleSort::kInclusive;
     if (no_children_) {
       o.samples.children = false;
@@ -75,15 +75,15 @@ class ReportCommandCli : public Command {
     o.gpu_trace = gpu_trace_;
     for (const std::string& s : Split(sections_, ',', /*skip_empty=*/true)) {
       if (!report::FindSection(s))
-        return ReportError(
-            InvalidArgument("--sections '" + s + "': expected ops, stat, samples, ranges or gpu"));
+        return InvalidArgument("--sections '" + s +
+                               "': expected ops, stat, samples, ranges or gpu");
       o.only.push_back(s);
     }
-    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return ReportError(st);
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return st;
     o.color = report::WritesToStream(out_.targets) && UseColor(1);
 
     auto loaded = collect::LoadAnyProfile(file_);
-    if (!loaded.ok()) return ReportError(loaded.status());
+    if (!loaded.ok()) return loaded.status();
     profile::Profile& p = *loaded;
     o.title = "opscope: " + (p.meta.source.empty() ? file_ : p.meta.source);
     if (o.samples.group == report::SampleGroup::kOp && p.samples) {
@@ -95,10 +95,9 @@ class ReportCommandCli : public Command {
                      "come from `opscope profile --sample`): all fall in [outside ops]\n");
     }
     if (!function_.empty() && !(p.samples && !p.samples->samples.empty()))
-      return ReportError(
-          InvalidArgument(file_ + ": -f needs call-stack samples, and this profile has none"));
+      return InvalidArgument(file_ + ": -f needs call-stack samples, and this profile has none");
     Status st = report::WriteOutputs(p, out_.targets, o, stdout, stderr);
-    if (!st.ok()) return ReportError(st.WithPrefix(file_));
+    if (!st.ok()) return st.WithPrefix(file_);
     return 0;
   }
 

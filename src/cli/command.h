@@ -70,10 +70,6 @@ using CommandFactory = std::function<std::unique_ptr<Command>()>;
 bool RegisterCommand(CommandFactory factory);
 const std::vector<CommandFactory>& RegisteredCommands();
 
-// Prints "opscope: error: <message>" and returns the exit status of CommandStatus(status). For
-// code not yet converted to returning its Status (main() is the place that prints errors).
-int ReportError(const Status& status);
-
 // True when stdout/stderr is a terminal and NO_COLOR is unset.
 bool UseColor(int fd);
 bool IsTerminal(int fd);

@@ -49,8 +49,6 @@ int Finish(const CommandStatus& result) {
   return result.exit_code();
 }
 
-int ReportError(const Status& status) { return Finish(CommandStatus(status)); }
-
 bool IsTerminal(int fd) { return isatty(fd) == 1; }
 bool UseColor(int fd) {
   const char* nc = std::getenv("NO_COLOR");

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
 
 #include "base/clock.h"
 #include "base/files.h"
@@ -20,9 +22,11 @@
 #include "base/launch.h"
 #include "base/strings.h"
 #include "collect/attach.h"
+#include "collect/attach_dir.h"
 #include "collect/perf_access.h"
 #include "collect/range_run.h"
 #include "collect/ranges_reader.h"
+#include "profile/attached.h"
 
 namespace opscope::collect {
 namespace {
@@ -104,14 +108,70 @@ bool PollFor(double timeout_s, Fn done) {
 }
 
 struct Channel {
-  std::string source, dir;
+  std::string source;
+  std::string base;  // the attach folder, as the program sees it
+  std::string dir;   // the channel, as opscope reaches it (under /proc/PID/root when it must)
   bool attached = false;
 };
 
+// The target of a symbolic link, "" when unreadable.
+std::string ReadLink(const std::string& path) {
+  char buf[4096];
+  const ssize_t n = readlink(path.c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// The bytes of a file, "" when unreadable.
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The program's environment at its start (what the recorder's constructor saw).
+std::map<std::string, std::string> EnvironOf(pid_t pid) {
+  std::map<std::string, std::string> env;
+  const std::string text = ReadFileOrEmpty(fmt::format("/proc/{}/environ", pid));
+  for (const std::string& kv : Split(text, '\0', true))
+    if (size_t eq = kv.find('='); eq != std::string::npos && eq > 0)
+      env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  return env;
+}
+
+// "" when the program sees the file system as opscope does (the same mount namespace and root);
+// else /proc/PID/root, through which its private /tmp (a container, systemd's PrivateTmp) is seen.
+std::string RootOf(pid_t pid) {
+  const std::string proc = fmt::format("/proc/{}", pid);
+  struct stat mine {
+  }, theirs{};
+  const bool same_ns = ReadLink("/proc/self/ns/mnt") == ReadLink(proc + "/ns/mnt");
+  const bool same_root = stat("/", &mine) == 0 && stat((proc + "/root").c_str(), &theirs) == 0 &&
+                         mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+  return same_ns && same_root ? std::string() : proc + "/root";
+}
+
 }  // namespace
 
-std::string AttachChannel(pid_t pid, const std::string& source) {
-  return fmt::format("/tmp/opscope-attach-{}-{}", pid, source);
+std::vector<std::string> AttachDirCandidates(const char* opscope_dir,
+                                             const std::map<std::string, std::string>& env,
+                                             uid_t uid, const std::string& root) {
+  std::vector<std::string> dirs;
+  auto add = [&](std::string d) {
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    if (!d.empty() && d[0] == '/' && std::find(dirs.begin(), dirs.end(), d) == dirs.end())
+      dirs.push_back(std::move(d));
+  };
+  if (opscope_dir != nullptr) add(opscope_dir);
+  auto get = [&](const char* k) {
+    auto it = env.find(k);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  // What the program's recorder chose (attach_dir.h), then the other places it may have chosen
+  // when its environment changed before the recorder read it.
+  add(AttachBaseDir(get(kAttachDirEnv), get("XDG_RUNTIME_DIR"), uid, root));
+  if (const char* x = get("XDG_RUNTIME_DIR"); x != nullptr && IsPrivateFolderOf(root, x, uid))
+    add(x);
+  add("/tmp");
+  return dirs;
 }
 
 StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const TargetSignals& signals,
@@ -133,49 +193,100 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
         "own: CAP_DAC_OVERRIDE and CAP_CHOWN)",
         pid, uid, geteuid()));
 
-  // The channels: only folders of the program's uid, private to it.
+  // The channels: only folders of the program's uid, private to it, in the attach folder the
+  // program chose (attach_dir.h), seen through its own mount namespace.
   const std::string lib_dir = RuntimeLibDir();
   const std::vector<std::string> loaded = LoadedRecorders(pid);
+  const std::map<std::string, std::string> env = EnvironOf(pid);
+  const std::string root = RootOf(pid);
+  const std::vector<std::string> bases =
+      AttachDirCandidates(std::getenv(kAttachDirEnv), env, uid, root);
   std::vector<Channel> channels;
   gid_t gid = getegid();
   for (const char* source : kSources) {
-    const std::string dir = AttachChannel(pid, source);
-    struct stat st {};
-    if (lstat(dir.c_str(), &st) != 0) continue;
     bool mapped = false;
     for (const auto& l : loaded) mapped |= l == source;
-    if (!mapped) continue;  // left behind by an earlier process with this pid
-    if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0)
-      return PermissionDenied(fmt::format(
-          "{} is not a private folder of uid {} (the program's): not trusting it; remove it and "
-          "start the program again",
-          dir, uid));
-    gid = st.st_gid;
-    channels.push_back({source, dir});
+    if (!mapped) continue;  // a channel would be left behind by an earlier process with this pid
+    for (const std::string& base : bases) {
+      const std::string dir = root + base + "/" + AttachChannelName(pid, source);
+      struct stat st {};
+      if (lstat(dir.c_str(), &st) != 0) continue;
+      if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0)
+        return PermissionDenied(fmt::format(
+            "{} is not a private folder of uid {} (the program's): not trusting it; remove it and "
+            "start the program again",
+            dir, uid));
+      gid = st.st_gid;
+      channels.push_back({source, base, dir});
+      break;
+    }
   }
+  auto env_is = [&](const char* key, const std::string& value) {
+    auto it = env.find(key);
+    return it != env.end() && it->second == value;
+  };
+  auto env_has = [&](const char* key, const std::string& part) {
+    auto it = env.find(key);
+    return it != env.end() && it->second.find(part) != std::string::npos;
+  };
   if (channels.empty()) {
     const std::string how = fmt::format(
         "start it with `OPSCOPE_ATTACHABLE=1 LD_PRELOAD={0}/libopscope_ranges_rt.so PROGRAM` "
-        "(NVTX ranges: also NVTX_INJECTION64_PATH={0}/libopscope_ranges_nvtx.so), or profile it "
-        "with `opscope run -- PROGRAM`",
+        "(NVTX ranges: LD_PRELOAD={0}/libopscope_ranges_rt.so:{0}/libopscope_ranges_nvtx.so "
+        "NVTX_INJECTION64_PATH={0}/libopscope_ranges_nvtx.so), or profile it with `opscope run "
+        "-- PROGRAM`",
         lib_dir);
+    if (loaded.empty() && env_is("OPSCOPE_ATTACHABLE", "1") &&
+        env_has("NVTX_INJECTION64_PATH", "libopscope_ranges_nvtx.so"))
+      return NotFound(fmt::format(
+          "process {0} ({1}) has not loaded opscope's NVTX recorder yet: NVTX opens "
+          "NVTX_INJECTION64_PATH at the program's first NVTX call; to make it attachable from its "
+          "start, put the library in LD_PRELOAD too "
+          "(LD_PRELOAD={2}/libopscope_ranges_nvtx.so, next to NVTX_INJECTION64_PATH)",
+          pid, comm, lib_dir));
     if (loaded.empty())
       return NotFound(fmt::format(
           "process {} ({}) has no opscope range recorder loaded (libopscope_ranges_rt.so or "
           "libopscope_ranges_nvtx.so): {}",
           pid, comm, how));
+    if (!env.empty() && !env_is("OPSCOPE_ATTACHABLE", "1"))
+      return NotFound(
+          fmt::format("process {} ({}) has opscope's range recorder but was not started attachable "
+                      "(OPSCOPE_ATTACHABLE=1 unset): {}",
+                      pid, comm, how));
+    std::vector<std::string> where, names;
+    for (const auto& b : bases) where.push_back(root + b);
+    for (const auto& l : loaded) names.push_back(AttachChannelName(pid, l));
     return NotFound(fmt::format(
-        "process {} ({}) has opscope's range recorder but was not started attachable "
-        "(OPSCOPE_ATTACHABLE=1 unset; NVTX's recorder starts at the first NVTX call): {}",
-        pid, comm, how));
+        "process {} ({}) has opscope's range recorder but no attach channel ({}) in {}: if the "
+        "program keeps it elsewhere, set {} to that folder for opscope too; if the recorder "
+        "could not make its channel, the program's stderr says why",
+        pid, comm, Join(names, " or "), Join(where, ", "), kAttachDirEnv));
   }
+  const bool nvtx_loaded =
+      std::find(loaded.begin(), loaded.end(), std::string("nvtx")) != loaded.end();
+  if (!nvtx_loaded && env_has("NVTX_INJECTION64_PATH", "libopscope_ranges_nvtx.so"))
+    note(fmt::format("opscope's NVTX recorder is not loaded in process {} yet (NVTX loads "
+                     "NVTX_INJECTION64_PATH at the program's first NVTX call): this span has no "
+                     "NVTX ranges; preload libopscope_ranges_nvtx.so to have them from the start",
+                     pid),
+         true);
+  for (const auto& c : channels)
+    if (c.source == "nvtx" && !env_has("NVTX_INJECTION64_PATH", "libopscope_ranges_nvtx.so") &&
+        !env.empty())
+      note(fmt::format("NVTX_INJECTION64_PATH does not name libopscope_ranges_nvtx.so in process "
+                       "{}: NVTX does not call the recorder, its NVTX ranges are not recorded",
+                       pid),
+           true);
 
-  // The output folder: private, the program's.
-  char tmpl[] = "/tmp/opscope-attach-out-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr)
-    return PermissionDenied(std::string("cannot create a temporary folder in /tmp: ") +
-                            std::strerror(errno));
-  const std::string out = tmpl;
+  // The output folder: private, the program's, next to its channel (a folder it can see).
+  const std::string out_base = channels[0].base;
+  std::string tmpl = root + out_base + "/opscope-attach-out-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr)
+    return PermissionDenied(fmt::format("cannot create a temporary folder in {}: {}",
+                                        root + out_base, std::strerror(errno)));
+  const std::string out = tmpl;                          // as opscope reaches it
+  const std::string out_seen = out.substr(root.size());  // as the program sees it
   auto fail = [&](Status st) -> Status {
     for (const auto& c : channels)
       if (c.attached) (void)PlaceFile(c.dir, "stop", "stop\n", uid, gid, false);
@@ -187,7 +298,7 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
         fmt::format("cannot hand {} to uid {}: {}", out, uid, std::strerror(errno))));
   int64_t window_start = 0, window_end = INT64_MAX;  // when every recorder was attached
   const std::string request = fmt::format("opscope-attach 1\nopscope-pid {}\nout {}\ncpu {}\n",
-                                          getpid(), out, o.cpu_time ? 1 : 0);
+                                          getpid(), out_seen, o.cpu_time ? 1 : 0);
   for (auto& c : channels) {
     if (Status st = PlaceFile(c.dir, "request", request, uid, gid, true); !st.ok()) return fail(st);
     const std::string ack = out + "/attached." + c.source;
@@ -290,6 +401,7 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
     p->ranges.push_back(std::move(r));
   }
   p->e2e.runs_ms.push_back(ms);
+  p->meta.extra[profile::kAttachedKey] = result.description;
   ThermalSample ts = ReadThermalSample();
   p->clocks.push_back(profile::ClockSample{0, ts.cpu_mhz_avg, ts.max_temp_c});
   p->meta.runs = 1;

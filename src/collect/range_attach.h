@@ -5,10 +5,14 @@
 //
 //   1. Check: the process exists and is this user's (another user's program needs root: opscope
 //      must write into its private channel folder and hand it files it owns); it has a channel
-//      folder /tmp/opscope-attach-<pid>-<source> of its own uid, mode 0700. When there is none,
-//      one line says what is missing (the recorder not loaded at all, or loaded without
-//      OPSCOPE_ATTACHABLE=1) and how to start the program.
-//   2. Attach: a private output folder (mkdtemp, owned by the program's uid), and a `request`
+//      folder opscope-attach-<pid>-<source> of its own uid, mode 0700, in the attach folder its
+//      environment chose (collect/attach_dir.h; read from /proc/PID/environ, and opscope's own
+//      $OPSCOPE_ATTACH_DIR first), seen through /proc/PID/root when the program has its own
+//      mount namespace (a private /tmp). When there is none, one line says what is missing (the
+//      recorder not loaded at all or not yet, loaded without OPSCOPE_ATTACHABLE=1, or no channel
+//      in the folders searched, named) and how to start the program.
+//   2. Attach: a private output folder next to the channel (mkdtemp, owned by the program's
+//      uid; the request names it as the program sees it), and a `request`
 //      renamed into each channel (RENAME_NOREPLACE: a second opscope attaching at the same time
 //      fails with "already attached"). The recorder answers `attached.<source>` within 5 s, or
 //      removes a request it does not trust (then the program's stderr says why).
@@ -24,7 +28,9 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "base/target_signals.h"
@@ -45,8 +51,13 @@ struct RangeAttachResult {
   bool program_exited = false;
 };
 
-// The channel folder of `source` ("annotate", "nvtx") in process `pid`.
-std::string AttachChannel(pid_t pid, const std::string& source);
+// The attach folders where `run -p` looks for a program's channels, as the program sees them
+// (collect/attach_dir.h): opscope's own $OPSCOPE_ATTACH_DIR (`opscope_dir`, may be null), the
+// folder the program's environment `env` chooses, its private $XDG_RUNTIME_DIR, /tmp; `root` is
+// where the program's file system is seen ("" or /proc/PID/root).
+std::vector<std::string> AttachDirCandidates(const char* opscope_dir,
+                                             const std::map<std::string, std::string>& env,
+                                             uid_t uid, const std::string& root);
 
 // Attaches, waits, detaches and fills `p` (whose meta the caller has filled) as described above.
 StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& options,

@@ -132,6 +132,19 @@ size_t DropPartialRanges(int64_t window_start, int64_t window_end,
         if (!fresh) it->second = std::min(it->second, c.ns);
       }
     }
+  // A range left out for starting before the window (recorded by the recorder that attached first,
+  // before the others) takes what started inside it on its thread along, as a B cut at its end
+  // would; one left out for ending after the window, as an A cut at its start.
+  for (const profile::Range& r : *ranges) {
+    if (r.start_ns < window_start) {
+      auto [it, fresh] = before.emplace(r.tid, r.end_ns);
+      if (!fresh) it->second = std::max(it->second, r.end_ns);
+    }
+    if (r.end_ns > window_end) {
+      auto [it, fresh] = after.emplace(r.tid, r.start_ns);
+      if (!fresh) it->second = std::min(it->second, r.start_ns);
+    }
+  }
   const size_t n = ranges->size();
   std::erase_if(*ranges, [&](const profile::Range& r) {
     if (r.start_ns < window_start || r.end_ns > window_end) return true;

@@ -40,8 +40,8 @@ Status ReadRangeFiles(const std::string& prefix, std::vector<profile::Range>* ou
 // For an attached span (`run -p`): removes the ranges that are part of a range not recorded whole,
 // from every recorder alike (so an NVTX stage cut at the attach also takes the annotate.h ranges
 // inside it): those that start before `window_start` or end after `window_end` (the span all
-// recorders were attached), and those a ThreadCut of any file covers. Returns how many it
-// removed. Call before AssignNesting.
+// recorders were attached) with the ranges inside those on their thread, and those a ThreadCut of
+// any file covers. Returns how many it removed. Call before AssignNesting.
 size_t DropPartialRanges(int64_t window_start, int64_t window_end,
                          const std::vector<RangeFileInfo>& infos,
                          std::vector<profile::Range>* ranges);

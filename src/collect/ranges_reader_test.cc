@@ -53,5 +53,17 @@ TEST(RangesReader, DropPartialRangesAppliesEveryRecordersCutsAndTheWindow) {
   EXPECT_EQ(Names(v), (std::vector<std::string>{"whole", "t2-whole"}));
 }
 
+// Two recorders attached a few ms apart: a stage the first one recorded from before the second
+// attached is left out, and so is what it holds (a `normalize` inside a `pre-processing` that
+// began between the two attaches would otherwise be reported at top level); likewise at the end.
+TEST(RangesReader, RangesInsideAStageOutsideTheWindowAreLeftOutWithIt) {
+  std::vector<profile::Range> v = {R("pre-processing", 1, 90, 300), R("normalize", 1, 150, 200),
+                                   R("network", 1, 400, 700),       R("post", 1, 900, 1100),
+                                   R("nms", 1, 950, 990),           R("t2", 2, 120, 130)};
+  std::vector<RangeFileInfo> infos(2);
+  EXPECT_EQ(DropPartialRanges(100, 1000, infos, &v), 4u);
+  EXPECT_EQ(Names(v), (std::vector<std::string>{"network", "t2"}));
+}
+
 }  // namespace
 }  // namespace opscope::collect

@@ -25,6 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collect/attach_dir.h"
+
 namespace opscope::collect::rec {
 namespace {
 
@@ -130,7 +132,7 @@ struct Global {
   // (an open fd: checked once, so it cannot be swapped later) and the names written into it.
   bool attachable = false;
   pid_t owner_pid = 0;  // the process that made the channel (a forked child is not attachable)
-  std::string channel;  // /tmp/opscope-attach-<pid>-<source>
+  std::string channel;  // <attach folder>/opscope-attach-<pid>-<source> (attach_dir.h)
   int channel_fd = -1;
   bool attached = false;
   int out_fd = -1;
@@ -540,7 +542,17 @@ bool Trusted(const struct stat& st, bool folder, std::string* why) {
 
 // Creates (or takes back, after an earlier process with this pid) the channel folder.
 bool OpenChannel() {
-  g->channel = "/tmp/opscope-attach-" + std::to_string(getpid()) + "-" + g->source;
+  const char* chosen = std::getenv(kAttachDirEnv);
+  const std::string base = AttachBaseDir(chosen, std::getenv("XDG_RUNTIME_DIR"), geteuid());
+  if (chosen != nullptr && chosen[0] != '\0') {
+    struct stat bst {};
+    if (base[0] != '/' || stat(base.c_str(), &bst) != 0 || !S_ISDIR(bst.st_mode)) {
+      Say(std::string(kAttachDirEnv) + "=" + base +
+          " is not an existing folder given by its absolute path: not attachable");
+      return false;
+    }
+  }
+  g->channel = base + "/" + AttachChannelName(getpid(), g->source);
   if (mkdir(g->channel.c_str(), 0700) != 0 && errno != EEXIST) {
     Say("cannot create " + g->channel + " (" + std::strerror(errno) + "): not attachable");
     return false;

@@ -24,8 +24,10 @@
 //
 // Attach mode (`opscope run -p PID`; OPSCOPE_ATTACHABLE=1 without OPSCOPE_RANGES_OUT). The
 // recorder starts dormant: push/pop cost one load of the "active" flag, nothing is recorded or
-// written. It creates the channel folder /tmp/opscope-attach-<pid>-<source> (mode 0700; an
-// existing one is taken over only when it is this uid's and private) and one listener thread
+// written. It creates the channel folder <attach folder>/opscope-attach-<pid>-<source> (the folder
+// by collect/attach_dir.h: $OPSCOPE_ATTACH_DIR, else a private $XDG_RUNTIME_DIR, else /tmp; mode
+// 0700; an existing one is taken over only when it is this uid's and private) and one listener
+// thread
 // that blocks on inotify there. opscope attaches by linking a `request` file into the channel:
 //
 //   opscope-attach 1
@@ -53,7 +55,8 @@
 
 namespace opscope::collect::rec {
 
-// Called from the library's constructor; `source` names the output file ("annotate", "nvtx").
+// Called from the library's constructor (the NVTX library: also from NVTX's first call, when NVTX
+// loaded it then); idempotent. `source` names the output file ("annotate", "nvtx").
 // Returns false (and stays inactive) when neither OPSCOPE_RANGES_OUT nor OPSCOPE_ATTACHABLE=1 is
 // set; true when recording (run) or dormant and attachable.
 bool Init(const char* source);

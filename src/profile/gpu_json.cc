@@ -39,8 +39,8 @@ static void from_json(const nlohmann::json& j, GpuKernel& v) {
   OPSCOPE_JSON_GET(start_ns);
   OPSCOPE_JSON_GET(end_ns);
   for (int i = 0; i < 3; ++i) {
-    if (j.contains("grid")) v.grid[i] = j.at("grid").at(i).get<int32_t>();
-    if (j.contains("block")) v.block[i] = j.at("block").at(i).get<int32_t>();
+    if (j.contains("grid")) v.grid[i] = json_fields::Int<int32_t>(j.at("grid").at(i));
+    if (j.contains("block")) v.block[i] = json_fields::Int<int32_t>(j.at("block").at(i));
   }
   OPSCOPE_JSON_GET(registers_per_thread);
   OPSCOPE_JSON_GET(static_shared_bytes);
@@ -304,5 +304,18 @@ bool WriteGpuArray(const GpuSection& v, std::string_view name, int indent, std::
   return true;
 }
 void from_json(const nlohmann::json& j, GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_GET); }
+
+void AppendGpuRecord(std::string_view name, const nlohmann::json& e, GpuSection* v) {
+  if (name == "kernels")
+    v->kernels.push_back(e.get<GpuKernel>());
+  else if (name == "memcpys")
+    v->memcpys.push_back(e.get<GpuMemcpy>());
+  else if (name == "memsets")
+    v->memsets.push_back(e.get<GpuMemset>());
+  else if (name == "api_calls")
+    v->api_calls.push_back(e.get<GpuApiCall>());
+  else if (name == "syncs")
+    v->syncs.push_back(e.get<GpuSync>());
+}
 
 }  // namespace opscope::profile

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "base/files.h"
@@ -109,11 +110,11 @@ void from_json(const nlohmann::json& j, OpEvent& v) {
   if (!j.is_array() || j.size() != 5)
     throw nlohmann::json::type_error::create(
         302, "op event must be [op, run, tid, start_ns, dur_ns]", &j);
-  v.op = j[0].get<int32_t>();
-  v.run = j[1].get<int32_t>();
-  v.tid = j[2].get<int32_t>();
-  v.start_ns = j[3].get<int64_t>();
-  v.dur_ns = j[4].get<int64_t>();
+  v.op = json_fields::Int<int32_t>(j[0]);
+  v.run = json_fields::Int<int32_t>(j[1]);
+  v.tid = json_fields::Int<int32_t>(j[2]);
+  v.start_ns = json_fields::Int<int64_t>(j[3]);
+  v.dur_ns = json_fields::Int<int64_t>(j[4]);
 }
 
 #define OVERHEAD_FIELDS(X) \
@@ -274,15 +275,18 @@ Status CheckTimes(const Profile& p) {
   return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<Profile> FromJsonString(const std::string& text, const std::string& origin) {
-  if (text.rfind("OPSREC", 0) == 0)
+Status NotARecordFile(std::string_view head, const std::string& origin) {
+  if (head.rfind("OPSREC", 0) == 0)
     return Unsupported(origin +
                        ": this is a record file from `opscope record` (call-stack samples), "
                        "not a JSON profile; read it with `opscope report " +
                        origin + "`");
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return Status::Ok();
+}
+
+// The parsed document (record arrays apart, profile_stream.cc) into a checked Profile.
+StatusOr<Profile> FromDocument(nlohmann::json& j, StreamedRecords&& records,
+                               const std::string& origin) {
   if (j.is_discarded())
     return DataLoss(origin + ": not valid JSON (truncated or corrupt profile?)");
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
@@ -299,9 +303,27 @@ StatusOr<Profile> FromJsonString(const std::string& text, const std::string& ori
   } catch (const nlohmann::json::exception& e) {
     return DataLoss(origin + ": malformed profile: " + e.what());
   }
+  j = nullptr;
+  MoveStreamedRecords(std::move(records), &p);
   OPSCOPE_RETURN_IF_ERROR(CheckTimes(p).WithPrefix(origin));
   OPSCOPE_RETURN_IF_ERROR(Validate(p).WithPrefix(origin));
   return p;
+}
+
+}  // namespace
+
+StatusOr<Profile> FromJsonString(const std::string& text, const std::string& origin) {
+  OPSCOPE_RETURN_IF_ERROR(NotARecordFile(text, origin));
+  nlohmann::json j;
+  StreamedRecords records;
+  ParseProfileStreamed(text, &j, &records);
+  return FromDocument(j, std::move(records), origin);
+}
+
+StatusOr<Profile> FromJsonStringWholeTree(const std::string& text, const std::string& origin) {
+  OPSCOPE_RETURN_IF_ERROR(NotARecordFile(text, origin));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return FromDocument(j, StreamedRecords(), origin);
 }
 
 Status SaveProfile(const Profile& p, const std::string& path) {
@@ -334,8 +356,26 @@ std::optional<StatusOr<Profile>> LoadForeignProfile(const std::string& path) {
 
 StatusOr<Profile> LoadProfile(const std::string& path) {
   if (auto foreign = LoadForeignProfile(path)) return std::move(*foreign);
-  OPSCOPE_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return FromJsonString(text, path);
+  // Parsed as it is read (profile_stream.cc): neither the text nor its whole document tree is
+  // held. The checks and messages are ReadFile's.
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFound(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": is a directory");
+  std::ifstream in;
+  std::vector<char> buffer(1 << 20);
+  in.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  in.open(path, std::ios::binary);
+  if (!in) return PermissionDenied(path + ": cannot open: " + std::strerror(errno));
+  char head[6] = {};
+  in.read(head, sizeof head);
+  OPSCOPE_RETURN_IF_ERROR(NotARecordFile(std::string_view(head, in.gcount()), path));
+  in.clear();
+  in.seekg(0);
+  nlohmann::json j;
+  StreamedRecords records;
+  ParseProfileStreamed(in, &j, &records);
+  if (in.bad()) return DataLoss(path + ": read error");
+  return FromDocument(j, std::move(records), path);
 }
 
 }  // namespace opscope::profile

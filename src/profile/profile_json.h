@@ -3,9 +3,13 @@
 #pragma once
 
 #include <functional>
+#include <istream>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/status.h"
 #include "profile/profile.h"
 
 namespace opscope {
@@ -45,10 +49,32 @@ inline constexpr char kGpuArraySlot[] = "\x01opscope-gpu-array\x01";
 void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v);
 bool WriteGpuArray(const GpuSection& v, std::string_view name, int indent, std::string_view pad,
                    const std::function<void(std::string_view)>& sink);
+// Appends one element of the gpu record array `name` ("kernels", "memcpys", "memsets",
+// "api_calls", "syncs"), converted as from_json(GpuSection) converts it; throws as it throws.
+void AppendGpuRecord(std::string_view name, const nlohmann::json& e, GpuSection* v);
 void to_json(nlohmann::json& j, const Finding& v);  // findings_json.cc
 void from_json(const nlohmann::json& j, Finding& v);
 
 void to_json(nlohmann::json& j, const Profile& p);
 void from_json(const nlohmann::json& j, Profile& p);
+
+// The big record arrays of a profile (op_events, ranges and the gpu section's kernels, memcpys,
+// memsets, api_calls, syncs), read one element at a time (profile_stream.cc).
+struct StreamedRecords {
+  std::vector<OpEvent> op_events;
+  std::vector<Range> ranges;
+  GpuSection gpu;  // only its record arrays
+};
+// Parses a profile's JSON text into `doc`, the tree nlohmann::json::parse would give but with the
+// record arrays empty, their elements converted into `records`; an element that does not convert
+// stays in `doc`, so from_json(*doc) throws what it would have thrown. False (and `doc` discarded)
+// on invalid JSON. Memory: the records and the tree of everything else, not the whole tree.
+bool ParseProfileStreamed(const std::string& text, nlohmann::json* doc, StreamedRecords* records);
+bool ParseProfileStreamed(std::istream& in, nlohmann::json* doc, StreamedRecords* records);
+// After from_json(doc, *p): moves the records into `p`.
+void MoveStreamedRecords(StreamedRecords&& records, Profile* p);
+// FromJsonString through one nlohmann::json::parse of the whole text: the obviously-correct twin
+// the streamed reader is tested against (profile_test, profile_json_fuzz); not for large files.
+StatusOr<Profile> FromJsonStringWholeTree(const std::string& text, const std::string& origin);
 
 }  // namespace opscope::profile

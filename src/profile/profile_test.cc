@@ -2,10 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/testing/fuzz_corpus.h"
 #include "profile/profile_io.h"
 #include "profile/profile_json.h"
 
@@ -178,6 +184,131 @@ TEST(ProfileJsonStreaming, GpuArraysSplicedAsTheTreeWouldDumpThem) {
   no_gpu.gpu.reset();
   nlohmann::json tree = no_gpu;
   EXPECT_EQ(ToJsonString(no_gpu), tree.dump(1) + "\n");
+}
+
+}  // namespace
+}  // namespace opscope::profile
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace opscope::profile {
+namespace {
+
+// The streamed reader (profile_stream.cc) against its whole-tree twin: the same message or the
+// same profile.
+void ExpectSameAsWholeTree(const std::string& text, const std::string& what) {
+  auto streamed = FromJsonString(text, "t.json");
+  auto whole = FromJsonStringWholeTree(text, "t.json");
+  ASSERT_EQ(streamed.ok(), whole.ok())
+      << what << ": " << (streamed.ok() ? whole : streamed).status().message();
+  if (!streamed.ok())
+    EXPECT_EQ(streamed.status().message(), whole.status().message()) << what;
+  else
+    EXPECT_EQ(ToJsonString(*streamed), ToJsonString(*whole)) << what;
+}
+
+std::vector<std::pair<std::string, std::string>> Seeds() {
+  std::vector<std::pair<std::string, std::string>> seeds;
+  const std::string dir = std::string(OPSCOPE_SOURCE_DIR) + "/tests/fuzz_corpus/profile_json_fuzz";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    seeds.emplace_back(e.path().filename().string(),
+                       std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  std::sort(seeds.begin(), seeds.end());
+  return seeds;
+}
+
+TEST(ProfileStreamedReader, RecordsAndErrorsAsTheWholeTreeReadsThem) {
+  const auto seeds = Seeds();
+  ASSERT_GE(seeds.size(), 10u);
+  for (const auto& [name, text] : seeds) ExpectSameAsWholeTree(text, name);
+  // What the seeds are for: each is read, or refused with the message its twin gives.
+  auto valid = FromJsonString(seeds[10].second, "t.json");
+  ASSERT_EQ(seeds[10].first, "valid_gpu");
+  ASSERT_TRUE(valid.ok()) << valid.status().message();
+  ASSERT_TRUE(valid->gpu.has_value());
+  EXPECT_EQ(valid->gpu->kernels.size(), 2u);
+  EXPECT_EQ(valid->gpu->kernels[1].start_ns, 210);
+  EXPECT_EQ(valid->gpu->kernels[0].grid[2], 3);
+  EXPECT_EQ(valid->gpu->memcpys.size(), 1u);
+  EXPECT_EQ(valid->gpu->memsets.size(), 1u);
+  EXPECT_EQ(valid->gpu->api_calls.size(), 1u);
+  EXPECT_EQ(valid->gpu->syncs.size(), 1u);
+  EXPECT_EQ(valid->ranges.size(), 1u);
+  auto meta_first = FromJsonString(seeds[1].second, "t.json");
+  ASSERT_EQ(seeds[1].first, "bad_kernel_and_meta");
+  EXPECT_EQ(meta_first.status().message(),
+            "t.json: malformed profile: [json.exception.type_error.302] type must be number, but "
+            "is string")
+      << "meta is read before the gpu section, as in the whole tree";
+}
+
+// Every truncation and every single-bit flip of every seed.
+TEST(ProfileStreamedReader, TruncationsAndBitFlipsAgreeWithTheWholeTree) {
+  for (const auto& [name, text] : Seeds()) {
+    for (size_t n = 0; n < text.size(); n += 3) ExpectSameAsWholeTree(text.substr(0, n), name);
+    for (size_t i = 0; i < text.size(); ++i)
+      for (int b : {0, 1, 5}) {
+        std::string f = text;
+        f[i] = static_cast<char>(f[i] ^ (1 << b));
+        ExpectSameAsWholeTree(f, name + " bit " + std::to_string(i) + "." + std::to_string(b));
+      }
+  }
+}
+
+TEST(ProfileStreamedReader, LoadProfileReadsTheFileAsFromJsonStringReadsItsText) {
+  const std::string dir = ::testing::TempDir();
+  for (const auto& [name, text] : Seeds()) {
+    const std::string path = dir + "/profile_stream_" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    auto from_file = LoadProfile(path);
+    auto from_text = FromJsonString(text, path);
+    ASSERT_EQ(from_file.ok(), from_text.ok()) << name;
+    if (from_file.ok())
+      EXPECT_EQ(ToJsonString(*from_file), ToJsonString(*from_text)) << name;
+    else
+      EXPECT_EQ(from_file.status().message(), from_text.status().message()) << name;
+    std::remove(path.c_str());
+  }
+  EXPECT_EQ(LoadProfile(dir + "/profile_stream_missing").status().message(),
+            dir + "/profile_stream_missing: no such file");
+  EXPECT_EQ(LoadProfile(dir).status().message(), dir + ": is a directory");
+  const std::string rec = dir + "/profile_stream_rec";
+  std::ofstream(rec, std::ios::binary) << "OPSREC\x01";
+  EXPECT_NE(LoadProfile(rec).status().message().find("this is a record file"), std::string::npos);
+  std::remove(rec.c_str());
+}
+
+// A floating-point number where an integer is read: refused when it does not fit (the cast
+// would be undefined behaviour; profile_json_fuzz found it), read as before when it does.
+TEST(ProfileStreamedReader, FloatsThatDoNotFitAnIntegerFieldAreRefused) {
+  const std::string head = R"({"schema": "opscope.profile/1", "meta": {"runs": 1}, )";
+  auto big = FromJsonString(head + R"("ops": [{"name": "a", "runs_ms": [1]}],
+      "op_events": [[0, 0, 1.2e73, 2, 3]]})",
+                            "t.json");
+  EXPECT_EQ(big.status().message(),
+            "t.json: malformed profile: [json.exception.type_error.302] number 1.2e+73 does not "
+            "fit the integer field it is read into");
+  auto index = FromJsonString(head + R"("ops": [{"name": "a", "index": -3e9}]})", "t.json");
+  EXPECT_NE(index.status().message().find("number -3000000000.0 does not fit"), std::string::npos)
+      << index.status().message();
+  auto shape =
+      FromJsonString(head + R"("ops": [{"name": "a", "input_shapes": [[1, 1e19]]}]})", "t.json");
+  EXPECT_NE(shape.status().message().find("does not fit"), std::string::npos)
+      << shape.status().message();
+  auto fits = FromJsonString(head + R"("ops": [{"name": "a", "index": 0.0, "runs_ms": [1]}],
+      "op_events": [[0, 0, 7.0, 2, 3]]})",
+                             "t.json");
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(fits->op_events[0].tid, 7);
+}
+
+TEST(ProfileStreamedReader, RegressionCorpus) {
+  int n = opscope::testing::ReplayFuzzCorpus("profile_json_fuzz", [](const std::string& b) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  });
+  EXPECT_GE(n, 10);
 }
 
 }  // namespace

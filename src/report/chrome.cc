@@ -17,6 +17,7 @@
 #include <set>
 
 #include "base/strings.h"
+#include "profile/attached.h"
 #include "report/format.h"
 
 namespace opscope::report {
@@ -98,7 +99,8 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions&, std::string*
                       {"args", {{"run", run}}}});
   const bool op_runs = !run_span.empty();
 
-  // Ranges: one process per run where the run is known.
+  // Ranges: one process per run where the run is known (`run -p`: the one attached span).
+  const bool attached = profile::IsAttachedSpan(p);
   std::map<int, std::pair<int64_t, int64_t>> range_runs;
   std::map<int, int> range_run_tid;
   for (const auto& r : p.ranges) {
@@ -116,7 +118,8 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions&, std::string*
                       {"args", args}});
     threads.insert({pid, r.tid});
     if (r.run >= 0) {
-      processes[pid] = source + " (run " + std::to_string(r.run) + ")";
+      processes[pid] = source + (attached ? std::string(" (attached span)")
+                                          : " (run " + std::to_string(r.run) + ")");
       auto [it, fresh] = range_runs.emplace(r.run, std::make_pair(r.start_ns, r.end_ns));
       if (!fresh)
         it->second = {std::min(it->second.first, r.start_ns),
@@ -127,14 +130,15 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions&, std::string*
     }
   }
   for (const auto& [run, span] : range_runs) {
-    events.push_back({{"name", "run " + std::to_string(run)},
-                      {"cat", "run"},
-                      {"ph", "X"},
-                      {"ts", us(span.first)},
-                      {"dur", (span.second - span.first) / 1000.0},
-                      {"pid", 1 + run},
-                      {"tid", range_run_tid.count(run) ? range_run_tid[run] : 0},
-                      {"args", {{"run", run}}}});
+    events.push_back(
+        {{"name", attached ? std::string("attached span") : "run " + std::to_string(run)},
+         {"cat", "run"},
+         {"ph", "X"},
+         {"ts", us(span.first)},
+         {"dur", (span.second - span.first) / 1000.0},
+         {"pid", 1 + run},
+         {"tid", range_run_tid.count(run) ? range_run_tid[run] : 0},
+         {"args", {{"run", run}}}});
   }
 
   // GPU.

@@ -5,6 +5,7 @@
 #include "analysis/format.h"
 #include "analysis/hygiene.h"
 #include "base/strings.h"
+#include "profile/attached.h"
 #include "report/format.h"
 
 namespace opscope::report {
@@ -83,8 +84,14 @@ Status RangeTable(const profile::Profile& p, const ReportOptions& o, std::string
   analysis::RangeReport rep = analysis::SummarizeRanges(p);
   *out = FormatRangeTable(rep, o.color, o.wide);
   if (!o.findings) return Status::Ok();
-  analysis::RepeatReport rr = analysis::AnalyzeRepeats(p.e2e.runs_ms);
-  *out += "\nwhole program: " + rr.words + "\n";
+  if (profile::IsAttachedSpan(p) && p.e2e.runs_ms.size() == 1) {
+    *out += "\nattached span: " + HumanMs(p.e2e.runs_ms[0]) + " of " +
+            p.meta.extra.at(profile::kAttachedKey) +
+            " (one span of a running program, not repeated runs)\n";
+  } else {
+    analysis::RepeatReport rr = analysis::AnalyzeRepeats(p.e2e.runs_ms);
+    *out += "\nwhole program: " + rr.words + "\n";
+  }
   analysis::ThrottleReport tr = analysis::DetectThrottling(p.clocks);
   if (!tr.summary.empty()) *out += "clocks: " + tr.summary + "\n";
   if (p.overhead)

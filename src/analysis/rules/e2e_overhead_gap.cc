@@ -4,6 +4,7 @@
 #include "analysis/range_stats.h"
 #include "analysis/rules.h"
 #include "base/strings.h"
+#include "profile/attached.h"
 
 namespace opscope::analysis::rules {
 
@@ -18,16 +19,30 @@ static void ApplyRanges(const profile::Profile& p, std::vector<profile::Finding>
   if (e2e <= 0 || gap < kMinGapMs || gap / e2e < kMinGapFraction) return;
   profile::Finding f;
   f.severity = gap / e2e >= 0.4 ? "warning" : "info";
-  f.title =
-      fmt::format("{:.0f}% of the program's time is outside the annotated stages", gap / e2e * 100);
-  f.evidence = fmt::format(
-      "the program runs {} (median), its top-level ranges cover {} per run: {} "
-      "({:.1f}%) is unannotated",
-      HumanMs(e2e), HumanMs(staged), HumanMs(gap), gap / e2e * 100);
-  f.suggestion =
-      "annotate the rest (process start-up, model loading, input decoding, output "
-      "writing) to see whether it matters in steady state; one-time start-up cost "
-      "matters for short-lived programs only";
+  if (profile::IsAttachedSpan(p)) {
+    // A span of a running program: no start-up in it, and a stage that straddles either end of
+    // the span is not recorded at all (range_attach.h), which also counts as unannotated here.
+    f.title =
+        fmt::format("{:.0f}% of the attached span is outside the recorded stages", gap / e2e * 100);
+    f.evidence = fmt::format(
+        "opscope was attached for {}, the top-level ranges recorded whole cover {}: {} "
+        "({:.1f}%) is unannotated or in stages cut by the start or end of the span",
+        HumanMs(e2e), HumanMs(staged), HumanMs(gap), gap / e2e * 100);
+    f.suggestion =
+        "attach for longer (many stages per span make the cut ones matter less) and annotate "
+        "what runs between the stages (waiting for input, I/O, other threads' work)";
+  } else {
+    f.title = fmt::format("{:.0f}% of the program's time is outside the annotated stages",
+                          gap / e2e * 100);
+    f.evidence = fmt::format(
+        "the program runs {} (median), its top-level ranges cover {} per run: {} "
+        "({:.1f}%) is unannotated",
+        HumanMs(e2e), HumanMs(staged), HumanMs(gap), gap / e2e * 100);
+    f.suggestion =
+        "annotate the rest (process start-up, model loading, input decoding, output "
+        "writing) to see whether it matters in steady state; one-time start-up cost "
+        "matters for short-lived programs only";
+  }
   f.numbers["e2e_ms"] = e2e;
   f.numbers["ranges_ms"] = staged;
   f.numbers["gap_ms"] = gap;

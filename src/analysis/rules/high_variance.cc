@@ -4,6 +4,7 @@
 #include "analysis/hygiene.h"
 #include "analysis/rules.h"
 #include "base/strings.h"
+#include "profile/attached.h"
 
 namespace opscope::analysis::rules {
 
@@ -12,6 +13,8 @@ inline constexpr double kNoisyCv = 0.05;
 static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   const profile::Profile& p = ctx.profile;
   std::vector<double> runs = p.e2e.runs_ms;
+  // `run -p`: one attached span, not repeated runs; there is no -r to advise.
+  if (profile::IsAttachedSpan(p)) return;
   if (runs.size() < 3) {
     if (!runs.empty() || p.meta.runs > 0) {
       profile::Finding f;

@@ -4,7 +4,18 @@
 // shared range recorder (collect/ranges_recorder.h). NVTX needs no CUDA: this works for any
 // program that uses the NVTX headers. Returning 0 (neither OPSCOPE_RANGES_OUT nor
 // OPSCOPE_ATTACHABLE=1 set) tells NVTX to turn itself into no-ops.
+//
+// When is the recorder there? NVTX v3 opens NVTX_INJECTION64_PATH at the program's first NVTX
+// call and at no other time: its loader has no earlier hook, and the two ways a library already
+// in the process could be found are off in the header (nvtxInit.h: "pre-injected" lookup disabled
+// in load sequence 2; the static-injection pointer is a weak symbol the executable defines
+// itself, which a preloaded library cannot replace). So an attachable program (`opscope run -p`)
+// whose first NVTX call is still to come has no NVTX channel, unless this library is also in
+// LD_PRELOAD: then its constructor starts the dormant recorder and opens the channel at load, and
+// NVTX's later dlopen of the same path returns this same library, whose entry point finds the
+// recorder running.
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -55,6 +66,16 @@ class RangesTool : public nvtx::Tool {
 };
 
 RangesTool* g_tool = nullptr;  // leaked: NVTX may call in until the very end
+
+// Preloaded into an attachable program: attachable from load, before the first NVTX call. Only in
+// attach mode: under `opscope run -- CMD` the recorder starts as before, at NVTX's first call, so
+// a program that never calls NVTX writes no NVTX file.
+__attribute__((constructor)) void StartAtLoad() {
+  const char* attachable = std::getenv("OPSCOPE_ATTACHABLE");
+  const char* out = std::getenv("OPSCOPE_RANGES_OUT");
+  if (attachable != nullptr && attachable[0] == '1' && (out == nullptr || out[0] == '\0'))
+    rec::Init("nvtx");
+}
 
 }  // namespace
 

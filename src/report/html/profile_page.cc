@@ -12,6 +12,7 @@
 #include "analysis/range_stats.h"
 #include "analysis/roofline.h"
 #include "base/strings.h"
+#include "profile/attached.h"
 #include "report/format.h"
 #include "report/html/charts.h"
 #include "report/html/html_page.h"
@@ -86,7 +87,11 @@ std::string Header(const profile::Profile& p) {
   row("created", Escape(m.created));
   out += "</dl>\n";
 
-  if (!p.e2e.runs_ms.empty()) {
+  if (profile::IsAttachedSpan(p) && p.e2e.runs_ms.size() == 1) {
+    out += "<div class=\"latency\"><div>\n<p><b>Attached span</b>: " + Ms(p.e2e.runs_ms[0]) +
+           " of " + Escape(p.meta.extra.at(profile::kAttachedKey)) +
+           " (one span of a running program: no run-to-run statistics)</p>\n</div></div>\n";
+  } else if (!p.e2e.runs_ms.empty()) {
     const Stats& s = p.e2e.stats;
     auto rep = analysis::AnalyzeRepeats(p.e2e.runs_ms);
     std::string cls = rep.verdict;
