@@ -13,6 +13,7 @@
 
 #include "engine/ops/common.h"
 #include "engine/testing/kernel_runner.h"
+#include "engine/testing/model_builder.h"
 #include "opscope/engine.h"
 
 namespace opscope::engine {
@@ -20,97 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ModelBuilder {
- public:
-  explicit ModelBuilder(int opset = 13) {
-    m_.set_ir_version(8);
-    auto* imp = m_.add_opset_import();
-    imp->set_domain("");
-    imp->set_version(opset);
-    m_.mutable_graph()->set_name("test");
-  }
-  void Input(const std::string& name, std::vector<int64_t> shape,
-             int type = onnx::TensorProto::FLOAT) {
-    auto* v = m_.mutable_graph()->add_input();
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(type);
-    for (int64_t d : shape) {
-      if (d < 0)
-        t->mutable_shape()->add_dim()->set_dim_param("batch");
-      else
-        t->mutable_shape()->add_dim()->set_dim_value(d);
-    }
-  }
-  void Output(const std::string& name, std::vector<int64_t> shape) {
-    auto* v = m_.mutable_graph()->add_output();
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    auto* sh = v->mutable_type()->mutable_tensor_type()->mutable_shape();
-    for (int64_t d : shape) {
-      if (d < 0)
-        sh->add_dim()->set_dim_param("batch");
-      else
-        sh->add_dim()->set_dim_value(d);
-    }
-  }
-  void Init(const std::string& name, std::vector<int64_t> shape, std::vector<float> data) {
-    auto* t = m_.mutable_graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : shape) t->add_dims(d);
-    for (float f : data) t->add_float_data(f);
-  }
-  void InitI64(const std::string& name, std::vector<int64_t> shape, std::vector<int64_t> data) {
-    auto* t = m_.mutable_graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    for (int64_t d : shape) t->add_dims(d);
-    for (int64_t v : data) t->add_int64_data(v);
-  }
-  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in,
-                        std::vector<std::string> out, const std::string& name) {
-    auto* n = m_.mutable_graph()->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (auto& i : in) n->add_input(i);
-    for (auto& o : out) n->add_output(o);
-    return n;
-  }
-  // A float output of the given rank whose dims are left to shape inference.
-  void OutputAnyShape(const std::string& name, size_t rank) {
-    auto* v = m_.mutable_graph()->add_output();
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    auto* sh = v->mutable_type()->mutable_tensor_type()->mutable_shape();
-    for (size_t i = 0; i < rank; ++i) sh->add_dim()->set_dim_param("d" + std::to_string(i));
-  }
-  static void FloatAttr(onnx::NodeProto* n, const std::string& name, float f) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(f);
-  }
-  static void IntsAttr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (auto x : v) a->add_ints(x);
-  }
-  std::string Save(const std::string& file) {
-    static std::string dir = [] {
-      char tmpl[] = "/tmp/opscope_session_test_XXXXXX";
-      return std::string(mkdtemp(tmpl));
-    }();
-    std::string path = dir + "/" + file;
-    std::ofstream(path, std::ios::binary) << m_.SerializeAsString();
-    return path;
-  }
-  onnx::ModelProto& model() { return m_; }
-
- private:
-  onnx::ModelProto m_;
-};
+using testing::ModelBuilder;
 
 std::vector<float> Rand(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
