@@ -72,8 +72,18 @@ class ConvKernel : public Kernel {
         p_.gemm_w.set_data_handle(const_cast<float*>(w->data<float>()));
         std::unordered_map<int, dnnl::memory> args = {
             {DNNL_ARG_SRC, p_.gemm_w}, {DNNL_ARG_WEIGHTS, p_.gemm_x}, {DNNL_ARG_DST, p_.gemm_y}};
+        const bool sub = p_.gemm_sh > 1 || p_.gemm_sw > 1;
+        // Kept between runs (a fresh buffer would be page-faulted on every run).
+        if (sub && sub_scratch_.numel() != C * p_.gemm_oh * p_.gemm_ow)
+          sub_scratch_ = Tensor(DataType::kFloat32, {C, p_.gemm_oh * p_.gemm_ow});
         for (int64_t n = 0; n < N; ++n) {
-          p_.gemm_x.set_data_handle(const_cast<float*>(x->data<float>()) + n * p_.gemm_x_stride);
+          const float* xn = x->data<float>() + n * p_.gemm_x_stride;
+          if (sub) {
+            SubsampleRows(x->data<float>() + n * C * p_.gemm_ih * p_.gemm_iw, C,
+                          sub_scratch_.data<float>());
+            xn = sub_scratch_.data<float>();
+          }
+          p_.gemm_x.set_data_handle(const_cast<float*>(xn));
           p_.gemm_y.set_data_handle(y->data<float>() + n * p_.gemm_y_stride);
           p_.gemm_prim.execute(s, args);
         }
@@ -127,6 +137,21 @@ class ConvKernel : public Kernel {
   }
 
  private:
+  // x [C, IH, IW] -> dst [C, OH * OW], dst[c][oh][ow] = x[c][oh * SH][ow * SW] (the strided
+  // pointwise path; 1x1 with no padding, so every tap is inside the input).
+  void SubsampleRows(const float* x, int64_t C, float* dst) const {
+    const int64_t IH = p_.gemm_ih, IW = p_.gemm_iw, OH = p_.gemm_oh, OW = p_.gemm_ow;
+    const int64_t SH = p_.gemm_sh, SW = p_.gemm_sw;
+    ParallelFor(C * OH, OW, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t c = r / OH, oh = r % OH;
+        const float* src = x + (c * IH + oh * SH) * IW;
+        float* out = dst + r * OW;
+        for (int64_t ow = 0; ow < OW; ++ow) out[ow] = src[ow * SW];
+      }
+    });
+  }
+
   // y[r, :] = post_ops(y[r, :] + bias[r % OC]) over `rows` rows of `cols` floats, threaded by
   // rows; the common activations run as tight loops, the rest through ApplyPostOpScalar.
   void BiasAndPostOpsRows(float* y, int64_t rows, int64_t cols, const float* bias,
@@ -317,6 +342,17 @@ class ConvKernel : public Kernel {
     }
     bool unit_stride = true;
     for (int64_t st : geo.s) unit_stride &= st == 1;
+    p_.gemm_sh = p_.gemm_sw = 1;
+    if (pointwise && !unit_stride && (xs.size() == 3 || xs.size() == 4)) {
+      const bool two_d = xs.size() == 4;
+      p_.gemm_sh = two_d ? geo.s[0] : 1;
+      p_.gemm_sw = geo.s.back();
+      p_.gemm_ih = two_d ? xs[2] : 1;
+      p_.gemm_iw = xs.back();
+      p_.gemm_oh = two_d ? ys[2] : 1;
+      p_.gemm_ow = ys.back();
+      unit_stride = true;  // the GEMM below reads the subsampled X
+    }
     if (pointwise && unit_stride && g == 1) {
       const int64_t IC = ws[1];
       int64_t S = 1;
@@ -344,6 +380,7 @@ class ConvKernel : public Kernel {
         return gs;
       }
     }
+    p_.gemm_sh = p_.gemm_sw = 1;
     // Plain activations are the fallback for any configuration the blocked kernels refuse.
     Status st = create(!pointwise);
     if (!st.ok() && !pointwise) st = create(false);
@@ -352,6 +389,7 @@ class ConvKernel : public Kernel {
 
   Node node_;
   ConvAttrs a_;
+  Tensor sub_scratch_;                   // the subsampled X of the strided pointwise path
   bool cl_in_ = false, cl_out_ = false;  // X / Y stored channels-last (SetChannelsLast)
   std::vector<PostOp> post_ops_;
   ConvPrimitive p_;

@@ -30,10 +30,15 @@ struct ConvPrimitive {
   // Y[OC,S] = W[OC,IC] * X[IC,S] (+ bias per row). oneDNN's matmul runs it 3-5x faster than its
   // im2col convolution for plain activations (measured on MobileNet-style expand/project convs),
   // with no reorders at all.
+  // A strided 1x1 convolution (ResNet's downsampling shortcut) takes the same GEMM on X
+  // subsampled into a scratch [IC, S] first (gemm_sh/gemm_sw > 1): one pass over a quarter of X
+  // instead of oneDNN's im2col convolution.
   bool gemm = false;
   dnnl::matmul gemm_prim;
   dnnl::memory gemm_w, gemm_x, gemm_y;
   int64_t gemm_x_stride = 0, gemm_y_stride = 0;  // floats per image
+  int64_t gemm_sh = 1, gemm_sw = 1;              // strides of a subsampled X (1: X as it is)
+  int64_t gemm_ih = 1, gemm_iw = 1, gemm_oh = 1, gemm_ow = 1;
   // Depthwise path (see the top of the file): geometry of one plane plus a zero row of width W.
   bool depthwise = false;
   int64_t dw_kh = 0, dw_kw = 0, dw_sh = 1, dw_sw = 1, dw_pt = 0, dw_pl = 0;

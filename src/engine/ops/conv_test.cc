@@ -141,6 +141,12 @@ TEST(Conv, MatchesNaiveTwinOnOddShapes) {
       {{1, 4, 20}, {4, 1, 3}, {{1}, {2}, {2}, {2}, 4}, true},
       {{1, 2, 5, 6, 7}, {4, 1, 2, 3, 2}, {{1, 2, 1}, {2, 1, 1}, {1, 0, 1}, {0, 1, 1}, 2}, true},
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, true},
+      // Strided 1x1 (ResNet's downsampling shortcut): the pointwise GEMM on a subsampled X;
+      // odd sizes, batch 2, unequal strides, 1-D, and a grouped one that stays on oneDNN.
+      {{2, 24, 13, 11}, {40, 24, 1, 1}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 1}, true},
+      {{1, 8, 9, 10}, {5, 8, 1, 1}, {{3, 2}, {1, 1}, {0, 0}, {0, 0}, 1}, false},
+      {{2, 6, 23}, {7, 6, 1}, {{2}, {1}, {0}, {0}, 1}, true},
+      {{1, 8, 9, 9}, {6, 4, 1, 1}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 2}, true},
   };
   uint32_t seed = 1;
   for (const ConvCase& c : cases) {
@@ -263,6 +269,23 @@ TEST(Conv, FusedActivationsEqualSeparateOps) {
     auto out = RunWithPostOps(n, {&x, &w, &b}, chain);
     ASSERT_TRUE(out.ok());
     EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(ApplyRef(plain, chain[0]), chain[1])), "");
+  }
+  // The strided pointwise path, with a bias (applied with the activations after the GEMM) and
+  // without (the activations as the matmul's post-ops).
+  for (bool bias : {true, false}) {
+    Tensor x = RandomTensor({2, 12, 11, 9}, 31, -2, 2), w = RandomTensor({20, 12, 1, 1}, 32);
+    Tensor b = RandomTensor({20}, 33);
+    Geo g{{2, 2}, {1, 1}, {0, 0}, {0, 0}, 1};
+    Node n = ConvNode("Conv", g, bias);
+    Tensor plain = NaiveConv(x, w, bias ? &b : nullptr, g);
+    for (const PostOp& op : AllActivations()) {
+      auto out = RunWithPostOps(
+          n, bias ? std::vector<const Tensor*>{&x, &w, &b} : std::vector<const Tensor*>{&x, &w},
+          {op});
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      EXPECT_EQ(CompareFloat((*out)[0], ApplyRef(plain, op), 1e-4f, 1e-4f), "")
+          << "strided 1x1, post-op " << static_cast<int>(op.kind) << " bias " << bias;
+    }
   }
   // Conv has no last-dim bias add.
   Node n = MakeNode("Conv", 2, 1);
