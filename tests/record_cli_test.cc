@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -105,6 +106,36 @@ TEST(RecordCli, PassesArgumentsAfterDashDash) {
   Result r = Shell(kOpscope + " record -q -o " + rec + " -- ls -l -d /");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("dr"), std::string::npos) << "ls did not get -l: " << r.out;
+  std::remove(rec.c_str());
+}
+
+// perf's spellings: -g (frame-pointer call graphs; --call-graph still picks the mode) and
+// -F max (the kernel's perf_event_max_sample_rate, capped at 100000 like a number).
+TEST(RecordCli, PerfSpellingsDashGAndFrequencyMax) {
+  auto meta = [](const std::string& rec) {
+    Result rep = Shell(kOpscope + " report " + rec + " --format json");
+    auto j = nlohmann::json::parse(rep.out, nullptr, false);
+    return j.is_discarded() ? nlohmann::json() : j["samples"];
+  };
+  std::ifstream sysctl("/proc/sys/kernel/perf_event_max_sample_rate");
+  double max_rate = 0;
+  ASSERT_TRUE(sysctl >> max_rate) << "no perf_event_max_sample_rate on this kernel";
+  std::string rec = TempPath("g.rec");
+  Result r = Shell(kOpscope + " record -g -F max -o " + rec + " -- true");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("-F max: "), std::string::npos) << r.out;
+  nlohmann::json s = meta(rec);
+  ASSERT_TRUE(s.is_object()) << r.out;
+  EXPECT_EQ(s["frequency_hz"].get<double>(), std::min(max_rate, 100000.0));
+  EXPECT_EQ(s["call_graph"], "fp");
+  r = Shell(kOpscope + " record -q -g --call-graph dwarf -o " + rec + " -- true");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(meta(rec)["call_graph"], "dwarf");
+  r = Shell(kOpscope + " record -F fast -o " + rec + " -- true");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--freq: must be a number from 1 to 100000 (got 'fast') or max"),
+            std::string::npos)
+      << r.out;
   std::remove(rec.c_str());
 }
 

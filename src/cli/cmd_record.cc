@@ -1,9 +1,11 @@
 // opscope record [-F HZ] [--call-graph fp|dwarf[,BYTES]] [-o FILE] -- CMD [ARGS]
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/clock.h"
+#include "base/files.h"
 #include "base/launch.h"
 #include "base/strings.h"
 #include "base/target_signals.h"
@@ -26,11 +28,16 @@ class RecordCommandCli : public Command {
     return "Sample the call stacks of a command and all its threads into a record file";
   }
   void Setup(CLI::App* app) override {
-    app->add_option("-F,--freq", freq_, "Sampling frequency in Hz (default 997)")
-        ->check(NumberIn(1, 100000, false));
+    app->add_option("-F,--freq", freq_text_,
+                    "Sampling frequency in Hz, 1 to 100000, or max (the kernel's "
+                    "perf_event_max_sample_rate, as perf record -F max; default 997)")
+        ->check(FrequencyCheck());
     app->add_option("--call-graph", call_graph_,
                     "fp (frame pointers) or dwarf[,STACK_BYTES] (libdw unwinding; works without "
                     "frame pointers; default 16384 bytes of stack per sample)");
+    app->add_flag("-g", call_graph_flag_,
+                  "Call graphs with frame pointers, as perf record -g (the default; "
+                  "--call-graph picks the mode)");
     app->add_option("-o,--output", output_, "Record file to write (default opscope.rec)");
     app->add_option("-e,--event", event_,
                     "auto (cycles if there is a PMU, else cpu-clock) or cpu-clock");
@@ -51,6 +58,16 @@ class RecordCommandCli : public Command {
   }
   CommandStatus Run() override {
     collect::RecordOptions opt;
+    if (freq_text_ == "max") {
+      auto max = MaxSampleRate();
+      if (!max.ok()) return max.status();
+      freq_ = *max;
+      if (!quiet_)
+        std::fprintf(stderr, "opscope: -F max: %.0f Hz (kernel.perf_event_max_sample_rate)\n",
+                     freq_);
+    } else if (!freq_text_.empty()) {
+      ParseDouble(freq_text_, &freq_);  // checked by FrequencyCheck
+    }
     opt.sampler.frequency_hz = freq_;
     opt.sampler.ring_pages = ring_pages_;
     if (event_ == "cpu-clock") {
@@ -192,7 +209,33 @@ class RecordCommandCli : public Command {
     return error;
   }
 
+  // -F: a number (FrequencyCheck) or "max".
+  static CLI::Validator FrequencyCheck() {
+    CLI::Validator number = NumberIn(1, 100000, false);
+    return CLI::Validator(
+        [number](std::string& text) -> std::string {
+          if (text == "max") return "";
+          std::string copy = text;
+          std::string why = number(copy);
+          return why.empty() ? "" : why + " or max";
+        },
+        "a number from 1 to 100000, or max");
+  }
+  // perf record -F max: the rate the kernel allows (it lowers the sysctl itself when sampling
+  // takes too long), capped at 100000 Hz like -F.
+  static StatusOr<double> MaxSampleRate() {
+    const char* path = "/proc/sys/kernel/perf_event_max_sample_rate";
+    auto text = ReadFile(path);
+    int64_t rate = 0;
+    if (!text.ok() || !ParseInt64(Trim(*text), &rate) || rate < 1)
+      return Unavailable(std::string("-F max: cannot read ") + path +
+                         "; give the frequency in Hz (-F 997)");
+    return static_cast<double>(std::min<int64_t>(rate, 100000));
+  }
+
+  std::string freq_text_;
   double freq_ = 997;
+  bool call_graph_flag_ = false;  // -g: frame pointers unless --call-graph says otherwise
   std::string call_graph_ = "fp";
   std::string output_ = "opscope.rec";
   std::string event_ = "auto";
