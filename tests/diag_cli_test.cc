@@ -125,6 +125,8 @@ TEST(DiagCli, BadNumericOptionsAreOneLineUsageErrors) {
       {"diff --rows -1 " + prof + " " + prof, "--rows"},
       {"diff --rows nan " + prof + " " + prof, "--rows"},
       {"machine --threads 0 --machine /nonexistent/m.json", "--threads"},
+      {"bogus --flag", "unknown command 'bogus' (commands: diff, doctor,"},
+      {"", "A subcommand is required"},
   };
   for (const Case& c : cases) {
     auto r = RunShell(Opscope() + " " + c.args);

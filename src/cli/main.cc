@@ -83,6 +83,19 @@ int main(int argc, char** argv) {
     c->Setup(sub);
     subs.emplace_back(sub, c);
   }
+  // The first word that is not an option names the command: an unknown one is named in the
+  // error (CLI11 would only say that a subcommand is required).
+  bool known = false;
+  std::string names;
+  for (const auto& [sub, c] : subs) {
+    known |= argc > 1 && sub->get_name() == argv[1];
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "opscope: error: unknown command '%s' (commands: %s; see --help)\n",
+                 argv[1], names.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
