@@ -18,6 +18,20 @@ namespace {
 
 using Interval = std::pair<int64_t, int64_t>;
 
+// Durations and sums over the records of a damaged or foreign trace, whose times may lie near
+// the int64 range (gpu_decoder_fuzz found 2^62 + 2^62 twice): saturating, and a record that
+// ends before it starts lasts 0.
+int64_t Dur(int64_t start, int64_t end) {
+  if (end <= start) return 0;
+  int64_t d = 0;
+  return __builtin_sub_overflow(end, start, &d) ? INT64_MAX : d;
+}
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t s = 0;
+  if (!__builtin_add_overflow(a, b, &s)) return s;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
 std::vector<Interval> Merge(std::vector<Interval> v) {
   std::sort(v.begin(), v.end());
   std::vector<Interval> out;
@@ -33,7 +47,7 @@ std::vector<Interval> Merge(std::vector<Interval> v) {
 
 int64_t Length(const std::vector<Interval>& v) {
   int64_t n = 0;
-  for (const Interval& i : v) n += i.second - i.first;
+  for (const Interval& i : v) n = SatAdd(n, Dur(i.first, i.second));
   return n;
 }
 
@@ -43,7 +57,7 @@ int64_t IntersectionLength(const std::vector<Interval>& a, const std::vector<Int
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
     int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
-    if (hi > lo) n += hi - lo;
+    if (hi > lo) n = SatAdd(n, Dur(lo, hi));
     if (a[i].second < b[j].second)
       ++i;
     else
@@ -241,16 +255,16 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   // nvprof-style tables.
   std::map<std::pair<std::string, std::string>, Accum> gpu_groups, api_groups;
   for (const auto& k : g.kernels) {
-    gpu_groups[{"kernel", k.name}].Add(static_cast<double>(k.end_ns - k.start_ns));
-    s.kernel_ns += static_cast<double>(k.end_ns - k.start_ns);
+    gpu_groups[{"kernel", k.name}].Add(static_cast<double>(Dur(k.start_ns, k.end_ns)));
+    s.kernel_ns += static_cast<double>(Dur(k.start_ns, k.end_ns));
   }
   for (const auto& m : g.memcpys)
     gpu_groups[{"memcpy", "[CUDA memcpy " + m.kind + "]"}].Add(
-        static_cast<double>(m.end_ns - m.start_ns));
+        static_cast<double>(Dur(m.start_ns, m.end_ns)));
   for (const auto& m : g.memsets)
-    gpu_groups[{"memset", "[CUDA memset]"}].Add(static_cast<double>(m.end_ns - m.start_ns));
+    gpu_groups[{"memset", "[CUDA memset]"}].Add(static_cast<double>(Dur(m.start_ns, m.end_ns)));
   for (const auto& a : g.api_calls)
-    api_groups[{a.api, a.name}].Add(static_cast<double>(a.end_ns - a.start_ns));
+    api_groups[{a.api, a.name}].Add(static_cast<double>(Dur(a.start_ns, a.end_ns)));
   s.gpu_activities = Rows(gpu_groups);
   s.api_calls = Rows(api_groups);
 
@@ -262,21 +276,21 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
     LayerRow& row = layers[name];
     row.name = name;
     ++row.kernels;
-    row.kernel_ns += static_cast<double>(k.end_ns - k.start_ns);
+    row.kernel_ns += static_cast<double>(Dur(k.start_ns, k.end_ns));
     if (k.range >= 0) instances[name].insert(k.range);
   }
   for (const auto& m : g.memcpys) {
     std::string name = m.range >= 0 ? LayerKey(p.ranges[m.range].name) : "(no range)";
     LayerRow& row = layers[name];
     row.name = name;
-    row.copy_ns += static_cast<double>(m.end_ns - m.start_ns);
+    row.copy_ns += static_cast<double>(Dur(m.start_ns, m.end_ns));
     if (m.range >= 0) instances[name].insert(m.range);
   }
   for (auto& [name, row] : layers) {
     row.pct = s.kernel_ns > 0 ? 100.0 * row.kernel_ns / s.kernel_ns : 0;
     for (int32_t r : instances[name]) {
       ++row.instances;
-      row.range_ns += static_cast<double>(p.ranges[r].end_ns - p.ranges[r].start_ns);
+      row.range_ns += static_cast<double>(Dur(p.ranges[r].start_ns, p.ranges[r].end_ns));
     }
     s.layers.push_back(row);
   }
@@ -292,13 +306,13 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
     CopyDirection& d = dirs[m.kind];
     d.kind = m.kind;
     ++d.count;
-    d.bytes += m.bytes;
-    d.ns += static_cast<double>(m.end_ns - m.start_ns);
+    d.bytes = SatAdd(d.bytes, m.bytes);
+    d.ns += static_cast<double>(Dur(m.start_ns, m.end_ns));
     (m.pageable ? pageable_time[m.kind].first : pageable_time[m.kind].second) +=
-        static_cast<double>(m.end_ns - m.start_ns);
+        static_cast<double>(Dur(m.start_ns, m.end_ns));
     if (m.pageable) {
       ++d.pageable_count;
-      d.pageable_bytes += m.bytes;
+      d.pageable_bytes = SatAdd(d.pageable_bytes, m.bytes);
     }
   }
   for (auto& [kind, d] : dirs) {
@@ -328,7 +342,7 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
     r.kind = m.kind;
     r.bytes_each = m.bytes;
     ++r.count;
-    r.total_ns += static_cast<double>(m.end_ns - m.start_ns);
+    r.total_ns += static_cast<double>(Dur(m.start_ns, m.end_ns));
     r.pageable = r.pageable || m.pageable;
     auto lt = launch_time.find(m.correlation_id);
     int it = IterationOf(windows, lt != launch_time.end() ? lt->second : m.start_ns);
@@ -366,14 +380,14 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   std::vector<Interval> busy = Merge(busy_raw);
   s.idle.threshold_ns = o.gap_threshold_ns;
   if (!busy.empty()) {
-    s.idle.span_ns = busy.back().second - busy.front().first;
+    s.idle.span_ns = Dur(busy.front().first, busy.back().second);
     s.idle.busy_ns = Length(busy);
     for (size_t i = 1; i < busy.size(); ++i) {
-      int64_t gap = busy[i].first - busy[i - 1].second;
+      int64_t gap = Dur(busy[i - 1].second, busy[i].first);
       s.idle.largest_gap_ns = std::max(s.idle.largest_gap_ns, gap);
       if (gap > o.gap_threshold_ns) {
         ++s.idle.gaps;
-        s.idle.gap_ns += gap;
+        s.idle.gap_ns = SatAdd(s.idle.gap_ns, gap);
       }
     }
   }
@@ -382,15 +396,15 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   std::vector<Interval> blocked_raw;
   std::map<std::string, int64_t> by_type;
   for (const auto& y : g.syncs) {
-    s.waiting.sync_ns += y.end_ns - y.start_ns;
+    s.waiting.sync_ns = SatAdd(s.waiting.sync_ns, Dur(y.start_ns, y.end_ns));
     ++s.waiting.sync_calls;
-    by_type[y.type] += y.end_ns - y.start_ns;
+    by_type[y.type] = SatAdd(by_type[y.type], Dur(y.start_ns, y.end_ns));
     if (y.type != "stream_wait_event") blocked_raw.push_back({y.start_ns, y.end_ns});
   }
   s.waiting.sync_by_type.assign(by_type.begin(), by_type.end());
   for (const auto& a : g.api_calls)
     if (IsSynchronousCopyApi(a)) {
-      s.waiting.sync_copy_ns += a.end_ns - a.start_ns;
+      s.waiting.sync_copy_ns = SatAdd(s.waiting.sync_copy_ns, Dur(a.start_ns, a.end_ns));
       ++s.waiting.sync_copy_calls;
       blocked_raw.push_back({a.start_ns, a.end_ns});
     }
@@ -414,13 +428,14 @@ GpuSummary Summarize(const profile::Profile& p, const SummaryOptions& o) {
   double window_sum = 0, cpu_only = 0, gpu_only = 0, overlap = 0, both = 0;
   for (const Interval& w : windows) {
     std::vector<Interval> gb = Clip(busy, w), hb = Clip(blocked, w);
-    int64_t len = w.second - w.first, lg = Length(gb), lb = Length(hb),
+    int64_t len = Dur(w.first, w.second), lg = Length(gb), lb = Length(hb),
             gi = IntersectionLength(gb, hb);
     window_sum += static_cast<double>(len);
     gpu_only += static_cast<double>(gi);
-    overlap += static_cast<double>(lg - gi);
-    both += static_cast<double>(lb - gi);
-    cpu_only += static_cast<double>(std::max<int64_t>(0, len - lg - lb + gi));
+    overlap += static_cast<double>(lg) - static_cast<double>(gi);
+    both += static_cast<double>(lb) - static_cast<double>(gi);
+    cpu_only += std::max(0.0, static_cast<double>(len) - static_cast<double>(lg) -
+                                  static_cast<double>(lb) + static_cast<double>(gi));
   }
   s.split.iterations = static_cast<int64_t>(windows.size());
   if (!windows.empty()) {
@@ -562,7 +577,7 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
   std::map<std::string, std::pair<double, const profile::GpuKernel*>> by_name;
   for (const auto& k : p.gpu->kernels) {
     auto& e = by_name[k.name];
-    e.first += static_cast<double>(k.end_ns - k.start_ns);
+    e.first += static_cast<double>(Dur(k.start_ns, k.end_ns));
     e.second = &k;
   }
   for (const auto& [name, e] : by_name) {

@@ -169,6 +169,36 @@ TEST(GpuSummaryTest, IdleGapsAndWaiting) {
   EXPECT_EQ(s.waiting.sync_copy_calls, 5);
 }
 
+// Found by gpu_decoder_fuzz: a trace whose times lie near the int64 range made the sums of
+// durations overflow (2^62.6 + 2^61.6 in the synchronization total, undefined behaviour). They
+// saturate now, a record that ends before it starts lasts 0, and nothing wraps negative.
+TEST(GpuSummaryTest, TimesNearTheInt64RangeSaturate) {
+  profile::Profile p;
+  p.meta.kind = "gpu";
+  p.gpu.emplace();
+  auto& g = *p.gpu;
+  const int64_t big = int64_t{1} << 62;
+  g.syncs.push_back({"stream", 1, 7, 0, big + (big >> 1), 0});
+  g.syncs.push_back({"stream", 1, 7, 0, big, 0});
+  g.syncs.push_back({"stream", 1, 7, 10, 5, 0});  // ends before it starts
+  profile::GpuKernel k;
+  k.name = "k";
+  k.start_ns = -big;
+  k.end_ns = big + (big >> 1);  // its duration alone exceeds INT64_MAX
+  g.kernels.push_back(k);
+  k.start_ns = INT64_MAX - 10;
+  k.end_ns = INT64_MAX;
+  g.kernels.push_back(k);
+  GpuSummary s = Summarize(p);
+  EXPECT_EQ(s.waiting.sync_ns, INT64_MAX);
+  EXPECT_EQ(s.waiting.sync_calls, 3);
+  EXPECT_EQ(s.idle.span_ns, INT64_MAX);
+  EXPECT_GE(s.idle.busy_ns, 0);
+  EXPECT_GE(s.idle.gap_ns, 0);
+  EXPECT_GE(s.idle.largest_gap_ns, 0);
+  EXPECT_GE(s.kernel_ns, 0);
+}
+
 TEST(GpuSummaryTest, IterationSplit) {
   GpuSummary s = Summarize(FiveIterations());
   EXPECT_EQ(s.split.range, "infer");
