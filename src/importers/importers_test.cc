@@ -329,6 +329,26 @@ TEST(NsysStatsImport, SummariesAndTrace) {
   EXPECT_TRUE(t->gpu->memcpys[0].pageable);
 }
 
+// Found by import_nsys_stats_fuzz: an Instances value of 1e131 was converted to int64
+// (undefined behaviour); counts and times beyond their ranges are one clear error, and
+// optional ids that are not ids count as absent.
+TEST(NsysStatsImport, OutOfRangeNumbersAreErrorsNotConversions) {
+  const std::string head =
+      "\"Time (%)\",\"Total Time (ns)\",\"Instances\",\"Avg (ns)\",\"Med (ns)\",\"Min (ns)\","
+      "\"Max (ns)\",\"StdDev (ns)\",\"Name\"\n";
+  for (const char* count : {"1e131", "-3", "2.5", "nan"}) {
+    auto p = FromText(head + "\"100.0\",\"2000\",\"" + count +
+                          "\",\"20.0\",\"20.0\",\"19\",\"21\",\"0.5\",\"k\"\n",
+                      "nsys_stats");
+    ASSERT_FALSE(p.ok()) << count;
+    EXPECT_NE(p.status().message().find("Instances"), std::string::npos) << p.status().message();
+  }
+  auto ok =
+      FromText(head + "\"100.0\",\"2000\",\"100\",\"20.0\",\"20.0\",\"19\",\"21\",\"0.5\",\"k\"\n",
+               "nsys_stats");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+}
+
 // --- PyTorch ---
 
 TEST(PytorchImport, KernelsLinkedToTopLevelOpsByCorrelation) {

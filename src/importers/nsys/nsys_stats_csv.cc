@@ -186,6 +186,10 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       OPSCOPE_RETURN_IF_ERROR(num(c_total, "Total Time (ns)", &total));
       OPSCOPE_RETURN_IF_ERROR(num(c_avg, "Avg (ns)", &avg));
       OPSCOPE_RETURN_IF_ERROR(num(c_count, "Instances", &count));
+      // A count, not a time: whole and at most 2^53 (found by import_nsys_stats_fuzz: 1e131
+      // converted to int64, undefined behaviour).
+      if (!(count >= 0 && count <= 9007199254740992.0) || count != std::floor(count))
+        return DataLoss(where + ": Instances '" + f[c_count] + "' is not a count");
       std::string name = f[c_name];
       if (name.empty()) return DataLoss(where + ": a row without a name");
       if (seen.count(name)) continue;
@@ -199,11 +203,13 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     double start = 0, dur = 0, corr = 0, strm = 0, bytes_mb = 0;
     OPSCOPE_RETURN_IF_ERROR(num(c_start, "Start (ns)", &start));
     OPSCOPE_RETURN_IF_ERROR(num(c_dur, "Duration (ns)", &dur));
-    if (start > 9e18 || dur > 9e18) return DataLoss(where + ": time out of range");
+    // start + dur must fit int64 too (4e18 ns is 126 years).
+    if (start > 4e18 || dur > 4e18) return DataLoss(where + ": time out of range");
+    // Optional ids: anything that is not a plain id (NaN, negative, huge) counts as absent.
     (void)num(c_corr, "CorrId", &corr);
     (void)num(c_strm, "Strm", &strm);
-    if (corr > 4e9) corr = 0;
-    if (std::abs(strm) > 2e9) strm = 0;
+    if (!(corr >= 0 && corr <= 4e9)) corr = 0;
+    if (!(std::abs(strm) <= 2e9)) strm = 0;
     if (!p.gpu) p.gpu.emplace();
     std::string name = f[c_name];
     if (table == Table::kApiTrace) {
