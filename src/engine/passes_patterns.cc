@@ -227,16 +227,7 @@ void SessionImpl::FuseConvIntegerToFloat() {
     conv_step.active = false;
     conv_step.nodes.clear();
     node_step_[a] = s;
-    for (size_t i = 1; i < chain.size(); ++i) {  // the host step's own node included
-      const int n = chain[i];
-      if (node_step_[n] != s) {
-        steps_[node_step_[n]].active = false;
-        steps_[node_step_[n]].nodes.clear();
-        node_step_[n] = s;
-      }
-      node_infos_[n].status = "fused";
-      st.nodes.push_back(n);
-    }
+    AbsorbInto(s, chain, static_cast<int>(a));
   }
 }
 
@@ -347,10 +338,12 @@ void SessionImpl::ReplaceWithUnary(const std::vector<int>& chain, int x, int out
 void SessionImpl::AbsorbInto(int s, const std::vector<int>& chain, int skip) {
   for (int n : chain) {
     if (n == skip) continue;
-    Step& other = steps_[node_step_[n]];
-    other.active = false;
-    other.nodes.clear();
-    node_step_[n] = s;
+    if (node_step_[n] != s) {  // the host step's own node (a chain fused where it ends) stays
+      Step& other = steps_[node_step_[n]];
+      other.active = false;
+      other.nodes.clear();
+      node_step_[n] = s;
+    }
     node_infos_[n].status = "fused";
     steps_[s].nodes.push_back(n);
   }
