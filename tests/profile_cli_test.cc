@@ -375,37 +375,49 @@ std::vector<float> ReadFloats(const std::string& path) {
   return v;
 }
 
-// The demo model with and without channels-last regions: the flag is honoured and recorded,
-// and the outputs agree (the convolutions accumulate in a different order, hence a tolerance).
+// The demo model with and without channels-last regions, in both region layouts (NHWC, and the
+// nChw8c that AVX2 CPUs get; OPSCOPE_REGION_LAYOUT picks one on any CPU): the flag is honoured
+// and recorded, the layout named, and the outputs agree (the convolutions accumulate in a
+// different order, hence a tolerance).
 TEST(ProfileCliTest, DemoModelOutputsAgreeWithAndWithoutChannelsLast) {
   std::string model = kSrc + "/models/bev_demo.onnx";
-  std::string on = TempDir() + "/cl_on", off = TempDir() + "/cl_off";
-  auto a = Profile({model, "--runs", "2", "--warmup", "2", "--no-overhead", "--save-outputs", on,
-                    "--format", "json"});
+  std::string off = TempDir() + "/cl_off";
   auto b = Profile({model, "--runs", "2", "--warmup", "2", "--no-overhead", "--save-outputs", off,
                     "--no-channels-last", "--format", "json"});
-  ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
-  auto pa = profile::FromJsonString(a.out, "stdout"), pb = profile::FromJsonString(b.out, "stdout");
-  ASSERT_TRUE(pa.ok() && pb.ok());
-  EXPECT_EQ(pa->meta.extra["channels_last"], "on");
+  auto pb = profile::FromJsonString(b.out, "stdout");
+  ASSERT_TRUE(pb.ok());
   EXPECT_EQ(pb->meta.extra["channels_last"], "off");
-  // The demo backbone is a conv chain: its first conv reads the NCHW input and writes NHWC.
-  std::map<std::string, std::string> layout_a;
-  for (const auto& op : pa->ops)
-    if (!op.layout.empty()) layout_a[op.name] = op.layout;
   for (const auto& op : pb->ops) EXPECT_EQ(op.layout, "") << op.name;
-  EXPECT_EQ(layout_a["backbone.conv1"], "NCHW in, NHWC out");
-  EXPECT_GE(layout_a.size(), 3u);
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(on)) {
-    std::vector<float> x = ReadFloats(e.path().string());
-    std::vector<float> y = ReadFloats(off + "/" + e.path().filename().string());
-    ASSERT_EQ(x.size(), y.size()) << e.path();
-    ASSERT_FALSE(x.empty()) << e.path();
-    for (size_t i = 0; i < x.size(); ++i)
-      ASSERT_NEAR(x[i], y[i], 1e-3f + 1e-3f * std::fabs(y[i])) << e.path() << " element " << i;
-    ++files;
+  for (const char* layout : {"nhwc", "nchw8c"}) {
+    SCOPED_TRACE(layout);
+    std::string on = TempDir() + "/cl_on_" + layout;
+    auto a = RunCommand({"/usr/bin/env", std::string("OPSCOPE_REGION_LAYOUT=") + layout,
+                         OpscopeBinary(), "profile", model, "--runs", "2", "--warmup", "2",
+                         "--no-overhead", "--save-outputs", on, "--format", "json"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    auto pa = profile::FromJsonString(a.out, "stdout");
+    ASSERT_TRUE(pa.ok());
+    EXPECT_EQ(pa->meta.extra["channels_last"], "on");
+    // The demo backbone is a conv chain: its first conv reads the NCHW input and writes the
+    // region layout (its 16 channels are a multiple of 8).
+    std::map<std::string, std::string> layout_a;
+    for (const auto& op : pa->ops)
+      if (!op.layout.empty()) layout_a[op.name] = op.layout;
+    EXPECT_EQ(
+        layout_a["backbone.conv1"],
+        std::string("NCHW in, ") + (layout == std::string("nhwc") ? "NHWC" : "nChw8c") + " out");
+    EXPECT_GE(layout_a.size(), 3u);
+    for (const auto& e : std::filesystem::directory_iterator(on)) {
+      std::vector<float> x = ReadFloats(e.path().string());
+      std::vector<float> y = ReadFloats(off + "/" + e.path().filename().string());
+      ASSERT_EQ(x.size(), y.size()) << e.path();
+      ASSERT_FALSE(x.empty()) << e.path();
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_NEAR(x[i], y[i], 1e-3f + 1e-3f * std::fabs(y[i])) << e.path() << " element " << i;
+      ++files;
+    }
   }
   EXPECT_GT(files, 0);
 }

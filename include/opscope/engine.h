@@ -73,8 +73,10 @@ struct StepInfo {
   std::string name;        // anchor node's name
   std::string op_type;     // anchor's op type, "+Relu" etc. appended when fused
   std::vector<int> nodes;  // indices into nodes()
-  // Channels-last (NHWC in memory) input 0 / output 0, from the second run on.
+  // Channels-last input 0 / output 0, from the second run on, and the region layout each is
+  // stored in ("NHWC" or "nChw8c", per CPU and channel count; empty when NCHW).
   bool channels_last_in = false, channels_last_out = false;
+  std::string layout_in, layout_out;
   // A step of a control-flow subgraph (If branch, Loop/Scan body): the step of the If/Loop/Scan
   // node that runs it, -1 for the main graph. Its OnStepBegin/End nest inside the parent's
   // (once per iteration for a loop body); the profile reports the parent exclusive of them.

@@ -209,8 +209,8 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     std::vector<double> w = profile::FusedCostShares(parts, profile::FusedKind::kChain);
     const double wsum = 1.0;
     if (st.channels_last_in || st.channels_last_out)
-      p.ops[st.nodes[0]].layout = std::string(st.channels_last_in ? "NHWC" : "NCHW") + " in, " +
-                                  (st.channels_last_out ? "NHWC" : "NCHW") + " out";
+      p.ops[st.nodes[0]].layout = (st.channels_last_in ? st.layout_in : "NCHW") + " in, " +
+                                  (st.channels_last_out ? st.layout_out : "NCHW") + " out";
     for (size_t k = 0; k < st.nodes.size(); ++k) {
       profile::OpRecord& op = p.ops[st.nodes[k]];
       if (op.status == "folded") continue;

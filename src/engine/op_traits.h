@@ -46,7 +46,7 @@ enum Bits : uint32_t {
   kArithmetic = 1u << 5,
   // The kernel takes fused post-ops (Kernel::AddPostOp): the fusion pass starts a chain here.
   kPostOpAnchor = 1u << 6,
-  // Spatial pooling whose output follows its input's layout (NHWC in, NHWC out).
+  // Spatial pooling or resizing whose output follows its input's layout (NHWC in, NHWC out).
   kFollowsLayout = 1u << 7,
   // Reads a channels-last input, writes [N, C, 1, 1] (the same bytes in either layout).
   kReadsAnyLayout = 1u << 8,

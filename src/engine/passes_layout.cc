@@ -1,19 +1,23 @@
 // The layout pass: channels-last regions (SessionImpl::AssignChannelsLast, after the planning
 // run, when SessionOptions::channels_last is on).
 #include "engine/op_traits.h"
+#include "engine/ops/region_layout.h"
 #include "engine/session_impl.h"
 
 namespace opscope::engine {
 
 // Channels-last regions. oneDNN's fast convolution kernels want NHWC (or blocked) activations;
 // at NCHW op boundaries every convolution pays a reorder in and out (or takes a slower path).
-// After the planning run, an activation is stored NHWC (under its logical NCHW shape) when it
-// is produced by a 2-D Conv, or by an elementwise step whose data inputs are all NHWC, and every
-// step that reads it is a Conv reading it as X, or an elementwise step whose output is NHWC
-// too. Elementwise steps qualify when their non-constant inputs all have the output's shape and
-// their constants are scalars, so memory order does not matter to them (a residual Add, a Clip).
-// Graph inputs and outputs, views and constants stay NCHW. The assignment is the largest
-// consistent one: start from every candidate and drop values that break a rule until none does.
+// After the planning run, an activation is stored channels-last (under its logical NCHW shape:
+// NHWC, or nChw8c where the CPU's convolutions want that and C is a multiple of 8, see
+// region_layout.h) when it is produced by a 2-D Conv, or by a step that follows its inputs'
+// layout (elementwise, pools, resizes, per-channel broadcasts, channel concatenations) whose
+// data inputs are all channels-last, and every step that reads it is a Conv reading it as X, or
+// such a step whose output is channels-last too. Elementwise steps qualify when their
+// non-constant inputs all have the output's shape and their constants are scalars, so memory
+// order does not matter to them (a residual Add, a Clip). Graph inputs and outputs, views and
+// constants stay NCHW. The assignment is the largest consistent one: start from every candidate
+// and drop values that break a rule until none does.
 void SessionImpl::AssignChannelsLast() {
   // Which ops are elementwise (layout-agnostic), arithmetic, layout-following pools or global
   // pools is their op traits (ops/*.def); only Conv is named.
@@ -21,14 +25,17 @@ void SessionImpl::AssignChannelsLast() {
   const int nv = static_cast<int>(values_.size()), ns = static_cast<int>(steps_.size());
   std::vector<int> producer(nv, -1);
   std::vector<std::vector<int>> consumers(nv);
-  // is_pool: a 2-D float MaxPool/AveragePool step without the Indices output, which follows
-  // its input's layout (channels-last in, channels-last out) like an elementwise step.
+  // is_pool: a 2-D float MaxPool/AveragePool step without the Indices output, or a 4-D
+  // Resize/Upsample (the FPN's upsampling between convolutions), which follows its input's
+  // layout (channels-last in, channels-last out) like an elementwise step.
   // is_gap: a GlobalAveragePool/GlobalMaxPool that may read an NHWC input (its [N, C, 1, 1]
   // output stays NCHW, the same bytes). is_bcast: Add/Sub/Mul/Div (post-ops fused or not) of a
   // 4-D activation (bcast_full) and a per-channel [N|1, C, 1, 1] operand, the squeeze-excitation
   // scale: it follows the activation's layout.
+  // is_concat: a Concat over the channels of 4-D float activations whose channel counts all get
+  // the output's region layout (the FPN's merge of upsampled maps); it follows its inputs.
   std::vector<char> is_conv(ns, 0), is_elementwise(ns, 0), is_pool(ns, 0), is_gap(ns, 0),
-      is_bcast(ns, 0);
+      is_bcast(ns, 0), is_concat(ns, 0);
   std::vector<int> bcast_full(ns, -1);
   auto dims_of = [&](int v) -> const std::vector<int64_t>& {
     return values_[v].is_const ? values_[v].tensor.shape() : values_[v].shape;
@@ -92,10 +99,24 @@ void SessionImpl::AssignChannelsLast() {
       const Node& pn = nodes_[st.nodes[0]];
       bool indices = false;
       for (size_t k = 1; k < pn.outputs.size(); ++k) indices |= pn.outputs[k] >= 0;
+      // N and C kept (a resize may change any axis; nChw8c data needs C unchanged).
       is_pool[s] = !indices && !st.inputs.empty() && st.inputs[0] >= 0 &&
                    values_[st.inputs[0]].shape.size() == 4 && out.shape.size() == 4 &&
+                   values_[st.inputs[0]].shape[0] == out.shape[0] &&
+                   values_[st.inputs[0]].shape[1] == out.shape[1] &&
                    st.kernel->SetChannelsLast(true, true) &&
                    st.kernel->SetChannelsLast(false, false);
+      continue;
+    }
+    if (anchor == "Concat") {
+      int64_t axis = nodes_[st.nodes[0]].attrs.Int("axis", 0);
+      bool ok = st.nodes.size() == 1 && out.shape.size() == 4 && out.dtype == DataType::kFloat32 &&
+                (axis == 1 || axis == -3);
+      for (int i : st.inputs)
+        ok = ok && i >= 0 && !values_[i].is_const && values_[i].shape.size() == 4 &&
+             RegionLayoutFor(values_[i].shape[1]) == RegionLayoutFor(out.shape[1]);
+      is_concat[s] =
+          ok && st.kernel->SetChannelsLast(true, true) && st.kernel->SetChannelsLast(false, false);
       continue;
     }
     bool ew = true;
@@ -118,7 +139,7 @@ void SessionImpl::AssignChannelsLast() {
         val.shape.size() != 4 || val.dtype != DataType::kFloat32 || producer[v] < 0)
       continue;
     cl[v] = is_conv[producer[v]] || is_elementwise[producer[v]] || is_pool[producer[v]] ||
-            is_bcast[producer[v]];
+            is_bcast[producer[v]] || is_concat[producer[v]];
   }
   for (int v = 0; v < nv; ++v)  // a value with views keeps NCHW: the views read its bytes
     if (values_[v].alias_root >= 0) cl[values_[v].alias_root] = 0;
@@ -130,6 +151,8 @@ void SessionImpl::AssignChannelsLast() {
       const Step& p = steps_[producer[v]];
       if (is_elementwise[producer[v]])
         for (int i : p.inputs) ok &= i < 0 || values_[i].is_const || cl[i];
+      if (is_concat[producer[v]])
+        for (int i : p.inputs) ok &= cl[i];
       if (is_pool[producer[v]]) ok &= cl[p.inputs[0]];
       if (is_bcast[producer[v]]) ok &= cl[bcast_full[producer[v]]];
       for (int c : consumers[v]) {
@@ -138,6 +161,8 @@ void SessionImpl::AssignChannelsLast() {
           for (size_t k = 1; k < cs.inputs.size(); ++k) ok &= cs.inputs[k] != v;
         } else if (is_pool[c]) {
           ok &= cs.inputs[0] == v && cl[cs.outputs[0]];
+        } else if (is_concat[c]) {
+          ok &= cl[cs.outputs[0]];
         } else if (is_gap[c]) {
           ok &= cs.inputs[0] == v;
         } else if (is_bcast[c]) {
@@ -158,6 +183,10 @@ void SessionImpl::AssignChannelsLast() {
       steps_[s].kernel->SetChannelsLast(true, true);
       step_infos_[s].channels_last_in = step_infos_[s].channels_last_out = true;
     }
+    if (is_concat[s] && cl[steps_[s].outputs[0]]) {
+      steps_[s].kernel->SetChannelsLast(true, true);
+      step_infos_[s].channels_last_in = step_infos_[s].channels_last_out = true;
+    }
     if (is_pool[s] && cl[steps_[s].inputs[0]]) {
       steps_[s].kernel->SetChannelsLast(true, true);
       step_infos_[s].channels_last_in = step_infos_[s].channels_last_out = true;
@@ -169,6 +198,18 @@ void SessionImpl::AssignChannelsLast() {
     st.kernel->SetChannelsLast(in, out);  // accepted (true, true) above, so it accepts any pair
     step_infos_[s].channels_last_in = in;
     step_infos_[s].channels_last_out = out;
+  }
+  // The layout a channels-last value is stored in follows from its channel count
+  // (region_layout.h); the profile names it.
+  auto name_of = [&](int v) {
+    return std::string(RegionLayoutName(RegionLayoutFor(values_[v].shape[1])));
+  };
+  for (int s = 0; s < ns; ++s) {
+    StepInfo& info = step_infos_[s];
+    const Step& st = steps_[s];
+    info.layout_in =
+        info.channels_last_in ? name_of(is_bcast[s] ? bcast_full[s] : st.inputs[0]) : "";
+    info.layout_out = info.channels_last_out ? name_of(st.outputs[0]) : "";
   }
 }
 

@@ -2,6 +2,7 @@
 // values it stores channels-last, and that the runs after it still compute the NCHW result.
 #include <gtest/gtest.h>
 
+#include "engine/ops/region_layout.h"
 #include "engine/testing/kernel_runner.h"
 #include "engine/testing/model_builder.h"
 #include "engine/testing/session_peer.h"
@@ -90,5 +91,111 @@ TEST(LayoutPass, ValueReadByReshapeStaysNchw) {
   EXPECT_FALSE(s->Steps()[StepOf(*s, "conv2")].channels_last_in);
 }
 
+// The FPN pattern: conv -> Resize (2x) -> Add(lateral conv) -> conv. The Resize follows its
+// input's layout, so the upsampled map, the Add and both convolutions' activations stay
+// channels-last, and every mode computes what the all-NCHW run computes.
+TEST(LayoutPass, ResizeBetweenConvolutionsFollowsTheRegion) {
+  struct Case {
+    const char* mode;
+    const char* coord;
+  };
+  // 5 channels: NHWC; 8 channels: nChw8c when that is forced (region_layout.h).
+  for (RegionLayout forced : {RegionLayout::kNhwc, RegionLayout::kNChw8c})
+    for (int64_t ch : {5, 8})
+      for (const Case& c : {Case{"nearest", "asymmetric"}, Case{"linear", "half_pixel"},
+                            Case{"linear", "align_corners"}, Case{"cubic", "half_pixel"}}) {
+        SCOPED_TRACE(std::string(c.mode) + " " + c.coord + " " + std::to_string(ch) + " channels " +
+                     RegionLayoutName(forced));
+        SetRegionLayoutForTesting(forced);
+        ModelBuilder b;
+        b.Input("x", {2, ch, 4, 6});
+        b.Input("lat", {2, ch, 8, 12});
+        for (const char* w : {"w1", "w2", "w3"})
+          b.Init(w, {ch, ch, 3, 3}, testing::RandomFloats(static_cast<size_t>(ch * ch * 9), 9));
+        b.Init("roi", {0}, {});
+        b.Init("scales", {4}, {1, 1, 2, 2});
+        Conv3x3(b, "x", "w1", "c1", "conv1");
+        Conv3x3(b, "lat", "w2", "c2", "conv2");
+        auto* rs = b.Node("Resize", {"c1", "roi", "scales"}, {"up"}, "resize");
+        ModelBuilder::StringAttr(rs, "mode", c.mode);
+        ModelBuilder::StringAttr(rs, "coordinate_transformation_mode", c.coord);
+        b.Node("Add", {"up", "c2"}, {"a"}, "add");
+        Conv3x3(b, "a", "w3", "y", "conv3");
+        b.Output("y", {2, ch, 8, 12});
+        const std::string path = b.Save(std::string("layout_resize_") + c.mode + c.coord +
+                                        std::to_string(ch) + RegionLayoutName(forced) + ".onnx");
+        std::unique_ptr<Session> ref = LoadNchw(path);
+        std::unique_ptr<Session> s = LoadNchw(path);
+        ASSERT_TRUE(ref && s);
+        ASSERT_TRUE(ref->Run().ok());
+        ASSERT_TRUE(s->Run().ok());
+        P::AssignChannelsLast(static_cast<SessionImpl&>(*s));
+        const auto& steps = s->Steps();
+        const int r = StepOf(*s, "resize");
+        ASSERT_GE(r, 0);
+        EXPECT_TRUE(steps[r].channels_last_in && steps[r].channels_last_out);
+        EXPECT_EQ(steps[r].layout_in, ch == 8 ? RegionLayoutName(forced) : "NHWC");
+        EXPECT_TRUE(steps[StepOf(*s, "conv1")].channels_last_out);
+        EXPECT_TRUE(steps[StepOf(*s, "conv3")].channels_last_in);
+        ASSERT_TRUE(s->Run().ok());
+        ASSERT_TRUE(ref->Run().ok());
+        // The convolutions around the resize may round differently per layout on other CPUs.
+        EXPECT_EQ(testing::CompareFloat(*s->Output("y"), *ref->Output("y"), 1e-5f, 1e-5f), "");
+        SetRegionLayoutForTesting(std::nullopt);
+      }
+}
+
+// An FPN merge: two conv branches, one upsampled, concatenated over the channels, then a conv.
+// The Concat joins the region when every input's channel count gets the output's layout (8 + 8
+// -> 16 under nChw8c, 5 + 3 -> 8 under NHWC), and stays NCHW when they would differ (8 + 4 ->
+// 12 under a forced nChw8c: the 8-channel input would be blocked, the others NHWC).
+TEST(LayoutPass, ConcatOverChannelsFollowsTheRegionWhenLayoutsAgree) {
+  struct Case {
+    RegionLayout forced;
+    int64_t c1, c2;
+    bool in_region;
+  };
+  for (const Case& c :
+       {Case{RegionLayout::kNChw8c, 8, 8, true}, Case{RegionLayout::kNhwc, 8, 8, true},
+        Case{RegionLayout::kNhwc, 5, 3, true}, Case{RegionLayout::kNChw8c, 8, 4, false}}) {
+    SCOPED_TRACE(std::string(RegionLayoutName(c.forced)) + " " + std::to_string(c.c1) + "+" +
+                 std::to_string(c.c2));
+    SetRegionLayoutForTesting(c.forced);
+    const int64_t co = c.c1 + c.c2;
+    ModelBuilder b;
+    b.Input("x", {2, 4, 8, 8});
+    b.Init("w1", {c.c1, 4, 3, 3}, testing::RandomFloats(static_cast<size_t>(c.c1 * 36), 31));
+    b.Init("w2", {c.c2, 4, 3, 3}, testing::RandomFloats(static_cast<size_t>(c.c2 * 36), 32));
+    b.Init("w3", {6, co, 3, 3}, testing::RandomFloats(static_cast<size_t>(6 * co * 9), 33));
+    b.Init("roi", {0}, {});
+    b.Init("scales", {4}, {1, 1, 2, 2});
+    auto* d = Conv3x3(b, "x", "w1", "a", "conv_a");
+    ModelBuilder::IntsAttr(d, "strides", {2, 2});
+    Conv3x3(b, "x", "w2", "bb", "conv_b");
+    b.Node("Resize", {"a", "roi", "scales"}, {"up"}, "resize");
+    auto* cat = b.Node("Concat", {"up", "bb"}, {"cat"}, "concat");
+    auto* ax = cat->add_attribute();
+    ax->set_name("axis");
+    ax->set_type(onnx::AttributeProto::INT);
+    ax->set_i(1);
+    Conv3x3(b, "cat", "w3", "y", "conv_out");
+    b.Output("y", {2, 6, 8, 8});
+    const std::string path = b.Save("layout_concat_" + std::to_string(c.c1) + "_" +
+                                    std::to_string(c.c2) + RegionLayoutName(c.forced) + ".onnx");
+    std::unique_ptr<Session> ref = LoadNchw(path);
+    std::unique_ptr<Session> s = LoadNchw(path);
+    ASSERT_TRUE(ref && s);
+    ASSERT_TRUE(ref->Run().ok());
+    ASSERT_TRUE(s->Run().ok());
+    P::AssignChannelsLast(static_cast<SessionImpl&>(*s));
+    const StepInfo& cs = s->Steps()[StepOf(*s, "concat")];
+    EXPECT_EQ(cs.channels_last_in && cs.channels_last_out, c.in_region);
+    EXPECT_EQ(s->Steps()[StepOf(*s, "conv_out")].channels_last_in, c.in_region);
+    ASSERT_TRUE(s->Run().ok());
+    ASSERT_TRUE(ref->Run().ok());
+    EXPECT_EQ(testing::CompareFloat(*s->Output("y"), *ref->Output("y"), 1e-5f, 1e-5f), "");
+    SetRegionLayoutForTesting(std::nullopt);
+  }
+}
 }  // namespace
 }  // namespace opscope::engine

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "engine/ops/common.h"
+#include "engine/ops/region_layout.h"
 #include "engine/testing/kernel_runner.h"
 #include "engine/testing/model_builder.h"
 #include "opscope/engine.h"
@@ -523,38 +524,55 @@ TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
   for (const StepInfo& st : (*ref)->Steps())
     EXPECT_FALSE(st.channels_last_in || st.channels_last_out);
 
-  for (bool fuse : {true, false}) {
-    SessionOptions o;
-    o.fuse = fuse;
-    auto s = Session::Load(path, o);
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    ASSERT_TRUE((*s)->SetInput("x", x).ok());
-    for (int r = 0; r < 3; ++r) {
-      ASSERT_TRUE((*s)->Run().ok());
-      for (const char* out : {"y", "y2", "y3", "y4", "y5", "y6", "y7"})
-        EXPECT_EQ(testing::CompareFloat(*(*s)->Output(out), *(*ref)->Output(out), 1e-4f, 1e-4f), "")
-            << out << " run " << r << (fuse ? " fused" : " unfused");
+  // Both region layouts on any CPU (region_layout.h): the values with 8 channels are nChw8c
+  // when that is forced, the others (3, 4, 6, 12 channels) NHWC either way.
+  for (RegionLayout forced : {RegionLayout::kNhwc, RegionLayout::kNChw8c})
+    for (bool fuse : {true, false}) {
+      SetRegionLayoutForTesting(forced);
+      SessionOptions o;
+      o.fuse = fuse;
+      auto s = Session::Load(path, o);
+      ASSERT_TRUE(s.ok()) << s.status().message();
+      ASSERT_TRUE((*s)->SetInput("x", x).ok());
+      for (int r = 0; r < 3; ++r) {
+        ASSERT_TRUE((*s)->Run().ok());
+        for (const char* out : {"y", "y2", "y3", "y4", "y5", "y6", "y7"})
+          EXPECT_EQ(testing::CompareFloat(*(*s)->Output(out), *(*ref)->Output(out), 1e-4f, 1e-4f),
+                    "")
+              << out << " run " << r << (fuse ? " fused " : " unfused ")
+              << RegionLayoutName(forced);
+      }
+      SetRegionLayoutForTesting(std::nullopt);
+      const char* eight = RegionLayoutName(forced);  // the layout of the 8-channel values
+      for (const StepInfo& st : (*s)->Steps()) {
+        if (st.name == "conv1") EXPECT_EQ(st.layout_out, eight);
+        if (st.name == "dw")
+          EXPECT_EQ(st.layout_in + " " + st.layout_out, std::string(eight) + " " + eight);
+        if (st.name == "mpool") EXPECT_EQ(st.layout_in, eight);
+        if (st.name == "pmc") EXPECT_EQ(st.layout_out, "NHWC");  // 6 channels
+        if (st.name == "grouped")
+          EXPECT_EQ(st.layout_in + "|" + st.layout_out, std::string(eight) + "|");
+      }
+      std::map<std::string, std::pair<bool, bool>> layout;
+      for (const StepInfo& st : (*s)->Steps())
+        layout[st.name] = {st.channels_last_in, st.channels_last_out};
+      using P = std::pair<bool, bool>;
+      EXPECT_EQ(layout["conv1"], P(false, true));  // graph input in, NHWC out
+      EXPECT_EQ(layout["dw"], P(true, true));
+      EXPECT_EQ(layout["pw"], P(true, true));
+      EXPECT_EQ(layout["grouped"], P(true, false));  // graph output
+      EXPECT_EQ(layout["branch"], P(true, false));   // read by a broadcast Add and a pool
+      EXPECT_EQ(layout["viewed"], P(true, false));   // read through a view
+      EXPECT_EQ(layout["mpool"], P(true, true));
+      EXPECT_EQ(layout["pmc"], P(true, true));
+      EXPECT_EQ(layout["apool"], P(true, true));
+      EXPECT_EQ(layout["after_pool"], P(true, false));
+      EXPECT_EQ(layout["edge_pool"], P(false, false));
+      EXPECT_EQ(layout["se_gap"], P(true, false));
+      EXPECT_EQ(layout["se_mul"], P(true, true));
+      EXPECT_EQ(layout["se_out"], P(true, false));
+      if (!fuse) EXPECT_EQ(layout["ch_scale"], P(true, true));
     }
-    std::map<std::string, std::pair<bool, bool>> layout;
-    for (const StepInfo& st : (*s)->Steps())
-      layout[st.name] = {st.channels_last_in, st.channels_last_out};
-    using P = std::pair<bool, bool>;
-    EXPECT_EQ(layout["conv1"], P(false, true));  // graph input in, NHWC out
-    EXPECT_EQ(layout["dw"], P(true, true));
-    EXPECT_EQ(layout["pw"], P(true, true));
-    EXPECT_EQ(layout["grouped"], P(true, false));  // graph output
-    EXPECT_EQ(layout["branch"], P(true, false));   // read by a broadcast Add and a pool
-    EXPECT_EQ(layout["viewed"], P(true, false));   // read through a view
-    EXPECT_EQ(layout["mpool"], P(true, true));
-    EXPECT_EQ(layout["pmc"], P(true, true));
-    EXPECT_EQ(layout["apool"], P(true, true));
-    EXPECT_EQ(layout["after_pool"], P(true, false));
-    EXPECT_EQ(layout["edge_pool"], P(false, false));
-    EXPECT_EQ(layout["se_gap"], P(true, false));
-    EXPECT_EQ(layout["se_mul"], P(true, true));
-    EXPECT_EQ(layout["se_out"], P(true, false));
-    if (!fuse) EXPECT_EQ(layout["ch_scale"], P(true, true));
-  }
 }
 
 // MatMul and Gemm with constant B hand it to oneDNN prepacked (reordered once, reused); the

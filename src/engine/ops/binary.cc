@@ -11,6 +11,7 @@
 // Variadic ops (Max Min Sum Mean) fold their inputs into the output: the first step broadcasts
 // inputs 0 and 1 straight to the final output shape, each later input is folded in place.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 #include "engine/ops/activation.h"
 #include "engine/ops/common.h"
 #include "engine/ops/elementwise_common.h"
+#include "engine/ops/region_layout.h"
 
 namespace opscope::engine {
 namespace {
@@ -204,22 +206,64 @@ class BinaryKernel : public Kernel {
       // Inside a channels-last region (SetChannelsLast): the 4-D operand is NHWC in memory and
       // the other one a per-channel [N|1, C, 1, 1] (same bytes in either order), so the op is
       // an ordinary broadcast over the NHWC shapes; the output keeps the logical NCHW shape.
-      std::vector<int64_t> nhwc[2];
+      // nChw8c (region_layout.h): the shapes are [N, C/8, H, W, 8] in memory, the per-channel
+      // operand [N|1, C/8, 1, 1, 8] (or all ones when it has one channel).
+      std::vector<int64_t> phys[2];
+      int64_t channels = 1;
       for (int k = 0; k < 2; ++k) {
         std::vector<int64_t> d = ins[k]->shape();
         if (d.size() > 4)
           return NodeError(
               node_, "channels-last broadcast of a rank-" + std::to_string(d.size()) + " input");
         d.insert(d.begin(), 4 - d.size(), 1);
-        nhwc[k] = {d[0], d[2], d[3], d[1]};
+        channels = std::max(channels, d[1]);
+        phys[k] = d;
+      }
+      const bool blocked = RegionLayoutFor(channels) == RegionLayout::kNChw8c;
+      for (std::vector<int64_t>& d : phys) {
+        if (blocked && d[1] != 1 && d[1] != channels)
+          return NodeError(node_, "channels-last broadcast of " + std::to_string(d[1]) +
+                                      " channels against " + std::to_string(channels));
+        if (blocked)
+          d = {d[0], d[1] / (d[1] == 1 ? 1 : 8), d[2], d[3], d[1] == 1 ? 1 : 8};
+        else
+          d = {d[0], d[2], d[3], d[1]};
+      }
+      // A per-channel operand repeats every C (NHWC) or 8 (nChw8c) elements, so the broadcast's
+      // contiguous runs would be that short; repeated along W once per run (wide_, kept between
+      // runs), they are W times longer.
+      std::vector<const Tensor*> args = ins;
+      for (int k = 0; k < 2 && channels > 1; ++k) {
+        const std::vector<int64_t>& full = phys[1 - k];
+        if (full.size() != phys[k].size()) continue;
+        const bool per_channel =
+            blocked ? phys[k][4] == 8 && phys[k][2] == 1 && phys[k][3] == 1
+                    : phys[k][3] == channels && phys[k][1] == 1 && phys[k][2] == 1 && full[2] > 1;
+        if (!per_channel) continue;
+        const int64_t n1 = phys[k][0], W = blocked ? full[3] : full[2];
+        const int64_t blk = blocked ? 8 : channels, blocks = blocked ? channels / 8 : 1;
+        std::vector<int64_t> wide_shape = blocked ? std::vector<int64_t>{n1, blocks, 1, W, 8}
+                                                  : std::vector<int64_t>{n1, 1, W, channels};
+        if (wide_.shape() != wide_shape) wide_ = Tensor(DataType::kFloat32, wide_shape);
+        const float* src = ins[k]->data<float>();
+        float* dst = wide_.data<float>();
+        for (int64_t b = 0; b < n1 * blocks; ++b)
+          for (int64_t w = 0; w < W; ++w, dst += blk)
+            std::memcpy(dst, src + b * blk, static_cast<size_t>(blk) * sizeof(float));
+        phys[k] = wide_shape;
+        args[k] = &wide_;
+        break;
       }
       BroadcastPlan plan;
-      if (!MakeBroadcastPlan({&nhwc[0], &nhwc[1]}, &plan))
+      if (!MakeBroadcastPlan({&phys[0], &phys[1]}, &plan))
         return NodeError(node_, "input shapes do not broadcast " + ShapeString(ins[0]->shape()) +
                                     " " + ShapeString(ins[1]->shape()));
       const std::vector<int64_t>& o = plan.out_shape;
-      OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, dt, {o[0], o[3], o[1], o[2]}));
-      return Compute(ins, dt, plan, out);
+      OPSCOPE_ASSIGN_OR_RETURN(
+          Tensor * out, ctx.Output(0, dt,
+                                   blocked ? std::vector<int64_t>{o[0], o[1] * o[4], o[2], o[3]}
+                                           : std::vector<int64_t>{o[0], o[3], o[1], o[2]}));
+      return Compute(args, dt, plan, out);
     }
     BroadcastPlan plan;
     if (!MakeBroadcastPlan(shapes, &plan, op_ == BinOp::kPRelu)) {
@@ -452,6 +496,7 @@ class BinaryKernel : public Kernel {
   BinOp op_;
   std::vector<PostOp> post_ops_;
   bool channels_last_ = false;
+  Tensor wide_;  // a per-channel operand repeated along W (the channels-last broadcast)
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeBinary(const Node& node, BinOp op) {

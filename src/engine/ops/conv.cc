@@ -6,10 +6,11 @@
 // NC[D]HW at the operator boundary; for convolutions with enough channels the primitive is
 // created with `any` activations too (blocked direct kernels beat the plain-layout GEMM path
 // there) and src/dst are reordered in and out. Inside channels-last regions
-// (SessionImpl::AssignChannelsLast) X and Y are NHWC and oneDNN's NHWC kernels run without
-// reorders. Pointwise convolutions run as a oneDNN matmul; depthwise 1-D and 2-D ones as a
-// direct NCHW stencil (conv_depthwise.h). Primitives are rebuilt when the input/weight shapes
-// change and reused otherwise (conv_common.h). ConvTranspose is in conv_transpose.cc.
+// (SessionImpl::AssignChannelsLast) X and Y are NHWC or nChw8c (region_layout.h: per CPU and
+// channel count) and oneDNN's kernels for that layout run without reorders. Pointwise convolutions
+// run as a oneDNN matmul; depthwise 1-D and 2-D ones as a direct NCHW stencil (conv_depthwise.h).
+// Primitives are rebuilt when the input/weight shapes change and reused otherwise (conv_common.h).
+// ConvTranspose is in conv_transpose.cc.
 #include <algorithm>
 #include <cstring>
 
@@ -20,6 +21,7 @@
 #include "engine/ops/conv_depthwise.h"
 #include "engine/ops/conv_geometry.h"
 #include "engine/ops/dnnl_common.h"
+#include "engine/ops/region_layout.h"
 
 namespace opscope::engine {
 namespace {
@@ -238,8 +240,12 @@ class ConvKernel : public Kernel {
     int64_t OC = y->dim(1), plane = y->numel() / (y->dim(0) * OC);
     float* py = y->data<float>();
     if (cl_out_) {
-      for (int64_t i = 0; i < y->numel(); ++i)
-        py[i] = ApplyPostOpsScalar(post_ops_, b ? b->data<float>()[i % OC] : 0.f);
+      const bool blocked = RegionLayoutFor(OC) == RegionLayout::kNChw8c;
+      for (int64_t i = 0; i < y->numel(); ++i) {
+        // NHWC: the channel is innermost; nChw8c: [N, OC/8, H, W, 8].
+        const int64_t c = blocked ? (i / (plane * 8)) % (OC / 8) * 8 + i % 8 : i % OC;
+        py[i] = ApplyPostOpsScalar(post_ops_, b ? b->data<float>()[c] : 0.f);
+      }
       return Status();
     }
     for (int64_t n = 0; n < y->dim(0); ++n)
@@ -255,11 +261,14 @@ class ConvKernel : public Kernel {
     using dnnl::memory;
     const int64_t g = a_.group, OC = ws[0];
     p_ = ConvPrimitive();
-    auto nhwc = [](const std::vector<int64_t>& d) {
-      return memory::desc(DnnlDims(d), memory::data_type::f32, memory::format_tag::nhwc);
+    auto region = [](const std::vector<int64_t>& d) {  // NHWC or nChw8c (region_layout.h)
+      return memory::desc(DnnlDims(d), memory::data_type::f32,
+                          RegionLayoutFor(d[1]) == RegionLayout::kNChw8c
+                              ? memory::format_tag::nChw8c
+                              : memory::format_tag::nhwc);
     };
-    p_.src_plain = cl_in_ ? nhwc(xs) : DnnlPlainDesc(xs);
-    p_.dst_plain = cl_out_ ? nhwc(ys) : DnnlPlainDesc(ys);
+    p_.src_plain = cl_in_ ? region(xs) : DnnlPlainDesc(xs);
+    p_.dst_plain = cl_out_ ? region(ys) : DnnlPlainDesc(ys);
     std::vector<int64_t> wdims = ws;
     if (g > 1) {
       wdims = {g, OC / g, ws[1]};

@@ -34,6 +34,7 @@
 #endif
 
 #include "engine/ops/common.h"
+#include "engine/ops/region_layout.h"
 
 namespace opscope::engine {
 namespace {
@@ -373,9 +374,12 @@ void MaxPoolDispatch(const PoolGeo& g, const T* x, T* y, int64_t* idx, int64_t p
 // AssignChannelsLast), and a pool inside the region reads and writes that layout, so the
 // convolutions around it need no reorders. Each output pixel folds its valid taps over the C
 // contiguous channels (a loop the compiler vectorises); pixels are spread over the pool.
-template <bool kMax>
-void PoolNhwc(const PoolGeo& g, const float* x, float* y, int64_t N, int64_t C,
+// kC > 0: C is that constant (8: nChw8c blocks, whose fixed-size channel loops become single
+// vector operations instead of a loop per tap).
+template <bool kMax, int kC = 0>
+void PoolNhwc(const PoolGeo& g, const float* x, float* y, int64_t N, int64_t c_runtime,
               const float* divisor) {
+  const int64_t C = kC > 0 ? kC : c_runtime;
   const int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2];
   const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.f;
   ParallelFor(N * oh * ow, C * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
@@ -424,11 +428,17 @@ class PoolKernel : public Kernel {
         return NodeError(node_, "channels-last activations are only planned for 2-D float pools");
       OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, out));
       if (y->numel() == 0) return Status();
+      // nChw8c is N * C/8 NHWC images of 8 channels (region_layout.h).
+      const bool blocked = RegionLayoutFor(x->dim(1)) == RegionLayout::kNChw8c;
+      const int64_t images = blocked ? x->dim(0) * x->dim(1) / 8 : x->dim(0);
+      const int64_t channels = blocked ? 8 : x->dim(1);
       if (max_) {
-        PoolNhwc<true>(g, x->data<float>(), y->data<float>(), x->dim(0), x->dim(1), nullptr);
+        (blocked ? PoolNhwc<true, 8> : PoolNhwc<true>)(g, x->data<float>(), y->data<float>(),
+                                                       images, channels, nullptr);
       } else {
         std::vector<float> dv = AvgDivisors(g, a_.count_include_pad, a_.ceil_mode);
-        PoolNhwc<false>(g, x->data<float>(), y->data<float>(), x->dim(0), x->dim(1), dv.data());
+        (blocked ? PoolNhwc<false, 8> : PoolNhwc<false>)(g, x->data<float>(), y->data<float>(),
+                                                         images, channels, dv.data());
       }
       return Status();
     }
@@ -469,8 +479,8 @@ class PoolKernel : public Kernel {
     return Status();
   }
 
-  // Inside a channels-last region both X and Y are NHWC; 2-D pools only (the session asks only
-  // for float pools without the Indices output).
+  // Inside a channels-last region both X and Y are NHWC or nChw8c; 2-D pools only (the session asks
+  // only for float pools without the Indices output).
   bool SetChannelsLast(bool input, bool output) override {
     if (input != output || (input && a_.kernel.size() != 2)) return false;
     channels_last_ = input;
@@ -520,13 +530,32 @@ class GlobalPoolKernel : public Kernel {
     if (channels_last_) {
       // X is NHWC in memory (a channels-last region's activation; the [N, C, 1, 1] output has
       // the same bytes in either order): fold the pixels of each image over contiguous channels,
-      // in double for the mean as below.
-      const int64_t N = x->dim(0), C = x->dim(1);
+      // in double for the mean as below. nChw8c is N * C/8 such images of 8 channels, whose
+      // [N * C/8, 8] results are the [N, C] output in order.
+      const bool blocked = RegionLayoutFor(x->dim(1)) == RegionLayout::kNChw8c;
+      const int64_t N = blocked ? x->dim(0) * x->dim(1) / 8 : x->dim(0);
+      const int64_t C = blocked ? 8 : x->dim(1);
       ParallelFor(N, n * C, [&](int64_t n0, int64_t n1) {
         std::vector<double> acc(static_cast<size_t>(C));
         std::vector<float> mx(static_cast<size_t>(C));
         for (int64_t b = n0; b < n1; ++b) {
           const float* xb = px + b * n * C;
+          if (C == 8) {  // nChw8c: the 8 channels of a block as fixed-size (vectorized) loops
+            double a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            float m8[8];
+            for (int c = 0; c < 8; ++c) m8[c] = -std::numeric_limits<float>::infinity();
+            if (is_max) {
+              for (int64_t i = 0; i < n; ++i)
+                for (int c = 0; c < 8; ++c) m8[c] = std::max(m8[c], xb[i * 8 + c]);
+              for (int c = 0; c < 8; ++c) py[b * 8 + c] = m8[c];
+            } else {
+              for (int64_t i = 0; i < n; ++i)
+                for (int c = 0; c < 8; ++c) a8[c] += xb[i * 8 + c];
+              for (int c = 0; c < 8; ++c)
+                py[b * 8 + c] = n ? static_cast<float>(a8[c] / static_cast<double>(n)) : 0.f;
+            }
+            continue;
+          }
           if (is_max) {
             std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
             for (int64_t i = 0; i < n; ++i)

@@ -28,9 +28,12 @@
 
 #include "engine/ops/common.h"
 #include "engine/ops/layout_copy.h"
+#include "engine/ops/region_layout.h"
 
 namespace opscope::engine {
 namespace {
+
+constexpr int kNhwc[4] = {0, 2, 3, 1};  // physical axis -> logical axis of channels-last data
 
 enum class Mode { kNearest, kLinear, kCubic };
 enum class Coord {
@@ -182,6 +185,30 @@ AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double
   return a;
 }
 
+// Whether a nearest plan maps every output index to the same input index (nothing extrapolated).
+bool KeepsEveryIndex(const AxisPlan& a) {
+  if (a.in != a.out || a.any_extrap || a.taps != 1) return false;
+  for (int64_t i = 0; i < a.out; ++i)
+    if (a.idx[i] != i) return false;
+  return true;
+}
+
+// An axis that keeps its size and its values: tap 0 is the same coordinate with weight 1.
+AxisPlan IdentityPlan(int64_t n, int taps) {
+  AxisPlan a;
+  a.in = a.out = n;
+  a.taps = taps;
+  a.idx.assign(static_cast<size_t>(n * taps), 0);
+  a.w.assign(static_cast<size_t>(n * taps), 0.f);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int k = 0; k < taps; ++k) a.idx[i * taps + k] = i;
+    a.w[i * taps] = 1.f;
+  }
+  a.extrap.assign(static_cast<size_t>(n), 0);
+  a.identity = true;
+  return a;
+}
+
 // Last-axis pass: every output is a T-tap dot product gathered from its input row.
 template <int T>
 void LastAxisPass(const float* in, float* out, int64_t rows, const AxisPlan& plan, float extrap) {
@@ -329,6 +356,32 @@ void BilinearOrt(const float* in, float* out, int64_t planes, int64_t h, int64_t
   });
 }
 
+// BilinearOrt on channels-last [N, H, W, C] data: the same weights and the same expression per
+// element (so the same bits), vectorized over the C contiguous channels of a pixel.
+void BilinearOrtNhwc(const float* in, float* out, int64_t n, int64_t h, int64_t w, int64_t c,
+                     const Bilinear1D& ys, const Bilinear1D& xs) {
+  const int64_t oh = static_cast<int64_t>(ys.i1.size()), ow = static_cast<int64_t>(xs.i1.size());
+  ParallelFor(n * oh, ow * c * 8, [&](int64_t b, int64_t e) {
+    for (int64_t it = b; it < e; ++it) {
+      const int64_t img = it / oh, y = it - img * oh;
+      const float* row1 = in + (img * h + ys.i1[y]) * w * c;
+      const float* row2 = in + (img * h + ys.i2[y]) * w * c;
+      const float dy1 = ys.d1[y], dy2 = ys.d2[y];
+      float* dst = out + it * ow * c;
+      for (int64_t x = 0; x < ow; ++x, dst += c) {
+        const float dx1 = xs.d1[x], dx2 = xs.d2[x];
+        const float w11 = dx2 * dy2, w21 = dx1 * dy2, w12 = dx2 * dy1, w22 = dx1 * dy1;
+        const float* x11 = row1 + xs.i1[x] * c;
+        const float* x21 = row1 + xs.i2[x] * c;
+        const float* x12 = row2 + xs.i1[x] * c;
+        const float* x22 = row2 + xs.i2[x] * c;
+        for (int64_t k = 0; k < c; ++k)
+          dst[k] = w11 * x11[k] + w21 * x21[k] + w12 * x12[k] + w22 * x22[k];
+      }
+    }
+  });
+}
+
 // The order of the separable passes that moves the fewest elements, counting a last-axis pass
 // (scalar gathers) three times a vectorized inner-axis pass.
 std::vector<int> PassOrder(const std::vector<int64_t>& in_shape,
@@ -396,8 +449,56 @@ class ResizeKernel : public Kernel {
     for (int d = 0; d < r; ++d)
       plans[d] = PlanAxis(p_, x->dim(d), out_shape[d], scales[d], roi.empty() ? 0 : roi[d],
                           roi.empty() ? 1 : roi[d + r]);
+    // Channels-last (SetChannelsLast): the bytes of X and Y are [N, H, W, C]. Resizing is
+    // separable per axis, so the same gather and passes run on the physical axis order.
+    // nChw8c (region_layout.h) is N * C/8 NHWC images of 8 channels: the same, over the
+    // physical shape [N * C/8, H, W, 8] (the layout pass plans only resizes that keep N and C).
+    const bool blocked = cl_ && r == 4 && RegionLayoutFor(x->dim(1)) == RegionLayout::kNChw8c;
+    if (blocked && (out_shape[0] != x->dim(0) || out_shape[1] != x->dim(1)))
+      return NodeError(node_, "a channels-last resize must keep the batch and channel sizes");
+    std::vector<int64_t> in_phys = x->shape(), out_phys = out_shape;
+    std::vector<AxisPlan> plans_phys = plans;
+    if (cl_ && r == 4)
+      for (int d = 0; d < 4; ++d) {
+        in_phys[d] = x->dim(kNhwc[d]);
+        out_phys[d] = out_shape[kNhwc[d]];
+        plans_phys[d] = plans[kNhwc[d]];
+      }
+    if (blocked) {
+      in_phys[0] = out_phys[0] = x->dim(0) * x->dim(1) / 8;
+      in_phys[3] = out_phys[3] = 8;
+      plans_phys[0] = IdentityPlan(in_phys[0], plans[0].taps);
+      plans_phys[3] = IdentityPlan(8, plans[1].taps);
+    }
     if (p_.mode == Mode::kNearest) {
-      NearestGather(*x, y, plans);
+      if (r == 0) {
+        CopyTensorData(*x, y);
+        return Status::Ok();
+      }
+      // Trailing axes that keep their size (the channels of channels-last data) join the axis
+      // before them, so each gathered row is W * C elements long instead of C.
+      while (in_phys.size() > 1 && KeepsEveryIndex(plans_phys.back())) {
+        const int64_t c = in_phys.back();
+        in_phys.pop_back();
+        out_phys.pop_back();
+        plans_phys.pop_back();
+        AxisPlan& prev = plans_phys.back();
+        AxisPlan merged;
+        merged.in = prev.in * c;
+        merged.out = prev.out * c;
+        merged.idx.resize(static_cast<size_t>(merged.out));
+        merged.extrap.resize(static_cast<size_t>(merged.out));
+        for (int64_t o = 0; o < prev.out; ++o)
+          for (int64_t k = 0; k < c; ++k) {
+            merged.idx[o * c + k] = prev.idx[o] * c + k;
+            merged.extrap[o * c + k] = prev.extrap[o];
+          }
+        merged.any_extrap = prev.any_extrap;
+        prev = std::move(merged);
+        in_phys.back() *= c;
+        out_phys.back() *= c;
+      }
+      NearestGather(x->raw(), in_phys, y->raw(), out_phys, x->dtype(), plans_phys);
       return Status::Ok();
     }
     if (BilinearOrtApplies(p_, plans)) {
@@ -408,23 +509,26 @@ class ResizeKernel : public Kernel {
                    ? static_cast<float>(scales[d])
                    : static_cast<float>(out) / static_cast<float>(in);
       };
-      BilinearOrt(x->data<float>(), y->data<float>(), x->numel() / (h * w), h, w,
-                  PlanBilinearOrt(p_, h, oh, ort_scale(r - 2, h, oh)),
-                  PlanBilinearOrt(p_, w, ow, ort_scale(r - 1, w, ow)));
+      const Bilinear1D ys = PlanBilinearOrt(p_, h, oh, ort_scale(r - 2, h, oh));
+      const Bilinear1D xs = PlanBilinearOrt(p_, w, ow, ort_scale(r - 1, w, ow));
+      if (cl_ && r == 4)
+        BilinearOrtNhwc(x->data<float>(), y->data<float>(), in_phys[0], h, w, in_phys[3], ys, xs);
+      else
+        BilinearOrt(x->data<float>(), y->data<float>(), x->numel() / (h * w), h, w, ys, xs);
       return Status::Ok();
     }
-    std::vector<int> axes = PassOrder(x->shape(), plans);
+    std::vector<int> axes = PassOrder(in_phys, plans_phys);
     if (axes.empty()) {
       CopyTensorData(*x, y);
       return Status::Ok();
     }
-    std::vector<int64_t> shape = x->shape();
+    std::vector<int64_t> shape = in_phys;
     const float* src = x->data<float>();
     std::unique_ptr<float[]> buf[2];
     for (size_t k = 0; k < axes.size(); ++k) {
       const int ax = axes[k];
       std::vector<int64_t> next = shape;
-      next[ax] = plans[ax].out;
+      next[ax] = plans_phys[ax].out;
       float* dst;
       if (k + 1 == axes.size()) {
         dst = y->data<float>();
@@ -432,11 +536,19 @@ class ResizeKernel : public Kernel {
         buf[k % 2].reset(new float[static_cast<size_t>(Numel(next))]);
         dst = buf[k % 2].get();
       }
-      LinearPass(src, dst, shape, ax, plans[ax], p_.extrapolation);
+      LinearPass(src, dst, shape, ax, plans_phys[ax], p_.extrapolation);
       src = dst;
       shape = next;
     }
     return Status::Ok();
+  }
+
+  // Inside a channels-last region X and Y are both NHWC or nChw8c (4-D float inputs only: the
+  // session asks for nothing else); the output follows the input's layout.
+  bool SetChannelsLast(bool input, bool output) override {
+    if (input != output) return false;
+    cl_ = input;
+    return true;
   }
 
   Cost EstimateCost(const std::vector<TensorDesc>& in,
@@ -573,23 +685,22 @@ class ResizeKernel : public Kernel {
     return Status::Ok();
   }
 
-  void NearestGather(const Tensor& x, Tensor* y, const std::vector<AxisPlan>& plans) const {
-    const int r = x.rank();
-    const std::vector<int64_t>& os = y->shape();
-    const std::vector<int64_t> ds = ContiguousStrides(x.shape());
-    const int64_t inner = r ? os[r - 1] : 1, rows = y->numel() / inner;
-    const uint64_t ebits = EncodeScalar(x.dtype(), p_.extrapolation);
-    if (r == 0) {
-      CopyTensorData(x, y);
-      return;
-    }
+  // Y[i] = X[idx[i]] per axis over tensors of shapes `is` -> `os` (rank >= 1, any element
+  // size), the last axis gathered in the inner loop.
+  void NearestGather(const void* x, const std::vector<int64_t>& is, void* y,
+                     const std::vector<int64_t>& os, DataType dtype,
+                     const std::vector<AxisPlan>& plans) const {
+    const int r = static_cast<int>(is.size());
+    const std::vector<int64_t> ds = ContiguousStrides(is);
+    const int64_t inner = os[r - 1], rows = inner > 0 ? Numel(os) / inner : 0;
+    const uint64_t ebits = EncodeScalar(dtype, p_.extrapolation);
     const AxisPlan& last = plans[r - 1];
-    DispatchBySize(DataTypeSize(x.dtype()), [&](auto tag) {
+    DispatchBySize(DataTypeSize(dtype), [&](auto tag) {
       using T = decltype(tag);
       T ev;
       std::memcpy(&ev, &ebits, sizeof(T));
-      const T* src = static_cast<const T*>(x.raw());
-      T* dst = static_cast<T*>(y->raw());
+      const T* src = static_cast<const T*>(x);
+      T* dst = static_cast<T*>(y);
       ParallelFor(rows, inner, [&](int64_t b, int64_t e) {
         std::vector<int64_t> c(static_cast<size_t>(r), 0);
         int64_t rem = b;
@@ -628,6 +739,7 @@ class ResizeKernel : public Kernel {
   Node node_;
   Params p_;
   bool legacy_;
+  bool cl_ = false;  // X and Y stored channels-last (SetChannelsLast)
 };
 
 StatusOr<Mode> ParseMode(const Node& n) {

@@ -6,6 +6,7 @@
 
 #include "engine/ops/common.h"
 #include "engine/ops/layout_copy.h"
+#include "engine/ops/region_layout.h"
 
 namespace opscope::engine {
 namespace {
@@ -345,6 +346,20 @@ class ConcatKernel : public Kernel {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];
     for (int64_t d = axis + 1; d < r; ++d) inner *= out_shape[d];
+    if (cl_) {
+      // A channels-last region's concatenation over channels (SetChannelsLast). nChw8c with
+      // every C a multiple of 8 (the layout pass checks) is [C/8, H, W, 8] blocks per image:
+      // the same bytes as NCHW's [C, H, W], so the NCHW copy stands. NHWC interleaves the
+      // inputs' channels per pixel: N * H * W rows of C_k channels each.
+      if (r != 4 || axis != 1)
+        return NodeError(node_,
+                         "channels-last concatenation is only planned over the channels of "
+                         "4-D inputs");
+      if (RegionLayoutFor(out_shape[1]) == RegionLayout::kNhwc) {
+        outer = out_shape[0] * out_shape[2] * out_shape[3];
+        inner = 1;
+      }
+    }
     const int64_t out_row = out_shape[axis] * inner * static_cast<int64_t>(es);
     char* dst = static_cast<char*>(y->raw());
     std::vector<int64_t> offs, widths;
@@ -366,9 +381,18 @@ class ConcatKernel : public Kernel {
     return Status::Ok();
   }
 
+  // Inside a channels-last region the inputs and the output are all NHWC or all nChw8c; the
+  // session asks only for 4-D float concatenations over the channels.
+  bool SetChannelsLast(bool input, bool output) override {
+    if (input != output) return false;
+    cl_ = input;
+    return true;
+  }
+
  private:
   Node node_;
   int64_t axis_;
+  bool cl_ = false;
 };
 
 class SplitKernel : public Kernel {

@@ -96,6 +96,12 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto::INTS);
     for (auto x : v) a->add_ints(x);
   }
+  static void StringAttr(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   std::string Save(const std::string& file) {
     static std::string dir = [] {
       char tmpl[] = "/tmp/opscope_engine_test_XXXXXX";
