@@ -197,5 +197,58 @@ TEST(LayoutPass, ConcatOverChannelsFollowsTheRegionWhenLayoutsAgree) {
     SetRegionLayoutForTesting(std::nullopt);
   }
 }
+
+// Pools inside a region, on NHWC and on nChw8c blocks: MaxPool 3x3 s2 with padding, AveragePool
+// 3x3 s1 with padding counted and not counted, between convolutions; every variant computes what
+// the all-NCHW run computes.
+TEST(LayoutPass, PoolsBetweenConvolutionsMatchNchwInBothLayouts) {
+  for (RegionLayout forced : {RegionLayout::kNhwc, RegionLayout::kNChw8c})
+    for (int64_t ch : {5, 8, 16})
+      for (int include_pad : {0, 1}) {
+        SCOPED_TRACE(std::string(RegionLayoutName(forced)) + " " + std::to_string(ch) +
+                     " channels, count_include_pad " + std::to_string(include_pad));
+        SetRegionLayoutForTesting(forced);
+        ModelBuilder b;
+        b.Input("x", {2, 3, 11, 13});
+        b.Init("w1", {ch, 3, 3, 3}, testing::RandomFloats(static_cast<size_t>(ch * 27), 41));
+        b.Init("w2", {ch, ch, 3, 3}, testing::RandomFloats(static_cast<size_t>(ch * ch * 9), 42));
+        b.Init("w3", {4, ch, 3, 3}, testing::RandomFloats(static_cast<size_t>(4 * ch * 9), 43));
+        Conv3x3(b, "x", "w1", "c1", "conv1");
+        auto* mp = b.Node("MaxPool", {"c1"}, {"m"}, "mpool");
+        ModelBuilder::IntsAttr(mp, "kernel_shape", {3, 3});
+        ModelBuilder::IntsAttr(mp, "strides", {2, 2});
+        ModelBuilder::IntsAttr(mp, "pads", {1, 1, 1, 1});
+        Conv3x3(b, "m", "w2", "c2", "conv2");
+        auto* ap = b.Node("AveragePool", {"c2"}, {"a"}, "apool");
+        ModelBuilder::IntsAttr(ap, "kernel_shape", {3, 3});
+        ModelBuilder::IntsAttr(ap, "pads", {1, 1, 1, 1});
+        auto* cip = ap->add_attribute();
+        cip->set_name("count_include_pad");
+        cip->set_type(onnx::AttributeProto::INT);
+        cip->set_i(include_pad);
+        Conv3x3(b, "a", "w3", "y", "conv3");
+        b.Output("y", {2, 4, 6, 7});
+        const std::string path =
+            b.Save("layout_pools_" + std::to_string(ch) + "_" + std::to_string(include_pad) +
+                   RegionLayoutName(forced) + ".onnx");
+        std::unique_ptr<Session> ref = LoadNchw(path);
+        std::unique_ptr<Session> s = LoadNchw(path);
+        ASSERT_TRUE(ref && s);
+        ASSERT_TRUE(ref->Run().ok());
+        ASSERT_TRUE(s->Run().ok());
+        P::AssignChannelsLast(static_cast<SessionImpl&>(*s));
+        for (const char* pool : {"mpool", "apool"}) {
+          const StepInfo& st = s->Steps()[StepOf(*s, pool)];
+          EXPECT_TRUE(st.channels_last_in && st.channels_last_out) << pool;
+          EXPECT_EQ(st.layout_in, ch % 8 == 0 ? RegionLayoutName(forced) : "NHWC") << pool;
+        }
+        ASSERT_TRUE(s->Run().ok());
+        ASSERT_TRUE(ref->Run().ok());
+        // Three convolutions of up to 144-term sums: rounding differs per layout (a wrong tap or
+        // channel would be off by whole units).
+        EXPECT_EQ(testing::CompareFloat(*s->Output("y"), *ref->Output("y"), 1e-4f, 1e-4f), "");
+        SetRegionLayoutForTesting(std::nullopt);
+      }
+}
 }  // namespace
 }  // namespace opscope::engine

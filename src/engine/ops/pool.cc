@@ -382,30 +382,58 @@ void PoolNhwc(const PoolGeo& g, const float* x, float* y, int64_t N, int64_t c_r
   const int64_t C = kC > 0 ? kC : c_runtime;
   const int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2];
   const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.f;
-  ParallelFor(N * oh * ow, C * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t n = p / (oh * ow), o = p % (oh * ow), h = o / ow, w = o % ow;
-      int64_t hlo, hhi, wlo, whi;
+  // One output row (image, h) per task: its H taps once, then each pixel's W taps.
+  ParallelFor(N * oh, ow * C * g.k[1] * g.k[2], [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t n = row / oh, h = row % oh;
+      int64_t hlo, hhi;
       TapRange(h * g.s[1] - g.pb[1], g.k[1], g.d[1], ih, &hlo, &hhi);
-      TapRange(w * g.s[2] - g.pb[2], g.k[2], g.d[2], iw, &wlo, &whi);
-      float* out = y + p * C;
-      std::fill(out, out + C, init);
-      for (int64_t th = hlo; th < hhi; ++th) {
-        const int64_t r = h * g.s[1] - g.pb[1] + th * g.d[1];
-        for (int64_t tw = wlo; tw < whi; ++tw) {
-          const int64_t q = w * g.s[2] - g.pb[2] + tw * g.d[2];
-          const float* src = x + ((n * ih + r) * iw + q) * C;
-          for (int64_t c = 0; c < C; ++c) {
-            if constexpr (kMax)
-              out[c] = src[c] > out[c] ? src[c] : out[c];
-            else
-              out[c] += src[c];
+      for (int64_t w = 0; w < ow; ++w) {
+        int64_t wlo, whi;
+        TapRange(w * g.s[2] - g.pb[2], g.k[2], g.d[2], iw, &wlo, &whi);
+        float* out = y + (row * ow + w) * C;
+        const int64_t h0 = h * g.s[1] - g.pb[1];  // the first tap's row (negative in padding)
+        if constexpr (kC > 0) {
+          // A fixed-size accumulator the compiler keeps in registers (one AVX vector for 8).
+          float acc[kC];
+          for (int c = 0; c < kC; ++c) acc[c] = init;
+          for (int64_t th = hlo; th < hhi; ++th) {
+            const float* src_row = x + (n * ih + h0 + th * g.d[1]) * iw * C;
+            for (int64_t tw = wlo; tw < whi; ++tw) {
+              const float* src = src_row + (w * g.s[2] - g.pb[2] + tw * g.d[2]) * C;
+              for (int c = 0; c < kC; ++c) {
+                if constexpr (kMax)
+                  acc[c] = src[c] > acc[c] ? src[c] : acc[c];
+                else
+                  acc[c] += src[c];
+              }
+            }
+          }
+          if constexpr (kMax) {
+            for (int c = 0; c < kC; ++c) out[c] = acc[c];
+          } else {
+            const float dv = divisor[h * ow + w];
+            for (int c = 0; c < kC; ++c) out[c] = dv > 0 ? acc[c] / dv : 0.f;
+          }
+          continue;
+        }
+        std::fill(out, out + C, init);
+        for (int64_t th = hlo; th < hhi; ++th) {
+          const float* src_row = x + (n * ih + h0 + th * g.d[1]) * iw * C;
+          for (int64_t tw = wlo; tw < whi; ++tw) {
+            const float* src = src_row + (w * g.s[2] - g.pb[2] + tw * g.d[2]) * C;
+            for (int64_t c = 0; c < C; ++c) {
+              if constexpr (kMax)
+                out[c] = src[c] > out[c] ? src[c] : out[c];
+              else
+                out[c] += src[c];
+            }
           }
         }
-      }
-      if constexpr (!kMax) {
-        const float dv = divisor[o];
-        for (int64_t c = 0; c < C; ++c) out[c] = dv > 0 ? out[c] / dv : 0.f;
+        if constexpr (!kMax) {
+          const float dv = divisor[h * ow + w];
+          for (int64_t c = 0; c < C; ++c) out[c] = dv > 0 ? out[c] / dv : 0.f;
+        }
       }
     }
   });
