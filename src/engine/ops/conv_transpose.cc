@@ -5,7 +5,7 @@
 // output_shape larger than the natural size) receive no input contribution: the primitive then
 // writes a temporary of the covered size and the kernel copies it into place and fills the tail
 // with post_ops(bias). A kernel equal to the stride with no padding, groups or dilation (2x2 s2
-// upsampling) runs as one GEMM and a pixel shuffle instead.
+// upsampling) runs as GEMMs over blocks of input rows, each followed by its pixel shuffle.
 #include <algorithm>
 #include <cstring>
 
@@ -137,28 +137,39 @@ class ConvTransposeKernel : public Kernel {
   // Z[(oc, kh, kw), (h, w)] = sum_ic W[ic, (oc, kh, kw)] * X[ic, (h, w)] per image (ONNX's W is
   // already the [IC, OC*KH*KW] matrix, used transposed), then
   // Y[oc, h*KH + kh, w*KW + kw] = post_ops(Z[(oc, kh, kw), (h, w)] + bias[oc]).
-  void RunKernelEqualsStride(const Tensor& x, const Tensor& w, const Tensor* b, Tensor* y) {
+  // Blocks of input rows at a time, so each block's Z (at most kZBlockFloats) is shuffled while it
+  // is still in cache instead of going to memory and back; the blocks are spread over the pool,
+  // each GEMM single-threaded inside it (oneDNN does not nest OpenMP regions).
+  static constexpr int64_t kZBlockFloats = 64 * 1024;  // 256 KB per thread
+  void RunKernelEqualsStride(const Tensor& x, const Tensor& w, const Tensor* b, Tensor* y) const {
     const int64_t N = x.dim(0), IC = x.dim(1), H = x.dim(2), W = x.dim(3);
     const int64_t OC = y->dim(1), KH = w.dim(2), KW = w.dim(3);
     const int64_t M = OC * KH * KW, S = H * W, OW = W * KW;
-    tmp_.resize(static_cast<size_t>(M * S));
+    const int64_t rows_per = std::clamp<int64_t>(kZBlockFloats / std::max<int64_t>(M * W, 1), 1, H);
+    const int64_t blocks = (H + rows_per - 1) / rows_per;
     const float* bias = b ? b->data<float>() : nullptr;
     for (int64_t n = 0; n < N; ++n) {
-      dnnl_sgemm('T', 'N', M, S, IC, 1.f, w.data<float>(), M, x.data<float>() + n * IC * S, S, 0.f,
-                 tmp_.data(), S);
+      const float* xn = x.data<float>() + n * IC * S;
       float* yn = y->data<float>() + n * OC * H * KH * OW;
-      ParallelFor(OC * H, KH * OW, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t oc = r / H, h = r % H;
-          const float bv = bias ? bias[oc] : 0.f;
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            float* row = yn + (oc * H * KH + h * KH + kh) * OW;
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              const float* z = tmp_.data() + ((oc * KH + kh) * KW + kw) * S + h * W;
-              for (int64_t i = 0; i < W; ++i) row[i * KW + kw] = z[i] + bv;
-            }
-            for (const PostOp& op : post_ops_)
-              ApplyActivationInPlace(op.kind, row, OW, op.alpha, op.beta);
+      ParallelFor(blocks, rows_per * W * M * (2 * IC + 2), [&](int64_t b0, int64_t b1) {
+        thread_local std::vector<float> z;
+        for (int64_t blk = b0; blk < b1; ++blk) {
+          const int64_t h0 = blk * rows_per, hr = std::min(rows_per, H - h0), cols = hr * W;
+          if (static_cast<int64_t>(z.size()) < M * cols) z.resize(static_cast<size_t>(M * cols));
+          dnnl_sgemm('T', 'N', M, cols, IC, 1.f, w.data<float>(), M, xn + h0 * W, S, 0.f, z.data(),
+                     cols);
+          for (int64_t oc = 0; oc < OC; ++oc) {
+            const float bv = bias ? bias[oc] : 0.f;
+            for (int64_t h = h0; h < h0 + hr; ++h)
+              for (int64_t kh = 0; kh < KH; ++kh) {
+                float* row = yn + (oc * H * KH + h * KH + kh) * OW;
+                for (int64_t kw = 0; kw < KW; ++kw) {
+                  const float* zr = z.data() + ((oc * KH + kh) * KW + kw) * cols + (h - h0) * W;
+                  for (int64_t i = 0; i < W; ++i) row[i * KW + kw] = zr[i] + bv;
+                }
+                for (const PostOp& op : post_ops_)
+                  ApplyActivationInPlace(op.kind, row, OW, op.alpha, op.beta);
+              }
           }
         }
       });
