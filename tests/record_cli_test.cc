@@ -409,6 +409,10 @@ SignalledRecord RecordAndSignal(const std::string& name, int sig, bool whole_gro
   mkdir(dir.c_str(), 0755);
   const std::string ready = dir + "/ready", pidfile = dir + "/pid";
   s.rec = dir + "/sig.rec";
+  // A ready file left by an earlier run in this folder (--gtest_repeat, a reused pid) would send
+  // the signal before opscope has installed its handlers.
+  std::remove(ready.c_str());
+  std::remove(pidfile.c_str());
   int pid = opscope::testing::StartInOwnGroup(
       {kOpscope, "record", "-o", s.rec, "--", "/bin/sh", "-c",
        "echo $$ > " + pidfile + " && touch " + ready + " && exec sleep 20"},
