@@ -37,6 +37,18 @@ int StepOf(const Session& s, const std::string& node) {
   return -1;
 }
 
+// Two sessions of one model after their planning runs: `ref` stays all NCHW, `s` has had the
+// layout pass.
+struct Planned {
+  std::unique_ptr<Session> ref, s;
+};
+Planned LoadAndAssign(const std::string& path) {
+  Planned p{LoadNchw(path), LoadNchw(path)};
+  if (!p.ref || !p.s || !p.ref->Run().ok() || !p.s->Run().ok()) return {};
+  P::AssignChannelsLast(static_cast<SessionImpl&>(*p.s));
+  return p;
+}
+
 // conv1+Relu -> r; conv2(r) -> c2; a = Add(c2, r); conv3(a) -> y. Every activation between
 // the convolutions goes channels-last, the residual Add runs on NHWC, y (an output) stays NCHW.
 TEST(LayoutPass, ConvChainWithResidualAddGoesChannelsLast) {
@@ -124,12 +136,10 @@ TEST(LayoutPass, ResizeBetweenConvolutionsFollowsTheRegion) {
         b.Output("y", {2, ch, 8, 12});
         const std::string path = b.Save(std::string("layout_resize_") + c.mode + c.coord +
                                         std::to_string(ch) + RegionLayoutName(forced) + ".onnx");
-        std::unique_ptr<Session> ref = LoadNchw(path);
-        std::unique_ptr<Session> s = LoadNchw(path);
-        ASSERT_TRUE(ref && s);
-        ASSERT_TRUE(ref->Run().ok());
-        ASSERT_TRUE(s->Run().ok());
-        P::AssignChannelsLast(static_cast<SessionImpl&>(*s));
+        Planned p = LoadAndAssign(path);
+        ASSERT_TRUE(p.ref && p.s);
+        std::unique_ptr<Session>& ref = p.ref;
+        std::unique_ptr<Session>& s = p.s;
         const auto& steps = s->Steps();
         const int r = StepOf(*s, "resize");
         ASSERT_GE(r, 0);
@@ -182,12 +192,10 @@ TEST(LayoutPass, ConcatOverChannelsFollowsTheRegionWhenLayoutsAgree) {
     b.Output("y", {2, 6, 8, 8});
     const std::string path = b.Save("layout_concat_" + std::to_string(c.c1) + "_" +
                                     std::to_string(c.c2) + RegionLayoutName(c.forced) + ".onnx");
-    std::unique_ptr<Session> ref = LoadNchw(path);
-    std::unique_ptr<Session> s = LoadNchw(path);
-    ASSERT_TRUE(ref && s);
-    ASSERT_TRUE(ref->Run().ok());
-    ASSERT_TRUE(s->Run().ok());
-    P::AssignChannelsLast(static_cast<SessionImpl&>(*s));
+    Planned p = LoadAndAssign(path);
+    ASSERT_TRUE(p.ref && p.s);
+    std::unique_ptr<Session>& ref = p.ref;
+    std::unique_ptr<Session>& s = p.s;
     const StepInfo& cs = s->Steps()[StepOf(*s, "concat")];
     EXPECT_EQ(cs.channels_last_in && cs.channels_last_out, c.in_region);
     EXPECT_EQ(s->Steps()[StepOf(*s, "conv_out")].channels_last_in, c.in_region);
@@ -231,12 +239,10 @@ TEST(LayoutPass, PoolsBetweenConvolutionsMatchNchwInBothLayouts) {
         const std::string path =
             b.Save("layout_pools_" + std::to_string(ch) + "_" + std::to_string(include_pad) +
                    RegionLayoutName(forced) + ".onnx");
-        std::unique_ptr<Session> ref = LoadNchw(path);
-        std::unique_ptr<Session> s = LoadNchw(path);
-        ASSERT_TRUE(ref && s);
-        ASSERT_TRUE(ref->Run().ok());
-        ASSERT_TRUE(s->Run().ok());
-        P::AssignChannelsLast(static_cast<SessionImpl&>(*s));
+        Planned p = LoadAndAssign(path);
+        ASSERT_TRUE(p.ref && p.s);
+        std::unique_ptr<Session>& ref = p.ref;
+        std::unique_ptr<Session>& s = p.s;
         for (const char* pool : {"mpool", "apool"}) {
           const StepInfo& st = s->Steps()[StepOf(*s, pool)];
           EXPECT_TRUE(st.channels_last_in && st.channels_last_out) << pool;

@@ -393,47 +393,25 @@ void PoolNhwc(const PoolGeo& g, const float* x, float* y, int64_t N, int64_t c_r
         TapRange(w * g.s[2] - g.pb[2], g.k[2], g.d[2], iw, &wlo, &whi);
         float* out = y + (row * ow + w) * C;
         const int64_t h0 = h * g.s[1] - g.pb[1];  // the first tap's row (negative in padding)
-        if constexpr (kC > 0) {
-          // A fixed-size accumulator the compiler keeps in registers (one AVX vector for 8).
-          float acc[kC];
-          for (int c = 0; c < kC; ++c) acc[c] = init;
-          for (int64_t th = hlo; th < hhi; ++th) {
-            const float* src_row = x + (n * ih + h0 + th * g.d[1]) * iw * C;
-            for (int64_t tw = wlo; tw < whi; ++tw) {
-              const float* src = src_row + (w * g.s[2] - g.pb[2] + tw * g.d[2]) * C;
-              for (int c = 0; c < kC; ++c) {
-                if constexpr (kMax)
-                  acc[c] = src[c] > acc[c] ? src[c] : acc[c];
-                else
-                  acc[c] += src[c];
-              }
-            }
-          }
-          if constexpr (kMax) {
-            for (int c = 0; c < kC; ++c) out[c] = acc[c];
-          } else {
-            const float dv = divisor[h * ow + w];
-            for (int c = 0; c < kC; ++c) out[c] = dv > 0 ? acc[c] / dv : 0.f;
-          }
-          continue;
-        }
-        std::fill(out, out + C, init);
+        // With a fixed C the accumulator is a local array the compiler keeps in registers (one
+        // AVX vector for 8 channels); otherwise the output pixel itself.
+        float local[kC > 0 ? kC : 1];
+        float* acc = kC > 0 ? local : out;
+        std::fill(acc, acc + C, init);
         for (int64_t th = hlo; th < hhi; ++th) {
           const float* src_row = x + (n * ih + h0 + th * g.d[1]) * iw * C;
           for (int64_t tw = wlo; tw < whi; ++tw) {
             const float* src = src_row + (w * g.s[2] - g.pb[2] + tw * g.d[2]) * C;
             for (int64_t c = 0; c < C; ++c) {
               if constexpr (kMax)
-                out[c] = src[c] > out[c] ? src[c] : out[c];
+                acc[c] = src[c] > acc[c] ? src[c] : acc[c];
               else
-                out[c] += src[c];
+                acc[c] += src[c];
             }
           }
         }
-        if constexpr (!kMax) {
-          const float dv = divisor[h * ow + w];
-          for (int64_t c = 0; c < C; ++c) out[c] = dv > 0 ? out[c] / dv : 0.f;
-        }
+        const float dv = kMax ? 1.f : divisor[h * ow + w];
+        for (int64_t c = 0; c < C; ++c) out[c] = kMax ? acc[c] : dv > 0 ? acc[c] / dv : 0.f;
       }
     }
   });
