@@ -454,8 +454,12 @@ class ResizeKernel : public Kernel {
     // nChw8c (region_layout.h) is N * C/8 NHWC images of 8 channels: the same, over the
     // physical shape [N * C/8, H, W, 8] (the layout pass plans only resizes that keep N and C).
     const bool blocked = cl_ && r == 4 && RegionLayoutFor(x->dim(1)) == RegionLayout::kNChw8c;
-    if (blocked && (out_shape[0] != x->dim(0) || out_shape[1] != x->dim(1)))
-      return NodeError(node_, "a channels-last resize must keep the batch and channel sizes");
+    // (A crop of the batch or channel axis by roi, sizes unchanged, would need NHWC.)
+    if (blocked &&
+        !(plans[0].identity && plans[1].identity && !plans[0].any_extrap && !plans[1].any_extrap))
+      return NodeError(node_,
+                       "a resize inside an nChw8c region must keep the batch and channel "
+                       "axes as they are (run with OPSCOPE_REGION_LAYOUT=nhwc)");
     std::vector<int64_t> in_phys = x->shape(), out_phys = out_shape;
     std::vector<AxisPlan> plans_phys = plans;
     if (cl_ && r == 4)
@@ -546,7 +550,8 @@ class ResizeKernel : public Kernel {
   // Inside a channels-last region X and Y are both NHWC or nChw8c (4-D float inputs only: the
   // session asks for nothing else); the output follows the input's layout.
   bool SetChannelsLast(bool input, bool output) override {
-    if (input != output) return false;
+    // tf_crop_and_resize may crop any axis by roi (the channels too): it stays NCHW.
+    if (input != output || (input && p_.coord == Coord::kTfCropAndResize)) return false;
     cl_ = input;
     return true;
   }
