@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/memory_limit.h"
 #include "engine/testing/kernel_runner.h"
 #include "opscope/engine.h"
 
@@ -340,6 +341,31 @@ TEST(ControlFlow, LoopRefusesANegativeTripCountNamingTheNode) {
             std::string::npos)
       << st.message();
   EXPECT_EQ(st.message().find('\n'), std::string::npos);
+}
+
+// The loop iteration limit (memory_limit.h; the model fuzzers set it): a Loop that would run
+// past it fails naming the node; one that ends before it runs as without a limit.
+TEST(ControlFlow, LoopIterationLimitStopsALoopThatWouldRunPastIt) {
+  auto path = Save(Model(LoopGraph(false)), "loop_limit.onnx");
+  auto s = Session::Load(path, SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->SetInput("x", Floats({2}, {1, 2})).ok());
+  struct Reset {
+    ~Reset() { SetLoopIterationLimit(0); }
+  } reset;
+  SetLoopIterationLimit(5);
+  ASSERT_TRUE((*s)->SetInput("m", I64({}, {5})).ok());
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_EQ((*s)->Output("partials")->shape(), (std::vector<int64_t>{5, 2}));
+  ASSERT_TRUE((*s)->SetInput("m", I64({}, {6})).ok());
+  Status st = (*s)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("node 'Loop_0' (Loop): stopped after 5 iterations"),
+            std::string::npos)
+      << st.message();
+  SetLoopIterationLimit(0);
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_EQ((*s)->Output("partials")->shape(), (std::vector<int64_t>{6, 2}));
 }
 
 TEST(ControlFlow, LoopBodyWithTheWrongSignatureIsRefusedAtLoad) {

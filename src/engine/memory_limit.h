@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace opscope::engine {
@@ -18,5 +19,12 @@ size_t LiveTensorBytes();
 // Empty when `bytes` more fit under the limit, else the reason, e.g. "would need 17.18 GB, more
 // than the 16.50 GB (this machine's memory)".
 std::string TensorMemoryError(size_t bytes);
+
+// The iterations one Loop node may run (0: no limit, the default). A Loop whose trip count and
+// condition would take it further fails with one line naming the node. The model fuzzers set
+// it, so that a data-dependent `while` loop that random inputs never end is a clean failure
+// rather than a timeout.
+void SetLoopIterationLimit(int64_t iterations);
+int64_t LoopIterationLimit();
 
 }  // namespace opscope::engine

@@ -6,12 +6,14 @@
 // when the kernel is created (counts and declared element types); values at run time (a trip
 // count, a condition, a carried value of another type) are checked before each use.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/memory_limit.h"
 #include "engine/ops/common.h"
 
 namespace opscope::engine {
@@ -180,6 +182,8 @@ class IfKernel : public Kernel {
 };
 
 // -------------------------------------------------------------------------------------- Loop
+std::atomic<int64_t> g_loop_iteration_limit{0};
+
 // Inputs: M (trip count, optional), cond (optional), v_initial x N. Body: (iteration, cond,
 // v x N) -> (cond, v x N, scan x K). Outputs: v_final x N, scans x K stacked on a new axis 0.
 class LoopKernel : public Kernel {
@@ -215,7 +219,11 @@ class LoopKernel : public Kernel {
     Tensor iter(DataType::kInt64, {}), cond(DataType::kBool, {});
     std::vector<Tensor> outs;
     int64_t i = 0;
+    const int64_t limit = LoopIterationLimit();
     for (; i < trips && go; ++i) {
+      if (limit > 0 && i == limit)
+        return NodeError(node_, "stopped after " + std::to_string(limit) +
+                                    " iterations: the loop iteration limit");
       iter.data<int64_t>()[0] = i;
       cond.data<uint8_t>()[0] = 1;
       std::vector<const Tensor*> in = {&iter, &cond};
@@ -546,5 +554,10 @@ StatusOr<std::unique_ptr<Kernel>> Create_Scan(const Node& node) {
   OPSCOPE_RETURN_IF_ERROR(kernel->Check());
   return std::unique_ptr<Kernel>(std::move(kernel));
 }
+
+void SetLoopIterationLimit(int64_t iterations) {
+  g_loop_iteration_limit.store(iterations > 0 ? iterations : 0, std::memory_order_relaxed);
+}
+int64_t LoopIterationLimit() { return g_loop_iteration_limit.load(std::memory_order_relaxed); }
 
 }  // namespace opscope::engine
