@@ -30,8 +30,8 @@ void FuzzLoadModel(const uint8_t* data, size_t size) {
   SetTensorMemoryLimit(size_t{16} << 20);
   // A data-dependent `while` Loop that random inputs never end ran 2 M iterations (32 s
   // instrumented, twice per input) before its scan output met the tensor cap: a slow input, not
-  // a bug; 100 k iterations bound it to well under a second.
-  SetLoopIterationLimit(100000);
+  // a bug. At ~100 us per instrumented iteration 10 k iterations bound it to about a second.
+  SetLoopIterationLimit(10000);
   SessionOptions opt;
   opt.threads = 1;
   auto s = Session::Load(path, opt);
