@@ -375,6 +375,18 @@ std::vector<float> ReadFloats(const std::string& path) {
   return v;
 }
 
+// --max-loop-iterations: a Loop past the limit fails naming the node (the test model's Loop
+// runs 4 iterations); the limit itself is checked; at the limit the model runs.
+TEST(ProfileCliTest, MaxLoopIterationsStopsALoopNamingTheNode) {
+  const std::string model = kSrc + "/tests/models/control_flow.onnx";
+  ExpectError(Profile({model, "--runs", "1", "--warmup", "0", "--max-loop-iterations", "3"}),
+              "node 'Loop_0' (Loop): stopped after 3 iterations, the loop iteration limit");
+  ExpectError(Profile({model, "--max-loop-iterations", "-1"}),
+              "--max-loop-iterations: must be a whole number of at least 0");
+  auto ok = Profile({model, "--runs", "1", "--warmup", "0", "--max-loop-iterations", "4"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 // The demo model with and without channels-last regions, in both region layouts (NHWC, and the
 // nChw8c that AVX2 CPUs get; OPSCOPE_REGION_LAYOUT picks one on any CPU): the flag is honoured
 // and recorded, the layout named, and the outputs agree (the convolutions accumulate in a

@@ -17,6 +17,7 @@
 #include "collect/perf_event.h"
 #include "collect/sampler.h"
 #include "collect/sampler_ops.h"
+#include "engine/memory_limit.h"
 #include "opscope/engine.h"
 #include "profile/profile.h"
 
@@ -55,6 +56,11 @@ class ProfileCommand : public Command {
         ->allow_extra_args(false);
     app->add_option("--save-outputs", save_dir_, "Write each output as a TensorProto .pb into DIR");
     app->add_option("--seed", seed_, "Seed for random inputs")
+        ->capture_default_str()
+        ->check(WholeNumberIn(0));
+    app->add_option("--max-loop-iterations", max_loop_iterations_,
+                    "Stop a Loop node after this many iterations with an error naming it (a "
+                    "while loop that random inputs never end); 0: no limit")
         ->capture_default_str()
         ->check(WholeNumberIn(0));
     app->add_flag("--no-fuse", no_fuse_,
@@ -111,6 +117,7 @@ class ProfileCommand : public Command {
     if (*ceilings && StartsWith((*ceilings)->verification, "unverified: "))
       std::fprintf(stderr, "opscope: warning: %s\n", (*ceilings)->verification.substr(12).c_str());
 
+    engine::SetLoopIterationLimit(max_loop_iterations_);
     collect::ModelProfileOptions opt;
     opt.model_path = model_;
     opt.session.threads = threads_;
@@ -221,6 +228,7 @@ class ProfileCommand : public Command {
   std::string model_;
   CLI::Option* threads_opt_ = nullptr;
   int threads_ = 0, warmup_ = 10, runs_ = 50, top_ = 15;
+  int64_t max_loop_iterations_ = 10000000;
   uint64_t seed_ = 1;
   OutputChoice out_;
   std::vector<std::string> inputs_, shapes_;

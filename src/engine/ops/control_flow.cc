@@ -222,8 +222,11 @@ class LoopKernel : public Kernel {
     const int64_t limit = LoopIterationLimit();
     for (; i < trips && go; ++i) {
       if (limit > 0 && i == limit)
-        return NodeError(node_, "stopped after " + std::to_string(limit) +
-                                    " iterations: the loop iteration limit");
+        return NodeError(
+            node_,
+            "stopped after " + std::to_string(limit) +
+                " iterations, the loop iteration limit (opscope profile --max-loop-iterations "
+                "N raises it, 0 removes it)");
       iter.data<int64_t>()[0] = i;
       cond.data<uint8_t>()[0] = 1;
       std::vector<const Tensor*> in = {&iter, &cond};
