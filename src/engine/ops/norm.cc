@@ -27,6 +27,7 @@
 // Work splits over channels/planes/rows with ParallelFor; the normalisation loop itself is a
 // contiguous multiply-add the compiler vectorises.
 #include <cmath>
+#include <limits>
 
 #include "engine/ops/common.h"
 
@@ -246,8 +247,11 @@ class LayerNormKernel : public Kernel {
     const int64_t inner = Numel(norm_shape);
     const int64_t rows = inner ? x->numel() / inner : 0;
     std::vector<float> scale, shift;
-    OPSCOPE_RETURN_IF_ERROR(Expand(*ctx.input(1), norm_shape, "Scale", &scale));
-    if (bias) OPSCOPE_RETURN_IF_ERROR(Expand(*bias, norm_shape, "B", &shift));
+    // An empty X needs no expanded Scale/B, and its normalised shape may still be huge
+    // ([0, 65536, 65536] with axis 1: 16 GiB of scratch for nothing).
+    const bool any = x->numel() > 0;
+    OPSCOPE_RETURN_IF_ERROR(Expand(*ctx.input(1), norm_shape, "Scale", any ? &scale : nullptr));
+    if (bias) OPSCOPE_RETURN_IF_ERROR(Expand(*bias, norm_shape, "B", any ? &shift : nullptr));
 
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, x->shape()));
     std::vector<int64_t> stat_shape(x->shape().begin(), x->shape().begin() + axis);
@@ -262,7 +266,12 @@ class LayerNormKernel : public Kernel {
       OPSCOPE_ASSIGN_OR_RETURN(Tensor * t, ctx.Output(2, DataType::kFloat32, stat_shape));
       inv_out = t->data<float>();
     }
-    if (inner == 0) return Status();
+    if (inner == 0) {  // rows of no elements: their mean and deviation are undefined
+      const int64_t stats = Numel(stat_shape);
+      if (mean_out) std::fill_n(mean_out, stats, std::numeric_limits<float>::quiet_NaN());
+      if (inv_out) std::fill_n(inv_out, stats, std::numeric_limits<float>::quiet_NaN());
+      return Status();
+    }
     const float* px = x->data<float>();
     float* py = y->data<float>();
     const float* sc = scale.data();
@@ -297,13 +306,15 @@ class LayerNormKernel : public Kernel {
   }
 
  private:
-  // Broadcasts a Scale/B tensor onto the normalised shape (numpy rules, one direction).
+  // Broadcasts a Scale/B tensor onto the normalised shape (numpy rules, one direction); with
+  // `out` null only checks that it broadcasts.
   Status Expand(const Tensor& t, const std::vector<int64_t>& norm_shape, const char* what,
                 std::vector<float>* out) {
     std::vector<int64_t> b;
     if (t.rank() > static_cast<int>(norm_shape.size()) ||
         !BroadcastShapes(norm_shape, t.shape(), &b) || b != norm_shape)
       return NodeError(node_, std::string(what) + " does not broadcast to the normalised shape");
+    if (!out) return Status();  // checked only
     int64_t n = Numel(norm_shape);
     out->resize(static_cast<size_t>(n));
     if (t.numel() == n) {

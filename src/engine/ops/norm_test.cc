@@ -1,6 +1,7 @@
 // BatchNormalization / InstanceNormalization / LayerNormalization / GroupNormalization against
 // naive twins.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cmath>
 
@@ -164,6 +165,28 @@ TEST(LayerNormalization, MatchesNaiveForEveryAxisWithStatistics) {
     EXPECT_EQ(CompareFloat((*out)[1], rm, 1e-5f, 1e-5f), "") << axis;
     EXPECT_EQ(CompareFloat((*out)[2], ri, 1e-5f, 1e-4f), "") << axis;
   }
+}
+
+// Found by the model fuzzer: an empty X whose normalised shape is huge ([0, 0, 2^32], Scale a
+// scalar) made the kernel expand Scale to 2^32 floats (16 GiB) before noticing there was nothing
+// to normalise. Now nothing is allocated; a B that does not broadcast is still an error.
+TEST(LayerNormalization, EmptyInputWithAHugeNormalisedShapeAllocatesNothing) {
+  Tensor x(DataType::kFloat32, {0, 0, int64_t{1} << 32});
+  Tensor s = RandomTensor({}, 61), bad_b = RandomTensor({6}, 62);
+  auto max_rss_kb = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+  };
+  const long before = max_rss_kb();
+  auto out = RunPoisoned(MakeNode("LayerNormalization", 2, 1), {&x, &s});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ((*out)[0].shape(), x.shape());
+  EXPECT_LT(max_rss_kb() - before, 256 * 1024) << "the peak memory grew by over 256 MB";
+  auto bad = RunPoisoned(MakeNode("LayerNormalization", 3, 1), {&x, &s, &bad_b});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("B does not broadcast"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(LayerNormalization, LargeRowsSplitOverThreads) {
