@@ -38,11 +38,12 @@ const std::set<std::string> kConvs = {"Conv", "ConvInteger", "QLinearConv", "Con
 const std::set<std::string> kPools = {"MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
 
 // Nodes whose libonnx 1.12 shape inference indexes per-axis lists and the weight's dims by the
-// input's rank unchecked (convPoolShapeInference, convTransposeShapeInference, maxUnpool): their
-// inputs' ranks must be checked before libonnx infers them.
+// input's rank unchecked (convPoolShapeInference, convTransposeShapeInference, maxUnpool, Gemm's
+// A and B dims, LayerNormalization's axis): their inputs' ranks must be checked before libonnx
+// infers them.
 bool RankSensitive(const onnx::NodeProto& n) {
   return DefaultDomain(n) && (kConvs.count(n.op_type()) > 0 || kPools.count(n.op_type()) > 0 ||
-                              n.op_type() == "LayerNormalization");
+                              n.op_type() == "LayerNormalization" || n.op_type() == "Gemm");
 }
 
 // True when a subgraph of `n` (If/Loop/Scan bodies, at any depth) holds a rank-sensitive node.
@@ -105,6 +106,18 @@ Status CheckNode(const onnx::NodeProto& n, int index, const RankMap& ranks,
       return InvalidArgument(where + ": attribute axis = " + std::to_string(axis) +
                              " is outside [-" + std::to_string(r) + ", " + std::to_string(r) +
                              ") for X of rank " + std::to_string(r));
+    return Status::Ok();
+  }
+  if (op == "Gemm") {
+    // A and B are matrices in every opset; libonnx 1.12's Gemm-6 inference reads their dims
+    // unchecked (a scalar A is a null dereference: a model_struct_fuzz finding).
+    for (int k = 0; k < 2 && k < n.input_size(); ++k) {
+      auto it = ranks.find(n.input(k));
+      if (it != ranks.end() && it->second != 2)
+        return InvalidArgument(where + ": input " + (k == 0 ? "A" : "B") + " ('" + n.input(k) +
+                               "') has rank " + std::to_string(it->second) +
+                               "; Gemm multiplies 2-D matrices");
+    }
     return Status::Ok();
   }
   const bool conv = kConvs.count(op) > 0, pool = kPools.count(op) > 0;

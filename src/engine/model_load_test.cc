@@ -417,6 +417,10 @@ TEST(ModelLoadTest, FuzzFindingsAreCleanErrors) {
       // INT64_MAX, overflowed the conv's output-size arithmetic.
       {"crash-conv-geometry-signed-overflow.onnx",
        {"node 'Conv_0' (Conv)", "attribute 'pads' is given twice"}},
+      // Opset-6 Gemm of a scalar int64 x (as A, B and C): libonnx's Gemm-6 inference read the
+      // dims of a rank-0 A (SEGV, a model_struct_fuzz finding).
+      {"crash-gemm6-scalar-a-b-libonnx-inference.onnx",
+       {"node 'Gemm_0' (Gemm)", "input A ('x') has rank 0; Gemm multiplies 2-D matrices"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
