@@ -126,11 +126,8 @@ std::vector<Interval> IterationWindows(const profile::Profile& p, const SummaryO
     if (!eligible) continue;
     auto& t = top[r.name];
     ++t.first;
-    // Saturating: a damaged or foreign trace may hold times near the int64 range, and the sum
-    // only ranks the candidates (found by gpu_decoder_fuzz: 2^62 + 2^62).
-    int64_t d = 0, sum = 0;
-    if (__builtin_sub_overflow(r.end_ns, r.start_ns, &d) || d < 0) d = 0;
-    t.second = __builtin_add_overflow(t.second, d, &sum) ? INT64_MAX : sum;
+    // Saturating (Dur, SatAdd): the sum only ranks the candidates.
+    t.second = SatAdd(t.second, Dur(r.start_ns, r.end_ns));
   }
   std::string best;
   std::pair<int64_t, int64_t> best_v{0, 0};

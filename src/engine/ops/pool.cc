@@ -417,6 +417,38 @@ void PoolNhwc(const PoolGeo& g, const float* x, float* y, int64_t N, int64_t c_r
   });
 }
 
+// Global pools over channels-last images: each image's n pixels folded over its C contiguous
+// channels, the mean in double. kC > 0: C is that constant (8: nChw8c blocks, whose fixed-size
+// accumulators stay in registers).
+template <int kC = 0>
+void GlobalPoolNhwc(const float* x, float* y, int64_t N, int64_t c_runtime, int64_t n,
+                    bool is_max) {
+  const int64_t C = kC > 0 ? kC : c_runtime;
+  ParallelFor(N, n * C, [&](int64_t n0, int64_t n1) {
+    std::vector<double> acc_heap(kC > 0 ? 0 : static_cast<size_t>(C));
+    std::vector<float> mx_heap(kC > 0 ? 0 : static_cast<size_t>(C));
+    double acc_local[kC > 0 ? kC : 1];
+    float mx_local[kC > 0 ? kC : 1];
+    double* acc = kC > 0 ? acc_local : acc_heap.data();
+    float* mx = kC > 0 ? mx_local : mx_heap.data();
+    for (int64_t b = n0; b < n1; ++b) {
+      const float* xb = x + b * n * C;
+      if (is_max) {
+        std::fill(mx, mx + C, -std::numeric_limits<float>::infinity());
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t c = 0; c < C; ++c) mx[c] = std::max(mx[c], xb[i * C + c]);
+        for (int64_t c = 0; c < C; ++c) y[b * C + c] = mx[c];
+      } else {
+        std::fill(acc, acc + C, 0.0);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t c = 0; c < C; ++c) acc[c] += xb[i * C + c];
+        for (int64_t c = 0; c < C; ++c)
+          y[b * C + c] = n ? static_cast<float>(acc[c] / static_cast<double>(n)) : 0.f;
+      }
+    }
+  });
+}
+
 class PoolKernel : public Kernel {
  public:
   PoolKernel(const Node& node, PoolAttrs a, bool max) : node_(node), a_(std::move(a)), max_(max) {}
@@ -541,41 +573,7 @@ class GlobalPoolKernel : public Kernel {
       const bool blocked = RegionLayoutFor(x->dim(1)) == RegionLayout::kNChw8c;
       const int64_t N = blocked ? x->dim(0) * x->dim(1) / 8 : x->dim(0);
       const int64_t C = blocked ? 8 : x->dim(1);
-      ParallelFor(N, n * C, [&](int64_t n0, int64_t n1) {
-        std::vector<double> acc(static_cast<size_t>(C));
-        std::vector<float> mx(static_cast<size_t>(C));
-        for (int64_t b = n0; b < n1; ++b) {
-          const float* xb = px + b * n * C;
-          if (C == 8) {  // nChw8c: the 8 channels of a block as fixed-size (vectorized) loops
-            double a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            float m8[8];
-            for (int c = 0; c < 8; ++c) m8[c] = -std::numeric_limits<float>::infinity();
-            if (is_max) {
-              for (int64_t i = 0; i < n; ++i)
-                for (int c = 0; c < 8; ++c) m8[c] = std::max(m8[c], xb[i * 8 + c]);
-              for (int c = 0; c < 8; ++c) py[b * 8 + c] = m8[c];
-            } else {
-              for (int64_t i = 0; i < n; ++i)
-                for (int c = 0; c < 8; ++c) a8[c] += xb[i * 8 + c];
-              for (int c = 0; c < 8; ++c)
-                py[b * 8 + c] = n ? static_cast<float>(a8[c] / static_cast<double>(n)) : 0.f;
-            }
-            continue;
-          }
-          if (is_max) {
-            std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
-            for (int64_t i = 0; i < n; ++i)
-              for (int64_t c = 0; c < C; ++c) mx[c] = std::max(mx[c], xb[i * C + c]);
-            for (int64_t c = 0; c < C; ++c) py[b * C + c] = mx[c];
-          } else {
-            std::fill(acc.begin(), acc.end(), 0.0);
-            for (int64_t i = 0; i < n; ++i)
-              for (int64_t c = 0; c < C; ++c) acc[c] += xb[i * C + c];
-            for (int64_t c = 0; c < C; ++c)
-              py[b * C + c] = n ? static_cast<float>(acc[c] / static_cast<double>(n)) : 0.f;
-          }
-        }
-      });
+      (blocked ? GlobalPoolNhwc<8> : GlobalPoolNhwc<>)(px, py, N, C, n, is_max);
       return Status();
     }
     ParallelFor(planes, n, [&](int64_t p0, int64_t p1) {

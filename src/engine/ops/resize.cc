@@ -186,12 +186,7 @@ AxisPlan PlanAxis(const Params& p, int64_t in, int64_t out, double scale, double
 }
 
 // Whether a nearest plan maps every output index to the same input index (nothing extrapolated).
-bool KeepsEveryIndex(const AxisPlan& a) {
-  if (a.in != a.out || a.any_extrap || a.taps != 1) return false;
-  for (int64_t i = 0; i < a.out; ++i)
-    if (a.idx[i] != i) return false;
-  return true;
-}
+bool KeepsEveryIndex(const AxisPlan& a) { return a.taps == 1 && a.identity && !a.any_extrap; }
 
 // An axis that keeps its size and its values: tap 0 is the same coordinate with weight 1.
 AxisPlan IdentityPlan(int64_t n, int taps) {
