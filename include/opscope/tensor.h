@@ -42,6 +42,8 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * DataTypeSize(dtype_); }
   bool empty_data() const { return data_ == nullptr; }
+  // True when this tensor allocated its memory and no other Tensor shares it (copies share).
+  bool owns_unshared() const { return owner_ && owner_.use_count() == 1; }
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }

@@ -259,6 +259,15 @@ class StepContext final : public KernelContext {
         *slot = Tensor::Borrow(dtype, shape, static_cast<char*>(s_->arena_.get()) + v.arena_offset);
         return slot;
       }
+      // Outside the arena (graph outputs, dynamic shapes): the previous run's buffer when its
+      // size and type match and nothing else holds it. A fresh one is zero-filled and, past
+      // malloc's mmap threshold, page-faulted on every run (1.3 ms for PP-OCR's 1x1x640x640
+      // output); kernels write every element of their outputs, as they must for the arena.
+      if (use_arena_ && slot->dtype() == dtype && slot->nbytes() == bytes &&
+          slot->owns_unshared()) {
+        slot->Reshape(shape);
+        return slot;
+      }
     }
     // Checked before allocating: zero-filling a tensor larger than memory ends in the kernel's
     // out-of-memory killer, not in bad_alloc.

@@ -146,6 +146,39 @@ TEST(SessionTest, ArenaReusesBuffersAndResultsStayCorrect) {
   EXPECT_EQ(testing::CompareFloat(*(*s)->Output("y"), copy, 0, 0), "");
 }
 
+// A graph output is not in the arena; its buffer is the previous run's when nothing else holds
+// it (a fresh one was zero-filled and page-faulted on every run), and a fresh one when the
+// caller kept a copy, which must not change under it.
+TEST(SessionTest, GraphOutputBuffersAreReusedUnlessTheCallerHoldsThem) {
+  ModelBuilder b;
+  b.Input("x", {1, 2, 64, 64});
+  b.Init("k", {1, 1, 1, 1}, {0.5f});
+  b.Node("Add", {"x", "k"}, {"t"}, "add");
+  b.Node("Sigmoid", {"t"}, {"y"}, "sig");
+  b.Output("y", {1, 2, 64, 64});
+  auto s = Session::Load(b.Save("graph_output_reuse.onnx"), SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Tensor x = testing::RandomTensor({1, 2, 64, 64}, 3, -4.f, 4.f);
+  ASSERT_TRUE((*s)->SetInput("x", x).ok());
+  ASSERT_TRUE((*s)->Run().ok());  // the planning run
+  ASSERT_TRUE((*s)->Run().ok());
+  const void* second = (*s)->Output("y")->raw();
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_EQ((*s)->Output("y")->raw(), second);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    ASSERT_NEAR((*s)->Output("y")->data<float>()[i],
+                1.f / (1.f + std::exp(-(x.data<float>()[i] + 0.5f))), 1e-6f);
+  Tensor held = *(*s)->Output("y");  // shares the buffer
+  const float before = held.data<float>()[5];
+  Tensor x2 = testing::RandomTensor({1, 2, 64, 64}, 4, -4.f, 4.f);
+  ASSERT_TRUE((*s)->SetInput("x", x2).ok());
+  ASSERT_TRUE((*s)->Run().ok());
+  EXPECT_NE((*s)->Output("y")->raw(), held.raw());
+  EXPECT_EQ(held.data<float>()[5], before);
+  EXPECT_NEAR((*s)->Output("y")->data<float>()[5],
+              1.f / (1.f + std::exp(-(x2.data<float>()[5] + 0.5f))), 1e-6f);
+}
+
 // A dynamically quantized convolution as ORT's quantizer writes it (DynamicQuantizeLinear ->
 // ConvInteger -> Cast -> Mul(x_scale * w_scale)): zero points and scales are runtime values, but
 // every shape is known after the planning run, so the intermediates live in the arena (they were

@@ -4,7 +4,9 @@
 // cannot express it natively (oneDNN 2.6 has no HardSwish with ONNX's constants, for example)
 // applies it to its output with ApplyActivationInPlace. Sigmoid and Tanh use the branch-free
 // FastSigmoid/FastTanh of the standalone kernels (elementwise_common.h), so a fused activation
-// computes what the unfused node would, and the in-place loops vectorise. Parameters follow PostOp:
+// computes what the unfused node would; in place they run the standalone kernels' loops compiled
+// for AVX2/AVX-512 (unary.cc: the baseline build's loop was scalar, 3.7 ns per element against
+// 0.27 for the standalone Sigmoid), the other in-place loops vectorise as they are. Parameters follow PostOp:
 // alpha is LeakyRelu's slope, Clip's min and HardSigmoid's alpha; beta is Clip's max and
 // HardSigmoid's beta. HardSwish uses ONNX's fixed constants (alpha 1/6, beta 0.5) and ignores both.
 // kBiasAdd is not an activation: ApplyActivation returns x unchanged for it.
@@ -18,6 +20,10 @@
 #include "engine/ops/elementwise_common.h"
 
 namespace opscope::engine {
+
+// n floats in place, on the calling thread, with the fastest loop this CPU has (unary.cc).
+void SigmoidInPlace(float* p, int64_t n);
+void TanhInPlace(float* p, int64_t n);
 
 inline float ApplyActivation(PostOpKind kind, float x, float alpha, float beta) {
   switch (kind) {
@@ -82,10 +88,10 @@ inline void ApplyActivationInPlace(PostOpKind kind, float* p, int64_t n, float a
       apply([alpha, beta](float x) { return std::min(std::max(x, alpha), beta); });
       break;
     case PostOpKind::kSigmoid:
-      apply([](float x) { return FastSigmoid(x); });
+      SigmoidInPlace(p, n);
       break;
     case PostOpKind::kTanh:
-      apply([](float x) { return FastTanh(x); });
+      TanhInPlace(p, n);
       break;
     case PostOpKind::kHardSigmoid:
       apply([alpha, beta](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); });

@@ -114,33 +114,49 @@ template <FastFn K>
     return FastTanh(v);
 }
 
-template <FastFn K>
+// kInPlace: y is also the input (x is ignored), so the loop has no aliasing for the compiler to
+// guard against (ApplyActivationInPlace's fused Sigmoid/Tanh).
+template <FastFn K, bool kInPlace>
+[[gnu::always_inline]] inline void FastLoop(const float* x, float* y, int64_t n) {
+  if constexpr (kInPlace)
+    for (int64_t i = 0; i < n; ++i) y[i] = ApplyFast<K>(y[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) y[i] = ApplyFast<K>(x[i]);
+}
+template <FastFn K, bool kInPlace>
 void FastMapBaseline(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = ApplyFast<K>(x[i]);
+  FastLoop<K, kInPlace>(x, y, n);
 }
 #if defined(__x86_64__) && defined(__GNUC__)
-template <FastFn K>
+template <FastFn K, bool kInPlace>
 [[gnu::target("avx2,fma")]] void FastMapAvx2(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = ApplyFast<K>(x[i]);
+  FastLoop<K, kInPlace>(x, y, n);
 }
-template <FastFn K>
+template <FastFn K, bool kInPlace>
 [[gnu::target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]] void FastMapAvx512(const float* x,
                                                                                   float* y,
                                                                                   int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = ApplyFast<K>(x[i]);
+  FastLoop<K, kInPlace>(x, y, n);
 }
 #endif
 
-template <FastFn K>
-void FastMap(const float* x, float* y, int64_t n) {
+// The loop for the best instruction set of this CPU, chosen once.
+template <FastFn K, bool kInPlace = false>
+void (*FastMapFn())(const float*, float*, int64_t) {
   using Fn = void (*)(const float*, float*, int64_t);
   static const Fn fn = [] {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (BestIsa() == Isa::kAvx512) return Fn(FastMapAvx512<K>);
-    if (BestIsa() == Isa::kAvx2) return Fn(FastMapAvx2<K>);
+    if (BestIsa() == Isa::kAvx512) return Fn(FastMapAvx512<K, kInPlace>);
+    if (BestIsa() == Isa::kAvx2) return Fn(FastMapAvx2<K, kInPlace>);
 #endif
-    return Fn(FastMapBaseline<K>);
+    return Fn(FastMapBaseline<K, kInPlace>);
   }();
+  return fn;
+}
+
+template <FastFn K>
+void FastMap(const float* x, float* y, int64_t n) {
+  const auto fn = FastMapFn<K>();
   ParallelFor(n, 4, [&](int64_t b, int64_t e) { fn(x + b, y + b, e - b); });
 }
 
@@ -383,6 +399,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeUnary(const Node& node, UnOp op, float alp
 }
 
 }  // namespace
+
+// Fused activations (activation.h): the same vectorised loops, in place, on the caller's thread.
+void SigmoidInPlace(float* p, int64_t n) { FastMapFn<FastFn::kSigmoid, true>()(p, p, n); }
+void TanhInPlace(float* p, int64_t n) { FastMapFn<FastFn::kTanh, true>()(p, p, n); }
 
 StatusOr<std::unique_ptr<Kernel>> Create_Relu(const Node& n) { return MakeUnary(n, UnOp::kRelu); }
 StatusOr<std::unique_ptr<Kernel>> Create_LeakyRelu(const Node& n) {
