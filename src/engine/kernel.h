@@ -72,13 +72,28 @@ enum class PostOpKind {
   kTanh,
   kHardSigmoid,
   kHardSwish,
+  kLinear,  // alpha * x + beta: a Mul/Add/Sub/Div by one constant value (ScalarAffine)
   kBiasAdd
 };
 struct PostOp {
   PostOpKind kind;
-  float alpha = 0, beta = 0;     // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta
+  float alpha = 0, beta = 0;     // LeakyRelu alpha; Clip min/max; HardSigmoid and Linear alpha/beta
   const Tensor* bias = nullptr;  // kBiasAdd: constant 1-D tensor over the last output dim
 };
+
+// `chain` followed by `op`; a linear op right after a linear op is composed into it
+// (a2 * (a1 * x + b1) + b2), so a scale and a shift stay one pass (and one oneDNN post-op).
+inline std::vector<PostOp> WithPostOp(std::vector<PostOp> chain, const PostOp& op) {
+  if (op.kind == PostOpKind::kLinear && !chain.empty() &&
+      chain.back().kind == PostOpKind::kLinear) {
+    PostOp& last = chain.back();
+    last.beta = op.alpha * last.beta + op.beta;
+    last.alpha = op.alpha * last.alpha;
+  } else {
+    chain.push_back(op);
+  }
+  return chain;
+}
 
 class Kernel {
  public:

@@ -75,10 +75,8 @@ void SessionImpl::FoldConvScaleShift(int conv, const std::vector<float>& scale,
 bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   const Node& an = nodes_[steps_[s].nodes[0]];
   if (an.op_type != "Conv" || an.inputs.size() < 2 || an.inputs[1] < 0) return false;
-  for (size_t k = 1; k < steps_[s].nodes.size(); ++k) {
-    const std::string& t = nodes_[steps_[s].nodes[k]].op_type;
-    if (t != "BatchNormalization" && !TraitsOf(t).arithmetic) return false;
-  }
+  for (size_t k = 1; k < steps_[s].nodes.size(); ++k)
+    if (!folded_into_weights_[steps_[s].nodes[k]]) return false;
   const Value& wv = values_[an.inputs[1]];
   if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return false;
   if (an.inputs.size() > 2 && an.inputs[2] >= 0 &&
@@ -125,6 +123,58 @@ bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   return true;
 }
 
+// The constant operand of a two-input consumer of the step's output when it is one float32
+// value that cannot widen the output: rank <= 1, or, after a convolution, no more than its
+// weight's rank (the rank of its output; other shapes are not known before the planning run).
+// -1 otherwise.
+int SessionImpl::ScalarOperand(int producer_step, int consumer) const {
+  const Node& n = nodes_[consumer];
+  const int prod_out = steps_[producer_step].outputs[0];
+  if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return -1;
+  if (n.inputs[0] != prod_out && n.inputs[1] != prod_out) return -1;
+  const int other = n.inputs[0] == prod_out ? n.inputs[1] : n.inputs[0];
+  if (other < 0 || !values_[other].is_const) return -1;
+  const Tensor& k = values_[other].tensor;
+  if (k.dtype() != DataType::kFloat32 || k.numel() != 1) return -1;
+  if (k.rank() > 1) {
+    const Node& an = nodes_[steps_[producer_step].nodes[0]];
+    if ((an.op_type != "Conv" && an.op_type != "ConvTranspose") || an.inputs.size() < 2 ||
+        an.inputs[1] < 0 || !values_[an.inputs[1]].is_const ||
+        k.rank() > values_[an.inputs[1]].tensor.rank())
+      return -1;
+  }
+  return other;
+}
+
+// Mul/Add/Sub/Div of the step's output by one constant value (ScalarOperand) is the linear
+// post-op alpha * x + beta: x * c, x + c, x - c, c - x, x / c (as x * (1 / c) when 1 / c is a
+// finite normal number; c / x is not linear). PP-LCNet's learnable affine blocks (a scalar scale
+// and bias after each HardSwish) are two full passes over an activation otherwise. Conv anchors
+// fold such constants into their weights first when nothing but weight folds came before
+// (TryFoldConvAffine); this is for what follows an activation, and for the other anchors.
+std::optional<PostOp> SessionImpl::ScalarAffine(int producer_step, int consumer) const {
+  const std::string& t = nodes_[consumer].op_type;
+  if (t != "Mul" && t != "Add" && t != "Sub" && t != "Div") return std::nullopt;
+  const int other = ScalarOperand(producer_step, consumer);
+  if (other < 0) return std::nullopt;
+  const float c = values_[other].tensor.data<float>()[0];
+  const bool x_first = nodes_[consumer].inputs[0] == steps_[producer_step].outputs[0];
+  PostOp op{PostOpKind::kLinear, 1.f, 0.f};
+  if (t == "Mul") {
+    op.alpha = c;
+  } else if (t == "Add") {
+    op.beta = c;
+  } else if (t == "Sub") {
+    op.alpha = x_first ? 1.f : -1.f;
+    op.beta = x_first ? -c : c;
+  } else {
+    if (!x_first || !std::isnormal(1.f / c)) return std::nullopt;
+    op.alpha = 1.f / c;
+  }
+  if (!std::isfinite(op.alpha) || !std::isfinite(op.beta)) return std::nullopt;
+  return op;
+}
+
 bool SessionImpl::TryPostOp(int producer_step, int consumer) {
   const Node& n = nodes_[consumer];
   PostOp op{PostOpKind::kRelu};
@@ -162,26 +212,15 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
     }
   } else if ((t == "Max" || t == "Min") && n.inputs.size() == 2) {
     // Max/Min with one scalar constant is a one-sided Clip (tf2onnx writes a clamped LeakyRelu
-    // that way: Max(LeakyRelu(conv), [1,1,1,1] constant)). The constant must not widen the
-    // output: rank <= 1, or, after a convolution, no more than its weight's rank (the rank of
-    // its output; other shapes are not known before the planning run).
-    int prod_out = steps_[producer_step].outputs[0];
-    if (n.inputs[0] != prod_out && n.inputs[1] != prod_out) return false;
-    if (n.inputs[0] == n.inputs[1]) return false;
-    int other = n.inputs[0] == prod_out ? n.inputs[1] : n.inputs[0];
-    if (other < 0 || !values_[other].is_const) return false;
-    const Tensor& k = values_[other].tensor;
-    if (k.dtype() != DataType::kFloat32 || k.numel() != 1) return false;
-    if (k.rank() > 1) {
-      const Node& an = nodes_[steps_[producer_step].nodes[0]];
-      if ((an.op_type != "Conv" && an.op_type != "ConvTranspose") || an.inputs.size() < 2 ||
-          an.inputs[1] < 0 || !values_[an.inputs[1]].is_const ||
-          k.rank() > values_[an.inputs[1]].tensor.rank())
-        return false;
-    }
+    // that way: Max(LeakyRelu(conv), [1,1,1,1] constant)).
+    const int other = ScalarOperand(producer_step, consumer);
+    if (other < 0) return false;
+    const float k = values_[other].tensor.data<float>()[0];
     op.kind = PostOpKind::kClip;
-    op.alpha = t == "Max" ? k.data<float>()[0] : -INFINITY;
-    op.beta = t == "Max" ? INFINITY : k.data<float>()[0];
+    op.alpha = t == "Max" ? k : -INFINITY;
+    op.beta = t == "Max" ? INFINITY : k;
+  } else if (const std::optional<PostOp> linear = ScalarAffine(producer_step, consumer)) {
+    op = *linear;
   } else if (t == "Add") {
     // MatMul + Add(bias): the bias must be a constant vector over the last dimension.
     if (n.inputs.size() != 2) return false;  // a malformed Add is refused by its own kernel
@@ -212,18 +251,9 @@ bool SessionImpl::TryPostOp(int producer_step, int consumer) {
   return steps_[producer_step].kernel->AddPostOp(op);
 }
 
-void SessionImpl::Fuse() {
-  FuseQdq();
-  FuseConvIntegerToFloat();
-  FuseGelu();
-  // Producers that accept post-ops (op trait kPostOpAnchor): the oneDNN ops, and the
-  // elementwise arithmetic kernels (a residual Add followed by Relu becomes one pass).
-  // HardSwish patterns are found first and fused after the post-op pass (which must not take
-  // their Add+Clip apart, and which makes a Conv+BatchNormalization the producer of their x).
-  const std::vector<UnaryPattern> hardswish = FindHardSwish();
-  std::vector<char> reserved(nodes_.size(), 0);
-  for (const UnaryPattern& hp : hardswish)
-    for (int n : hp.chain) reserved[n] = 1;
+// Each step whose anchor accepts post-ops absorbs the chain of its sole consumers while they
+// fit; `reserved` nodes (a pattern fused later) are left alone.
+void SessionImpl::FusePostOpChains(const std::vector<char>& reserved) {
   for (size_t s = 0; s < steps_.size(); ++s) {
     // A step already absorbed into an earlier one (inactive, no nodes) anchors nothing.
     if (!steps_[s].active || steps_[s].nodes.empty() || steps_[s].sub >= 0) continue;
@@ -258,12 +288,13 @@ void SessionImpl::Fuse() {
         if (consts && !extra_outputs) {
           FuseBatchNorm(anchor, c);
           steps_[s].inputs = nodes_[anchor].inputs;
+          folded_into_weights_[c] = 1;
           ok = true;
         }
       } else if (cn.outputs.size() >= 1) {
         ok = TryFoldConvAffine(static_cast<int>(s), c);
         if (ok)
-          steps_[s].inputs = nodes_[anchor].inputs;
+          steps_[s].inputs = nodes_[anchor].inputs, folded_into_weights_[c] = 1;  // NOLINT
         else
           ok = TryPostOp(static_cast<int>(s), c);
       }
@@ -277,7 +308,30 @@ void SessionImpl::Fuse() {
       node_infos_[c].status = "fused";
     }
   }
+}
+
+void SessionImpl::Fuse() {
+  FuseQdq();
+  FuseConvIntegerToFloat();
+  FuseGelu();
+  folded_into_weights_.assign(nodes_.size(), 0);
+  // Producers that accept post-ops (op trait kPostOpAnchor): the oneDNN ops, and the
+  // elementwise arithmetic kernels (a residual Add followed by Relu becomes one pass).
+  // HardSwish patterns are found first and fused after the post-op pass (which must not take
+  // their Add+Clip apart, and which makes a Conv+BatchNormalization the producer of their x).
+  const std::vector<UnaryPattern> hardswish = FindHardSwish();
+  std::vector<char> reserved(nodes_.size(), 0);
+  // Their consumers wait for the second pass too, so that they can join the producer's step
+  // after the HardSwish instead of anchoring a chain of their own now.
+  for (const UnaryPattern& hp : hardswish) {
+    for (int n : hp.chain) reserved[n] = 1;
+    for (int n : values_[hp.out].consumers) reserved[n] = 1;
+  }
+  FusePostOpChains(reserved);
   FuseHardSwish(hardswish);
+  // Again, now that the HardSwish chains are part of their producers' steps: what follows them
+  // (a learnable affine block's scalar Mul and Add) joins those steps too.
+  FusePostOpChains(std::vector<char>(nodes_.size(), 0));
   // Drop emptied steps, renumber.
   std::vector<Step> kept;
   for (Step& st : steps_)

@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -172,6 +173,9 @@ class SessionImpl final : public Session {
                           const std::vector<float>& shift, const std::string& tag);
   bool TryFoldConvAffine(int s, int consumer);
   bool TryPostOp(int producer_step, int consumer_node);
+  int ScalarOperand(int producer_step, int consumer) const;
+  std::optional<PostOp> ScalarAffine(int producer_step, int consumer) const;
+  void FusePostOpChains(const std::vector<char>& reserved);
   Status RunStep(int s, bool planning);
   Status CheckPlan() const;
   // The end of the planning run (planner.cc): RecordShapesAndCosts, FoldAfterPlanningRun,
@@ -184,6 +188,9 @@ class SessionImpl final : public Session {
   void AssignChannelsLast();
   int SoleConsumer(int value) const;
 
+  // Fusion: nodes folded into a Conv's weights and bias (BatchNormalization, affine constants);
+  // a step may fold more only while every node after its anchor is one of them.
+  std::vector<char> folded_into_weights_;
   std::string path_, model_dir_;
   int threads_ = 1;
   std::vector<Value> values_;

@@ -792,6 +792,14 @@ std::string AddPostOpNode(ModelBuilder& b, const std::string& kind, const std::s
     std::vector<std::string> in2 = {in, "aff" + id};
     if (kind == "ShiftScalar") std::swap(in2[0], in2[1]);  // constant first
     return b.Node(op, in2, {out}, kind + id)->name();
+  } else if (kind == "MulScalar" || kind == "RSubScalar" || kind == "MulScalarRank4") {
+    // One constant value after an activation: the linear post-op alpha * x + beta.
+    b.Init("lin" + id,
+           kind == "MulScalarRank4" ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>{},
+           {kind == "RSubScalar" ? 0.75f : -1.7f});
+    std::vector<std::string> in2 = {in, "lin" + id};
+    if (kind == "RSubScalar") std::swap(in2[0], in2[1]);  // c - x
+    return b.Node(kind == "RSubScalar" ? "Sub" : "Mul", in2, {out}, kind + id)->name();
   } else if (kind == "Clip") {
     b.Init("lo" + id, {}, {-0.5f});
     b.Init("hi" + id, {}, {0.5f});
@@ -847,6 +855,15 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
   chains.push_back({"BatchNormalization", "ScaleC", "ShiftScalar", "HardSwish"});
   chains.push_back({"ScaleC", "BatchNormalization"});
   chains.push_back({"LeakyRelu", "MaxConstRank4"});
+  // Scalar Mul/Add/Sub/Div as linear post-ops, two in a row composed into one.
+  chains.push_back({"MulScalar"});
+  chains.push_back({"Relu", "MulScalar", "ShiftScalar"});
+  chains.push_back({"HardSwish", "MulScalar", "ShiftScalar"});  // PP-LCNet's affine block
+  chains.push_back({"Sigmoid", "RSubScalar"});
+  chains.push_back({"Tanh", "DivScalar", "MulScalarRank4"});
+  chains.push_back({"HardSigmoid", "MulScalar"});  // oneDNN's HardSigmoid is linear + clip
+  chains.push_back({"MulScalarRank4"});
+  chains.push_back({"BiasAdd", "RSubScalar", "Relu"});
   const std::vector<Consumer> consumers = {Consumer::kOutput,  Consumer::kMatMul,
                                            Consumer::kConv,    Consumer::kAddInput,
                                            Consumer::kAddSelf, Consumer::kFanOut};
@@ -870,7 +887,8 @@ TEST(SessionTest, EveryFusionRuleMatchesUnfused) {
           pre_last = prev;
           pre_last_rank = rank;
           if (chain[i] == "BiasAddRank3") rank = std::max<size_t>(rank, 3);
-          if (chain[i] == "MaxConstRank4") rank = std::max<size_t>(rank, 4);
+          if (chain[i] == "MaxConstRank4" || chain[i] == "MulScalarRank4")
+            rank = std::max<size_t>(rank, 4);
           node_names.push_back(AddPostOpNode(b, chain[i], prev, out, shape, static_cast<int>(i)));
           name += "+" + chain[i];
           prev = out;
@@ -1105,8 +1123,8 @@ TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
         want_steps = 3;
         break;  // conv+bn, HardSwish, Neg
       case kWrongConstant:
-        want_steps = 4;
-        break;  // conv+bn, Add+Clip, Mul, Div
+        want_steps = 3;
+        break;  // conv+bn, Add+Clip, Mul+Div (the Div by a constant: a linear post-op)
     }
     EXPECT_EQ(CheckFusedMatchesUnfused(b.Save("hardswish_pattern.onnx"), outs,
                                        "variant " + std::to_string(v)),
@@ -1117,6 +1135,44 @@ TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
 
 // PaddleOCR's learnable affine block, Conv -> Mul(scalar) -> Add(scalar), and a per-channel
 // scale fold into the Conv (one step); after a Relu the scale must stay a step of its own.
+// PP-LCNet (PaddleOCR's v3/v4 backbones): Conv + BatchNormalization + a decomposed HardSwish, then
+// a learnable affine block, a scalar Mul and a scalar Add. The Mul and Add join the convolution's
+// step as one linear post-op (they were two full passes over the activation); they are found in
+// a second post-op pass after the HardSwish has joined the step.
+TEST(SessionTest, ScalarAffineAfterADecomposedHardSwishJoinsTheConvolution) {
+  ModelBuilder b(13);
+  b.Input("in", {1, 3, 6, 6});
+  b.Init("w", {4, 3, 3, 3}, Rand(108, 5));
+  b.Node("Conv", {"in", "w"}, {"c"}, "conv");
+  b.Init("g", {4}, {1.f, 0.5f, 2.f, 1.5f});
+  b.Init("be", {4}, {0.1f, -0.2f, 0.3f, 0.f});
+  b.Init("mu", {4}, {0.f, 0.1f, -0.1f, 0.2f});
+  b.Init("var", {4}, {1.f, 2.f, 0.5f, 1.f});
+  b.Node("BatchNormalization", {"c", "g", "be", "mu", "var"}, {"x"}, "bn");
+  b.Init("three", {}, {3.f});
+  b.Init("zero", {}, {0.f});
+  b.Init("six", {}, {6.f});
+  b.Node("Add", {"x", "three"}, {"a"}, "add3");
+  b.Node("Clip", {"a", "zero", "six"}, {"r"}, "relu6");
+  b.Node("Mul", {"x", "r"}, {"m"}, "mul_x");
+  b.Node("Div", {"m", "six"}, {"h"}, "div6");
+  b.Init("scale", {1}, {0.8f});
+  b.Init("shift", {1}, {-0.25f});
+  b.Node("Mul", {"scale", "h"}, {"s"}, "lab_scale");
+  b.Node("Add", {"s", "shift"}, {"t"}, "lab_shift");
+  b.Init("w2", {2, 4, 1, 1}, Rand(8, 6));
+  b.Node("Conv", {"t", "w2"}, {"y"}, "next_conv");
+  b.Output("y", {1, 2, 4, 4});
+  const std::string path = b.Save("lcnet_affine.onnx");
+  EXPECT_EQ(CheckFusedMatchesUnfused(path, {"y"}, "lcnet"), 2u);  // conv+bn+hs+mul+add, conv
+  auto s = Session::Load(path, SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  std::map<std::string, int> step;
+  for (const NodeInfo& n : (*s)->Nodes()) step[n.name] = n.step;
+  EXPECT_EQ(step["lab_scale"], step["conv"]);
+  EXPECT_EQ(step["lab_shift"], step["conv"]);
+}
+
 TEST(SessionTest, ConvAffineConstantsFoldIntoTheWeights) {
   for (bool after_relu : {false, true}) {
     ModelBuilder b(13);
@@ -1137,7 +1193,7 @@ TEST(SessionTest, ConvAffineConstantsFoldIntoTheWeights) {
     b.Output("y", {1, 4, 4, 4});
     EXPECT_EQ(CheckFusedMatchesUnfused(b.Save("conv_affine.onnx"), {"y"},
                                        after_relu ? "after Relu" : "before any activation"),
-              after_relu ? 4u : 1u);
+              after_relu ? 2u : 1u);  // after a Relu: conv+relu+linear, per-channel Mul
   }
 }
 

@@ -6,10 +6,11 @@
 // FastSigmoid/FastTanh of the standalone kernels (elementwise_common.h), so a fused activation
 // computes what the unfused node would; in place they run the standalone kernels' loops compiled
 // for AVX2/AVX-512 (unary.cc: the baseline build's loop was scalar, 3.7 ns per element against
-// 0.27 for the standalone Sigmoid), the other in-place loops vectorise as they are. Parameters follow PostOp:
-// alpha is LeakyRelu's slope, Clip's min and HardSigmoid's alpha; beta is Clip's max and
-// HardSigmoid's beta. HardSwish uses ONNX's fixed constants (alpha 1/6, beta 0.5) and ignores both.
-// kBiasAdd is not an activation: ApplyActivation returns x unchanged for it.
+// 0.27 for the standalone Sigmoid), the other in-place loops vectorise as they are. Parameters
+// follow PostOp: alpha is LeakyRelu's slope, Clip's min and HardSigmoid's and Linear's alpha; beta
+// is Clip's max and HardSigmoid's and Linear's beta (Linear: alpha * x + beta). HardSwish uses
+// ONNX's fixed constants (alpha 1/6, beta 0.5) and ignores both. kBiasAdd is not an activation:
+// ApplyActivation returns x unchanged for it.
 #pragma once
 
 #include <algorithm>
@@ -41,6 +42,8 @@ inline float ApplyActivation(PostOpKind kind, float x, float alpha, float beta) 
       return std::max(0.0f, std::min(1.0f, alpha * x + beta));
     case PostOpKind::kHardSwish:
       return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f));
+    case PostOpKind::kLinear:
+      return alpha * x + beta;
     case PostOpKind::kBiasAdd:
       return x;
   }
@@ -65,6 +68,8 @@ inline double ApplyActivationDouble(PostOpKind kind, double x, double alpha, dou
       return std::max(0.0, std::min(1.0, alpha * x + beta));
     case PostOpKind::kHardSwish:
       return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case PostOpKind::kLinear:
+      return alpha * x + beta;
     case PostOpKind::kBiasAdd:
       return x;
   }
@@ -98,6 +103,9 @@ inline void ApplyActivationInPlace(PostOpKind kind, float* p, int64_t n, float a
       break;
     case PostOpKind::kHardSwish:
       apply([](float x) { return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f)); });
+      break;
+    case PostOpKind::kLinear:
+      apply([alpha, beta](float x) { return alpha * x + beta; });
       break;
     case PostOpKind::kBiasAdd:
       break;

@@ -190,6 +190,12 @@ class BinaryKernel : public Kernel {
       if (t->dtype() != dt)
         return NodeError(node_, std::string("inputs have different types (") + DataTypeName(dt) +
                                     " and " + DataTypeName(t->dtype()) + ")");
+    // A fused scalar Mul/Add/Sub/Div (kLinear) had a float32 constant: its input was float32,
+    // or the model mixed types, which the unfused node would have refused.
+    for (const PostOp& pop : post_ops_)
+      if (pop.kind == PostOpKind::kLinear && dt != DataType::kFloat32)
+        return NodeError(node_, std::string("a fused float32 scalar operation cannot follow a ") +
+                                    DataTypeName(dt) + " result (the model mixes types)");
     if (IsLogic(op_)) {
       if (dt != DataType::kBool)
         return NodeError(node_, std::string("expects bool inputs, got ") + DataTypeName(dt));
@@ -320,7 +326,7 @@ class BinaryKernel : public Kernel {
                  op_ == BinOp::kDiv || op_ == BinOp::kSum || op_ == BinOp::kMax ||
                  op_ == BinOp::kMin || op_ == BinOp::kPRelu || op_ == BinOp::kMean;
     if (!arith || op.kind == PostOpKind::kBiasAdd) return false;
-    post_ops_.push_back(op);
+    post_ops_ = WithPostOp(post_ops_, op);
     return true;
   }
 

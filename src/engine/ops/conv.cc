@@ -133,7 +133,7 @@ class ConvKernel : public Kernel {
 
   bool AddPostOp(const PostOp& op) override {
     if (!DnnlPostOpFits(post_ops_, op)) return false;
-    post_ops_.push_back(op);
+    post_ops_ = WithPostOp(post_ops_, op);
     p_.key.clear();
     return true;
   }

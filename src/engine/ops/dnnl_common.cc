@@ -80,6 +80,9 @@ void AppendEltwisePostOp(const PostOp& op, dnnl::post_ops* ops) {
     case PostOpKind::kHardSwish:
       ops->append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f);
       break;
+    case PostOpKind::kLinear:
+      ops->append_eltwise(1.f, algorithm::eltwise_linear, op.alpha, op.beta);
+      break;
     case PostOpKind::kBiasAdd:
       break;
   }
@@ -88,8 +91,7 @@ void AppendEltwisePostOp(const PostOp& op, dnnl::post_ops* ops) {
 bool DnnlPostOpFits(const std::vector<PostOp>& chain, const PostOp& next) {
   if (!IsEltwisePostOp(next.kind)) return false;
   dnnl::post_ops ops;
-  for (const PostOp& op : chain) AppendEltwisePostOp(op, &ops);
-  AppendEltwisePostOp(next, &ops);
+  for (const PostOp& op : WithPostOp(chain, next)) AppendEltwisePostOp(op, &ops);
   struct Eltwise {
     dnnl::algorithm alg;
     float alpha, beta;

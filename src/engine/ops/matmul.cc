@@ -163,7 +163,7 @@ class MatMulKernel : public Kernel {
       CopyTensorData(*op.bias, &bias_);
     } else {
       if (!DnnlPostOpFits(post_ops_, op)) return false;
-      post_ops_.push_back(op);
+      post_ops_ = WithPostOp(post_ops_, op);
     }
     key_.clear();
     return true;
@@ -310,7 +310,7 @@ class GemmKernel : public Kernel {
 
   bool AddPostOp(const PostOp& op) override {
     if (!DnnlPostOpFits(post_ops_, op)) return false;
-    post_ops_.push_back(op);
+    post_ops_ = WithPostOp(post_ops_, op);
     key_.clear();
     return true;
   }
