@@ -27,7 +27,7 @@ void SessionImpl::FuseBatchNorm(int conv, int bn) {
   const Tensor& mean = values_[b.inputs[3]].tensor;
   const Tensor& var = values_[b.inputs[4]].tensor;
   const float eps = b.attrs.Float("epsilon", 1e-5f);
-  const int64_t oc = values_[nodes_[conv].inputs[1]].tensor.dim(0);
+  const int64_t oc = FoldableOutChannels(conv);
   std::vector<float> scale(static_cast<size_t>(oc)), shift(static_cast<size_t>(oc));
   for (int64_t o = 0; o < oc; ++o) {
     scale[o] = gamma.data<float>()[o] / std::sqrt(var.data<float>()[o] + eps);
@@ -36,20 +36,41 @@ void SessionImpl::FuseBatchNorm(int conv, int bn) {
   FoldConvScaleShift(conv, scale, shift, "bn_folded");
 }
 
+// The output channel count of a Conv, or of a ConvTranspose with group 1 (its W is
+// [IC, OC, k...]), whose constant float weights may absorb a per-channel scale and shift; -1 for
+// anything else.
+int64_t SessionImpl::FoldableOutChannels(int node) const {
+  const Node& n = nodes_[node];
+  const bool conv = n.op_type == "Conv";
+  if ((!conv && (n.op_type != "ConvTranspose" || n.attrs.Int("group", 1) != 1)) ||
+      n.inputs.size() < 2 || n.inputs[1] < 0)
+    return -1;
+  const Value& wv = values_[n.inputs[1]];
+  if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return -1;
+  return wv.tensor.dim(conv ? 0 : 1);
+}
+
 // W'[oc] = W[oc] * scale[oc],  B'[oc] = B[oc] * scale[oc] + shift[oc], as new constants (the old
-// ones may be shared with other nodes).
+// ones may be shared with other nodes). W is [OC, IC/g, k...] for a Conv, [IC, OC, k...] for a
+// ConvTranspose (FoldableOutChannels).
 void SessionImpl::FoldConvScaleShift(int conv, const std::vector<float>& scale,
                                      const std::vector<float>& shift, const std::string& tag) {
   Node& c = nodes_[conv];
   const Tensor& w = values_[c.inputs[1]].tensor;
-  const int64_t oc = w.dim(0), per = w.numel() / oc;
+  const int64_t oc = FoldableOutChannels(conv);
+  // W as [outer, OC, inner]: outer 1 for a Conv, IC for a ConvTranspose.
+  const int64_t outer = c.op_type == "Conv" ? 1 : w.dim(0), inner = w.numel() / (outer * oc);
   Tensor nw(DataType::kFloat32, w.shape());
   Tensor nb(DataType::kFloat32, {oc});
   const Tensor* old_bias =
       c.inputs.size() > 2 && c.inputs[2] >= 0 ? &values_[c.inputs[2]].tensor : nullptr;
+  for (int64_t i = 0; i < outer; ++i)
+    for (int64_t o = 0; o < oc; ++o) {
+      const int64_t at = (i * oc + o) * inner;
+      for (int64_t k = 0; k < inner; ++k)
+        nw.data<float>()[at + k] = w.data<float>()[at + k] * scale[o];
+    }
   for (int64_t o = 0; o < oc; ++o) {
-    for (int64_t k = 0; k < per; ++k)
-      nw.data<float>()[o * per + k] = w.data<float>()[o * per + k] * scale[o];
     const float b0 = old_bias ? old_bias->data<float>()[o] : 0.f;
     nb.data<float>()[o] = b0 * scale[o] + shift[o];
   }
@@ -74,11 +95,11 @@ void SessionImpl::FoldConvScaleShift(int conv, const std::vector<float>& scale,
 // weight folds happened to the step yet (never after an activation). Returns true if folded.
 bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   const Node& an = nodes_[steps_[s].nodes[0]];
-  if (an.op_type != "Conv" || an.inputs.size() < 2 || an.inputs[1] < 0) return false;
+  const int64_t oc = FoldableOutChannels(steps_[s].nodes[0]);
+  if (oc < 0) return false;
   for (size_t k = 1; k < steps_[s].nodes.size(); ++k)
     if (!folded_into_weights_[steps_[s].nodes[k]]) return false;
   const Value& wv = values_[an.inputs[1]];
-  if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return false;
   if (an.inputs.size() > 2 && an.inputs[2] >= 0 &&
       (!values_[an.inputs[2]].is_const ||
        values_[an.inputs[2]].tensor.dtype() != DataType::kFloat32))
@@ -93,7 +114,7 @@ bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   const int kv = n.inputs[k_at];
   if (kv < 0 || !values_[kv].is_const) return false;
   const Tensor& k = values_[kv].tensor;
-  const int64_t oc = wv.tensor.dim(0), rank = wv.tensor.rank();
+  const int64_t rank = wv.tensor.rank();
   if (k.dtype() != DataType::kFloat32 || k.rank() > rank) return false;
   bool per_channel = false;
   if (k.numel() != 1) {
@@ -274,15 +295,21 @@ void SessionImpl::FusePostOpChains(const std::vector<char>& reserved) {
       if (reserved[c]) break;
       const Node& cn = nodes_[c];
       bool ok = false;
-      if (cn.op_type == "BatchNormalization" && nodes_[anchor].op_type == "Conv" &&
-          steps_[s].nodes.size() == 1 && cn.inputs.size() >= 5 && cn.outputs.size() >= 1) {
+      const int64_t oc = FoldableOutChannels(anchor);
+      if (cn.op_type == "BatchNormalization" && oc >= 0 && cn.inputs.size() >= 5 &&
+          cn.outputs.size() >= 1 && [&] {
+            for (size_t k = 1; k < steps_[s].nodes.size(); ++k)
+              if (!folded_into_weights_[steps_[s].nodes[k]]) return false;
+            return true;
+          }()) {
         const Node& an = nodes_[anchor];
-        bool consts = an.inputs.size() >= 2 && values_[an.inputs[1]].is_const &&
-                      values_[an.inputs[1]].tensor.dtype() == DataType::kFloat32 &&
-                      (an.inputs.size() < 3 || an.inputs[2] < 0 || values_[an.inputs[2]].is_const);
+        bool consts = an.inputs.size() < 3 || an.inputs[2] < 0 ||
+                      (values_[an.inputs[2]].is_const &&
+                       values_[an.inputs[2]].tensor.dtype() == DataType::kFloat32);
         for (int k = 1; k <= 4; ++k)
           consts = consts && cn.inputs[k] >= 0 && values_[cn.inputs[k]].is_const &&
-                   values_[cn.inputs[k]].tensor.numel() == values_[an.inputs[1]].tensor.dim(0);
+                   values_[cn.inputs[k]].tensor.dtype() == DataType::kFloat32 &&
+                   values_[cn.inputs[k]].tensor.numel() == oc;
         bool extra_outputs = false;
         for (size_t k = 1; k < cn.outputs.size(); ++k) extra_outputs |= cn.outputs[k] >= 0;
         if (consts && !extra_outputs) {

@@ -172,6 +172,7 @@ class SessionImpl final : public Session {
   void FoldConvScaleShift(int conv, const std::vector<float>& scale,
                           const std::vector<float>& shift, const std::string& tag);
   bool TryFoldConvAffine(int s, int consumer);
+  int64_t FoldableOutChannels(int node) const;
   bool TryPostOp(int producer_step, int consumer_node);
   int ScalarOperand(int producer_step, int consumer) const;
   std::optional<PostOp> ScalarAffine(int producer_step, int consumer) const;

@@ -1173,6 +1173,35 @@ TEST(SessionTest, ScalarAffineAfterADecomposedHardSwishJoinsTheConvolution) {
   EXPECT_EQ(step["lab_shift"], step["conv"]);
 }
 
+// DBNet's head (PP-OCR detectors): ConvTranspose 2x2 s2 -> Add(per-channel bias) ->
+// BatchNormalization -> Relu. With group 1 the bias and the BatchNormalization fold into the
+// transposed convolution's weights ([IC, OC, k...]: scaled along OC) and the Relu is its post-op:
+// one step instead of four full passes. Grouped, the weights are not folded.
+TEST(SessionTest, ConvTransposeAbsorbsBiasBatchNormAndRelu) {
+  for (int group : {1, 2}) {
+    ModelBuilder b(13);
+    b.Input("x", {1, 4, 5, 6});
+    b.Init("w", {4, 6 / group, 2, 2}, Rand(static_cast<size_t>(4 * 6 / group * 4), 21));
+    auto* ct = b.Node("ConvTranspose", {"x", "w"}, {"c"}, "deconv");
+    ModelBuilder::IntsAttr(ct, "strides", {2, 2});
+    ModelBuilder::IntsAttr(ct, "kernel_shape", {2, 2});
+    if (group > 1) ModelBuilder::IntAttr(ct, "group", group);
+    b.Init("bias", {1, 6, 1, 1}, Rand(6, 22));
+    b.Node("Add", {"c", "bias"}, {"a"}, "bias_add");
+    b.Init("g", {6}, {1.f, 0.5f, 2.f, 1.5f, -1.f, 0.7f});
+    b.Init("be", {6}, {0.1f, -0.2f, 0.3f, 0.f, 0.5f, -0.4f});
+    b.Init("mu", {6}, {0.f, 0.1f, -0.1f, 0.2f, 0.3f, -0.3f});
+    b.Init("var", {6}, {1.f, 2.f, 0.5f, 1.f, 0.25f, 3.f});
+    b.Node("BatchNormalization", {"a", "g", "be", "mu", "var"}, {"n"}, "bn");
+    b.Node("Relu", {"n"}, {"y"}, "relu");
+    b.Output("y", {1, 6, 10, 12});
+    EXPECT_EQ(CheckFusedMatchesUnfused(b.Save("deconv_bn.onnx"), {"y"},
+                                       "group " + std::to_string(group)),
+              group == 1 ? 1u : 4u)  // grouped: deconv, Add, BatchNormalization, Relu
+        << "group " << group;
+  }
+}
+
 TEST(SessionTest, ConvAffineConstantsFoldIntoTheWeights) {
   for (bool after_relu : {false, true}) {
     ModelBuilder b(13);

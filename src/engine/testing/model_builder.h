@@ -90,6 +90,12 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(f);
   }
+  static void IntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
   static void IntsAttr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
     auto* a = n->add_attribute();
     a->set_name(name);
