@@ -1073,6 +1073,17 @@ TEST(SessionTest, ErfGeluPatternsBecomeOneStepAndMatchUnfused) {
 // HardSwish written as x * Clip(x + 3, 0, 6) / 6 (paddle2onnx): after a Conv+BatchNormalization
 // whose output nothing else reads it joins the conv's step as a post-op; after a graph input, or
 // when x has another reader, it is one HardSwish step; a wrong constant leaves it alone.
+// in [1, 3, H, W] -> Conv "conv" (4 filters, 3x3) -> BatchNormalization "bn" -> out.
+void AddConvBn(ModelBuilder& b, const std::string& in, const std::string& out) {
+  b.Init("w", {4, 3, 3, 3}, Rand(108, 5));
+  b.Node("Conv", {in, "w"}, {"c"}, "conv");
+  b.Init("g", {4}, {1.f, 0.5f, 2.f, 1.5f});
+  b.Init("be", {4}, {0.1f, -0.2f, 0.3f, 0.f});
+  b.Init("mu", {4}, {0.f, 0.1f, -0.1f, 0.2f});
+  b.Init("var", {4}, {1.f, 2.f, 0.5f, 1.f});
+  b.Node("BatchNormalization", {"c", "g", "be", "mu", "var"}, {out}, "bn");
+}
+
 TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
   enum Variant { kConvBn, kConvBnSixthFirst, kInput, kSharedX, kWrongConstant };
   for (Variant v : {kConvBn, kConvBnSixthFirst, kInput, kSharedX, kWrongConstant}) {
@@ -1081,13 +1092,7 @@ TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
     std::string x = "in";
     std::vector<std::string> outs = {"y"};
     if (v != kInput) {
-      b.Init("w", {4, 3, 3, 3}, Rand(108, 5));
-      b.Node("Conv", {"in", "w"}, {"c"}, "conv");
-      b.Init("g", {4}, {1.f, 0.5f, 2.f, 1.5f});
-      b.Init("be", {4}, {0.1f, -0.2f, 0.3f, 0.f});
-      b.Init("mu", {4}, {0.f, 0.1f, -0.1f, 0.2f});
-      b.Init("var", {4}, {1.f, 2.f, 0.5f, 1.f});
-      b.Node("BatchNormalization", {"c", "g", "be", "mu", "var"}, {"x"}, "bn");
+      AddConvBn(b, "in", "x");
       x = "x";
     }
     b.Init("three", {}, {v == kWrongConstant ? 3.5f : 3.f});
@@ -1142,13 +1147,7 @@ TEST(SessionTest, DecomposedHardSwishJoinsItsProducerOrBecomesOneStep) {
 TEST(SessionTest, ScalarAffineAfterADecomposedHardSwishJoinsTheConvolution) {
   ModelBuilder b(13);
   b.Input("in", {1, 3, 6, 6});
-  b.Init("w", {4, 3, 3, 3}, Rand(108, 5));
-  b.Node("Conv", {"in", "w"}, {"c"}, "conv");
-  b.Init("g", {4}, {1.f, 0.5f, 2.f, 1.5f});
-  b.Init("be", {4}, {0.1f, -0.2f, 0.3f, 0.f});
-  b.Init("mu", {4}, {0.f, 0.1f, -0.1f, 0.2f});
-  b.Init("var", {4}, {1.f, 2.f, 0.5f, 1.f});
-  b.Node("BatchNormalization", {"c", "g", "be", "mu", "var"}, {"x"}, "bn");
+  AddConvBn(b, "in", "x");
   b.Init("three", {}, {3.f});
   b.Init("zero", {}, {0.f});
   b.Init("six", {}, {6.f});
@@ -1195,9 +1194,9 @@ TEST(SessionTest, ConvTransposeAbsorbsBiasBatchNormAndRelu) {
     b.Node("BatchNormalization", {"a", "g", "be", "mu", "var"}, {"n"}, "bn");
     b.Node("Relu", {"n"}, {"y"}, "relu");
     b.Output("y", {1, 6, 10, 12});
-    EXPECT_EQ(CheckFusedMatchesUnfused(b.Save("deconv_bn.onnx"), {"y"},
-                                       "group " + std::to_string(group)),
-              group == 1 ? 1u : 4u)  // grouped: deconv, Add, BatchNormalization, Relu
+    EXPECT_EQ(
+        CheckFusedMatchesUnfused(b.Save("deconv_bn.onnx"), {"y"}, "group " + std::to_string(group)),
+        group == 1 ? 1u : 4u)  // grouped: deconv, Add, BatchNormalization, Relu
         << "group " << group;
   }
 }
