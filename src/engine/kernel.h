@@ -105,6 +105,11 @@ class Kernel {
   }
   // Returns true if the kernel applies `op` to its output from now on.
   virtual bool AddPostOp(const PostOp& op) { return false; }
+  // Residual fusion (SessionImpl::FuseResidualAdds, after the planning run): from now on the
+  // output is after(y + input(`input`)), y being what the kernel computed with its post-ops and
+  // the input a float tensor of the output's shape stored in the output's layout. Returns false
+  // if the kernel cannot (convolutions can, unless `after` cannot follow their post-ops).
+  virtual bool AddResidual(int input, const std::vector<PostOp>& after) { return false; }
   // Channels-last activations: from now on input 0 (`input`) and output 0 (`output`) of a 4-D
   // NCHW tensor are stored as NHWC in memory (the logical shape stays NCHW). Returns false if
   // the kernel cannot; convolutions can (SessionImpl::AssignChannelsLast), 2-D pools and

@@ -196,41 +196,52 @@ std::optional<PostOp> SessionImpl::ScalarAffine(int producer_step, int consumer)
   return op;
 }
 
+// An activation of the op list (ops/*.def) as a post-op: its parameters are the node's
+// attributes (with ONNX's defaults) or, for Clip from opset 11, its constant min/max inputs.
+// nullopt for other ops and for a Clip whose bounds are not constants.
+std::optional<PostOp> SessionImpl::ActivationPostOp(int node) const {
+  const Node& n = nodes_[node];
+  const std::optional<PostOpKind> activation = TraitsOf(n.op_type).activation;
+  if (!activation) return std::nullopt;
+  PostOp op{*activation};
+  switch (op.kind) {
+    case PostOpKind::kLeakyRelu:
+      op.alpha = n.attrs.Float("alpha", 0.01f);
+      break;
+    case PostOpKind::kHardSigmoid:
+      op.alpha = n.attrs.Float("alpha", 0.2f);
+      op.beta = n.attrs.Float("beta", 0.5f);
+      break;
+    case PostOpKind::kClip:
+      op.alpha = -INFINITY;
+      op.beta = INFINITY;
+      if (n.opset < 11) {
+        op.alpha = n.attrs.Float("min", -3.4028234663852886e38f);
+        op.beta = n.attrs.Float("max", 3.4028234663852886e38f);
+      } else {
+        for (int k = 1; k <= 2; ++k) {
+          if (k >= static_cast<int>(n.inputs.size()) || n.inputs[k] < 0) continue;
+          const Value& v = values_[n.inputs[k]];
+          if (!v.is_const || v.tensor.dtype() != DataType::kFloat32 || v.tensor.numel() != 1)
+            return std::nullopt;
+          (k == 1 ? op.alpha : op.beta) = v.tensor.data<float>()[0];
+        }
+      }
+      break;
+    default:  // Relu, Sigmoid, Tanh, HardSwish: no parameters
+      break;
+  }
+  return op;
+}
+
 bool SessionImpl::TryPostOp(int producer_step, int consumer) {
   const Node& n = nodes_[consumer];
   PostOp op{PostOpKind::kRelu};
   const std::string& t = n.op_type;
-  if (const std::optional<PostOpKind> activation = TraitsOf(t).activation) {
-    // An activation of the op list (ops/*.def): its parameters are the node's attributes (with
-    // ONNX's defaults) or, for Clip from opset 11, its constant min/max inputs.
-    op.kind = *activation;
-    switch (op.kind) {
-      case PostOpKind::kLeakyRelu:
-        op.alpha = n.attrs.Float("alpha", 0.01f);
-        break;
-      case PostOpKind::kHardSigmoid:
-        op.alpha = n.attrs.Float("alpha", 0.2f);
-        op.beta = n.attrs.Float("beta", 0.5f);
-        break;
-      case PostOpKind::kClip:
-        op.alpha = -INFINITY;
-        op.beta = INFINITY;
-        if (n.opset < 11) {
-          op.alpha = n.attrs.Float("min", -3.4028234663852886e38f);
-          op.beta = n.attrs.Float("max", 3.4028234663852886e38f);
-        } else {
-          for (int k = 1; k <= 2; ++k) {
-            if (k >= static_cast<int>(n.inputs.size()) || n.inputs[k] < 0) continue;
-            const Value& v = values_[n.inputs[k]];
-            if (!v.is_const || v.tensor.dtype() != DataType::kFloat32 || v.tensor.numel() != 1)
-              return false;
-            (k == 1 ? op.alpha : op.beta) = v.tensor.data<float>()[0];
-          }
-        }
-        break;
-      default:  // Relu, Sigmoid, Tanh, HardSwish: no parameters
-        break;
-    }
+  if (TraitsOf(t).activation) {
+    const std::optional<PostOp> activation = ActivationPostOp(consumer);
+    if (!activation) return false;
+    op = *activation;
   } else if ((t == "Max" || t == "Min") && n.inputs.size() == 2) {
     // Max/Min with one scalar constant is a one-sided Clip (tf2onnx writes a clamped LeakyRelu
     // that way: Max(LeakyRelu(conv), [1,1,1,1] constant)).
@@ -364,6 +375,79 @@ void SessionImpl::Fuse() {
   for (Step& st : steps_)
     if (!st.nodes.empty()) kept.push_back(std::move(st));
   steps_ = std::move(kept);
+}
+
+// Residual Adds into their convolution (after the planning run, when shapes and layouts are
+// known): an Add step (with activations fused after it) of two float activations of the
+// output's shape, one of them a Conv step's output that nothing else reads and the other
+// computed before that Conv runs, both stored in the output's layout, becomes part of the Conv's
+// step: the convolution adds the other input before the Add's activations (a oneDNN binary
+// post-op inside channels-last regions, else one pass over the output while it is in cache).
+// ResNet's `Conv -> BatchNormalization -> Add(shortcut) -> Relu`. When both inputs qualify the
+// later Conv takes it (the earlier one's output is then ready). The Add's step stops running.
+void SessionImpl::FuseResidualAdds() {
+  const int ns = static_cast<int>(steps_.size());
+  auto cl = [&](int v) {
+    return v < static_cast<int>(value_channels_last_.size()) && value_channels_last_[v];
+  };
+  for (int a = 0; a < ns; ++a) {
+    Step& as = steps_[a];
+    if (!as.active || as.sub >= 0 || as.view || as.nodes.empty() || as.outputs.size() != 1 ||
+        as.outputs[0] < 0)
+      continue;
+    const Node& add = nodes_[as.nodes[0]];
+    if (add.op_type != "Add" || add.inputs.size() != 2 || add.inputs[0] < 0 || add.inputs[1] < 0 ||
+        add.inputs[0] == add.inputs[1])
+      continue;
+    std::vector<PostOp> after;
+    bool ok = true;
+    for (size_t k = 1; k < as.nodes.size() && ok; ++k) {
+      const std::optional<PostOp> op = ActivationPostOp(as.nodes[k]);
+      ok = op.has_value();
+      if (ok) after.push_back(*op);
+    }
+    const Value& out = values_[as.outputs[0]];
+    if (!ok || out.dtype != DataType::kFloat32 || out.shape.size() < 3) continue;
+    int best = -1, residual = -1;
+    for (int k = 0; k < 2; ++k) {
+      const int v = add.inputs[k], r = add.inputs[1 - k];
+      const Value& vv = values_[v];
+      const Value& rv = values_[r];
+      if (vv.is_const || rv.is_const || vv.is_output || vv.is_input || vv.alias_root >= 0 ||
+          vv.subgraph >= 0 || rv.subgraph >= 0 || vv.consumers.size() != 1 || vv.producer < 0 ||
+          vv.shape != out.shape || rv.shape != out.shape || vv.dtype != DataType::kFloat32 ||
+          rv.dtype != DataType::kFloat32 || cl(v) != cl(r) || cl(v) != cl(as.outputs[0]))
+        continue;
+      const int p = node_step_[vv.producer];
+      if (p < 0 || p >= a || p <= best || !steps_[p].active || steps_[p].sub >= 0 ||
+          steps_[p].outputs.size() != 1 || steps_[p].outputs[0] != v ||
+          nodes_[steps_[p].nodes[0]].op_type != "Conv")
+        continue;
+      const int rp = rv.producer >= 0 ? node_step_[rv.producer] : -1;
+      if (!rv.is_input && (rp < 0 || rp >= p)) continue;  // not computed before the Conv
+      best = p;
+      residual = r;
+    }
+    if (best < 0) continue;
+    Step& ps = steps_[best];
+    std::vector<int> inputs = ps.inputs;
+    if (inputs.size() < 3) inputs.resize(3, -1);  // X, W, B (absent), then the residual
+    inputs.push_back(residual);
+    if (!ps.kernel->AddResidual(static_cast<int>(inputs.size()) - 1, after)) continue;
+    ps.inputs = std::move(inputs);
+    ps.outputs = as.outputs;
+    StepInfo& info = step_infos_[best];
+    for (int n : as.nodes) {
+      ps.nodes.push_back(n);
+      node_step_[n] = best;
+      node_infos_[n].step = best;
+      node_infos_[n].status = "fused";
+      info.nodes.push_back(n);
+      info.op_type += "+" + nodes_[n].op_type;
+    }
+    as.active = false;
+    step_infos_[a] = StepInfo{step_infos_[a].name, step_infos_[a].op_type};  // no nodes now
+  }
 }
 
 }  // namespace opscope::engine

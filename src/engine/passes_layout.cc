@@ -199,6 +199,7 @@ void SessionImpl::AssignChannelsLast() {
     step_infos_[s].channels_last_in = in;
     step_infos_[s].channels_last_out = out;
   }
+  value_channels_last_ = cl;
   // The layout a channels-last value is stored in follows from its channel count
   // (region_layout.h); the profile names it.
   auto name_of = [&](int v) {

@@ -1,7 +1,8 @@
 // The end of the planning run (SessionImpl::FinishPlanning). The first Run keeps every value;
 // from what it computed this records each value's shape and type and each node's FLOPs and
 // bytes, runs the folding (passes_fold.cc), turns Reshape-like steps into views, assigns the
-// channels-last regions (passes_layout.cc), and plans the activation arena: every runtime,
+// channels-last regions (passes_layout.cc), fuses residual Adds into their convolutions
+// (passes_fusion.cc), and plans the activation arena: every runtime,
 // static-shaped, non-output value gets an offset in one 64-byte-aligned block, and values whose
 // lifetimes (first producer step to last reader step) overlap never share memory
 // (memory_plan.h). Later runs take their outputs from the arena.
@@ -19,6 +20,7 @@ void SessionImpl::FinishPlanning() {
   FoldAfterPlanningRun();
   MakeViews();
   if (channels_last_) AssignChannelsLast();
+  if (fuse_) FuseResidualAdds();
   PlanMemory();
   planned_ = true;
 }

@@ -91,6 +91,7 @@ Status SessionImpl::Init(const std::string& path, const SessionOptions& options)
   OPSCOPE_RETURN_IF_ERROR(LoadGraph(path, options));
   OPSCOPE_RETURN_IF_ERROR(FoldConstantsAtLoad());
   MakeSteps();
+  fuse_ = options.fuse;
   if (options.fuse) Fuse();
   IndexSteps();
   return CheckPlan();

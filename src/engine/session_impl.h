@@ -176,11 +176,13 @@ class SessionImpl final : public Session {
   bool TryPostOp(int producer_step, int consumer_node);
   int ScalarOperand(int producer_step, int consumer) const;
   std::optional<PostOp> ScalarAffine(int producer_step, int consumer) const;
+  std::optional<PostOp> ActivationPostOp(int node) const;
+  void FuseResidualAdds();
   void FusePostOpChains(const std::vector<char>& reserved);
   Status RunStep(int s, bool planning);
   Status CheckPlan() const;
   // The end of the planning run (planner.cc): RecordShapesAndCosts, FoldAfterPlanningRun,
-  // MakeViews, AssignChannelsLast (when on), PlanMemory.
+  // MakeViews, AssignChannelsLast (when on), FuseResidualAdds (when fusing), PlanMemory.
   void FinishPlanning();
   void RecordShapesAndCosts();
   void FoldAfterPlanningRun();
@@ -220,6 +222,9 @@ class SessionImpl final : public Session {
   bool planned_ = false;
   Status plan_status_;  // CheckPlan() after the planning run; a failed plan never runs again
   bool channels_last_ = true;
+  bool fuse_ = true;
+  // Per value, after AssignChannelsLast: stored channels-last (empty when it did not run).
+  std::vector<char> value_channels_last_;
   int run_count_ = 0;
   std::shared_ptr<void> arena_;
   size_t arena_size_ = 0;

@@ -465,6 +465,86 @@ TEST(SessionTest, ResidualAddReluFusesAndMatchesUnfused) {
 // graph outputs force NCHW at the region's edges. Results must equal the all-NCHW session's,
 // fused and unfused (unfused, the Clip is an elementwise step inside the region), and the
 // planning run (always NCHW) must agree with the later runs.
+// ResNet's basic blocks: Conv -> BatchNormalization -> Add(shortcut) -> Relu. After the planning
+// run the Add and its Relu join the convolution's step (a oneDNN binary post-op in channels-last
+// regions, one pass after the convolution in NCHW); with a downsampling shortcut the later of the
+// two convolutions takes it. Not fused: a convolution output that something else reads, a
+// broadcast (per-channel) addend. Results match the unfused session in every run.
+TEST(SessionTest, ResidualAddsJoinTheirConvolution) {
+  enum Variant { kIdentity, kDownsample, kConvReadTwice, kBroadcast };
+  for (bool channels_last : {true, false}) {
+    for (Variant v : {kIdentity, kDownsample, kConvReadTwice, kBroadcast}) {
+      ModelBuilder b(13);
+      const int64_t c = 16;
+      b.Input("x", {1, c, 10, 10});
+      b.Init("w1", {c, c, 3, 3}, Rand(c * c * 9, 41));
+      b.Init("w2", {c, c, 3, 3}, Rand(c * c * 9, 42));
+      b.Init("b2", {c}, Rand(c, 43));
+      auto* c1 = b.Node("Conv", {"x", "w1"}, {"t1"}, "conv1");
+      ModelBuilder::IntsAttr(c1, "pads", {1, 1, 1, 1});
+      b.Node("Relu", {"t1"}, {"r1"}, "relu1");
+      auto* c2 = b.Node("Conv", {"r1", "w2", "b2"}, {"t2"}, "conv2");
+      ModelBuilder::IntsAttr(c2, "pads", {1, 1, 1, 1});
+      std::string shortcut = "x";
+      if (v == kDownsample) {  // after conv2 in the graph's order
+        b.Init("wd", {c, c, 1, 1}, Rand(c * c, 44));
+        b.Node("Conv", {"x", "wd"}, {"d"}, "down");
+        shortcut = "d";
+      } else if (v == kBroadcast) {
+        b.Init("pc", {1, c, 1, 1}, Rand(c, 45));
+        b.Node("Mul", {"x", "pc"}, {"m"}, "scale");
+        b.Node("ReduceMean", {"m"}, {"gap"}, "gap")->add_attribute()->CopyFrom([] {
+          onnx::AttributeProto a;
+          a.set_name("axes");
+          a.set_type(onnx::AttributeProto::INTS);
+          a.add_ints(2);
+          a.add_ints(3);
+          return a;
+        }());
+        shortcut = "gap";  // [1, C, 1, 1]
+      }
+      b.Node("Add", {"t2", shortcut}, {"s"}, "add");
+      b.Node("Relu", {"s"}, {"y"}, "relu");
+      std::vector<std::string> outs = {"y"};
+      b.Output("y", {1, c, 10, 10});
+      if (v == kConvReadTwice) {
+        b.Node("Neg", {"t2"}, {"n"}, "second_reader");
+        b.Output("n", {1, c, 10, 10});
+        outs.push_back("n");
+      }
+      const std::string path = b.Save("residual.onnx");
+      SessionOptions fo, uo;
+      fo.channels_last = uo.channels_last = channels_last;
+      fo.threads = uo.threads = 1;
+      uo.fuse = false;
+      auto fused = Session::Load(path, fo);
+      auto unfused = Session::Load(path, uo);
+      ASSERT_TRUE(fused.ok()) << fused.status().message();
+      ASSERT_TRUE(unfused.ok()) << unfused.status().message();
+      ASSERT_TRUE((*fused)->FillRandomInputs(3).ok());
+      ASSERT_TRUE((*unfused)->FillRandomInputs(3).ok());
+      for (int run = 0; run < 3; ++run) {
+        ASSERT_TRUE((*fused)->Run().ok());
+        ASSERT_TRUE((*unfused)->Run().ok());
+        for (const auto& o : outs)
+          EXPECT_EQ(
+              testing::CompareFloat(*(*fused)->Output(o), *(*unfused)->Output(o), 1e-5f, 1e-5f), "")
+              << "variant " << v << " channels-last " << channels_last << " run " << run;
+      }
+      std::map<std::string, int> step;
+      for (const NodeInfo& n : (*fused)->Nodes()) step[n.name] = n.step;
+      const std::string conv = v == kDownsample ? "down" : "conv2";
+      const bool want = v == kIdentity || v == kDownsample;
+      EXPECT_EQ(step["add"] == step[conv], want) << "variant " << v;
+      EXPECT_EQ(step["relu"] == step[conv], want) << "variant " << v;
+      if (want) {
+        const StepInfo& info = (*fused)->Steps()[step[conv]];
+        EXPECT_NE(info.op_type.find("+Add+Relu"), std::string::npos) << info.op_type;
+      }
+    }
+  }
+}
+
 TEST(SessionTest, ChannelsLastRegionsMatchNchw) {
   ModelBuilder b;
   b.Input("x", {2, 5, 9, 9});

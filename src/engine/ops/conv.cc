@@ -51,9 +51,17 @@ class ConvKernel : public Kernel {
     OPSCOPE_RETURN_IF_ERROR(ConvGeometry(node_, a_, in, kernel, &geo));
     std::vector<int64_t> out_shape = {N, OC};
     out_shape.insert(out_shape.end(), geo.out.begin(), geo.out.end());
+    const Tensor* r = residual_ >= 0 ? ctx.input(residual_) : nullptr;
+    if (residual_ >= 0 && (!r || r->dtype() != DataType::kFloat32 || r->shape() != out_shape))
+      return NodeError(node_, "internal error: the fused residual Add's other input is " +
+                                  (r ? ShapeString(r->shape()) : std::string("missing")) +
+                                  ", not the output's " + ShapeString(out_shape));
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, out_shape));
     if (y->numel() == 0) return Status();
-    if (x->numel() == 0 || w->numel() == 0) return FillBiasOnly(b, y);
+    if (x->numel() == 0 || w->numel() == 0) {
+      OPSCOPE_RETURN_IF_ERROR(FillBiasOnly(b, y));
+      return ResidualPass(r, y);
+    }
 
     if ((cl_in_ || cl_out_) && x->rank() != 4)
       return NodeError(node_, "channels-last activations are only planned for 2-D convolutions");
@@ -66,10 +74,10 @@ class ConvKernel : public Kernel {
     if (p_.depthwise) {
       RunDepthwise(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, N, C, in,
                    geo.out, y->data<float>());
-      return Status();
+      return ResidualPass(r, y);
     }
     if (p_.gemm) {
-      return DnnlCall(node_, "run the pointwise convolution", [&] {
+      OPSCOPE_RETURN_IF_ERROR(DnnlCall(node_, "run the pointwise convolution", [&] {
         dnnl::stream& s = DnnlStream();
         p_.gemm_w.set_data_handle(const_cast<float*>(w->data<float>()));
         std::unordered_map<int, dnnl::memory> args = {
@@ -92,12 +100,13 @@ class ConvKernel : public Kernel {
         s.wait();
         if (b)
           BiasAndPostOpsRows(y->data<float>(), N * OC, p_.gemm_y_stride / OC, b->data<float>(), OC);
-      });
+      }));
+      return ResidualPass(r, y);
     }
     OPSCOPE_ASSIGN_OR_RETURN(
         dnnl::memory wmem,
         p_.weights.Get(node_, w->data<float>(), p_.w_plain, p_.w_prim, ctx.input_is_constant(1)));
-    return DnnlCall(node_, "run the convolution", [&] {
+    OPSCOPE_RETURN_IF_ERROR(DnnlCall(node_, "run the convolution", [&] {
       dnnl::stream& s = DnnlStream();
       p_.src_user.set_data_handle(const_cast<float*>(x->data<float>()));
       p_.dst_user.set_data_handle(y->data<float>());
@@ -110,10 +119,16 @@ class ConvKernel : public Kernel {
         p_.bias_mem.set_data_handle(const_cast<float*>(b->data<float>()));
         args[DNNL_ARG_BIAS] = p_.bias_mem;
       }
+      if (p_.residual_post_op >= 0) {
+        p_.residual_mem.set_data_handle(const_cast<float*>(r->data<float>()));
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p_.residual_post_op) | DNNL_ARG_SRC_1] =
+            p_.residual_mem;
+      }
       p_.prim.execute(s, args);
       if (p_.dst_reorder) p_.dst_from_prim.execute(s, p_.dst_prim, p_.dst_user);
       s.wait();
-    });
+    }));
+    return p_.residual_post_op >= 0 ? Status() : ResidualPass(r, y);
   }
 
   // FLOPs: 2 * N * OC * prod(out spatial) * (IC/group) * prod(kernel) (one multiply-add = 2),
@@ -132,13 +147,53 @@ class ConvKernel : public Kernel {
   }
 
   bool AddPostOp(const PostOp& op) override {
-    if (!DnnlPostOpFits(post_ops_, op)) return false;
+    if (residual_ >= 0 || !DnnlPostOpFits(post_ops_, op)) return false;
     post_ops_ = WithPostOp(post_ops_, op);
     p_.key.clear();
     return true;
   }
 
+  bool AddResidual(int input, const std::vector<PostOp>& after) override {
+    if (residual_ >= 0 || input < 0) return false;
+    for (const PostOp& op : after)
+      if (!IsEltwisePostOp(op.kind)) return false;
+    dnnl::post_ops ops;
+    AppendChain(dnnl::memory::desc({1}, dnnl::memory::data_type::f32, {1}), &ops, post_ops_, after);
+    if (!DnnlEltwiseConsistent(ops)) return false;
+    residual_ = input;
+    after_ = after;
+    p_.key.clear();
+    return true;
+  }
+
  private:
+  // The oneDNN post-op chain: the fused activations, then (with `residual`, a non-empty
+  // descriptor) the residual as a binary add and the activations after it. Returns the
+  // binary post-op's index, -1 without one.
+  static int AppendChain(const dnnl::memory::desc& residual, dnnl::post_ops* ops,
+                         const std::vector<PostOp>& before, const std::vector<PostOp>& after) {
+    for (const PostOp& op : before) AppendEltwisePostOp(op, ops);
+    if (residual.is_zero()) return -1;
+    const int at = ops->len();
+    ops->append_binary(dnnl::algorithm::binary_add, residual);
+    for (const PostOp& op : after) AppendEltwisePostOp(op, ops);
+    return at;
+  }
+
+  // y = after(y + r) over the whole output (r and y in the same memory layout) when the
+  // residual was not a oneDNN post-op of the primitive; nothing without a residual.
+  Status ResidualPass(const Tensor* r, Tensor* y) const {
+    if (!r) return Status();
+    const float* pr = r->data<float>();
+    float* py = y->data<float>();
+    ParallelFor(y->numel(), static_cast<int64_t>(1 + after_.size()), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) py[i] += pr[i];
+      for (const PostOp& op : after_)
+        ApplyActivationInPlace(op.kind, py + b, e - b, op.alpha, op.beta);
+    });
+    return Status();
+  }
+
   // x [C, IH, IW] -> dst [C, OH * OW], dst[c][oh][ow] = x[c][oh * SH][ow * SW] (the strided
   // pointwise path; 1x1 with no padding, so every tap is inside the input).
   void SubsampleRows(const float* x, int64_t C, float* dst) const {
@@ -230,6 +285,9 @@ class ConvKernel : public Kernel {
   // say which of X and Y are stored that way. The convolution then runs on oneDNN with those
   // layouts, so no reorders run between such convolutions.
   bool SetChannelsLast(bool input, bool output) override {
+    // A fused residual is stored in the layout Y had when it was fused (it runs after the
+    // layout pass): Y keeps it.
+    if (residual_ >= 0 && (input != cl_in_ || output != cl_out_)) return false;
     cl_in_ = input;
     cl_out_ = output;
     p_.key.clear();
@@ -288,7 +346,9 @@ class ConvKernel : public Kernel {
     memory::dims strides = DnnlDims(geo.s), pl = DnnlDims(geo.pb), pr = DnnlDims(geo.pe);
     memory::dims dil(geo.d.size());
     for (size_t i = 0; i < dil.size(); ++i) dil[i] = geo.d[i] - 1;
-    auto create = [&](bool blocked) {
+    // with_residual: the residual Add as a binary post-op on the engine's layout of Y (only
+    // usable when the primitive writes that layout itself, see below).
+    auto create = [&](bool blocked, bool with_residual = false) {
       memory::desc src_md =
           blocked ? memory::desc(DnnlDims(xs), memory::data_type::f32, memory::format_tag::any)
                   : p_.src_plain;
@@ -300,9 +360,13 @@ class ConvKernel : public Kernel {
                                           dnnl::algorithm::convolution_direct, src_md, w_any,
                                           p_.bias_md, dst_md, strides, dil, pl, pr);
         dnnl::primitive_attr attr;
-        AppendPostOps(post_ops_, &attr);
+        dnnl::post_ops ops;
+        p_.residual_post_op =
+            AppendChain(with_residual ? p_.dst_plain : memory::desc(), &ops, post_ops_, after_);
+        if (ops.len() > 0) attr.set_post_ops(ops);
         dnnl::convolution_forward::primitive_desc pd(d, attr, DnnlEngine());
         p_.prim = dnnl::convolution_forward(pd);
+        if (with_residual) p_.residual_mem = memory(p_.dst_plain, DnnlEngine(), nullptr);
         p_.impl = pd.impl_info_str();
         p_.w_prim = pd.weights_desc();
         p_.src_user = memory(p_.src_plain, DnnlEngine(), nullptr);
@@ -325,6 +389,16 @@ class ConvKernel : public Kernel {
       // Channels-last: oneDNN's direct kernels (brgconv, brgconv_1x1, brdgmm_dw) take NHWC
       // as it is, bias and post-ops included. When they refuse the exact layouts (oneDNN then
       // offers its reference or im2col kernel), let oneDNN pick and reorder around it.
+      // A residual is a binary post-op when the fast kernel writes Y's layout itself (measured
+      // with oneDNN 2.6: jit:avx2 and jit_1x1:avx2 take it in nChw8c and NHWC); otherwise, and
+      // on every other path, it is added in one pass after the convolution (ResidualPass).
+      auto fast = [&](const Status& st) {
+        return st.ok() && !StartsWith(p_.impl, "ref") && p_.impl.find("gemm") == std::string::npos;
+      };
+      if (residual_ >= 0) {
+        Status sr = create(false, true);
+        if (fast(sr) && !p_.src_reorder && !p_.dst_reorder) return sr;
+      }
       Status st = create(false);
       if (!st.ok() || StartsWith(p_.impl, "ref") || p_.impl.find("gemm") != std::string::npos)
         st = create(true);
@@ -401,6 +475,8 @@ class ConvKernel : public Kernel {
   Tensor sub_scratch_;                   // the subsampled X of the strided pointwise path
   bool cl_in_ = false, cl_out_ = false;  // X / Y stored channels-last (SetChannelsLast)
   std::vector<PostOp> post_ops_;
+  int residual_ = -1;          // AddResidual: the input added to Y, then `after_`
+  std::vector<PostOp> after_;  // the fused residual Add's activations
   ConvPrimitive p_;
 };
 

@@ -26,6 +26,10 @@ struct ConvPrimitive {
   bool src_reorder = false, dst_reorder = false;
   dnnl::reorder src_to_prim, dst_from_prim;
   DnnlWeightCache weights;
+  // Conv with a fused residual Add: the index of its binary post-op in the chain (-1: none, or
+  // the residual is added after the primitive) and the memory object for the residual.
+  int residual_post_op = -1;
+  dnnl::memory residual_mem;
   // Pointwise path: a stride-1, ungrouped 1x1 convolution on NCHW is, per image, the GEMM
   // Y[OC,S] = W[OC,IC] * X[IC,S] (+ bias per row). oneDNN's matmul runs it 3-5x faster than its
   // im2col convolution for plain activations (measured on MobileNet-style expand/project convs),

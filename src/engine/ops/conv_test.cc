@@ -294,6 +294,60 @@ TEST(Conv, FusedActivationsEqualSeparateOps) {
   EXPECT_FALSE((*k)->AddPostOp({PostOpKind::kBiasAdd}));
 }
 
+// A fused residual Add (AddResidual): Y = after(post_ops(conv(X)) + R) on every path of the
+// kernel with NCHW activations (oneDNN's blocked kernels behind reorders, the pointwise GEMM with
+// and without a bias, the strided pointwise GEMM, the depthwise stencil, an empty X), where it
+// is one pass after the convolution. Inside channels-last regions it is a oneDNN binary
+// post-op (SessionTest.ResidualAddsJoinTheirConvolution).
+TEST(Conv, FusedResidualAddEqualsSeparateOps) {
+  const std::vector<ConvCase> cases = {
+      {{1, 16, 9, 9}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1}, true},
+      {{2, 12, 7, 5}, {20, 12, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, true},
+      {{2, 12, 7, 5}, {20, 12, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, false},
+      {{1, 12, 11, 9}, {20, 12, 1, 1}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 1}, true},
+      {{1, 8, 10, 10}, {8, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 8}, true},
+      {{1, 0, 4, 4}, {6, 0, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1}, true},
+  };
+  const std::vector<std::pair<std::vector<PostOp>, std::vector<PostOp>>> chains = {
+      {{}, {}},
+      {{}, {{PostOpKind::kRelu}}},
+      {{{PostOpKind::kRelu}}, {{PostOpKind::kSigmoid}}},
+      {{{PostOpKind::kLinear, 0.5f, 0.25f}}, {{PostOpKind::kClip, -0.3f, 0.4f}}},
+  };
+  uint32_t seed = 400;
+  for (const ConvCase& c : cases) {
+    Tensor x = RandomTensor(c.x, seed++), w = RandomTensor(c.w, seed++);
+    Tensor b = RandomTensor({c.w[0]}, seed++);
+    Node n = ConvNode("Conv", c.g, c.bias);
+    Tensor plain = NaiveConv(x, w, c.bias ? &b : nullptr, c.g);
+    Tensor r = RandomTensor(plain.shape(), seed++, -1, 1);
+    for (const auto& [before, after] : chains) {
+      auto k = FindKernel("", "Conv")(n);
+      ASSERT_TRUE(k.ok());
+      for (const PostOp& op : before) ASSERT_TRUE((*k)->AddPostOp(op));
+      ASSERT_TRUE((*k)->AddResidual(3, after));
+      EXPECT_FALSE((*k)->AddResidual(3, after));                 // only one
+      EXPECT_FALSE((*k)->AddPostOp(PostOp{PostOpKind::kTanh}));  // after it: through AddResidual
+      Tensor want(DataType::kFloat32, plain.shape());  // a copy (Tensor copies share data)
+      if (plain.nbytes()) std::memcpy(want.raw(), plain.raw(), plain.nbytes());
+      for (const PostOp& op : before) want = ApplyRef(want, op);
+      for (int64_t i = 0; i < want.numel(); ++i) want.data<float>()[i] += r.data<float>()[i];
+      for (const PostOp& op : after) want = ApplyRef(want, op);
+      for (int run = 0; run < 2; ++run) {
+        NnTestContext ctx({&x, &w, c.bias ? &b : nullptr, &r}, 1);
+        Status st = (*k)->Run(ctx);
+        ASSERT_TRUE(st.ok()) << st.message();
+        EXPECT_EQ(CompareFloat(ctx.outputs()[0], want, 1e-4f, 1e-4f), "")
+            << "x " << ShapeString(c.x) << " before " << before.size() << " after " << after.size();
+      }
+      // A residual of another shape is an internal error, not a read past its end.
+      Tensor small = RandomTensor({1}, 1);
+      NnTestContext bad({&x, &w, c.bias ? &b : nullptr, &small}, 1);
+      EXPECT_NE((*k)->Run(bad).message().find("residual"), std::string::npos);
+    }
+  }
+}
+
 TEST(Conv, WeightChangeAtSameAddressIsSeen) {
   Tensor x = RandomTensor({1, 16, 5, 5}, 31), w = RandomTensor({16, 16, 3, 3}, 32);
   Node n = MakeNode("Conv", 2, 1);

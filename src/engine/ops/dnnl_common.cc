@@ -88,16 +88,14 @@ void AppendEltwisePostOp(const PostOp& op, dnnl::post_ops* ops) {
   }
 }
 
-bool DnnlPostOpFits(const std::vector<PostOp>& chain, const PostOp& next) {
-  if (!IsEltwisePostOp(next.kind)) return false;
-  dnnl::post_ops ops;
-  for (const PostOp& op : WithPostOp(chain, next)) AppendEltwisePostOp(op, &ops);
+bool DnnlEltwiseConsistent(const dnnl::post_ops& ops) {
   struct Eltwise {
     dnnl::algorithm alg;
     float alpha, beta;
   };
   std::vector<Eltwise> seen;
   for (int i = 0; i < ops.len(); ++i) {
+    if (ops.kind(i) != dnnl::primitive::kind::eltwise) continue;
     float scale, alpha, beta;
     dnnl::algorithm alg;
     ops.get_params_eltwise(i, scale, alg, alpha, beta);
@@ -106,6 +104,13 @@ bool DnnlPostOpFits(const std::vector<PostOp>& chain, const PostOp& next) {
     seen.push_back({alg, alpha, beta});
   }
   return true;
+}
+
+bool DnnlPostOpFits(const std::vector<PostOp>& chain, const PostOp& next) {
+  if (!IsEltwisePostOp(next.kind)) return false;
+  dnnl::post_ops ops;
+  for (const PostOp& op : WithPostOp(chain, next)) AppendEltwisePostOp(op, &ops);
+  return DnnlEltwiseConsistent(ops);
 }
 
 float ApplyPostOpScalar(const PostOp& op, float x) {

@@ -45,6 +45,8 @@ void AppendEltwisePostOp(const PostOp& op, dnnl::post_ops* ops);
 // HardSigmoid's clip(0, 1) clips to ±0.5 again; LeakyRelu then Relu leaks): an algorithm may
 // repeat only with the same parameters. A refused activation stays a step of its own.
 bool DnnlPostOpFits(const std::vector<PostOp>& chain, const PostOp& next);
+// The same rule over a whole chain (binary post-ops between the eltwise ones are skipped).
+bool DnnlEltwiseConsistent(const dnnl::post_ops& ops);
 float ApplyPostOpScalar(const PostOp& op, float x);
 float ApplyPostOpsScalar(const std::vector<PostOp>& ops, float x);
 

@@ -91,6 +91,8 @@ inline float RefActivation(const PostOp& op, float x) {
       return std::max(0.f, std::min(1.f, op.alpha * x + op.beta));
     case PostOpKind::kHardSwish:
       return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
+    case PostOpKind::kLinear:
+      return op.alpha * x + op.beta;
     case PostOpKind::kBiasAdd:
       return x;
   }
