@@ -19,8 +19,9 @@
 //          out constant (Shape of a static-shaped tensor and everything downstream of it) are
 //          folded using the values just computed, and the arena plan is made.
 //   Run #n executes active steps in order; outputs come from the arena when they fit.
-// Steps() never changes after Load, so observers can keep step-indexed tables; a step folded
-// after the planning run simply stops being executed (and observed).
+// Steps() keeps its size after Load, so observers can keep step-indexed tables; a step folded
+// after the planning run simply stops being executed (and observed), and the step of a residual
+// Add that joined its convolution (FuseResidualAdds) is left with no nodes.
 #pragma once
 
 #include <cstdint>
