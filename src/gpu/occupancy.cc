@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 
 namespace opscope::gpu {
 namespace {
@@ -49,10 +50,13 @@ Occupancy TheoreticalOccupancy(const SmLimits& sm, int threads_per_block, int re
   Occupancy o;
   if (threads_per_block <= 0 || sm.max_warps <= 0 || sm.max_blocks <= 0 || sm.warp_size <= 0)
     return o;
-  const int warps_per_block = (threads_per_block + sm.warp_size - 1) / sm.warp_size;
+  // In 64 bits: the block size and the warp size come from trace files (a warp size of 2^31 - 1
+  // overflowed the int sum; found by gpu_decoder_fuzz).
+  const int64_t warps_per_block =
+      (static_cast<int64_t>(threads_per_block) + sm.warp_size - 1) / sm.warp_size;
   if (warps_per_block > sm.max_warps) return o;  // cannot launch at all
 
-  int by_warps = sm.max_warps / warps_per_block;
+  int by_warps = static_cast<int>(sm.max_warps / warps_per_block);
   int by_blocks = sm.max_blocks;
   int by_registers = INT_MAX;
   if (registers_per_thread > 0 && sm.registers > 0) {

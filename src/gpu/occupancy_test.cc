@@ -55,6 +55,20 @@ TEST(OccupancyTest, LargeBlocksOnSmallerSms) {
   EXPECT_EQ(TheoreticalOccupancy(Cc(9, 0), 100, 32, 0).active_blocks, 16);
 }
 
+// A warp size read from a trace file can be anything: 2^31 - 1 made the warp count's rounding
+// overflow int (UBSan, found by gpu_decoder_fuzz after 6.4 M executions). One warp per block
+// then, and no overflow anywhere.
+TEST(OccupancyTest, HugeWarpSizeFromATraceFileDoesNotOverflow) {
+  SmLimits sm = Cc(8, 0);
+  sm.warp_size = 2147483647;
+  Occupancy o = TheoreticalOccupancy(sm, 1048576, 32, 0);
+  EXPECT_EQ(o.active_blocks, 0);  // one warp of 2^31 - 1 threads needs too many registers
+  EXPECT_EQ(o.limiter, kLimitRegisters);
+  o = TheoreticalOccupancy(sm, 2147483647, 0, 0);
+  EXPECT_EQ(o.active_blocks, 32);  // registers unknown: the blocks-per-SM limit
+  EXPECT_DOUBLE_EQ(o.fraction, 32.0 / 64);
+}
+
 TEST(OccupancyTest, UnknownOrImpossible) {
   EXPECT_FALSE(LimitsForComputeCapability(3, 5).has_value());
   EXPECT_EQ(TheoreticalOccupancy(Cc(7, 5), 2048, 16, 0).fraction, 0.0);  // block too large
