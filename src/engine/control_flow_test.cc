@@ -545,6 +545,37 @@ TEST(ControlFlow, ScanFollowsAxesAndDirections) {
   }
 }
 
+// The scan length comes from the inputs' shapes, so the loop iteration limit applies to Scan
+// before its first iteration (an empty [2^32, 0] scan input would scan 2^32 times).
+TEST(ControlFlow, ScanLongerThanTheLoopIterationLimitIsRefused) {
+  GraphProto body, g;
+  AddValue(body.mutable_input(), "s", TensorProto::FLOAT, {2});
+  AddValue(body.mutable_input(), "a", TensorProto::FLOAT, {2});
+  AddNode(&body, "Add", {"s", "a"}, {"s_out"}, "Add_a");
+  AddValue(body.mutable_output(), "s_out", TensorProto::FLOAT, {2});
+  AddValue(g.mutable_input(), "s0", TensorProto::FLOAT, {2});
+  AddValue(g.mutable_input(), "A", TensorProto::FLOAT, {6, 2});
+  auto* n = AddNode(&g, "Scan", {"s0", "A"}, {"sf"}, "Scan_0");
+  GraphAttr(n, "body", body);
+  IntAttr(n, "num_scan_inputs", 1);
+  AddValue(g.mutable_output(), "sf", TensorProto::FLOAT, {2});
+  auto s = Session::Load(Save(Model(g, 16), "scan_limit.onnx"), SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
+  struct Reset {
+    ~Reset() { SetLoopIterationLimit(0); }
+  } reset;
+  SetLoopIterationLimit(6);
+  ASSERT_TRUE((*s)->Run().ok());
+  SetLoopIterationLimit(5);
+  Status st = (*s)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("node 'Scan_0' (Scan): would run 6 iterations, more than the loop "
+                              "iteration limit 5"),
+            std::string::npos)
+      << st.message();
+}
+
 // A value produced by a Conv/Relu chain and read only inside a branch must not be fused away,
 // folded, or freed (arena) before the If runs; the second (arena) run must match the first.
 TEST(ControlFlow, CapturedValuesSurviveFusionFoldingAndTheArena) {

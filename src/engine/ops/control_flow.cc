@@ -120,7 +120,9 @@ StatusOr<Tensor> Stack(const Node& n, const std::vector<Tensor>& parts, int64_t 
   const int64_t L = static_cast<int64_t>(parts.size());
   shape.insert(shape.begin() + axis, L);
   Tensor out(dt, shape);
-  if (L == 0) return out;
+  // Nothing to copy; the loop below would still walk `outer`, which an empty part with huge
+  // leading dimensions ([2^32, 0, 3]) makes billions long (found by model_struct_fuzz).
+  if (L == 0 || out.numel() == 0) return out;
   int64_t outer = 1, inner = static_cast<int64_t>(DataTypeSize(dt));
   for (int64_t d = 0; d < axis; ++d) outer *= per[d];
   for (size_t d = axis; d < per.size(); ++d) inner *= per[d];
@@ -147,6 +149,7 @@ Tensor SliceAxis(const Tensor& x, int64_t axis, int64_t index) {
   const int64_t L = shape[axis];
   shape.erase(shape.begin() + axis);
   Tensor out(x.dtype(), shape);
+  if (out.numel() == 0) return out;  // as in Stack: no walk over empty outer dimensions
   int64_t outer = 1, inner = static_cast<int64_t>(DataTypeSize(x.dtype()));
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
   for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) inner *= x.dim(d);
@@ -424,6 +427,14 @@ class ScanKernel : public Kernel {
     }
     scans->assign(k_, {});
     std::vector<Tensor> slices(m_), outs;
+    // The scan length comes from the inputs' shapes: an empty [2^32, 0] input scans 2^32 times.
+    const int64_t limit = LoopIterationLimit();
+    if (limit > 0 && L > limit)
+      return NodeError(node_, "would run " + std::to_string(L) +
+                                  " iterations, more than the loop iteration limit " +
+                                  std::to_string(limit) +
+                                  " (opscope profile --max-loop-iterations N raises it, 0 "
+                                  "removes it)");
     for (int64_t t = 0; t < L; ++t) {
       for (int j = 0; j < m_; ++j) {
         slices[j] = SliceAxis(*scan_in[j], axes[j], in_dirs_[j] ? L - 1 - t : t);
