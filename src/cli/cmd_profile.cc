@@ -59,8 +59,9 @@ class ProfileCommand : public Command {
         ->capture_default_str()
         ->check(WholeNumberIn(0));
     app->add_option("--max-loop-iterations", max_loop_iterations_,
-                    "Stop a Loop node after this many iterations with an error naming it (a "
-                    "while loop that random inputs never end); 0: no limit")
+                    "Stop a Loop node after this many iterations, and refuse a longer Scan, "
+                    "with an error naming it (a while loop that random inputs never end); 0: no "
+                    "limit")
         ->capture_default_str()
         ->check(WholeNumberIn(0));
     app->add_flag("--no-fuse", no_fuse_,
