@@ -1,5 +1,6 @@
 #include "engine/ops/common.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -25,6 +26,10 @@ bool BroadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& 
 std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& in,
                                       const std::vector<int64_t>& out) {
   std::vector<int64_t> strides(out.size(), 0);
+  // An empty tensor is never read, and its dimensions' running product can overflow ([2^56, 0]
+  // after a Pad: found by model_struct_fuzz); a non-empty one's partial products are at most its
+  // element count.
+  if (std::find(in.begin(), in.end(), 0) != in.end()) return strides;
   int64_t s = 1;
   for (int64_t i = static_cast<int64_t>(in.size()) - 1; i >= 0; --i) {
     size_t o = out.size() - in.size() + static_cast<size_t>(i);
