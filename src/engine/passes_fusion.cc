@@ -89,6 +89,14 @@ void SessionImpl::FoldConvScaleShift(int conv, const std::vector<float>& scale,
   c.inputs[2] = add_const(c.name + "/B_" + tag, std::move(nb));
 }
 
+// True while every node fused after step s's anchor was folded into its weights (a
+// BatchNormalization or an affine constant): only then may it fold more.
+bool SessionImpl::OnlyWeightFolds(int s) const {
+  for (size_t k = 1; k < steps_[s].nodes.size(); ++k)
+    if (!folded_into_weights_[steps_[s].nodes[k]]) return false;
+  return true;
+}
+
 // Mul/Add/Sub/Div of a Conv's output by a constant that is a scalar or one value per output
 // channel ([C,1,1], [1,C,1,1]): PaddleOCR's learnable affine blocks, decomposed BatchNorms and
 // hand-written scale/shift layers. Folded into the Conv's weights and bias when nothing but
@@ -97,8 +105,7 @@ bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   const Node& an = nodes_[steps_[s].nodes[0]];
   const int64_t oc = FoldableOutChannels(steps_[s].nodes[0]);
   if (oc < 0) return false;
-  for (size_t k = 1; k < steps_[s].nodes.size(); ++k)
-    if (!folded_into_weights_[steps_[s].nodes[k]]) return false;
+  if (!OnlyWeightFolds(s)) return false;
   const Value& wv = values_[an.inputs[1]];
   if (an.inputs.size() > 2 && an.inputs[2] >= 0 &&
       (!values_[an.inputs[2]].is_const ||
@@ -308,11 +315,7 @@ void SessionImpl::FusePostOpChains(const std::vector<char>& reserved) {
       bool ok = false;
       const int64_t oc = FoldableOutChannels(anchor);
       if (cn.op_type == "BatchNormalization" && oc >= 0 && cn.inputs.size() >= 5 &&
-          cn.outputs.size() >= 1 && [&] {
-            for (size_t k = 1; k < steps_[s].nodes.size(); ++k)
-              if (!folded_into_weights_[steps_[s].nodes[k]]) return false;
-            return true;
-          }()) {
+          cn.outputs.size() >= 1 && OnlyWeightFolds(static_cast<int>(s))) {
         const Node& an = nodes_[anchor];
         bool consts = an.inputs.size() < 3 || an.inputs[2] < 0 ||
                       (values_[an.inputs[2]].is_const &&
@@ -331,10 +334,12 @@ void SessionImpl::FusePostOpChains(const std::vector<char>& reserved) {
         }
       } else if (cn.outputs.size() >= 1) {
         ok = TryFoldConvAffine(static_cast<int>(s), c);
-        if (ok)
-          steps_[s].inputs = nodes_[anchor].inputs, folded_into_weights_[c] = 1;  // NOLINT
-        else
+        if (ok) {
+          steps_[s].inputs = nodes_[anchor].inputs;
+          folded_into_weights_[c] = 1;
+        } else {
           ok = TryPostOp(static_cast<int>(s), c);
+        }
       }
       if (!ok) break;
       int cs = node_step_[c];

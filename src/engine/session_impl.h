@@ -174,6 +174,7 @@ class SessionImpl final : public Session {
                           const std::vector<float>& shift, const std::string& tag);
   bool TryFoldConvAffine(int s, int consumer);
   int64_t FoldableOutChannels(int node) const;
+  bool OnlyWeightFolds(int s) const;
   bool TryPostOp(int producer_step, int consumer_node);
   int ScalarOperand(int producer_step, int consumer) const;
   std::optional<PostOp> ScalarAffine(int producer_step, int consumer) const;
