@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
 #include "engine/ops/common.h"
 #include "engine/ops/region_layout.h"
@@ -293,6 +294,51 @@ TEST(SessionTest, InputChecks) {
   st = (*s)->SetInput("nope", testing::RandomTensor({1}, 1));
   EXPECT_NE(st.message().find("no input 'nope'"), std::string::npos) << st.message();
   EXPECT_FALSE((*s)->Run().ok()) << "running without inputs must fail cleanly";
+}
+
+TEST(SessionTest, RandomInputsAreSeededAndInTheirRanges) {
+  // x (float) -> Identity -> y; k (int64) -> Cast -> z: the filled values come back as outputs.
+  ModelBuilder b;
+  b.Input("x", {4096});
+  b.Input("k", {4096}, onnx::TensorProto::INT64);
+  b.Node("Identity", {"x"}, {"y"}, "id");
+  auto* cast = b.Node("Cast", {"k"}, {"z"}, "cast");
+  auto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  b.Output("y", {4096});
+  b.Output("z", {4096});
+  const std::string path = b.Save("random_inputs.onnx");
+  auto fill = [&](uint64_t seed) {
+    auto s = Session::Load(path, {});
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    EXPECT_TRUE((*s)->FillRandomInputs(seed).ok());
+    EXPECT_TRUE((*s)->Run().ok());
+    std::vector<float> out;
+    for (const char* name : {"y", "z"}) {
+      const Tensor* t = (*s)->Output(name);
+      out.insert(out.end(), t->data<float>(), t->data<float>() + t->numel());
+    }
+    return out;
+  };
+  const std::vector<float> a = fill(1), again = fill(1), other = fill(2);
+  EXPECT_EQ(a, again) << "the same seed gives the same inputs";
+  EXPECT_NE(a, other) << "another seed gives other inputs";
+  double sum = 0, lo = 1, hi = -1;
+  std::set<float> ints;
+  for (size_t i = 0; i < 4096; ++i) {
+    EXPECT_GE(a[i], -1.f);
+    EXPECT_LT(a[i], 1.f);
+    sum += a[i];
+    lo = std::min<double>(lo, a[i]);
+    hi = std::max<double>(hi, a[i]);
+    ints.insert(a[4096 + i]);
+  }
+  EXPECT_NEAR(sum / 4096, 0.0, 0.05) << "uniform around 0";
+  EXPECT_LT(lo, -0.99);
+  EXPECT_GT(hi, 0.99);
+  EXPECT_EQ(ints, (std::set<float>{0, 1, 2, 3, 4, 5, 6, 7})) << "integers are 0..7, each one seen";
 }
 
 TEST(SessionTest, SymbolicDimsFromOptionsOrDefaulted) {
