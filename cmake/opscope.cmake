@@ -30,17 +30,31 @@ function(opscope_test name)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}")
 endfunction()
 
-# opscope_fuzzer(NAME SOURCES... DEPS ...) builds a libFuzzer target in OPSCOPE_FUZZ builds (and
-# nothing otherwise). The libraries it links are already instrumented by the top-level fuzz flags;
-# this only links libFuzzer's driver. Every fuzzer has a regression corpus in
-# tests/fuzz_corpus/NAME/ that a test in the ordinary build replays.
+# opscope_fuzzer(NAME SOURCES... DEPS ... [SEEDS dir...]) builds a libFuzzer target in OPSCOPE_FUZZ
+# builds (and nothing otherwise). The libraries it links are already instrumented by the top-level
+# fuzz flags; this only links libFuzzer's driver. Every fuzzer has a regression corpus in
+# tests/fuzz_corpus/NAME/, which a test of the ordinary build replays without sanitizers and the
+# CTest `fuzz_replay.NAME` of the fuzz build replays through the instrumented binary (ASan, UBSan
+# aborting: `ctest --preset fuzz`). SEEDS are more input folders a campaign starts from
+# (scripts/fuzz.sh reads them from fuzzers.txt) and the replay runs too.
 function(opscope_fuzzer name)
   if(NOT OPSCOPE_FUZZ)
     return()
   endif()
-  cmake_parse_arguments(F "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(F "" "" "SOURCES;DEPS;SEEDS" ${ARGN})
   add_executable(${name} ${F_SOURCES})
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_libraries(${name} PRIVATE ${F_DEPS})
+  set(inputs ${PROJECT_SOURCE_DIR}/tests/fuzz_corpus/${name})
+  foreach(d ${F_SEEDS})
+    list(APPEND inputs ${PROJECT_SOURCE_DIR}/${d})
+  endforeach()
+  list(REMOVE_DUPLICATES inputs)
   set_property(GLOBAL APPEND PROPERTY OPSCOPE_FUZZERS ${name})
+  set_property(GLOBAL PROPERTY OPSCOPE_FUZZER_INPUTS_${name} "${inputs}")
+  # -runs=0: every input once, nothing mutated and nothing written into the source tree.
+  add_test(NAME fuzz_replay.${name}
+           COMMAND ${name} -runs=0 -rss_limit_mb=2048 -timeout=120 ${inputs})
+  set_tests_properties(fuzz_replay.${name} PROPERTIES LABELS fuzz
+                       ENVIRONMENT UBSAN_OPTIONS=print_stacktrace=1)
 endfunction()

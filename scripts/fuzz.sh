@@ -4,13 +4,15 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #   FUZZ_RUNS=10000000 scripts/fuzz.sh 14400 model_fuzz   (stop at 10 M executions or 4 h)
+#   FUZZ_FLAGS='-only_ascii=1' FUZZ_TIMEOUT=120 scripts/fuzz.sh 600 import_perf_script_fuzz
 #
-# Each target starts from its seeds (tests/fuzz_corpus/<target>/ plus the repository's models for
-# the model fuzzers) and keeps what it finds in build/fuzz/corpus/<target>/ between runs; a crash
-# leaves its input in build/fuzz/artifacts/<target>/. FUZZ_NO_BUILD=1 runs what is already built. Prints one line per target: executions,
-# executions per second, coverage, and the result. Exit status 1 when any target crashed.
-# A crash input worth keeping goes into tests/fuzz_corpus/<target>/ (after the fix), where CTest
-# replays it in every build.
+# Each target starts from its seeds (tests/fuzz_corpus/<target>/ plus the folders its
+# opscope_fuzzer() names under SEEDS, listed in build/fuzz/fuzzers.txt) and keeps what it finds in
+# build/fuzz/corpus/<target>/ between runs; a crash leaves its input in
+# build/fuzz/artifacts/<target>/. FUZZ_NO_BUILD=1 runs what is already built. Prints one line per
+# target: executions, executions per second, coverage, and the result. Exit status 1 when any
+# target crashed. A crash input worth keeping goes into tests/fuzz_corpus/<target>/ (after the
+# fix), where CTest replays it in every build, and `ctest --preset fuzz` through the sanitizers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -22,26 +24,21 @@ fi
 
 root=$PWD
 build=$root/build/fuzz
-seeds_for() {
-  local t=$1
-  echo "$root/tests/fuzz_corpus/$t"
-  case $t in
-    model_fuzz|model_struct_fuzz)
-      echo "$root/tests/fuzz_corpus/model_fuzz $root/tests/fuzz_corpus/model_struct_fuzz"
-      echo "$root/models $root/tests/models" ;;
-    ranges_reader_fuzz) echo "$root/src/collect/testdata/ranges_corpus" ;;
-  esac
-}
-max_len_for() {
+# Per-target libFuzzer flags. -entropic=0 (the plain power schedule instead of the entropic one)
+# where it was measured faster from the same corpus with no less coverage (docs/fuzzing.md,
+# eighth session): model_struct_fuzz 320-354 -> 756-792 execs/s, import_ort 1,453 -> 2,373; for
+# record_file and import_tflite it made no difference, so they keep the default.
+flags_for() {
   case $1 in
-    model_fuzz|model_struct_fuzz) echo 65536 ;;  # the seeds are a few kB; bev_demo is skipped
-    *) echo 16384 ;;
+    model_fuzz|model_struct_fuzz) echo -max_len=65536 -entropic=0 ;;  # the seeds are a few kB
+    import_ort_fuzz) echo -max_len=16384 -entropic=0 ;;
+    *) echo -max_len=16384 ;;
   esac
 }
 
 status=0
 printf '%-20s %12s %10s %8s  %s\n' target execs exec/s cov result
-while read -r name path; do
+while read -r name path inputs; do
   if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then continue; fi
   if [ ! -x "$path" ]; then
     printf '%-20s %12s %10s %8s  %s\n' "$name" - - - "not built"
@@ -53,12 +50,13 @@ while read -r name path; do
   mkdir -p "$corpus" "$artifacts"
   log=$build/fuzz-$name.log
   rc=0
-  # shellcheck disable=SC2046
   # In-process, one worker (-jobs/-workers would fork a child that logs to ./fuzz-N.log).
+  # FUZZ_FLAGS: more libFuzzer flags, split on spaces.
+  # shellcheck disable=SC2046,SC2086
   "$path" -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 \
-    -max_len="$(max_len_for "$name")" -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-25}" \
-    -artifact_prefix="$artifacts" "$corpus" $(seeds_for "$name" | tr ' ' '\n' | sort -u | \
-    while read -r d; do [ -d "$d" ] && echo "$d"; done) >"$log" 2>&1 || rc=$?
+    $(flags_for "$name") ${FUZZ_FLAGS:-} -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-25}" \
+    -artifact_prefix="$artifacts" "$corpus" $(for d in $inputs; do [ -d "$d" ] && echo "$d"; done) \
+    >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
