@@ -323,9 +323,13 @@ TEST(ProfileCliTest, FourTimesTheWorkMeasuresClearlySlower) {
   double ratio = heavy->stats.median / light->stats.median;
   EXPECT_GE(ratio, 2.0);
   EXPECT_LE(ratio, 8.0);
-  double sum = light->stats.median + heavy->stats.median;
-  EXPECT_NEAR(sum / p->e2e.stats.median, 1.0, 0.10)
-      << "per-op sum " << sum << " vs e2e " << p->e2e.stats.median;
+  // The two nodes' times add up to the end-to-end time (none lost, none counted twice). Compared
+  // on the fastest run of each: under load the medians drift apart (a preemption between the two
+  // nodes lands in e2e only; CI on a 2-core VM beside fuzzers saw 1.58 vs 2.22 ms), the minimum is
+  // the undisturbed run (1.15-1.39 vs 1.16-1.40 ms idle on an AMD EPYC).
+  double sum = light->stats.min + heavy->stats.min;
+  EXPECT_NEAR(sum / p->e2e.stats.min, 1.0, 0.10)
+      << "per-op sum of minimums " << sum << " vs e2e minimum " << p->e2e.stats.min;
 }
 
 // Control flow: every node of a Loop body and of an If inside it is a row of its own, named
