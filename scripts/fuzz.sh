@@ -27,7 +27,7 @@ build=$root/build/fuzz
 # Per-target libFuzzer flags. -entropic=0 (the plain power schedule instead of the entropic one)
 # where it was measured faster from the same corpus with no less coverage (docs/fuzzing.md,
 # eighth session): model_struct_fuzz 320-354 -> 756-792 execs/s, import_ort 1,453 -> 2,373; for
-# record_file and import_tflite it made no difference, so they keep the default.
+# record_file it was slower and for import_tflite no faster, so they keep the default.
 flags_for() {
   case $1 in
     model_fuzz|model_struct_fuzz) echo -max_len=65536 -entropic=0 ;;  # the seeds are a few kB
