@@ -19,6 +19,10 @@
 namespace opscope::engine {
 namespace {
 
+// How a user changes the limit, at the end of both limit errors (Loop and Scan).
+constexpr char kLoopLimitHint[] =
+    " (opscope profile --max-loop-iterations N raises it, 0 removes it)";
+
 constexpr int kOnnxBool = 9;   // onnx::TensorProto::BOOL
 constexpr int kOnnxInt64 = 7;  // onnx::TensorProto::INT64
 
@@ -225,11 +229,8 @@ class LoopKernel : public Kernel {
     const int64_t limit = LoopIterationLimit();
     for (; i < trips && go; ++i) {
       if (limit > 0 && i == limit)
-        return NodeError(
-            node_,
-            "stopped after " + std::to_string(limit) +
-                " iterations, the loop iteration limit (opscope profile --max-loop-iterations "
-                "N raises it, 0 removes it)");
+        return NodeError(node_, "stopped after " + std::to_string(limit) +
+                                    " iterations, the loop iteration limit" + kLoopLimitHint);
       iter.data<int64_t>()[0] = i;
       cond.data<uint8_t>()[0] = 1;
       std::vector<const Tensor*> in = {&iter, &cond};
@@ -432,9 +433,7 @@ class ScanKernel : public Kernel {
     if (limit > 0 && L > limit)
       return NodeError(node_, "would run " + std::to_string(L) +
                                   " iterations, more than the loop iteration limit " +
-                                  std::to_string(limit) +
-                                  " (opscope profile --max-loop-iterations N raises it, 0 "
-                                  "removes it)");
+                                  std::to_string(limit) + kLoopLimitHint);
     for (int64_t t = 0; t < L; ++t) {
       for (int j = 0; j < m_; ++j) {
         slices[j] = SliceAxis(*scan_in[j], axes[j], in_dirs_[j] ? L - 1 - t : t);
