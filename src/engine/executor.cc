@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -131,6 +133,32 @@ Status SessionImpl::RunStep(int s, bool planning) {
     return Status(status.code(), Where(st.nodes[0]) + ": " + msg);
   }
   return Status::Ok();
+}
+
+namespace {
+std::atomic<double> g_step_flop_limit{0};
+}  // namespace
+
+void SetStepFlopLimit(double flops) {
+  g_step_flop_limit.store(flops > 0 ? flops : 0, std::memory_order_relaxed);
+}
+double StepFlopLimit() { return g_step_flop_limit.load(std::memory_order_relaxed); }
+
+// Kernels ask for their outputs before they compute, so the output's shape and the inputs are
+// what the cost function needs (the planner's convention: omitted inputs left out). Only
+// single-output steps: a cost function may read every output's descriptor.
+std::string StepContext::WorkError(DataType dtype, const std::vector<int64_t>& shape) const {
+  const double limit = StepFlopLimit();
+  if (limit <= 0 || num_outputs() != 1 || !step_.kernel) return {};
+  std::vector<TensorDesc> in;
+  for (int i = 0; i < num_inputs(); ++i)
+    if (const Tensor* t = input(i)) in.push_back({t->dtype(), t->shape()});
+  const double flops = step_.kernel->EstimateCost(in, {{dtype, shape}}).flops;
+  if (!(flops > limit)) return {};
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "would do %.3g FLOPs, more than the step limit of %.3g", flops,
+                limit);
+  return buf;
 }
 
 std::vector<int> SessionImpl::StepReads(const Step& st) const {

@@ -256,6 +256,7 @@ class StepContext final : public KernelContext {
                                  " is too large to allocate");
       bytes *= static_cast<size_t>(d);
     }
+    if (std::string why = WorkError(dtype, shape); !why.empty()) return ResourceExhausted(why);
     Tensor* slot;
     if (i >= num_outputs() || step_.outputs[i] < 0) {
       scratch_.emplace_back();
@@ -310,6 +311,10 @@ class StepContext final : public KernelContext {
   }
 
  private:
+  // Empty unless a step FLOP limit is set (memory_limit.h) and this single-output step's cost,
+  // with `shape` as its output, is over it.
+  std::string WorkError(DataType dtype, const std::vector<int64_t>& shape) const;
+
   SessionImpl* s_;
   const Step& step_;
   bool use_arena_;

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "engine/memory_limit.h"
 #include "engine/ops/common.h"
 #include "engine/ops/region_layout.h"
 #include "engine/testing/kernel_runner.h"
@@ -294,6 +295,47 @@ TEST(SessionTest, InputChecks) {
   st = (*s)->SetInput("nope", testing::RandomTensor({1}, 1));
   EXPECT_NE(st.message().find("no input 'nope'"), std::string::npos) << st.message();
   EXPECT_FALSE((*s)->Run().ok()) << "running without inputs must fail cleanly";
+}
+
+// The step FLOP limit (memory_limit.h; the model fuzzers set it) checks each step's cost at the
+// shapes of the run, when the kernel asks for its output: over it, the run fails naming the node.
+TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
+  ModelBuilder b;
+  b.Input("a", {64, 64});
+  b.Input("w", {64, 64});
+  b.Node("MatMul", {"a", "w"}, {"y"}, "mm");
+  b.Output("y", {64, 64});
+  auto s = Session::Load(b.Save("step_flops.onnx"), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
+  struct Reset {
+    ~Reset() { SetStepFlopLimit(0); }
+  } reset;
+  SetStepFlopLimit(1e5);  // the MatMul does 2 * 64^3 = 524,288
+  Status st = (*s)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("node 'mm' (MatMul): would do 5.24e+05 FLOPs, more than the step "
+                              "limit of 1e+05"),
+            std::string::npos)
+      << st.message();
+  EXPECT_EQ(st.message().find('\n'), std::string::npos);
+  SetStepFlopLimit(1e6);
+  EXPECT_TRUE((*s)->Run().ok());
+  SetStepFlopLimit(0);
+  EXPECT_TRUE((*s)->Run().ok());
+  // The fuzzer's 107-second unit: ConvTransposes whose weight is their own [1, 1, 65535] input,
+  // shapes known only when it runs. With the fuzzers' limit it stops at the first one.
+  auto slow = Session::Load(std::string(OPSCOPE_SOURCE_DIR) +
+                                "/tests/fuzz_corpus/model_struct_fuzz/"
+                                "slow-convtranspose-own-weight.onnx",
+                            {});
+  ASSERT_TRUE(slow.ok()) << slow.status().message();
+  ASSERT_TRUE((*slow)->FillRandomInputs(1).ok());
+  SetStepFlopLimit(2e7);
+  st = (*slow)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("(ConvTranspose): would do 8.59e+09 FLOPs"), std::string::npos)
+      << st.message();
 }
 
 TEST(SessionTest, RandomInputsAreSeededAndInTheirRanges) {
