@@ -334,7 +334,8 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
   SetStepFlopLimit(2e7);
   st = (*slow)->Run();
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("(ConvTranspose): would do 8.59e+09 FLOPs"), std::string::npos)
+  EXPECT_NE(st.message().find("node 'ConvTranspose_0' (ConvTranspose): would do 8.59e+09 FLOPs"),
+            std::string::npos)
       << st.message();
 }
 
