@@ -29,12 +29,14 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
-std::string Trim(std::string_view s) {
+std::string_view TrimmedView(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == s.npos) return "";
+  if (b == s.npos) return {};
   size_t e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
+  return s.substr(b, e - b + 1);
 }
+
+std::string Trim(std::string_view s) { return std::string(TrimmedView(s)); }
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool EndsWith(std::string_view s, std::string_view x) {

@@ -11,6 +11,8 @@ namespace opscope {
 std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty = false);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 std::string Trim(std::string_view s);
+// The same without a copy: a view into `s`.
+std::string_view TrimmedView(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
 

@@ -71,13 +71,9 @@ std::string ReportName(std::string_view line) {
 // Column index by name, or -1. Accepts the older spellings. Every line is tried as a header,
 // so the fields are compared as views: a trimmed copy of each was 16% of the fuzz target's time.
 int Col(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
-  auto trimmed = [](std::string_view f) {
-    const size_t b = f.find_first_not_of(" \t\r\n");
-    return b == f.npos ? std::string_view() : f.substr(b, f.find_last_not_of(" \t\r\n") - b + 1);
-  };
   for (const char* n : names)
     for (size_t i = 0; i < header.size(); ++i)
-      if (trimmed(header[i]) == n) return static_cast<int>(i);
+      if (TrimmedView(header[i]) == n) return static_cast<int>(i);
   return -1;
 }
 
