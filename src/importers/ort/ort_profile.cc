@@ -199,7 +199,10 @@ StatusOr<profile::Profile> Parse(const Source& src) {
                   ReadShapes(a.value(), &args_row.out_shapes);
                 } else if (ak == "node_index") {
                   double d = ReadNumber(a.value());
-                  if (std::isfinite(d)) args_row.index = static_cast<int64_t>(d);
+                  // In range before the cast (a float-to-int overflow is undefined); a
+                  // negative index is no index.
+                  if (std::isfinite(d) && d >= 0 && d < 9e18)
+                    args_row.index = static_cast<int64_t>(d);
                 } else if (ak == "thread_scheduling_stats") {
                   has_tstats = ReadThreadStats(a.value(), &tstats);
                   args_row.parallel = has_tstats && (tstats.loops > 0 || !tstats.sub.empty());
