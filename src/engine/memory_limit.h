@@ -28,8 +28,8 @@ void SetLoopIterationLimit(int64_t iterations);
 int64_t LoopIterationLimit();
 
 // The FLOPs one step may do (0: no limit, the default), from its kernel's cost function at the
-// shapes of the run. A single-output step over it fails with one line naming the node when it
-// asks for its output, before it computes. The model fuzzers set it: a valid model whose shapes
+// shapes of the run. A step over it fails with one line naming the node when it asks for its
+// first output, before it computes. The model fuzzers set it: a valid model whose shapes
 // are known only when it runs (a ConvTranspose whose weight is its own input, 8.6e9 FLOPs) is
 // a clean failure rather than a two-minute unit.
 void SetStepFlopLimit(double flops);

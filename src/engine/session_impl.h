@@ -256,7 +256,7 @@ class StepContext final : public KernelContext {
                                  " is too large to allocate");
       bytes *= static_cast<size_t>(d);
     }
-    if (std::string why = WorkError(dtype, shape); !why.empty()) return ResourceExhausted(why);
+    if (std::string why = WorkError(i, dtype, shape); !why.empty()) return ResourceExhausted(why);
     Tensor* slot;
     if (i >= num_outputs() || step_.outputs[i] < 0) {
       scratch_.emplace_back();
@@ -311,9 +311,9 @@ class StepContext final : public KernelContext {
   }
 
  private:
-  // Empty unless a step FLOP limit is set (memory_limit.h) and this single-output step's cost,
-  // with `shape` as its output, is over it.
-  std::string WorkError(DataType dtype, const std::vector<int64_t>& shape) const;
+  // Empty unless a step FLOP limit is set (memory_limit.h), `i` is the step's first output, and
+  // the step's cost with `shape` as that output (the only one given) is over it.
+  std::string WorkError(int i, DataType dtype, const std::vector<int64_t>& shape) const;
 
   SessionImpl* s_;
   const Step& step_;

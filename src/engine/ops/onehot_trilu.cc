@@ -84,6 +84,7 @@ class OneHotKernel : public Kernel {
     std::vector<int64_t> shape = ind->shape();
     shape.insert(shape.begin() + axis, depth);
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(0, values->dtype(), shape));
+    if (out->numel() == 0) return Status::Ok();  // no walk over empty outer dimensions
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < ind->rank(); ++d) (d < axis ? outer : inner) *= ind->shape()[d];
     VisitWidth(DataTypeSize(values->dtype()), [&](auto tag) {

@@ -111,5 +111,18 @@ TEST(OneHotTest, MatchesNaiveForEveryAxis) {
   ExpectNodeError(far, {&fi, &fd, &iv}, "axis");
 }
 
+// Empty indices with a huge leading dimension: an empty output, and no walk over its 2^42
+// outer rows.
+TEST(OneHotTest, EmptyIndicesWithHugeLeadingDimensionWriteNothing) {
+  const int64_t huge = int64_t{1} << 42;
+  Tensor ind(DataType::kInt64, {huge, 0}), depth = IntTensor({1}, {3});
+  Tensor values = FloatTensor({2}, {0, 1});
+  Node n = MakeNode("OneHot", 3, 1, 11);
+  n.attrs.Set("axis", IntAttr(1));
+  auto out = MustRun(n, {&ind, &depth, &values});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (Shape{huge, 3, 0}));
+}
+
 }  // namespace
 }  // namespace opscope::engine::testing

@@ -49,6 +49,9 @@ void ForEachScaleRun(const std::vector<int64_t>& shape, const QuantParams& q, F&
     fn(int64_t{0}, v.inner, int64_t{0});
     return;
   }
+  // An empty tensor has no runs; the row loop would still walk outer * dim rows of nothing
+  // ([2^40, 7, 0] per axis 1).
+  if (v.outer == 0 || v.dim == 0 || v.inner == 0) return;
   const int64_t rows = v.outer * v.dim;
   const int64_t db = q.block > 0 ? (v.dim + q.block - 1) / q.block : v.dim;
   ParallelFor(rows, v.inner * 4, [&](int64_t b, int64_t e) {

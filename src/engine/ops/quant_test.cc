@@ -324,6 +324,19 @@ TEST(QuantizeLinear, PerTensorPerAxisAndBlockedMatchNaive) {
   }
 }
 
+// Per axis over an empty tensor with a huge leading dimension: no rows to quantize, and no walk
+// over 7 * 2^42 empty ones.
+TEST(QuantizeLinear, EmptyPerAxisInputWithHugeLeadingDimensionQuantizesNothing) {
+  const int64_t huge = int64_t{1} << 42;
+  Tensor x(DataType::kFloat32, {huge, 7, 0});
+  Tensor s = RandomTensor({7}, 3, 0.01f, 0.1f);
+  Node n = MakeNode("QuantizeLinear", 2, 1, 13);
+  n.attrs.Set("axis", IntAttr(1));
+  auto out = RunPoisoned(n, {&x, &s});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{huge, 7, 0}));
+}
+
 TEST(DequantizeLinear, PerTensorPerAxisAndInt32) {
   Tensor x = RandQ(DataType::kInt8, {3, 5}, 3);
   std::vector<float> sv = {0.5f, 0.25f, 2.f};

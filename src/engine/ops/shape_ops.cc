@@ -342,6 +342,9 @@ class ConcatKernel : public Kernel {
       out_shape[axis] += t->dim(static_cast<int>(axis));
     }
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, first.dtype(), out_shape));
+    // Nothing to copy; the row loop below would still walk `outer`, billions long for empty
+    // inputs with huge leading dimensions ([1, 4, 2^32, 0], found by model_struct_fuzz).
+    if (y->numel() == 0) return Status::Ok();
     const size_t es = DataTypeSize(first.dtype());
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];

@@ -253,6 +253,24 @@ TEST(ConcatTest, MismatchedShapesAndBadAxis) {
   EXPECT_FALSE(FindKernel("", "Concat")(MakeNode("Concat", 2, 1)).ok());  // axis required
 }
 
+// Empty inputs with huge leading dimensions: nothing to copy, so the kernel must not walk the
+// 2^42 outer rows (it did, for minutes, before; found by model_struct_fuzz as
+// Concat([1, 4, 2^32, 0]) over the last axis).
+TEST(ConcatTest, EmptyInputsWithHugeLeadingDimensionsCopyNothing) {
+  const int64_t huge = int64_t{1} << 42;
+  Tensor a(DataType::kFloat32, {huge, 2, 0}), b(DataType::kFloat32, {huge, 3, 0});
+  Node n = MakeNode("Concat", 2, 1);
+  n.attrs.Set("axis", IntAttr(1));
+  auto r = RunKernel(n, {&a, &b});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)[0].shape(), (std::vector<int64_t>{huge, 5, 0}));
+  n.attrs.Set("axis", IntAttr(-1));
+  Tensor c(DataType::kFloat32, {huge, 2, 0});
+  r = RunKernel(n, {&a, &c});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)[0].shape(), (std::vector<int64_t>{huge, 2, 0}));
+}
+
 TEST(SplitTest, OpsetVariants) {
   Tensor x = FloatTensor({6}, {1, 2, 3, 4, 5, 6});
   Node eq = MakeNode("Split", 1, 3, 11);
