@@ -31,7 +31,8 @@ int64_t LoopIterationLimit();
 // shapes of the run. A step over it fails with one line naming the node when it asks for its
 // first output, before it computes. The model fuzzers set it: a valid model whose shapes
 // are known only when it runs (a ConvTranspose whose weight is its own input, 8.6e9 FLOPs) is
-// a clean failure rather than a two-minute unit.
+// a clean failure rather than a two-minute unit. An empty input or output counts its rows (the
+// product of its nonzero dimensions) against the same limit: kernels walk them.
 void SetStepFlopLimit(double flops);
 double StepFlopLimit();
 

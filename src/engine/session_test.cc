@@ -350,6 +350,39 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
   EXPECT_NE(st.message().find("(ConvTranspose): would do "), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("FLOPs, more than the step limit of 2e+07"), std::string::npos)
       << st.message();
+  // An empty tensor costs no FLOPs, but its rows count: the fuzzer's 131-second unit, a
+  // BatchNormalization of an empty [2147483647, 4, 0, 0] input (8.6e9 rows).
+  auto rows = Session::Load(std::string(OPSCOPE_SOURCE_DIR) +
+                                "/tests/fuzz_corpus/model_struct_fuzz/"
+                                "timeout-batchnorm-empty-2pow31-rows.onnx",
+                            {});
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_TRUE((*rows)->FillRandomInputs(1).ok());
+  st = (*rows)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("(BatchNormalization): would walk the 8.59e+09 rows of an empty "
+                              "output of shape 2147483647x4x0x0, more than the step limit of "
+                              "2e+07"),
+            std::string::npos)
+      << st.message();
+  SetStepFlopLimit(0);  // no limit: the kernel itself walks nothing
+  EXPECT_TRUE((*rows)->Run().ok());
+  // Any op: an empty input's rows count too.
+  ModelBuilder e;
+  e.Input("x", {int64_t{1} << 30, 0});
+  e.Node("Relu", {"x"}, {"y"}, "relu");
+  e.Output("y", {int64_t{1} << 30, 0});
+  auto empty = Session::Load(e.Save("step_rows.onnx"), {});
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  ASSERT_TRUE((*empty)->FillRandomInputs(1).ok());
+  EXPECT_TRUE((*empty)->Run().ok());
+  SetStepFlopLimit(1e6);
+  st = (*empty)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("node 'relu' (Relu): would walk the 1.07e+09 rows of an empty output "
+                              "of shape 1073741824x0"),
+            std::string::npos)
+      << st.message();
 }
 
 TEST(SessionTest, RandomInputsAreSeededAndInTheirRanges) {

@@ -92,6 +92,13 @@ class BatchNormKernel : public Kernel {
     const float* mean = ctx.input(3)->data<float>();
     const float* var = ctx.input(4)->data<float>();
     OPSCOPE_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, DataType::kFloat32, x->shape()));
+    // An empty X has nothing to normalise and zero batch statistics, however many (n, c)
+    // planes its outer dimensions hold (a [2147483647, 4, 0, 0] X walked 8.6e9 of them).
+    if (x->numel() == 0) {
+      if (!training_) return WriteStatistics(ctx, nullptr, nullptr);
+      const std::vector<float> zeros(static_cast<size_t>(P), 0.f);
+      return WriteStatistics(ctx, zeros.data(), zeros.data());
+    }
 
     std::vector<float> batch_mean, batch_var;
     if (training_) {

@@ -87,6 +87,31 @@ TEST(BatchNormalization, TrainingModeUsesBatchStatistics) {
   EXPECT_EQ(CompareFloat((*out)[2], rv, 1e-6f, 1e-5f), "");
 }
 
+// model_struct_fuzz's 131-second unit: an empty X whose outer dimensions hold 8.6e9 (n, c)
+// planes. Here 2^42 of them: the kernel would run for hours if it walked them.
+TEST(BatchNormalization, EmptyInputWithHugeOuterDimensionsWalksNothing) {
+  const int64_t huge = int64_t{1} << 42;
+  Tensor x(DataType::kFloat32, {huge, 3, 0, 0});
+  Tensor s = RandomTensor({3}, 21), b = RandomTensor({3}, 22), m = RandomTensor({3}, 23);
+  Tensor v = Positive({3}, 24);
+  auto out = RunPoisoned(MakeNode("BatchNormalization", 5, 1, 15), {&x, &s, &b, &m, &v});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ((*out)[0].shape(), x.shape());
+  // Training mode: the batch statistics of no elements are zero, so the running ones decay.
+  Node n = MakeNode("BatchNormalization", 5, 3, 15);
+  n.attrs.Set("training_mode", IntAttr(1));
+  n.attrs.Set("momentum", FloatAttr(0.8f));
+  auto train = RunPoisoned(n, {&x, &s, &b, &m, &v});
+  ASSERT_TRUE(train.ok()) << train.status().message();
+  Tensor rm(DataType::kFloat32, {3}), rv(DataType::kFloat32, {3});
+  for (int c = 0; c < 3; ++c) {
+    rm.data<float>()[c] = m.data<float>()[c] * 0.8f;
+    rv.data<float>()[c] = v.data<float>()[c] * 0.8f;
+  }
+  EXPECT_EQ(CompareFloat((*train)[1], rm, 1e-6f, 1e-5f), "");
+  EXPECT_EQ(CompareFloat((*train)[2], rv, 1e-6f, 1e-5f), "");
+}
+
 TEST(BatchNormalization, BadInput) {
   Tensor x = RandomTensor({2, 3, 4}, 1), s = RandomTensor({4}, 2);
   Node n = MakeNode("BatchNormalization", 5, 1, 15);
