@@ -55,8 +55,11 @@ struct Epilogue {
       for (int64_t j = 0; j < count; ++j) {
         const int64_t c = ch + j * step;
         const int32_t b = ibias.empty() ? 0 : ibias[pb ? c : 0];
-        y[j] = static_cast<Q>(
-            Saturate(static_cast<float>(acc[j] + b) * mult[pm ? c : 0], y_zp, lo, hi));
+        // The bias joins the int32 accumulator in int32 arithmetic, wrapping as ONNX Runtime's
+        // and the reference's int32 adds do (an int32 bias near INT32_MIN, found by model_fuzz,
+        // was a signed overflow here).
+        const int32_t sum = static_cast<int32_t>(static_cast<uint32_t>(acc[j]) + uint32_t(b));
+        y[j] = static_cast<Q>(Saturate(static_cast<float>(sum) * mult[pm ? c : 0], y_zp, lo, hi));
       }
     } else {
       const bool pb = fbias.size() > 1;

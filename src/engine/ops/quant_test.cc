@@ -202,6 +202,24 @@ TEST(QLinearConv, MatchesNaiveTwinWithBiasAndPerChannelScales) {
     }
 }
 
+// An int32 bias near INT32_MAX: the accumulator plus bias wraps in int32, as ONNX Runtime's
+// vector adds and the reference's numpy int32 arrays do (model_fuzz found the add as a signed
+// overflow; only a sanitized build sees the UB, this pins the wrapped result).
+TEST(QLinearConv, Int32BiasNearTheLimitWrapsLikeTheReference) {
+  Tensor x(DataType::kUint8, {1, 1, 1, 16});
+  for (int i = 0; i < 16; ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(i);
+  Tensor w = Vec(DataType::kInt8, {1});
+  w.Reshape({1, 1, 1, 1});
+  const int32_t bias = 2147483647 - 10;
+  Tensor one = ScalarF(1), xz = Scalar(DataType::kUint8, 0), wz = Scalar(DataType::kInt8, 0),
+         yz = Scalar(DataType::kUint8, 0), bt = Vec(DataType::kInt32, {bias});
+  Node n = MakeNode("QLinearConv", 9, 1, 13);
+  auto out = RunPoisoned(n, {&x, &one, &xz, &w, &one, &wz, &one, &yz, &bt});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  for (int i = 0; i < 16; ++i)  // i + bias past INT32_MAX wraps to a negative sum: 0
+    EXPECT_EQ((*out)[0].data<uint8_t>()[i], i <= 10 ? 255 : 0) << "x=" << i;
+}
+
 std::vector<int32_t> NaiveMatMulAcc(int64_t B, int64_t M, int64_t K, int64_t N, const Tensor& a,
                                     const std::vector<int32_t>& az, const Tensor& b,
                                     const std::vector<int32_t>& bz, bool b_batched) {
