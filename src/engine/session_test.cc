@@ -325,12 +325,15 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
   EXPECT_TRUE((*s)->Run().ok());
   // The fuzzer's 107-second unit: ConvTransposes whose weight is their own [1, 1, 65535] input,
   // shapes known only when it runs. With the fuzzers' limit it stops at the first one.
-  auto slow = Session::Load(std::string(OPSCOPE_SOURCE_DIR) +
-                                "/tests/fuzz_corpus/model_struct_fuzz/"
-                                "slow-convtranspose-own-weight.onnx",
-                            {});
+  // An input of tests/fuzz_corpus/model_struct_fuzz/, loaded, its inputs filled.
+  auto corpus = [](const char* name) {
+    auto m = Session::Load(
+        std::string(OPSCOPE_SOURCE_DIR) + "/tests/fuzz_corpus/model_struct_fuzz/" + name, {});
+    if (m.ok() && !(*m)->FillRandomInputs(1).ok()) m = Internal("cannot fill its inputs");
+    return m;
+  };
+  auto slow = corpus("slow-convtranspose-own-weight.onnx");
   ASSERT_TRUE(slow.ok()) << slow.status().message();
-  ASSERT_TRUE((*slow)->FillRandomInputs(1).ok());
   SetStepFlopLimit(2e7);
   st = (*slow)->Run();
   ASSERT_FALSE(st.ok());
@@ -339,12 +342,8 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
       << st.message();
   // The same ConvTranspose given a second output (an opset-21 model, so libonnx's checker is
   // skipped): a multi-output step, which the limit did not check; the unit ran 110 s.
-  auto two = Session::Load(std::string(OPSCOPE_SOURCE_DIR) +
-                               "/tests/fuzz_corpus/model_struct_fuzz/"
-                               "slow-convtranspose-second-output.onnx",
-                           {});
+  auto two = corpus("slow-convtranspose-second-output.onnx");
   ASSERT_TRUE(two.ok()) << two.status().message();
-  ASSERT_TRUE((*two)->FillRandomInputs(1).ok());
   st = (*two)->Run();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("(ConvTranspose): would do "), std::string::npos) << st.message();
@@ -352,12 +351,8 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
       << st.message();
   // An empty tensor costs no FLOPs, but its rows count: the fuzzer's 131-second unit, a
   // BatchNormalization of an empty [2147483647, 4, 0, 0] input (8.6e9 rows).
-  auto rows = Session::Load(std::string(OPSCOPE_SOURCE_DIR) +
-                                "/tests/fuzz_corpus/model_struct_fuzz/"
-                                "timeout-batchnorm-empty-2pow31-rows.onnx",
-                            {});
+  auto rows = corpus("timeout-batchnorm-empty-2pow31-rows.onnx");
   ASSERT_TRUE(rows.ok()) << rows.status().message();
-  ASSERT_TRUE((*rows)->FillRandomInputs(1).ok());
   st = (*rows)->Run();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("(BatchNormalization): would walk the 8.59e+09 rows of an empty "
