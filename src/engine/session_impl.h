@@ -312,7 +312,8 @@ class StepContext final : public KernelContext {
 
  private:
   // Empty unless a step FLOP limit is set (memory_limit.h), `i` is the step's first output, and
-  // the step's cost with `shape` as that output (the only one given) is over it.
+  // the step's cost with `shape` as that output (the only one given), or the rows of an empty
+  // input or of that output, are over it.
   std::string WorkError(int i, DataType dtype, const std::vector<int64_t>& shape) const;
 
   SessionImpl* s_;
