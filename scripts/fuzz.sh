@@ -62,10 +62,15 @@ while read -r name path inputs; do
   cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
   if [ "$rc" -eq 0 ]; then
     result="ok"
+  elif grep -q 'libFuzzer: run interrupted' "$log"; then
+    # SIGINT/SIGTERM from outside (exit 72): neither ok nor a finding.
+    status=1
+    result="interrupted (no crash); log $log"
   else
     status=1
-    crash=$( (grep -o 'Test unit written to .*' "$log" || true) | tail -n 1 | \
-      sed 's/Test unit written to //')
+    # The slow-unit-* files libFuzzer writes along the way are not the crash.
+    crash=$( (grep -o 'Test unit written to .*' "$log" || true) | grep -v '/slow-unit-' | \
+      tail -n 1 | sed 's/Test unit written to //')
     why=$(grep -m1 -o 'ERROR: [A-Za-z]*Sanitizer: [a-zA-Z-]*\|runtime error: .*\|deadly signal' \
       "$log" || true)
     result="CRASH (${why:-exit $rc}) ${crash:-}; log $log"
