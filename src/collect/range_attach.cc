@@ -318,10 +318,8 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
     }
     c.attached = true;
     int64_t since = 0;
-    const std::string answer = Trim(ReadSysFile(ack));
-    const std::string prefix = "attached ";
-    if (answer.compare(0, prefix.size(), prefix) == 0 &&
-        ParseInt64(answer.substr(prefix.size()), &since))
+    const std::string answer = Trim(ReadSysFile(ack)), prefix = "attached ";
+    if (StartsWith(answer, prefix) && ParseInt64(answer.substr(prefix.size()), &since))
       window_start = std::max(window_start, since);
   }
   const int64_t t0 = NowNs();

@@ -362,7 +362,7 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
       << st.message();
   SetStepFlopLimit(0);  // no limit: the kernel itself walks nothing
   EXPECT_TRUE((*rows)->Run().ok());
-  // Any op: an empty input's rows count too.
+  // Any op, not only those that walk: a Relu of an empty input (its output, checked first).
   ModelBuilder e;
   e.Input("x", {int64_t{1} << 30, 0});
   e.Node("Relu", {"x"}, {"y"}, "relu");
