@@ -132,6 +132,13 @@ Status SessionImpl::RunStep(int s, bool planning) {
     if (StartsWith(msg, "node '")) return Status(status.code(), path_ + ": " + msg);
     return Status(status.code(), Where(st.nodes[0]) + ": " + msg);
   }
+  if (const int i = ctx.UnproducedOutput(); i >= 0) {
+    const Node& n = nodes_[st.nodes.back()];
+    return Unsupported(Where(st.nodes.back()) + ": its output " + std::to_string(i) + " '" +
+                       values_[st.outputs[i]].name + "' is read, but " + n.op_type +
+                       " does not produce it (the node names " + std::to_string(st.outputs.size()) +
+                       " outputs)");
+  }
   return Status::Ok();
 }
 
@@ -143,6 +150,15 @@ void SetStepFlopLimit(double flops) {
   g_step_flop_limit.store(flops > 0 ? flops : 0, std::memory_order_relaxed);
 }
 double StepFlopLimit() { return g_step_flop_limit.load(std::memory_order_relaxed); }
+
+namespace {
+std::atomic<double> g_run_work_limit{0};
+}  // namespace
+
+void SetRunWorkLimit(double units) {
+  g_run_work_limit.store(units > 0 ? units : 0, std::memory_order_relaxed);
+}
+double RunWorkLimit() { return g_run_work_limit.load(std::memory_order_relaxed); }
 
 // Kernels ask for their outputs before they compute, so the output's shape and the inputs are
 // what the cost function needs (the planner's convention: omitted inputs left out). A step with
@@ -156,9 +172,16 @@ double StepFlopLimit() { return g_step_flop_limit.load(std::memory_order_relaxed
 // instrumented, and Concat, OneHot and QuantizeLinear did the same before each got its own
 // guard. So an empty input or output counts as many units of work as it has rows, the product
 // of its dimensions with the zeros left out, and the step is refused past the same limit.
+//
+// Every step within the limit can still add up: a Loop of 10 k iterations (the fuzzers' loop
+// limit) whose body adds a [2] accumulator to a [65535, 1] input ran 88 s instrumented, each
+// step 1.3e5 FLOPs (model_struct_fuzz). So, under a run work limit, each step also adds its
+// FLOPs, or the elements of its output where it computes fewer (a copy, an If handing its
+// branch's result over), to the run's total, subgraph steps included, and the step that takes
+// the total past the limit is refused.
 std::string StepContext::WorkError(int i, DataType dtype, const std::vector<int64_t>& shape) const {
-  const double limit = StepFlopLimit();
-  if (limit <= 0 || i != 0 || !step_.kernel) return {};
+  const double limit = StepFlopLimit(), run_limit = RunWorkLimit();
+  if ((limit <= 0 && run_limit <= 0) || i != 0 || !step_.kernel) return {};
   char buf[200];
   auto empty_rows = [](const std::vector<int64_t>& dims) {
     double rows = 1;
@@ -177,7 +200,7 @@ std::string StepContext::WorkError(int i, DataType dtype, const std::vector<int6
   std::vector<std::pair<const char*, const std::vector<int64_t>*>> walked = {{"output", &shape}};
   for (const TensorDesc& d : in) walked.push_back({"input", &d.shape});
   for (const auto& [what, dims] : walked)
-    if (const double rows = empty_rows(*dims); rows > limit) {
+    if (const double rows = empty_rows(*dims); limit > 0 && rows > limit) {
       std::snprintf(buf, sizeof buf,
                     "would walk the %.3g rows of an empty %s of shape %s, more than the step limit "
                     "of %.3g",
@@ -185,9 +208,20 @@ std::string StepContext::WorkError(int i, DataType dtype, const std::vector<int6
       return buf;
     }
   const double flops = step_.kernel->EstimateCost(in, {{dtype, shape}}).flops;
-  if (!(flops > limit)) return {};
-  std::snprintf(buf, sizeof buf, "would do %.3g FLOPs, more than the step limit of %.3g", flops,
-                limit);
+  if (limit > 0 && flops > limit) {
+    std::snprintf(buf, sizeof buf, "would do %.3g FLOPs, more than the step limit of %.3g", flops,
+                  limit);
+    return buf;
+  }
+  if (run_limit <= 0) return {};
+  double elements = 1;
+  for (int64_t d : shape) elements *= static_cast<double>(d);
+  s_->run_work_ += std::max(flops, elements);
+  if (!(s_->run_work_ > run_limit)) return {};
+  std::snprintf(buf, sizeof buf,
+                "would take the run's work to %.3g (FLOPs, or elements written by steps that "
+                "compute fewer), more than the run limit of %.3g",
+                s_->run_work_, run_limit);
   return buf;
 }
 
@@ -255,6 +289,7 @@ Status SessionImpl::Run() {
   OPSCOPE_RETURN_IF_ERROR(plan_status_);
   omp_set_num_threads(threads_);
   bool planning = !planned_;
+  run_work_ = 0;
   if (observer_) observer_->OnRunBegin(run_count_);
   const int n = static_cast<int>(steps_.size());
   for (int s = 0; s < n; ++s) {

@@ -261,16 +261,40 @@ Status CheckSparseTensors(const onnx::GraphProto& g, const std::string& path) {
   return Status::Ok();
 }
 
+// More outputs than the operator has: libonnx's checker refuses them, but it does not run past
+// the last opset it knows (17 for 1.12), and kernels compute only the outputs their operator
+// defines, leaving the others without data for whoever reads them (a Transpose named three
+// outputs in a model_struct_fuzz input). The schema is the newest one libonnx knows at or below
+// the model's opset: no operator has gained outputs since opset 17 (inputs it has: ReduceMean-18's
+// axes, Pad-18's axes, so inputs are not checked this way). Operators libonnx does not know
+// (Gelu-20, other domains) are left to the executor, which refuses an output that is read but
+// was not produced.
+Status CheckOutputCount(const onnx::NodeProto& n, int index, int opset, const std::string& path) {
+  if (!DefaultDomain(n)) return Status::Ok();
+  int count = n.output_size();
+  while (count > 0 && n.output(count - 1).empty()) --count;  // trailing omitted outputs
+  if (count == 0) return Status::Ok();
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), opset, "");
+  if (!schema || count <= schema->max_output()) return Status::Ok();
+  const std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+  return InvalidArgument(path + ": node '" + name + "' (" + n.op_type() + ") names " +
+                         std::to_string(count) + " outputs, but " + n.op_type() + "-" +
+                         std::to_string(schema->SinceVersion()) + " has " +
+                         (schema->min_output() == schema->max_output() ? "" : "at most ") +
+                         std::to_string(schema->max_output()));
+}
+
 // Checks the size attributes of convolutions, pools and DepthToSpace/SpaceToDepth before
 // libonnx's shape inference sees them: it divides by strides and by blocksize squared unchecked
 // (strides=[0,0] is SIGFPE in libonnx 1.12), and the kernels rely on them too. Lengths are
 // checked against the spatial rank where it is known before inference (graph inputs and
 // initializers; value_info may be stale), otherwise against each other. InferShapesChecked
 // checks the rank-sensitive nodes again with the ranks libonnx inferred.
-Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
+Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path, int opset) {
   const RankMap ranks = InitialRanks(g);
   int index = 0;
   for (const auto& n : g.node()) {
+    OPSCOPE_RETURN_IF_ERROR(CheckOutputCount(n, index, opset, path));
     OPSCOPE_RETURN_IF_ERROR(CheckNode(n, index++, ranks, path));
     // libonnx's Scan shape inference fills a vector of num_scan_inputs axes before checking it
     // against the inputs: 2^31 asked for 16 GiB (model_struct_fuzz). At most the node's inputs.
@@ -282,7 +306,7 @@ Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path) {
                                  " but the node has " + std::to_string(n.input_size()) + " inputs");
     // Subgraphs (If/Loop/Scan bodies) are checked the same way, with their own ranks.
     for (const auto& a : n.attribute())
-      if (a.has_g()) OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(a.g(), path));
+      if (a.has_g()) OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(a.g(), path, opset));
   }
   return Status::Ok();
 }

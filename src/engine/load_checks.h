@@ -25,8 +25,9 @@ Status CheckSparseTensors(const onnx::GraphProto& g, const std::string& path);
 // The size attributes (strides, dilations, kernel_shape, pads, group, blocksize, ...) of
 // convolutions, pools and DepthToSpace/SpaceToDepth, the input/weight ranks of convolutions, and
 // attributes given twice, for every node; ranks are those known before any inference (graph
-// inputs, initializers, Constant values).
-Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path);
+// inputs, initializers, Constant values). Also, for the model's `opset`: a node of the default
+// domain with more outputs than its operator's newest libonnx schema at or below that opset has.
+Status CheckNodeAttributes(const onnx::GraphProto& g, const std::string& path, int opset);
 
 // libonnx's shape inference, run so that no node it assumes well-ranked inputs for (the conv
 // and pool families) is inferred before opscope has checked its inputs' ranks: the graph is

@@ -13,6 +13,7 @@
 #include "engine/memory_limit.h"
 #include "engine/onnx_io.h"
 #include "engine/testing/kernel_runner.h"
+#include "engine/testing/model_builder.h"
 #include "opscope/engine.h"
 
 namespace opscope::engine {
@@ -421,6 +422,10 @@ TEST(ModelLoadTest, FuzzFindingsAreCleanErrors) {
       // dims of a rank-0 A (SEGV, a model_struct_fuzz finding).
       {"crash-gemm6-scalar-a-b-libonnx-inference.onnx",
        {"node 'Gemm_0' (Gemm)", "input A ('x') has rank 0; Gemm multiplies 2-D matrices"}},
+      // Opset 21 (no libonnx checker): a Transpose naming three outputs, the second read by a
+      // Mul, which read it without data (UBSan null load, model_struct_fuzz).
+      {"crash-transpose-three-outputs-null-read.onnx",
+       {"node 'dyn' (Transpose) names 3 outputs, but Transpose-13 has 1"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
@@ -592,7 +597,12 @@ TEST(ModelLoadTest, OutputsBeyondTheTensorMemoryLimitAreRefusedNotAllocated) {
   } guard;
   SetTensorMemoryLimit(size_t{1} << 30);
   const std::string file = "crash-oom-global-pool-16gib-output.onnx";
-  auto s = Session::Load(CorpusFile(file), {});
+  // Its GlobalAveragePool, Relu and Add also name outputs their operators do not have, which the
+  // load now refuses first; cut to what the operators have, the outputs are what is checked.
+  EXPECT_FALSE(Session::Load(CorpusFile(file), {}).ok());
+  testing::ModelBuilder trimmed = testing::ModelBuilder::FromFile(CorpusFile(file));
+  trimmed.TrimExtraOutputs();
+  auto s = Session::Load(trimmed.Save(file), {});
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
   Status st = (*s)->Run();

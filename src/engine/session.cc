@@ -156,7 +156,7 @@ Status SessionImpl::LoadGraph(const std::string& path, const SessionOptions& opt
   }
   OPSCOPE_RETURN_IF_ERROR(CheckSupported(model));
   OPSCOPE_RETURN_IF_ERROR(CheckTensorPayloads(model.graph(), path));
-  OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(model.graph(), path));
+  OPSCOPE_RETURN_IF_ERROR(CheckNodeAttributes(model.graph(), path, opset));
   OPSCOPE_RETURN_IF_ERROR(ResolveInputs(model, options));
   if (onnx_checks) OPSCOPE_RETURN_IF_ERROR(InferShapesChecked(model, path));
   return BuildGraph(model);

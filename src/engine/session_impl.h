@@ -24,6 +24,7 @@
 // Add that joined its convolution (FuseResidualAdds) is left with no nodes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -228,6 +229,7 @@ class SessionImpl final : public Session {
   // Per value, after AssignChannelsLast: stored channels-last (empty when it did not run).
   std::vector<char> value_channels_last_;
   int run_count_ = 0;
+  double run_work_ = 0;  // this Run's work so far, counted under a run work limit (memory_limit.h)
   std::shared_ptr<void> arena_;
   size_t arena_size_ = 0;
   MemoryStats memory_;
@@ -248,6 +250,7 @@ class StepContext final : public KernelContext {
   }
   StatusOr<Tensor*> Output(int i, DataType dtype, const std::vector<int64_t>& shape) override {
     if (i < 0) return Internal("negative output index");
+    MarkObtained(i);
     size_t bytes = DataTypeSize(dtype);
     for (int64_t d : shape) {
       if (d < 0) return InvalidArgument("negative output dimension " + std::to_string(d));
@@ -310,16 +313,51 @@ class StepContext final : public KernelContext {
     return s_->RunSubgraph(graph, inputs, outputs, /*planning=*/!use_arena_);
   }
 
+  // The first output the step's node names and something reads (a later node, a subgraph, the
+  // graph's outputs) that the kernel did not ask Output() for in this run, or -1. Its tensor
+  // would be left empty, without data, for the reader: a Transpose given three outputs (opset
+  // 21, libonnx's checker skipped), whose second fed a Mul, was a null read in the Mul
+  // (model_struct_fuzz).
+  int UnproducedOutput() const {
+    for (int i = 0; i < num_outputs(); ++i) {
+      const int o = step_.outputs[i];
+      if (o < 0 || Obtained(i)) continue;
+      const Value& v = s_->values_[o];
+      if (v.is_output || !v.consumers.empty()) return i;
+      if (v.subgraph >= 0) {  // a subgraph's output, read by its control-flow node
+        const std::vector<int>& outs = s_->subgraphs_[v.subgraph].outputs;
+        if (std::find(outs.begin(), outs.end(), o) != outs.end()) return i;
+      }
+    }
+    return -1;
+  }
+
  private:
-  // Empty unless a step FLOP limit is set (memory_limit.h), `i` is the step's first output, and
-  // the step's cost with `shape` as that output (the only one given), or the rows of an empty
-  // input or of that output, are over it.
+  void MarkObtained(int i) {
+    if (i < 64) {
+      obtained_ |= uint64_t{1} << i;
+    } else {
+      if (obtained_more_.size() <= static_cast<size_t>(i - 64)) obtained_more_.resize(i - 63, 0);
+      obtained_more_[i - 64] = 1;
+    }
+  }
+  bool Obtained(int i) const {
+    if (i < 64) return obtained_ >> i & 1;
+    return static_cast<size_t>(i - 64) < obtained_more_.size() && obtained_more_[i - 64];
+  }
+
+  // Empty unless a step FLOP limit or a run work limit is set (memory_limit.h), `i` is the
+  // step's first output, and the step's cost with `shape` as that output (the only one given),
+  // or the rows of an empty input or of that output, are over the step limit, or the run's
+  // total with this step is over the run limit.
   std::string WorkError(int i, DataType dtype, const std::vector<int64_t>& shape) const;
 
   SessionImpl* s_;
   const Step& step_;
   bool use_arena_;
   std::vector<Tensor> scratch_;
+  uint64_t obtained_ = 0;            // outputs 0-63 the kernel asked for
+  std::vector<char> obtained_more_;  // outputs 64 and on (a Split into many)
 };
 
 // A kernel's Run, with an allocation failure inside it (a working buffer: a converted copy, an

@@ -325,14 +325,24 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
   EXPECT_TRUE((*s)->Run().ok());
   // The fuzzer's 107-second unit: ConvTransposes whose weight is their own [1, 1, 65535] input,
   // shapes known only when it runs. With the fuzzers' limit it stops at the first one.
-  // An input of tests/fuzz_corpus/model_struct_fuzz/, loaded, its inputs filled.
-  auto corpus = [](const char* name) {
-    auto m = Session::Load(
-        std::string(OPSCOPE_SOURCE_DIR) + "/tests/fuzz_corpus/model_struct_fuzz/" + name, {});
+  // An input of tests/fuzz_corpus/model_struct_fuzz/, loaded, its inputs filled; with `trim`,
+  // cut to the outputs its operators have first (ModelBuilder::TrimExtraOutputs).
+  auto corpus = [](const char* name, bool trim = false) {
+    std::string path =
+        std::string(OPSCOPE_SOURCE_DIR) + "/tests/fuzz_corpus/model_struct_fuzz/" + name;
+    if (trim) {
+      ModelBuilder t = ModelBuilder::FromFile(path);
+      t.TrimExtraOutputs();
+      path = t.Save(std::string("trimmed-") + name);
+    }
+    auto m = Session::Load(path, {});
     if (m.ok() && !(*m)->FillRandomInputs(1).ok()) m = Internal("cannot fill its inputs");
     return m;
   };
-  auto slow = corpus("slow-convtranspose-own-weight.onnx");
+  // Its second ConvTranspose names two outputs, refused at load since that null read was found
+  // (ANodesExtraOutputsAreRefusedBeforeAnythingReadsThem); the first is the slow one.
+  EXPECT_FALSE(corpus("slow-convtranspose-own-weight.onnx").ok());
+  auto slow = corpus("slow-convtranspose-own-weight.onnx", /*trim=*/true);
   ASSERT_TRUE(slow.ok()) << slow.status().message();
   SetStepFlopLimit(2e7);
   st = (*slow)->Run();
@@ -340,15 +350,30 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
   EXPECT_NE(st.message().find("node 'ConvTranspose_0' (ConvTranspose): would do 8.59e+09 FLOPs"),
             std::string::npos)
       << st.message();
-  // The same ConvTranspose given a second output (an opset-21 model, so libonnx's checker is
-  // skipped): a multi-output step, which the limit did not check; the unit ran 110 s.
-  auto two = corpus("slow-convtranspose-second-output.onnx");
+  // Multi-output steps are checked too (at output 0): the same ConvTranspose given a second
+  // output (an opset-21 model, so libonnx's checker is skipped) passed unchecked and ran 110 s.
+  // That input is now refused at load, for the output ConvTranspose does not have; a
+  // LayerNormalization with its Mean and InvStdDev outputs is a multi-output step of a valid
+  // model.
+  EXPECT_FALSE(corpus("slow-convtranspose-second-output.onnx").ok());
+  ModelBuilder ln(17);
+  ln.Input("x", {512, 1024});
+  ln.Init("scale", {1024}, std::vector<float>(1024, 1.f));
+  ln.Node("LayerNormalization", {"x", "scale"}, {"y", "mean", "inv"}, "ln");
+  ln.Output("y", {512, 1024});
+  ln.Output("mean", {512, 1});
+  ln.Output("inv", {512, 1});
+  auto two = Session::Load(ln.Save("step_flops_ln.onnx"), {});
   ASSERT_TRUE(two.ok()) << two.status().message();
+  ASSERT_TRUE((*two)->FillRandomInputs(1).ok());
+  SetStepFlopLimit(1e6);  // below its cost, a few FLOPs for each of the 524,288 elements
   st = (*two)->Run();
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("(ConvTranspose): would do "), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("FLOPs, more than the step limit of 2e+07"), std::string::npos)
+  EXPECT_NE(st.message().find("node 'ln' (LayerNormalization): would do "), std::string::npos)
       << st.message();
+  EXPECT_NE(st.message().find("FLOPs, more than the step limit of 1e+06"), std::string::npos)
+      << st.message();
+  SetStepFlopLimit(2e7);
   // An empty tensor costs no FLOPs, but its rows count: the fuzzer's 131-second unit, a
   // BatchNormalization of an empty [2147483647, 4, 0, 0] input (8.6e9 rows).
   auto rows = corpus("timeout-batchnorm-empty-2pow31-rows.onnx");
@@ -377,6 +402,53 @@ TEST(SessionTest, StepFlopLimitStopsAStepBeforeItComputes) {
   EXPECT_NE(st.message().find("node 'relu' (Relu): would walk the 1.07e+09 rows of an empty output "
                               "of shape 1073741824x0"),
             std::string::npos)
+      << st.message();
+}
+
+// The run work limit (memory_limit.h; the model fuzzers set it) adds each step's FLOPs, or the
+// elements of its output where it computes fewer, over the whole run, loop bodies included.
+TEST(SessionTest, RunWorkLimitStopsTheStepThatTakesTheRunPastIt) {
+  struct Reset {
+    ~Reset() {
+      SetRunWorkLimit(0);
+      SetLoopIterationLimit(0);
+    }
+  } reset;
+  // Three Relus of 1,000 elements: 1,000 units each (a Relu counts no FLOPs), 3,000 in all.
+  ModelBuilder b;
+  b.Input("x", {1000});
+  b.Node("Relu", {"x"}, {"a"}, "r1");
+  b.Node("Relu", {"a"}, {"b"}, "r2");
+  b.Node("Relu", {"b"}, {"y"}, "r3");
+  b.Output("y", {1000});
+  auto s = Session::Load(b.Save("run_work.onnx"), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
+  SetRunWorkLimit(2500);
+  Status st = (*s)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("node 'r3' (Relu): would take the run's work to 3e+03"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("more than the run limit of 2.5e+03"), std::string::npos)
+      << st.message();
+  SetRunWorkLimit(3000);  // each run starts from zero: the planning run, then a planned one
+  EXPECT_TRUE((*s)->Run().ok());
+  EXPECT_TRUE((*s)->Run().ok());
+  // The fuzzer's 88-second unit: a Loop (trip count 7e16, 10 k under the fuzzers' loop limit)
+  // whose body adds a [2] accumulator to a [65535, 1] input, every step well under the step
+  // limit. It stops in the body once the run has done 1e7 (the fuzzers allow 1e8, ~3 s here).
+  auto loop = Session::Load(std::string(OPSCOPE_SOURCE_DIR) +
+                                "/tests/fuzz_corpus/model_struct_fuzz/"
+                                "slow-loop-10k-iterations-of-1e5-flops.onnx",
+                            {});
+  ASSERT_TRUE(loop.ok()) << loop.status().message();
+  ASSERT_TRUE((*loop)->FillRandomInputs(1).ok());
+  SetLoopIterationLimit(10000);
+  SetRunWorkLimit(1e7);
+  st = (*loop)->Run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("more than the run limit of 1e+07"), std::string::npos)
       << st.message();
 }
 
@@ -547,6 +619,56 @@ TEST(SessionTest, Opset18To21ModelsLoadOnTheEnginesOwnChecks) {
   auto sf = Session::Load(future.Save("opset22.onnx"), {});
   ASSERT_FALSE(sf.ok());
   EXPECT_NE(sf.status().message().find("opset 22"), std::string::npos) << sf.status().message();
+}
+
+// Past opset 17 libonnx's checker does not run, and kernels compute only the outputs their
+// operator defines. A Transpose named three outputs, the second read by a Mul, was a null read
+// in the Mul (model_struct_fuzz, opset 21). An operator libonnx knows is refused at load; one it
+// does not know (Gelu-20) is refused when the output nobody computed is read; an extra output
+// that nothing reads is left alone.
+TEST(SessionTest, ANodesExtraOutputsAreRefusedBeforeAnythingReadsThem) {
+  ModelBuilder t(21);
+  t.Input("x", {2, 3});
+  t.Node("Transpose", {"x"}, {"t0", "t1", "t2"}, "tr");
+  t.Node("Mul", {"t1", "t1"}, {"y"}, "mul");
+  t.Output("y", {3, 2});
+  auto st = Session::Load(t.Save("transpose3.onnx"), {});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(
+      st.status().message().find("node 'tr' (Transpose) names 3 outputs, but Transpose-13 has 1"),
+      std::string::npos)
+      << st.status().message();
+
+  auto gelu = [](const std::string& file, bool read, bool as_output) {
+    ModelBuilder b(20);
+    b.Input("x", {2, 3});
+    b.Node("Gelu", {"x"}, {"g0", "g1"}, "gelu");
+    if (read) b.Node("Add", {"g1", "x"}, {"a"}, "add");
+    b.Node("Relu", {"g0"}, {"y"}, "relu");
+    b.Output("y", {2, 3});
+    if (read) b.Output("a", {2, 3});
+    if (as_output) b.Output("g1", {2, 3});
+    return b.Save(file);
+  };
+  const Tensor x = testing::FloatTensor({2, 3}, {-1, 0, 1, 2, 3, 4});
+  for (auto [read, as_output] : {std::pair{true, false}, std::pair{false, true}}) {
+    auto s = Session::Load(gelu("gelu2_" + std::to_string(read) + ".onnx", read, as_output), {});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_TRUE((*s)->SetInput("x", x).ok());
+    Status r = (*s)->Run();
+    ASSERT_FALSE(r.ok()) << read;
+    EXPECT_EQ(r.code(), StatusCode::kUnsupported) << r.message();
+    EXPECT_NE(r.message().find("node 'gelu' (Gelu): its output 1 'g1' is read, but Gelu does "
+                               "not produce it (the node names 2 outputs)"),
+              std::string::npos)
+        << r.message();
+  }
+  auto s = Session::Load(gelu("gelu2_unread.onnx", false, false), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE((*s)->SetInput("x", x).ok());
+  ASSERT_TRUE((*s)->Run().ok());
+  ASSERT_TRUE((*s)->Run().ok());  // the planned run too
+  EXPECT_EQ((*s)->Output("y")->shape(), (std::vector<int64_t>{2, 3}));
 }
 
 TEST(SessionTest, KernelErrorsNameFileAndNode) {

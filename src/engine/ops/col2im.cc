@@ -6,6 +6,7 @@
 // Each (n, c) image plane is produced by one thread (no write races): for every block element
 // and every grid position, one add. N-D (any number of spatial dims), float32 and float64.
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -55,6 +56,11 @@ class Col2ImKernel : public Kernel {
         return NodeError(node_,
                          "image_shape, block_shape, dilations and strides must be positive "
                          "and pads non-negative");
+      constexpr int64_t kHuge = int64_t{1} << 40;  // larger ones would overflow below
+      if (image[d] > kHuge || block[d] > kHuge || dil[d] > kHuge || pads[d] > kHuge ||
+          pads[d + nd] > kHuge)
+        return NodeError(node_, "image_shape, block_shape, dilations or pads of spatial dim " +
+                                    std::to_string(d) + " out of range");
       const int64_t span = dil[d] * (block[d] - 1) + 1;
       const int64_t padded = image[d] + pads[d] + pads[d + nd];
       if (padded < span)
@@ -62,6 +68,9 @@ class Col2ImKernel : public Kernel {
                                     ") does not fit the padded image (" + std::to_string(padded) +
                                     ") in spatial dim " + std::to_string(d));
       grid[d] = (padded - span) / str[d] + 1;
+      if (kprod > std::numeric_limits<int64_t>::max() / block[d] ||
+          L > std::numeric_limits<int64_t>::max() / grid[d])
+        return NodeError(node_, "the product of block_shape or of the block grid overflows");
       kprod *= block[d];
       L *= grid[d];
     }

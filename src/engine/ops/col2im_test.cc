@@ -91,6 +91,10 @@ TEST(Col2ImTest, OverlapCountsAndBadInput) {
   ExpectNodeError(MakeNode("Col2Im", 3, 1, 18), {&wrong_c, &img, &blk}, "multiple");
   Tensor big = IntTensor({2}, {4, 4});
   ExpectNodeError(MakeNode("Col2Im", 3, 1, 18), {&ones, &img, &big}, "does not fit");
+  // Sizes whose padded extent, span or products would overflow int64.
+  Tensor vast = IntTensor({2}, {int64_t{1} << 62, 3});
+  ExpectNodeError(MakeNode("Col2Im", 3, 1, 18), {&ones, &vast, &blk},
+                  "image_shape, block_shape, dilations or pads of spatial dim 0 out of range");
   auto k = FindKernel("", "Col2Im")(MakeNode("Col2Im", 3, 1, 18));
   EXPECT_EQ(
       (*k)->EstimateCost({{DataType::kFloat32, {1, 4, 4}}}, {{DataType::kFloat32, {1, 1, 3, 3}}})

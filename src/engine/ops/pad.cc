@@ -57,7 +57,12 @@ class PadKernel : public Kernel {
         return NodeError(node_, "pad " + std::to_string(v) + " is out of any sensible range");
     std::vector<int64_t> out_shape(r);
     for (int d = 0; d < r; ++d) {
-      const int64_t in = x->dim(d), o = in + pads[d] + pads[d + r];
+      const int64_t in = x->dim(d);
+      // An empty input may carry any other dim: [2^63-1, 0] plus a pad would overflow.
+      if (in > (int64_t{1} << 62))
+        return NodeError(node_, "axis " + std::to_string(d) + " of size " + std::to_string(in) +
+                                    " is out of any sensible range");
+      const int64_t o = in + pads[d] + pads[d + r];
       if (o < 0)
         return NodeError(node_, "pads crop axis " + std::to_string(d) + " of size " +
                                     std::to_string(in) + " below zero");

@@ -397,6 +397,19 @@ TEST(Pool, BadInputAndCost) {
   strides.attrs.Set("strides", IntsAttr({0, 1}));
   EXPECT_FALSE(FindKernel("", "AveragePool")(strides).ok());
 
+  // An empty input may carry any other dim: [1, 1, 2^63-1, 0] plus its pads overflowed int64
+  // (UBSan, model_struct_fuzz); the release build went on with a wrapped size.
+  Tensor huge(DataType::kFloat32, {1, 1, std::numeric_limits<int64_t>::max(), 0});
+  Node hp = MakeNode("MaxPool", 1, 1);
+  hp.attrs.Set("kernel_shape", IntsAttr({3, 3}));
+  hp.attrs.Set("pads", IntsAttr({1, 1, 1, 1}));
+  r = RunPoisoned(hp, {&huge});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("spatial dim 0: input 9223372036854775807, kernel 3, "
+                                      "dilation 1 out of range"),
+            std::string::npos)
+      << r.status().message();
+
   Node c = MakeNode("MaxPool", 1, 1);
   c.attrs.Set("kernel_shape", IntsAttr({3, 3}));
   auto k = FindKernel("", "MaxPool")(c);

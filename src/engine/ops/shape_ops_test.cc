@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "engine/ops/common.h"
@@ -544,6 +545,15 @@ TEST(PadTest, BadInput) {
   EXPECT_FALSE(RunKernel(MakeNode("Pad", 2, 1, 13), {&x, &short_pads}).ok());
   Tensor crop = IntTensor({4}, {-3, 0, 0, 0});
   EXPECT_FALSE(RunKernel(MakeNode("Pad", 2, 1, 13), {&x, &crop}).ok());
+  // An empty [2^63-1, 0] input padded by one overflowed int64 (the same class as MaxPool's).
+  Tensor huge(DataType::kFloat32, {std::numeric_limits<int64_t>::max(), 0});
+  Tensor one = IntTensor({4}, {0, 0, 1, 0});
+  auto r = RunKernel(MakeNode("Pad", 2, 1, 13), {&huge, &one});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("axis 0 of size 9223372036854775807 is out of any sensible "
+                                      "range"),
+            std::string::npos)
+      << r.status().message();
   Node n = MakeNode("Pad", 2, 1, 13);
   n.attrs.Set("mode", StringAttr("mirror"));
   EXPECT_FALSE(FindKernel("", "Pad")(n).ok());

@@ -8,12 +8,15 @@
 //   std::string path = b.Save("relu.onnx");
 #pragma once
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <stdlib.h>
 
 #include <cstdint>
 #include <fstream>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -118,6 +121,37 @@ class ModelBuilder {
     return path;
   }
   onnx::ModelProto& model() { return m_; }
+
+  // A model read from `path` (a fuzz corpus input), to be edited and saved again.
+  static ModelBuilder FromFile(const std::string& path) {
+    ModelBuilder b;
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    b.m_.ParseFromString(ss.str());
+    return b;
+  }
+  // Cuts every main-graph node of the default domain to the outputs its operator has (libonnx's
+  // schema at the model's opset) and drops the graph outputs no node computes any more: a fuzz
+  // input that exercises a kernel but also names outputs the load now refuses.
+  void TrimExtraOutputs() {
+    int opset = 0;
+    for (const auto& imp : m_.opset_import())
+      if (imp.domain().empty()) opset = static_cast<int>(imp.version());
+    auto* g = m_.mutable_graph();
+    std::set<std::string> computed;
+    for (const auto& in : g->input()) computed.insert(in.name());
+    for (const auto& t : g->initializer()) computed.insert(t.name());
+    for (auto& n : *g->mutable_node()) {
+      const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(n.op_type(), opset, "");
+      if (s && n.domain().empty())
+        while (n.output_size() > s->max_output()) n.mutable_output()->RemoveLast();
+      for (const auto& o : n.output()) computed.insert(o);
+    }
+    auto* outs = g->mutable_output();
+    for (int i = outs->size() - 1; i >= 0; --i)
+      if (!computed.count(outs->Get(i).name())) outs->DeleteSubrange(i, 1);
+  }
 
  private:
   onnx::ModelProto m_;
