@@ -143,21 +143,16 @@ Status SessionImpl::RunStep(int s, bool planning) {
 }
 
 namespace {
-std::atomic<double> g_step_flop_limit{0};
+// Work limits of the fuzzers (memory_limit.h); 0 is off. Negative and NaN values turn them off.
+std::atomic<double> g_step_flop_limit{0}, g_run_work_limit{0};
+void StoreLimit(std::atomic<double>& limit, double v) {
+  limit.store(v > 0 ? v : 0, std::memory_order_relaxed);
+}
 }  // namespace
 
-void SetStepFlopLimit(double flops) {
-  g_step_flop_limit.store(flops > 0 ? flops : 0, std::memory_order_relaxed);
-}
+void SetStepFlopLimit(double flops) { StoreLimit(g_step_flop_limit, flops); }
 double StepFlopLimit() { return g_step_flop_limit.load(std::memory_order_relaxed); }
-
-namespace {
-std::atomic<double> g_run_work_limit{0};
-}  // namespace
-
-void SetRunWorkLimit(double units) {
-  g_run_work_limit.store(units > 0 ? units : 0, std::memory_order_relaxed);
-}
+void SetRunWorkLimit(double units) { StoreLimit(g_run_work_limit, units); }
 double RunWorkLimit() { return g_run_work_limit.load(std::memory_order_relaxed); }
 
 // Kernels ask for their outputs before they compute, so the output's shape and the inputs are

@@ -265,10 +265,11 @@ Status CheckSparseTensors(const onnx::GraphProto& g, const std::string& path) {
 // the last opset it knows (17 for 1.12), and kernels compute only the outputs their operator
 // defines, leaving the others without data for whoever reads them (a Transpose named three
 // outputs in a model_struct_fuzz input). The schema is the newest one libonnx knows at or below
-// the model's opset: no operator has gained outputs since opset 17 (inputs it has: ReduceMean-18's
-// axes, Pad-18's axes, so inputs are not checked this way). Operators libonnx does not know
-// (Gelu-20, other domains) are left to the executor, which refuses an output that is read but
-// was not produced.
+// the model's opset: to our knowledge no operator gained outputs in opsets 18-21 (not checked
+// against a newer libonnx; one that did would be refused, naming the older schema). Inputs some
+// did gain (ReduceMean-18's axes, Pad-18's axes), so they are not checked this way. Operators
+// libonnx does not know (Gelu-20, other domains) are left to the executor, which refuses an
+// output that is read but was not produced.
 Status CheckOutputCount(const onnx::NodeProto& n, int index, int opset, const std::string& path) {
   if (!DefaultDomain(n)) return Status::Ok();
   int count = n.output_size();
