@@ -56,9 +56,8 @@ class Col2ImKernel : public Kernel {
         return NodeError(node_,
                          "image_shape, block_shape, dilations and strides must be positive "
                          "and pads non-negative");
-      constexpr int64_t kHuge = int64_t{1} << 40;  // larger ones would overflow below
-      if (image[d] > kHuge || block[d] > kHuge || dil[d] > kHuge || pads[d] > kHuge ||
-          pads[d + nd] > kHuge)
+      if (image[d] > kMaxGeometrySize || block[d] > kMaxGeometrySize || dil[d] > kMaxGeometrySize ||
+          pads[d] > kMaxGeometrySize || pads[d + nd] > kMaxGeometrySize)
         return NodeError(node_, "image_shape, block_shape, dilations or pads of spatial dim " +
                                     std::to_string(d) + " out of range");
       const int64_t span = dil[d] * (block[d] - 1) + 1;

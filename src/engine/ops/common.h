@@ -17,6 +17,12 @@
 namespace opscope::engine {
 
 // "node 'Conv_12' (Conv): <msg>"
+// The largest spatial size, kernel extent, dilation or pad that the geometry arithmetic of
+// convolutions, pools, Col2Im and Pad accepts. An empty tensor may carry any other dim (a
+// [N, N, 2^63-1, 0] input holds no data), and sums and products of such sizes overflow int64;
+// larger ones fail with one line naming the node.
+constexpr int64_t kMaxGeometrySize = int64_t{1} << 40;
+
 inline Status NodeError(const Node& n, const std::string& msg) {
   return InvalidArgument("node '" + n.name + "' (" + n.op_type + "): " + msg);
 }

@@ -74,8 +74,7 @@ Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t
   for (size_t i = 0; i < sp; ++i) {
     // An empty tensor may carry any other dim (a [0, 2^62] weight holds no data): bound the
     // sizes before the arithmetic below, which would overflow.
-    constexpr int64_t kHuge = int64_t{1} << 40;
-    if (in[i] > kHuge || g->k[i] > kHuge || g->d[i] > kHuge)
+    if (in[i] > kMaxGeometrySize || g->k[i] > kMaxGeometrySize || g->d[i] > kMaxGeometrySize)
       return NodeError(n, "spatial dim " + std::to_string(i) + ": input " + std::to_string(in[i]) +
                               ", kernel " + std::to_string(g->k[i]) + ", dilation " +
                               std::to_string(g->d[i]) + " out of range");

@@ -53,7 +53,7 @@ class PadKernel : public Kernel {
       return NodeError(node_, "'pads' has " + std::to_string(pads.size()) + " values, expected " +
                                   std::to_string(2 * r) + " for rank " + std::to_string(r));
     for (int64_t v : pads)
-      if (v > (int64_t{1} << 40) || v < -(int64_t{1} << 40))
+      if (v > kMaxGeometrySize || v < -kMaxGeometrySize)
         return NodeError(node_, "pad " + std::to_string(v) + " is out of any sensible range");
     std::vector<int64_t> out_shape(r);
     for (int d = 0; d < r; ++d) {

@@ -100,10 +100,8 @@ Status ResolvePool(const Node& n, const PoolAttrs& a, const Tensor& x, PoolGeo* 
     size_t i = j + off;
     int64_t in = x.dim(static_cast<int>(j) + 2), k = a.kernel[j], s = a.strides[j],
             d = a.dilations[j];
-    // An empty input may carry any other dim (a [N, N, 2^63-1, 0] input holds no data): bound
-    // the sizes before the arithmetic below, which would overflow (as ConvGeometry does).
-    constexpr int64_t kHuge = int64_t{1} << 40;
-    if (in > kHuge || k > kHuge || d > kHuge)
+    // Bounded before the arithmetic below, which would overflow (as ConvGeometry does).
+    if (in > kMaxGeometrySize || k > kMaxGeometrySize || d > kMaxGeometrySize)
       return NodeError(n, "spatial dim " + std::to_string(j) + ": input " + std::to_string(in) +
                               ", kernel " + std::to_string(k) + ", dilation " + std::to_string(d) +
                               " out of range");

@@ -16,9 +16,10 @@
 #include <fstream>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "base/files.h"
 
 namespace opscope::engine::testing {
 
@@ -125,10 +126,7 @@ class ModelBuilder {
   // A model read from `path` (a fuzz corpus input), to be edited and saved again.
   static ModelBuilder FromFile(const std::string& path) {
     ModelBuilder b;
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    b.m_.ParseFromString(ss.str());
+    if (auto bytes = ReadFile(path); bytes.ok()) b.m_.ParseFromString(*bytes);
     return b;
   }
   // Cuts every main-graph node of the default domain to the outputs its operator has (libonnx's
