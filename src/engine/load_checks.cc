@@ -14,7 +14,13 @@
 namespace opscope::engine {
 namespace {
 
-using RankMap = std::unordered_map<std::string, int>;
+// What is known of a value before or between libonnx's inference: its rank, and for a 1-D
+// value its length when that is fixed (-1 otherwise).
+struct Known {
+  int rank = 0;
+  int64_t length = -1;
+};
+using RankMap = std::unordered_map<std::string, Known>;
 
 std::string IntsToString(const std::vector<int64_t>& v) {
   std::vector<std::string> s;
@@ -37,13 +43,20 @@ constexpr int64_t kMaxAttrSize = (int64_t{1} << 31) - 1;
 const std::set<std::string> kConvs = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose"};
 const std::set<std::string> kPools = {"MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
 
+// The most axes an output may get from the length of a shape input (Expand's shape,
+// ConstantOfShape's input). ONNX sets no limit; no model has more than a handful, and libonnx
+// 1.12 allocates one dimension record per axis before anything checks the count.
+constexpr int64_t kMaxShapeInputLength = 1024;
+
 // Nodes whose libonnx 1.12 shape inference indexes per-axis lists and the weight's dims by the
 // input's rank unchecked (convPoolShapeInference, convTransposeShapeInference, maxUnpool, Gemm's
-// A and B dims, LayerNormalization's axis): their inputs' ranks must be checked before libonnx
-// infers them.
+// A and B dims, LayerNormalization's axis), or makes the output's rank the length of a shape
+// input (Expand, ConstantOfShape): their inputs' ranks and lengths must be checked before
+// libonnx infers them.
 bool RankSensitive(const onnx::NodeProto& n) {
   return DefaultDomain(n) && (kConvs.count(n.op_type()) > 0 || kPools.count(n.op_type()) > 0 ||
-                              n.op_type() == "LayerNormalization" || n.op_type() == "Gemm");
+                              n.op_type() == "LayerNormalization" || n.op_type() == "Gemm" ||
+                              n.op_type() == "Expand" || n.op_type() == "ConstantOfShape");
 }
 
 // True when a subgraph of `n` (If/Loop/Scan bodies, at any depth) holds a rank-sensitive node.
@@ -62,8 +75,23 @@ bool SubgraphHasRankSensitive(const onnx::NodeProto& n) {
 }
 
 void NoteRank(const onnx::ValueInfoProto& v, RankMap* ranks) {
-  if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
-    (*ranks)[v.name()] = v.type().tensor_type().shape().dim_size();
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+  const onnx::TensorShapeProto& shape = v.type().tensor_type().shape();
+  Known k;
+  k.rank = shape.dim_size();
+  if (k.rank == 1 && shape.dim(0).has_dim_value()) k.length = shape.dim(0).dim_value();
+  (*ranks)[v.name()] = k;
+}
+
+void NoteTensor(const std::string& name, const onnx::TensorProto& t, RankMap* ranks,
+                bool replace) {
+  Known k;
+  k.rank = t.dims_size();
+  if (k.rank == 1) k.length = t.dims(0);
+  if (replace)
+    (*ranks)[name] = k;
+  else
+    ranks->emplace(name, k);
 }
 
 // Ranks known before any inference: graph inputs, initializers, Constant values (libonnx infers
@@ -71,11 +99,11 @@ void NoteRank(const onnx::ValueInfoProto& v, RankMap* ranks) {
 RankMap InitialRanks(const onnx::GraphProto& g) {
   RankMap ranks;
   for (const auto& v : g.input()) NoteRank(v, &ranks);
-  for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  for (const auto& t : g.initializer()) NoteTensor(t.name(), t, &ranks, true);
   for (const auto& n : g.node())
     if (IsConstant(n))
       for (const auto& a : n.attribute())
-        if (a.name() == "value" && a.has_t()) ranks.emplace(n.output(0), a.t().dims_size());
+        if (a.name() == "value" && a.has_t()) NoteTensor(n.output(0), a.t(), &ranks, false);
   return ranks;
 }
 
@@ -97,7 +125,7 @@ Status CheckNode(const onnx::NodeProto& n, int index, const RankMap& ranks,
     // unchecked: a scalar X (axis -1 + 0) is a SEGV there (a model_struct_fuzz finding).
     auto it = n.input_size() > 0 ? ranks.find(n.input(0)) : ranks.end();
     if (it == ranks.end()) return Status::Ok();
-    const int64_t r = it->second;
+    const int64_t r = it->second.rank;
     int64_t axis = -1;
     for (const auto& a : n.attribute())
       if (a.name() == "axis") axis = a.i();
@@ -113,11 +141,24 @@ Status CheckNode(const onnx::NodeProto& n, int index, const RankMap& ranks,
     // unchecked (a scalar A is a null dereference: a model_struct_fuzz finding).
     for (int k = 0; k < 2 && k < n.input_size(); ++k) {
       auto it = ranks.find(n.input(k));
-      if (it != ranks.end() && it->second != 2)
+      if (it != ranks.end() && it->second.rank != 2)
         return InvalidArgument(where + ": input " + (k == 0 ? "A" : "B") + " ('" + n.input(k) +
-                               "') has rank " + std::to_string(it->second) +
+                               "') has rank " + std::to_string(it->second.rank) +
                                "; Gemm multiplies 2-D matrices");
     }
+    return Status::Ok();
+  }
+  if (op == "Expand" || op == "ConstantOfShape") {
+    // libonnx 1.12 gives the output one axis per element of the shape input when only that
+    // input's length is known: a shape input of length 2^31 is 2^31 dimension records, an
+    // out-of-memory abort (a model_struct_fuzz finding, Expand(x, x) with x of shape [2^31]).
+    const int k = op == "Expand" ? 1 : 0;
+    auto it = k < n.input_size() ? ranks.find(n.input(k)) : ranks.end();
+    if (it != ranks.end() && it->second.rank == 1 && it->second.length > kMaxShapeInputLength)
+      return InvalidArgument(where + ": shape input '" + n.input(k) + "' has " +
+                             std::to_string(it->second.length) +
+                             " elements, so the output would have as many axes; at most " +
+                             std::to_string(kMaxShapeInputLength) + " are accepted");
     return Status::Ok();
   }
   const bool conv = kConvs.count(op) > 0, pool = kPools.count(op) > 0;
@@ -150,7 +191,7 @@ Status CheckNode(const onnx::NodeProto& n, int index, const RankMap& ranks,
   auto rank_of = [&](int i) {
     if (i >= n.input_size()) return -1;
     auto it = ranks.find(n.input(i));
-    return it == ranks.end() ? -1 : it->second;
+    return it == ranks.end() ? -1 : it->second.rank;
   };
   if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" || op == "QLinearConv") {
     // libonnx 1.12's inference indexes the per-axis lists (dilations, strides, pads, kernel
@@ -335,7 +376,7 @@ Status InferShapesChecked(onnx::ModelProto& model, const std::string& path) {
   for (auto& n : all)
     if (IsConstant(n))
       for (const auto& a : n.attribute())
-        if (a.name() == "value" && a.has_t()) ranks.emplace(n.output(0), a.t().dims_size());
+        if (a.name() == "value" && a.has_t()) NoteTensor(n.output(0), a.t(), &ranks, false);
 
   int begin = 0;
   std::unordered_set<std::string> pending;  // outputs of the segment not inferred yet

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "engine/load_checks.h"
 #include "engine/memory_limit.h"
@@ -426,6 +427,10 @@ TEST(ModelLoadTest, FuzzFindingsAreCleanErrors) {
       // Mul, which read it without data (UBSan null load, model_struct_fuzz).
       {"crash-transpose-three-outputs-null-read.onnx",
        {"node 'dyn' (Transpose) names 3 outputs, but Transpose-13 has 1"}},
+      // Opset 11 Expand(x, x), x int64 of shape [2^31]: libonnx 1.12 gave the output 2^31 axes
+      // (libFuzzer's out-of-memory abort at 2 GiB, model_struct_fuzz).
+      {"oom-expand-shape-input-length-2pow31.onnx",
+       {"node 'Expand_0' (Expand)", "shape input 'x' has 2147483648 elements"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
@@ -736,6 +741,99 @@ TEST(ModelLoadTest, ComputedConvRanksAreCheckedBeforeLibonnxInfersTheConv) {
       ASSERT_TRUE(s.ok()) << s.status().message();
       ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
       EXPECT_TRUE((*s)->Run().ok());
+      continue;
+    }
+    ExpectRefused(s, c.needles);
+  }
+  fs::remove_all(dir);
+}
+
+// Expand and ConstantOfShape get one output axis per element of their shape input; libonnx 1.12
+// allocates them all when only the input's length is known, so a length of 2^31 (a graph input's
+// declared shape, or Range's inferred one) was an out-of-memory abort inside shape inference.
+TEST(ModelLoadTest, ShapeInputsLongerThanTheRankBoundAreRefusedBeforeInference) {
+  std::string dir = FreshDir();
+  auto int64_input = [](onnx::ModelProto& m, const std::string& name, std::vector<int64_t> dims) {
+    AddValue(m.mutable_graph()->mutable_input(), name, dims);
+    m.mutable_graph()->mutable_input()->rbegin()->mutable_type()->mutable_tensor_type()
+        ->set_elem_type(onnx::TensorProto::INT64);
+  };
+  auto int64_init = [](onnx::ModelProto& m, const std::string& name, std::vector<int64_t> v,
+                       bool scalar) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+  };
+  struct Case {
+    std::string what;
+    std::function<void(onnx::ModelProto&)> build;
+    std::vector<std::string> needles;  // empty: loads (and runs, when `run`)
+    bool run = false;
+  } cases[] = {
+      {"Expand, shape from a graph input of 2^31 elements",
+       [&](onnx::ModelProto& m) {
+         AddValue(m.mutable_graph()->mutable_input(), "x", {1});
+         int64_input(m, "s", {int64_t{1} << 31});
+         AddNode(m, "Expand", {"x", "s"}, "y", "e");
+       },
+       {"node 'e' (Expand)", "shape input 's' has 2147483648 elements",
+        "at most 1024 are accepted"}},
+      {"ConstantOfShape, shape from a graph input of 1025 elements",
+       [&](onnx::ModelProto& m) {
+         int64_input(m, "s", {1025});
+         AddNode(m, "ConstantOfShape", {"s"}, "y", "c");
+       },
+       {"node 'c' (ConstantOfShape)", "shape input 's' has 1025 elements"}},
+      {"ConstantOfShape, shape from a graph input of 1024 elements",
+       [&](onnx::ModelProto& m) {
+         int64_input(m, "s", {1024});
+         AddNode(m, "ConstantOfShape", {"s"}, "y", "c");
+       },
+       {}},
+      {"Expand, shape from Range(0, 2^31, 1), its length known only after inference",
+       [&](onnx::ModelProto& m) {
+         AddValue(m.mutable_graph()->mutable_input(), "x", {1});
+         int64_init(m, "a", {0}, true);
+         int64_init(m, "b", {int64_t{1} << 31}, true);
+         int64_init(m, "d", {1}, true);
+         AddNode(m, "Range", {"a", "b", "d"}, "r", "range");
+         AddNode(m, "Expand", {"x", "r"}, "y", "e");
+       },
+       {"node 'e' (Expand)", "shape input 'r' has 2147483648 elements"}},
+      {"Expand, shape from an initializer",
+       [&](onnx::ModelProto& m) {
+         AddValue(m.mutable_graph()->mutable_input(), "x", {1, 4});
+         int64_init(m, "s", {3, 1}, false);
+         AddNode(m, "Expand", {"x", "s"}, "y", "e");
+       },
+       {},
+       true},
+      {"ConstantOfShape, shape from an initializer",
+       [&](onnx::ModelProto& m) {
+         AddValue(m.mutable_graph()->mutable_input(), "x", {1});
+         int64_init(m, "s", {2, 3}, false);
+         AddNode(m, "ConstantOfShape", {"s"}, "c", "c");
+         AddNode(m, "Add", {"c", "x"}, "y", "add");
+       },
+       {},
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    onnx::ModelProto m = NewModel();
+    c.build(m);
+    auto* out = m.mutable_graph()->add_output();
+    out->set_name("y");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto s = Session::Load(Save(m, dir + "/shape.onnx"), {});
+    if (c.needles.empty()) {
+      ASSERT_TRUE(s.ok()) << s.status().message();
+      if (c.run) {
+        ASSERT_TRUE((*s)->FillRandomInputs(1).ok());
+        EXPECT_TRUE((*s)->Run().ok());
+      }
       continue;
     }
     ExpectRefused(s, c.needles);
