@@ -4,6 +4,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #   FUZZ_RUNS=10000000 scripts/fuzz.sh 14400 model_fuzz   (stop at 10 M executions or 4 h)
+#   FUZZ_WORKERS=2 FUZZ_RUNS=10000000 scripts/fuzz.sh 9000 model_struct_fuzz
+#       (two in-process fuzzers on the one corpus, 5 M executions each; the line sums them)
 #   FUZZ_FLAGS='-only_ascii=1' FUZZ_TIMEOUT=120 scripts/fuzz.sh 600 import_perf_script_fuzz
 #
 # Each target starts from its seeds (tests/fuzz_corpus/<target>/ plus the folders its
@@ -37,6 +39,32 @@ flags_for() {
 }
 
 status=0
+# A signal to this script reaches the workers through the wait loop below (as SIGINT).
+trap ':' INT TERM HUP
+workers=${FUZZ_WORKERS:-1}
+case $workers in ''|*[!0-9]*|0) echo "fuzz.sh: FUZZ_WORKERS must be a positive integer" >&2; exit 2 ;; esac
+runs=${FUZZ_RUNS:-}
+# N workers share the executions: each stops after its part of FUZZ_RUNS (rounded up).
+if [ -n "$runs" ] && [ "$workers" -gt 1 ]; then runs=$(( (runs + workers - 1) / workers )); fi
+
+# result_of LOG RC: ok, interrupted (no crash), or CRASH (why) file.
+result_of() {
+  local log=$1 rc=$2 crash why
+  if [ "$rc" -eq 0 ]; then
+    echo "ok"
+  elif grep -q 'libFuzzer: run interrupted' "$log"; then
+    # SIGINT/SIGTERM from outside (exit 72): neither ok nor a finding.
+    echo "interrupted (no crash); log $log"
+  else
+    # The slow-unit-* files libFuzzer writes along the way are not the crash.
+    crash=$( (grep -o 'Test unit written to .*' "$log" || true) | grep -v '/slow-unit-' | \
+      tail -n 1 | sed 's/Test unit written to //')
+    why=$(grep -m1 -o 'ERROR: [A-Za-z]*Sanitizer: [a-zA-Z-]*\|ERROR: libFuzzer: [a-z-]*\|runtime error: .*\|deadly signal' \
+      "$log" || true)
+    echo "CRASH (${why:-exit $rc}) ${crash:-}; log $log"
+  fi
+}
+
 printf '%-20s %12s %10s %8s  %s\n' target execs exec/s cov result
 while read -r name path inputs; do
   if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then continue; fi
@@ -48,33 +76,54 @@ while read -r name path inputs; do
   corpus=$build/corpus/$name
   artifacts=$build/artifacts/$name/
   mkdir -p "$corpus" "$artifacts"
-  log=$build/fuzz-$name.log
-  rc=0
-  # In-process, one worker (-jobs/-workers would fork a child that logs to ./fuzz-N.log).
-  # FUZZ_FLAGS: more libFuzzer flags, split on spaces.
-  # shellcheck disable=SC2046,SC2086
-  "$path" -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 \
-    $(flags_for "$name") ${FUZZ_FLAGS:-} -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-25}" \
-    -artifact_prefix="$artifacts" "$corpus" $(for d in $inputs; do [ -d "$d" ] && echo "$d"; done) \
-    >"$log" 2>&1 || rc=$?
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-  cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
-  if [ "$rc" -eq 0 ]; then
-    result="ok"
-  elif grep -q 'libFuzzer: run interrupted' "$log"; then
-    # SIGINT/SIGTERM from outside (exit 72): neither ok nor a finding.
-    status=1
-    result="interrupted (no crash); log $log"
-  else
-    status=1
-    # The slow-unit-* files libFuzzer writes along the way are not the crash.
-    crash=$( (grep -o 'Test unit written to .*' "$log" || true) | grep -v '/slow-unit-' | \
-      tail -n 1 | sed 's/Test unit written to //')
-    why=$(grep -m1 -o 'ERROR: [A-Za-z]*Sanitizer: [a-zA-Z-]*\|runtime error: .*\|deadly signal' \
-      "$log" || true)
-    result="CRASH (${why:-exit $rc}) ${crash:-}; log $log"
-  fi
-  printf '%-20s %12s %10s %8s  %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$result"
+  # One worker logs to fuzz-<target>.log; N workers to fuzz-<target>.w<i>.log.
+  logs=() pids=()
+  for ((i = 1; i <= workers; i++)); do
+    if [ "$workers" -eq 1 ]; then logs+=("$build/fuzz-$name.log"); else logs+=("$build/fuzz-$name.w$i.log"); fi
+    # In-process (-jobs/-workers would fork a child that logs to ./fuzz-N.log). With N workers,
+    # N such processes write their new units into the same corpus folder, and libFuzzer's
+    # -reload (on by default) reads in what the others found. FUZZ_FLAGS: more libFuzzer flags,
+    # split on spaces.
+    # shellcheck disable=SC2046,SC2086
+    "$path" -max_total_time="$seconds" ${runs:+-runs="$runs"} -print_final_stats=1 \
+      $(flags_for "$name") ${FUZZ_FLAGS:-} -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-25}" \
+      -artifact_prefix="$artifacts" "$corpus" $(for d in $inputs; do [ -d "$d" ] && echo "$d"; done) \
+      </dev/null >"${logs[-1]}" 2>&1 &
+    pids+=($!)
+  done
+  # Wait for every worker. When one stops with a finding, or a signal reaches this script, the
+  # others get SIGINT: libFuzzer then prints its final stats and exits 72 (interrupted).
+  declare -A rcs=() live=()
+  for pid in "${pids[@]}"; do live[$pid]=1; done
+  while [ ${#live[@]} -gt 0 ]; do
+    rc=0 done_pid=''
+    wait -n -p done_pid "${!live[@]}" || rc=$?
+    if [ -z "${done_pid:-}" ]; then  # a trapped signal interrupted the wait (done_pid unset)
+      kill -INT "${!live[@]}" 2>/dev/null || true
+      continue
+    fi
+    unset "live[$done_pid]"
+    rcs[$done_pid]=$rc
+    if [ "$rc" -ne 0 ] && [ ${#live[@]} -gt 0 ]; then kill -INT "${!live[@]}" 2>/dev/null || true; fi
+  done
+  execs=0 rate=0 cov='' result=ok
+  for ((i = 0; i < workers; i++)); do
+    log=${logs[i]}
+    n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    r=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+    c=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
+    if [ -n "$n" ] && [ "$execs" != "?" ]; then execs=$((execs + n)); else execs="?"; fi
+    if [ -n "$r" ] && [ "$rate" != "?" ]; then rate=$((rate + r)); else rate="?"; fi
+    if [ -n "$c" ] && { [ -z "$cov" ] || [ "$c" -gt "$cov" ]; }; then cov=$c; fi
+    # The first crash names the result, else the first interruption (the others stopped
+    # because of it).
+    r=$(result_of "$log" "${rcs[${pids[i]}]}")
+    if [ "$r" != ok ]; then
+      status=1
+      case $result/$r in ok/* | interrupted*/CRASH*) result=$r ;; esac
+    fi
+  done
+  unset rcs live
+  printf '%-20s %12s %10s %8s  %s\n' "$name" "$execs" "$rate" "${cov:-?}" "$result"
 done <"$build/fuzzers.txt"
 exit $status
