@@ -83,8 +83,7 @@ void NoteRank(const onnx::ValueInfoProto& v, RankMap* ranks) {
   (*ranks)[v.name()] = k;
 }
 
-void NoteTensor(const std::string& name, const onnx::TensorProto& t, RankMap* ranks,
-                bool replace) {
+void NoteTensor(const std::string& name, const onnx::TensorProto& t, RankMap* ranks, bool replace) {
   Known k;
   k.rank = t.dims_size();
   if (k.rank == 1) k.length = t.dims(0);

@@ -755,7 +755,11 @@ TEST(ModelLoadTest, ShapeInputsLongerThanTheRankBoundAreRefusedBeforeInference) 
   std::string dir = FreshDir();
   auto int64_input = [](onnx::ModelProto& m, const std::string& name, std::vector<int64_t> dims) {
     AddValue(m.mutable_graph()->mutable_input(), name, dims);
-    m.mutable_graph()->mutable_input()->rbegin()->mutable_type()->mutable_tensor_type()
+    m.mutable_graph()
+        ->mutable_input()
+        ->rbegin()
+        ->mutable_type()
+        ->mutable_tensor_type()
         ->set_elem_type(onnx::TensorProto::INT64);
   };
   auto int64_init = [](onnx::ModelProto& m, const std::string& name, std::vector<int64_t> v,
@@ -770,6 +774,7 @@ TEST(ModelLoadTest, ShapeInputsLongerThanTheRankBoundAreRefusedBeforeInference) 
     std::string what;
     std::function<void(onnx::ModelProto&)> build;
     std::vector<std::string> needles;  // empty: loads (and runs, when `run`)
+    std::vector<int64_t> y = {1};      // the output's declared shape; -1: a symbolic axis
     bool run = false;
   } cases[] = {
       {"Expand, shape from a graph input of 2^31 elements",
@@ -791,7 +796,8 @@ TEST(ModelLoadTest, ShapeInputsLongerThanTheRankBoundAreRefusedBeforeInference) 
          int64_input(m, "s", {1024});
          AddNode(m, "ConstantOfShape", {"s"}, "y", "c");
        },
-       {}},
+       {},
+       std::vector<int64_t>(1024, -1)},
       {"Expand, shape from Range(0, 2^31, 1), its length known only after inference",
        [&](onnx::ModelProto& m) {
          AddValue(m.mutable_graph()->mutable_input(), "x", {1});
@@ -809,6 +815,7 @@ TEST(ModelLoadTest, ShapeInputsLongerThanTheRankBoundAreRefusedBeforeInference) 
          AddNode(m, "Expand", {"x", "s"}, "y", "e");
        },
        {},
+       {3, 4},
        true},
       {"ConstantOfShape, shape from an initializer",
        [&](onnx::ModelProto& m) {
@@ -818,6 +825,7 @@ TEST(ModelLoadTest, ShapeInputsLongerThanTheRankBoundAreRefusedBeforeInference) 
          AddNode(m, "Add", {"c", "x"}, "y", "add");
        },
        {},
+       {2, 3},
        true},
   };
   for (const Case& c : cases) {
@@ -826,7 +834,15 @@ TEST(ModelLoadTest, ShapeInputsLongerThanTheRankBoundAreRefusedBeforeInference) 
     c.build(m);
     auto* out = m.mutable_graph()->add_output();
     out->set_name("y");
-    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* type = out->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : c.y) {
+      auto* dim = type->mutable_shape()->add_dim();
+      if (d < 0)
+        dim->set_dim_param("d");
+      else
+        dim->set_dim_value(d);
+    }
     auto s = Session::Load(Save(m, dir + "/shape.onnx"), {});
     if (c.needles.empty()) {
       ASSERT_TRUE(s.ok()) << s.status().message();
