@@ -5,12 +5,13 @@
 // preferred blocked layout; the reorder is cached (DnnlWeightCache). Activations stay plain
 // NC[D]HW at the operator boundary; for convolutions with enough channels the primitive is
 // created with `any` activations too (blocked direct kernels beat the plain-layout GEMM path
-// there) and src/dst are reordered in and out. Inside channels-last regions
-// (SessionImpl::AssignChannelsLast) X and Y are NHWC or nChw8c (region_layout.h: per CPU and
-// channel count) and oneDNN's kernels for that layout run without reorders. Pointwise convolutions
-// run as a oneDNN matmul; depthwise 1-D and 2-D ones as a direct NCHW stencil (conv_depthwise.h).
-// Primitives are rebuilt when the input/weight shapes change and reused otherwise (conv_common.h).
-// ConvTranspose is in conv_transpose.cc.
+// there) and src/dst are reordered in and out; for output rows wider than kMaxBrgconvRow that
+// layout is named explicitly (conv_common.h: oneDNN's brgconv costs memory per column). Inside
+// channels-last regions (SessionImpl::AssignChannelsLast) X and Y are NHWC or nChw8c
+// (region_layout.h: per CPU and channel count) and oneDNN's kernels for that layout run without
+// reorders. Pointwise convolutions run as a oneDNN matmul; depthwise 1-D and 2-D ones as a direct
+// NCHW stencil (conv_depthwise.h). Primitives are rebuilt when the input/weight shapes change and
+// reused otherwise (conv_common.h). ConvTranspose is in conv_transpose.cc.
 #include <algorithm>
 #include <cstring>
 
@@ -346,15 +347,24 @@ class ConvKernel : public Kernel {
     memory::dims strides = DnnlDims(geo.s), pl = DnnlDims(geo.pb), pr = DnnlDims(geo.pe);
     memory::dims dil(geo.d.size());
     for (size_t i = 0; i < dil.size(); ++i) dil[i] = geo.d[i] - 1;
+    // The activations' layouts handed to oneDNN: as the engine stores them (plain NC[D]HW, or
+    // the region's layout), oneDNN's choice (`any`), plain NC[D]HW, or for output rows wider
+    // than kMaxBrgconvRow (whose brgconv kernel costs memory per column: conv_common.h) an
+    // explicit blocked layout instead of `any`, for both tensors or, as oneDNN's first-layer
+    // kernels want for few input channels, for Y alone.
+    enum class Act { kStored, kChosen, kBlockedY, kPlain };
+    const bool wide_row = ys.back() > kMaxBrgconvRow;
+    auto act_md = [&](Act a, const std::vector<int64_t>& d, const memory::desc& stored, bool is_y) {
+      if (a == Act::kStored) return stored;
+      if (a == Act::kPlain || (a == Act::kBlockedY && !is_y)) return DnnlPlainDesc(d);
+      return memory::desc(DnnlDims(d), memory::data_type::f32,
+                          wide_row ? BlockedActivationTag(d.size()) : memory::format_tag::any);
+    };
     // with_residual: the residual Add as a binary post-op on the engine's layout of Y (only
     // usable when the primitive writes that layout itself, see below).
-    auto create = [&](bool blocked, bool with_residual = false) {
-      memory::desc src_md =
-          blocked ? memory::desc(DnnlDims(xs), memory::data_type::f32, memory::format_tag::any)
-                  : p_.src_plain;
-      memory::desc dst_md =
-          blocked ? memory::desc(DnnlDims(ys), memory::data_type::f32, memory::format_tag::any)
-                  : p_.dst_plain;
+    auto create = [&](Act act, bool with_residual = false) {
+      memory::desc src_md = act_md(act, xs, p_.src_plain, false);
+      memory::desc dst_md = act_md(act, ys, p_.dst_plain, true);
       return DnnlCall(node_, "create the convolution primitive", [&] {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                           dnnl::algorithm::convolution_direct, src_md, w_any,
@@ -384,6 +394,14 @@ class ConvKernel : public Kernel {
         }
       });
     };
+    // The first of `acts` whose primitive oneDNN makes with a kernel `good` accepts (else the
+    // last one's).
+    auto first_good = [&](std::initializer_list<Act> acts, auto good) {
+      Status st;
+      for (Act a : acts)
+        if (good(st = create(a))) break;
+      return st;
+    };
     p_.gemm = false;
     if (cl_in_ || cl_out_) {
       // Channels-last: oneDNN's direct kernels (brgconv, brgconv_1x1, brdgmm_dw) take NHWC
@@ -395,14 +413,14 @@ class ConvKernel : public Kernel {
       auto fast = [&](const Status& st) {
         return st.ok() && !StartsWith(p_.impl, "ref") && p_.impl.find("gemm") == std::string::npos;
       };
+      // Rows wider than kMaxBrgconvRow skip the NHWC kernels (brgconv) and reorder to a blocked
+      // layout, or to plain NCHW where no blocked kernel takes the shape.
+      if (wide_row) return first_good({Act::kChosen, Act::kBlockedY, Act::kPlain}, fast);
       if (residual_ >= 0) {
-        Status sr = create(false, true);
+        Status sr = create(Act::kStored, true);
         if (fast(sr) && !p_.src_reorder && !p_.dst_reorder) return sr;
       }
-      Status st = create(false);
-      if (!st.ok() || StartsWith(p_.impl, "ref") || p_.impl.find("gemm") != std::string::npos)
-        st = create(true);
-      return st;
+      return first_good({Act::kStored, Act::kChosen}, fast);
     }
     // 1-D depthwise convolutions (audio models: Silero VAD, wake-word front ends) run as 2-D
     // planes of one row: oneDNN's plain-layout 1-D grouped convolution took 45 us for a
@@ -464,10 +482,12 @@ class ConvKernel : public Kernel {
       }
     }
     p_.gemm_sh = p_.gemm_sw = 1;
-    // Plain activations are the fallback for any configuration the blocked kernels refuse.
-    Status st = create(!pointwise);
-    if (!st.ok() && !pointwise) st = create(false);
-    return st;
+    // Plain activations are the fallback for any configuration the blocked kernels refuse (an
+    // explicit blocked layout, for wide rows, can leave only oneDNN's reference kernel).
+    if (pointwise) return create(Act::kStored);
+    auto not_ref = [&](const Status& st) { return st.ok() && !StartsWith(p_.impl, "ref"); };
+    if (wide_row) return first_good({Act::kChosen, Act::kBlockedY, Act::kStored}, not_ref);
+    return first_good({Act::kChosen, Act::kStored}, not_ref);
   }
 
   Node node_;

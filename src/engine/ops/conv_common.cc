@@ -11,6 +11,18 @@ void AppendPostOps(const std::vector<PostOp>& post_ops, dnnl::primitive_attr* at
   attr->set_post_ops(ops);
 }
 
+dnnl::memory::format_tag BlockedActivationTag(size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  static const bool wide_vectors = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+           isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  if (rank == 3) return wide_vectors ? tag::nCw16c : tag::nCw8c;
+  if (rank == 4) return wide_vectors ? tag::nChw16c : tag::nChw8c;
+  return wide_vectors ? tag::nCdhw16c : tag::nCdhw8c;
+}
+
 Status CheckConvInputs(const Node& n, const Tensor* x, const Tensor* w, const Tensor* b) {
   if (!x || !w) return NodeError(n, "inputs X and W are required");
   if (x->dtype() != DataType::kFloat32 || w->dtype() != DataType::kFloat32)

@@ -52,6 +52,20 @@ struct ConvPrimitive {
 // The fused activations as a oneDNN post-op chain on `attr` (nothing when there are none).
 void AppendPostOps(const std::vector<PostOp>& post_ops, dnnl::primitive_attr* attr);
 
+// oneDNN 2.6's brgconv:avx512_core (it takes channels-last activations, and `any` picks it on
+// AVX-512 CPUs) spends memory and time on every column of the output row, both when its
+// primitive descriptor is made and when the primitive is created: a 1-D convolution padded to a
+// 1 M-column row (a model_struct_fuzz finding) took up to 3.8 GB and 16 s before it could run,
+// where jit:avx512_core on the blocked nCw16c layout is made in under a millisecond and runs such
+// rows about as fast (AMD EPYC, AVX-512; docs/ops-nn.md). Up to this width the cost stays under
+// about 250 MB and brgconv's speed (1.1-1.3x jit's on few channels) is kept; wider rows are given
+// an explicit blocked layout (BlockedActivationTag), which brgconv does not take.
+constexpr int64_t kMaxBrgconvRow = 65536;
+
+// The blocked activation layout of oneDNN's direct convolution kernels on this CPU for a tensor
+// of `rank` 3-5: nC[d|h]w16c where oneDNN's ISA is AVX-512, nC[d|h]w8c below.
+dnnl::memory::format_tag BlockedActivationTag(size_t rank);
+
 // Shape checks common to both ops: X and W float32 of the same rank 3-5, B a 1-D float32.
 Status CheckConvInputs(const Node& n, const Tensor* x, const Tensor* w, const Tensor* b);
 

@@ -1,11 +1,16 @@
 // Conv / ConvTranspose against naive twins, fused activations, geometry, costs, bad input.
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
+#include <functional>
 
+#include "engine/ops/conv_common.h"
 #include "engine/ops/dnnl_common.h"
 #include "engine/ops/dnnl_testing.h"
+#include "engine/ops/region_layout.h"
 
 namespace opscope::engine::testing {
 namespace {
@@ -417,6 +422,103 @@ TEST(Conv, CostIsHandComputed) {
   EXPECT_DOUBLE_EQ((*k)->EstimateCost(in, out).flops, 5400 + 150 + 150);
 }
 
+// oneDNN's verbose lines (one per primitive created and run, naming its implementation) while
+// `f` runs.
+std::string OneDnnLog(const std::function<void()>& f) {
+  ::testing::internal::CaptureStdout();
+  dnnl::set_verbose(2);
+  f();
+  dnnl::set_verbose(0);
+  return ::testing::internal::GetCapturedStdout();
+}
+
+bool AvxFiveTwelve() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+         isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+// Output rows wider than kMaxBrgconvRow stay off oneDNN's brgconv kernel, whose creation costs
+// memory per column (the model_struct_fuzz finding: a 1-D Conv padded by 2^20 took 1.5-4 GB
+// before its first run), and still compute the convolution: blocked kernels, the first-layer
+// layout for 3 input channels, a grouped one that only the plain GEMM path takes, 2-D, and the
+// finding itself with X and W one non-constant tensor.
+TEST(Conv, WideRowsStayOffBrgconvAndMatchNaiveTwin) {
+  const int64_t wide = kMaxBrgconvRow + 3;
+  std::vector<ConvCase> cases = {
+      {{1, 3, 1}, {1, 3, 1}, {{1}, {1}, {1048576}, {2}, 1}, false},
+      {{1, 16, wide}, {16, 16, 3}, {{1}, {1}, {1}, {1}, 1}, true},
+      {{1, 3, wide}, {16, 3, 3}, {{1}, {1}, {1}, {1}, 1}, true},
+      {{1, 6, wide}, {6, 3, 3}, {{1}, {1}, {1}, {1}, 2}, true},
+      {{1, 8, 2, wide}, {8, 8, 2, 3}, {{1, 1}, {1, 1}, {0, 1}, {1, 1}, 1}, false},
+  };
+  uint32_t seed = 40;
+  for (const ConvCase& c : cases) {
+    Tensor x = RandomTensor(c.x, seed++), w = RandomTensor(c.w, seed++);
+    Tensor b = RandomTensor({c.w[0]}, seed++);
+    Node n = ConvNode("Conv", c.g, c.bias);
+    StatusOr<std::vector<Tensor>> out = Internal("not run");
+    const std::string log = OneDnnLog([&] {
+      out = RunPoisoned(
+          n, c.bias ? std::vector<const Tensor*>{&x, &w, &b} : std::vector<const Tensor*>{&x, &w});
+    });
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(log.find("brgconv:"), std::string::npos) << log;
+    EXPECT_NE(log.find(",convolution,"), std::string::npos) << "oneDNN ran no convolution";
+    Tensor ref = NaiveConv(x, w, c.bias ? &b : nullptr, c.g);
+    EXPECT_EQ(CompareFloat((*out)[0], ref, 1e-4f, 1e-4f), "") << "x dim 1 " << c.x[1];
+  }
+  // The control: a row of kMaxBrgconvRow columns still gets brgconv where oneDNN has it, so the
+  // log above would have shown it.
+  if (!AvxFiveTwelve()) {
+    std::cout << "[ SKIPPED  ] the control: oneDNN 2.6 has brgconv only on AVX-512\n";
+    return;
+  }
+  Geo g{{1}, {1}, {1}, {1}, 1};
+  Tensor x = RandomTensor({1, 16, kMaxBrgconvRow}, 1), w = RandomTensor({16, 16, 3}, 2);
+  const std::string log = OneDnnLog([&] {
+    ASSERT_TRUE(RunPoisoned(ConvNode("Conv", g, false), {&x, &w}).ok());
+  });
+  EXPECT_NE(log.find("brgconv:"), std::string::npos) << log;
+}
+
+// The same inside a channels-last region: X and Y stored NHWC, where the row's width would
+// otherwise give brgconv the tensors as they are.
+TEST(Conv, WideRowsInAChannelsLastRegionStayOffBrgconv) {
+  SetRegionLayoutForTesting(RegionLayout::kNhwc);
+  auto to_nhwc = [](const Tensor& t, bool back) {  // back: NHWC bytes -> NCHW
+    Tensor r(DataType::kFloat32, t.shape());
+    const int64_t N = t.dim(0), C = t.dim(1), P = t.numel() / (N * C);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t p = 0; p < P; ++p) {
+          const int64_t nchw = (n * C + c) * P + p, nhwc = (n * P + p) * C + c;
+          r.data<float>()[back ? nchw : nhwc] = t.data<float>()[back ? nhwc : nchw];
+        }
+    return r;
+  };
+  for (int64_t width : {kMaxBrgconvRow + 5, int64_t{3}}) {
+    Geo g{{1, 1}, {1, 1}, {0, 1}, {0, 1}, 1};
+    Tensor x = RandomTensor({1, 16, 2, width}, 7), w = RandomTensor({16, 16, 1, 3}, 8);
+    Tensor b = RandomTensor({16}, 9), xl = to_nhwc(x, false);
+    auto k = FindKernel("", "Conv")(ConvNode("Conv", g, true));
+    ASSERT_TRUE(k.ok());
+    ASSERT_TRUE((*k)->SetChannelsLast(true, true));
+    NnTestContext ctx({&xl, &w, &b}, 1);
+    Status st;
+    const std::string log = OneDnnLog([&] { st = (*k)->Run(ctx); });
+    ASSERT_TRUE(st.ok()) << st.message();
+    if (width > kMaxBrgconvRow)
+      EXPECT_EQ(log.find("brgconv:"), std::string::npos) << log;
+    else if (AvxFiveTwelve())
+      EXPECT_NE(log.find("brgconv:"), std::string::npos) << log;
+    EXPECT_EQ(CompareFloat(to_nhwc(ctx.outputs()[0], true), NaiveConv(x, w, &b, g), 1e-4f, 1e-4f),
+              "")
+        << "width " << width;
+  }
+  SetRegionLayoutForTesting(std::nullopt);
+}
+
 // ---- ConvTranspose ----
 
 struct TCase {
@@ -634,6 +736,69 @@ TEST(ConvBench, DISABLED_PlainVsBlockedActivations) {
     double blocked = TimeConv(s.x, s.w, s.stride, s.pad, s.group, true, &bi);
     std::printf("%-22s plain %8.3f ms (%s)  blocked+reorders %8.3f ms (%s)  ratio %.2f\n", s.name,
                 plain, pi.c_str(), blocked, bi.c_str(), plain / blocked);
+  }
+}
+
+// What oneDNN 2.6 costs to make and run a wide 1-D convolution with `any` activations (brgconv
+// on AVX-512), the explicit blocked layout conv.cc gives rows wider than kMaxBrgconvRow (X
+// blocked too, or X plain for few input channels), and plain NCW (im2col + GEMM): creation wall
+// time, the heap the primitive keeps, and the median thread CPU time of one run.
+TEST(ConvBench, DISABLED_WideRowCreation) {
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  struct Shape {
+    const char* name;
+    int64_t iw, c, oc, k, pl, pr;
+  } shapes[] = {
+      {"3->1 k1 pads 2^20,2 (fuzz)", 1, 3, 1, 1, 1048576, 2},
+      {"3->1 k1 row 65537", 65536, 3, 1, 1, 0, 1},
+      {"64->64 k3 row 2^20", 1048576, 64, 64, 3, 1, 1},
+      {"64->64 k3 row 65536", 65536, 64, 64, 3, 1, 1},
+      {"64->64 k3 row 16384", 16384, 64, 64, 3, 1, 1},
+      {"3->16 k3 row 65536", 65536, 3, 16, 3, 1, 1},
+      {"8->64 k3 row 65536", 65536, 8, 64, 3, 1, 1},
+  };
+  auto heap_mb = [] {
+    struct mallinfo2 m = mallinfo2();
+    return double(m.uordblks + m.hblkhd) / (1 << 20);
+  };
+  for (const Shape& s : shapes) {
+    const int64_t ow = s.iw + s.pl + s.pr - s.k + 1;
+    const tag blocked = BlockedActivationTag(3);
+    struct Variant {
+      const char* name;
+      tag x, y;
+    } variants[] = {{"any", tag::any, tag::any},
+                    {"blocked", s.c >= 16 ? blocked : tag::ncw, blocked},
+                    {"plain", tag::ncw, tag::ncw}};
+    std::printf("%-27s", s.name);
+    for (const Variant& v : variants) {
+      const double h0 = heap_mb();
+      const auto t0 = std::chrono::steady_clock::now();
+      memory::desc xd({1, s.c, s.iw}, memory::data_type::f32, v.x);
+      memory::desc yd({1, s.oc, ow}, memory::data_type::f32, v.y);
+      memory::desc wd({s.oc, s.c, s.k}, memory::data_type::f32, tag::any);
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::convolution_direct, xd, wd, yd, {1}, {0},
+                                        {s.pl}, {s.pr});
+      dnnl::convolution_forward::primitive_desc pd(d, DnnlEngine());
+      dnnl::convolution_forward conv(pd);
+      const double create_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double kept = heap_mb() - h0;
+      memory x(pd.src_desc(), DnnlEngine()), w(pd.weights_desc(), DnnlEngine()),
+          y(pd.dst_desc(), DnnlEngine());
+      std::vector<double> times;
+      for (int r = 0; r < 6; ++r) {
+        const double c0 = ThreadCpuMs();
+        conv.execute(DnnlStream(), {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}});
+        DnnlStream().wait();
+        if (r > 0) times.push_back(ThreadCpuMs() - c0);
+      }
+      std::printf(" | %s %s make %7.1f ms keeps %6.1f MB run %8.3f ms", v.name, pd.impl_info_str(),
+                  create_ms, kept, MedianMs(times));
+    }
+    std::printf("\n");
   }
 }
 
