@@ -485,7 +485,10 @@ TEST(Conv, WideRowsStayOffBrgconvAndMatchNaiveTwin) {
 // The same inside a channels-last region: X and Y stored NHWC, where the row's width would
 // otherwise give brgconv the tensors as they are.
 TEST(Conv, WideRowsInAChannelsLastRegionStayOffBrgconv) {
-  SetRegionLayoutForTesting(RegionLayout::kNhwc);
+  struct ForceNhwc {
+    ForceNhwc() { SetRegionLayoutForTesting(RegionLayout::kNhwc); }
+    ~ForceNhwc() { SetRegionLayoutForTesting(std::nullopt); }
+  } force_nhwc;
   auto to_nhwc = [](const Tensor& t, bool back) {  // back: NHWC bytes -> NCHW
     Tensor r(DataType::kFloat32, t.shape());
     const int64_t N = t.dim(0), C = t.dim(1), P = t.numel() / (N * C);
@@ -516,7 +519,6 @@ TEST(Conv, WideRowsInAChannelsLastRegionStayOffBrgconv) {
               "")
         << "width " << width;
   }
-  SetRegionLayoutForTesting(std::nullopt);
 }
 
 // ---- ConvTranspose ----
