@@ -37,8 +37,9 @@ void SessionImpl::FuseBatchNorm(int conv, int bn) {
 }
 
 // The output channel count of a Conv, or of a ConvTranspose with group 1 (its W is
-// [IC, OC, k...]), whose constant float weights may absorb a per-channel scale and shift; -1 for
-// anything else.
+// [IC, OC, k...]), whose constant float weights and bias may absorb a per-channel scale and
+// shift; -1 for anything else, a bias that is not a constant float32 [OC] included (the kernel
+// refuses a wrong bias when it runs; folding it read past its end, a model_struct_fuzz finding).
 int64_t SessionImpl::FoldableOutChannels(int node) const {
   const Node& n = nodes_[node];
   const bool conv = n.op_type == "Conv";
@@ -47,7 +48,14 @@ int64_t SessionImpl::FoldableOutChannels(int node) const {
     return -1;
   const Value& wv = values_[n.inputs[1]];
   if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return -1;
-  return wv.tensor.dim(conv ? 0 : 1);
+  const int64_t oc = wv.tensor.dim(conv ? 0 : 1);
+  if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
+    const Value& bv = values_[n.inputs[2]];
+    if (!bv.is_const || bv.tensor.dtype() != DataType::kFloat32 || bv.tensor.rank() != 1 ||
+        bv.tensor.dim(0) != oc)
+      return -1;
+  }
+  return oc;
 }
 
 // W'[oc] = W[oc] * scale[oc],  B'[oc] = B[oc] * scale[oc] + shift[oc], as new constants (the old
@@ -107,10 +115,6 @@ bool SessionImpl::TryFoldConvAffine(int s, int consumer) {
   if (oc < 0) return false;
   if (!OnlyWeightFolds(s)) return false;
   const Value& wv = values_[an.inputs[1]];
-  if (an.inputs.size() > 2 && an.inputs[2] >= 0 &&
-      (!values_[an.inputs[2]].is_const ||
-       values_[an.inputs[2]].tensor.dtype() != DataType::kFloat32))
-    return false;
   const Node& n = nodes_[consumer];
   const std::string& t = n.op_type;
   if (!TraitsOf(t).arithmetic || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
@@ -316,10 +320,7 @@ void SessionImpl::FusePostOpChains(const std::vector<char>& reserved) {
       const int64_t oc = FoldableOutChannels(anchor);
       if (cn.op_type == "BatchNormalization" && oc >= 0 && cn.inputs.size() >= 5 &&
           cn.outputs.size() >= 1 && OnlyWeightFolds(static_cast<int>(s))) {
-        const Node& an = nodes_[anchor];
-        bool consts = an.inputs.size() < 3 || an.inputs[2] < 0 ||
-                      (values_[an.inputs[2]].is_const &&
-                       values_[an.inputs[2]].tensor.dtype() == DataType::kFloat32);
+        bool consts = true;
         for (int k = 1; k <= 4; ++k)
           consts = consts && cn.inputs[k] >= 0 && values_[cn.inputs[k]].is_const &&
                    values_[cn.inputs[k]].tensor.dtype() == DataType::kFloat32 &&

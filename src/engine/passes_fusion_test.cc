@@ -106,6 +106,37 @@ TEST(FusionPass, ConvAffineFoldsOnlyForSoleConsumer) {
   }
 }
 
+// A Conv whose constant bias does not hold one value per output channel (1 or 3 for 2
+// channels, or a [2, 1]) absorbs neither a Mul nor a BatchNormalization: folding read the bias
+// past its end (ASan, a model_struct_fuzz finding); the kernel refuses such a bias when it runs.
+TEST(FusionPass, ConvWithAWrongBiasFoldsNothing) {
+  for (const std::vector<int64_t>& bias_shape :
+       {std::vector<int64_t>{1}, std::vector<int64_t>{3}, std::vector<int64_t>{2, 1}}) {
+    for (bool bn : {false, true}) {
+      SCOPED_TRACE(std::to_string(bias_shape[0]) + (bn ? " bn" : " mul"));
+      ModelBuilder b;
+      b.Input("x", {1, 2, 6, 6});
+      b.Init("w", {2, 2, 3, 3}, testing::RandomFloats(36, 1));
+      int64_t n = 1;
+      for (int64_t d : bias_shape) n *= d;
+      b.Init("bias", bias_shape, testing::RandomFloats(n, 2));
+      b.Node("Conv", {"x", "w", "bias"}, {"c"}, "conv");
+      if (bn) {
+        for (const char* p : {"g", "be", "m", "v"}) b.Init(p, {2}, {1.f, 2.f});
+        b.Node("BatchNormalization", {"c", "g", "be", "m", "v"}, {"y"}, "next");
+      } else {
+        b.Init("scale", {1, 2, 1, 1}, {2.f, -1.f});
+        b.Node("Mul", {"c", "scale"}, {"y"}, "next");
+      }
+      b.Output("y", {1, 2, 4, 4});
+      SessionImpl s;
+      Prepare(s, b, "fuse_wrong_bias.onnx");
+      P::Fuse(s);
+      EXPECT_EQ(P::ActiveSteps(s), Steps({{"conv"}, {"next"}}));
+    }
+  }
+}
+
 // The erf Gelu, PyTorch's grouping: Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5.
 TEST(FusionPass, GeluPatternBecomesOneStep) {
   ModelBuilder b;
