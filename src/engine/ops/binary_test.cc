@@ -380,6 +380,42 @@ TEST(BinaryTest, BadInput) {
   ExpectNodeError(MakeNode("Add", 2, 1), {&bl, &bl}, "unsupported");
 }
 
+// An empty broadcast may carry dims whose running product overflows int64, and a non-empty one
+// may be too large to exist: neither is iterated, and neither wraps around (model_struct_fuzz
+// found the signed overflow in Numel through a Mul of [7,1,2^31-1,0] and [2^31-1,1,0]).
+TEST(BinaryTest, BroadcastPlanOfHugeShapesDoesNotOverflow) {
+  const int64_t big = std::numeric_limits<int32_t>::max(), t40 = int64_t{1} << 40;
+  EXPECT_EQ(Numel({}), 1);
+  EXPECT_EQ(Numel({2, 3, 4}), 24);
+  EXPECT_EQ(Numel({7, big, big, 0}), 0);
+  EXPECT_EQ(Numel({t40, t40}), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Numel({-1, 3}), -3);  // a negative dim stays visible to the callers that check it
+
+  const Shape a = {7, 1, big, 0}, b = {big, 1, 0};
+  BroadcastPlan p;
+  ASSERT_TRUE(MakeBroadcastPlan({&a, &b}, &p));
+  EXPECT_EQ(p.out_shape, (Shape{7, big, big, 0}));
+  EXPECT_EQ(p.out_numel, 0);
+  EXPECT_EQ(p.dims, (Shape{0}));
+  ASSERT_EQ(p.strides.size(), 2u);
+  EXPECT_EQ(p.strides[0], (Shape{0}));
+
+  const Shape c = {t40, 1}, d = {1, t40};
+  ASSERT_TRUE(MakeBroadcastPlan({&c, &d}, &p));
+  EXPECT_EQ(p.out_shape, (Shape{t40, t40}));
+  EXPECT_EQ(p.out_numel, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(p.dims, (Shape{0}));
+  int rows = 0;
+  ForEachRow<2>(p, 1, [&](int64_t, const std::array<int64_t, 2>&, int64_t) { ++rows; });
+  EXPECT_EQ(rows, 0);
+
+  // An ordinary plan still collapses its dims.
+  const Shape e = {2, 3, 4}, f = {4};
+  ASSERT_TRUE(MakeBroadcastPlan({&e, &f}, &p));
+  EXPECT_EQ(p.out_numel, 24);
+  EXPECT_EQ(p.dims, (Shape{6, 4}));
+}
+
 TEST(BinaryTest, CostIsOneFlopPerOutputPerStep) {
   auto k = FindKernel("", "Add")(MakeNode("Add", 2, 1));
   Cost c = (*k)->EstimateCost({{DataType::kFloat32, {2, 3}}, {DataType::kFloat32, {3}}},

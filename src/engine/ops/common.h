@@ -37,9 +37,15 @@ inline std::string ShapeString(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// The element count of a shape: 0 when any dimension is 0 (an empty tensor may carry any other
+// dims, and their running product can overflow: [7, 2^31-1, 2^31-1, 0] out of a broadcast, found
+// by model_struct_fuzz), and INT64_MAX when a non-empty shape's count overflows int64 (no such
+// tensor can be allocated: KernelContext::Output refuses its shape).
 inline int64_t Numel(const std::vector<int64_t>& s) {
+  if (std::find(s.begin(), s.end(), int64_t{0}) != s.end()) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 

@@ -70,6 +70,14 @@ bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, B
   }
   if (unidirectional && p->out_shape != *shapes[0]) return false;
   p->out_numel = Numel(p->out_shape);
+  int64_t exact = 0;
+  if (p->out_numel == 0 || !CheckedNumel(p->out_shape, &exact)) {
+    // Nothing to iterate: an empty output, or one whose dimensions' running product overflows
+    // int64 (the collapsed dims below would too), which KernelContext::Output refuses.
+    p->dims.assign(1, 0);
+    p->strides.assign(k_in, std::vector<int64_t>(1, 0));
+    return true;
+  }
 
   std::vector<std::vector<int64_t>> full(k_in);
   for (int k = 0; k < k_in; ++k) full[k] = BroadcastStrides(*shapes[k], p->out_shape);
@@ -92,8 +100,6 @@ bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, B
     p->dims.push_back(1);
     for (int k = 0; k < k_in; ++k) p->strides[k].push_back(0);
   }
-  // A 0-sized output has nothing to iterate; keep dims consistent for callers anyway.
-  if (p->out_numel == 0) p->dims.assign(1, 0);
   return true;
 }
 

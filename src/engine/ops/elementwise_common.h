@@ -258,7 +258,7 @@ bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, B
 // element for ParallelFor's split decision.
 template <int K, typename Fn>
 void ForEachRow(const BroadcastPlan& p, int64_t cost, Fn&& fn) {
-  if (p.out_numel == 0) return;
+  if (p.out_numel == 0 || p.dims.back() == 0) return;
   const int nd = static_cast<int>(p.dims.size());
   const int64_t inner = p.dims.back();
   if (nd == 1) {
