@@ -382,7 +382,7 @@ TEST(BinaryTest, BadInput) {
 
 // An empty broadcast may carry dims whose running product overflows int64, and a non-empty one
 // may be too large to exist: neither is iterated, and neither wraps around (model_struct_fuzz
-// found the signed overflow in Numel through a Mul of [7,1,2^31-1,0] and [2^31-1,1,0]).
+// found the signed overflow in Numel through a Min of [7,1,2^31-1,0] and [2^31-1,1,0]).
 TEST(BinaryTest, BroadcastPlanOfHugeShapesDoesNotOverflow) {
   const int64_t big = std::numeric_limits<int32_t>::max(), t40 = int64_t{1} << 40;
   EXPECT_EQ(Numel({}), 1);

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace opscope::engine {
@@ -70,10 +71,9 @@ bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, B
   }
   if (unidirectional && p->out_shape != *shapes[0]) return false;
   p->out_numel = Numel(p->out_shape);
-  int64_t exact = 0;
-  if (p->out_numel == 0 || !CheckedNumel(p->out_shape, &exact)) {
-    // Nothing to iterate: an empty output, or one whose dimensions' running product overflows
-    // int64 (the collapsed dims below would too), which KernelContext::Output refuses.
+  if (p->out_numel == 0 || p->out_numel == std::numeric_limits<int64_t>::max()) {
+    // Nothing to iterate: an empty output, or one whose element count saturated (the collapsed
+    // dims below would overflow too), which KernelContext::Output refuses.
     p->dims.assign(1, 0);
     p->strides.assign(k_in, std::vector<int64_t>(1, 0));
     return true;

@@ -243,7 +243,7 @@ void FloatToHalfInto(const Tensor& src, Tensor* dst);
 struct BroadcastPlan {
   std::vector<int64_t> out_shape;
   int64_t out_numel = 0;
-  std::vector<int64_t> dims;                  // collapsed dims, at least one
+  std::vector<int64_t> dims;                  // collapsed dims, at least one; {0}: none to walk
   std::vector<std::vector<int64_t>> strides;  // per input, per collapsed dim (0 = broadcast)
   int num_inputs = 0;
 };
@@ -258,7 +258,7 @@ bool MakeBroadcastPlan(const std::vector<const std::vector<int64_t>*>& shapes, B
 // element for ParallelFor's split decision.
 template <int K, typename Fn>
 void ForEachRow(const BroadcastPlan& p, int64_t cost, Fn&& fn) {
-  if (p.out_numel == 0 || p.dims.back() == 0) return;
+  if (p.dims.back() == 0) return;  // MakeBroadcastPlan's mark of nothing to iterate
   const int nd = static_cast<int>(p.dims.size());
   const int64_t inner = p.dims.back();
   if (nd == 1) {
