@@ -109,16 +109,17 @@ struct PackedRows {
   bool valid = false;
 };
 
-// Packs `rows` rows of K uint8/int8 elements of `t` (row r starts at element r * K) with the
-// zero point zp[r] (or zp[0]) subtracted.
-void PackQuantRows(const Tensor& t, int64_t rows, int64_t K, const std::vector<int32_t>& zp,
-                   PackedRows* p) {
+// Packs the `rows` rows of uint8/int8 elements of `t` (all of the same length K; row r starts at
+// element r * K) with the zero point zp[r] (or zp[0]) subtracted. No rows, or rows of no elements
+// (a weight [0, C, kh, kw] or [2^31, 0, 3]), pack nothing, without a walk over the empty rows.
+void PackQuantRows(const Tensor& t, int64_t rows, const std::vector<int32_t>& zp, PackedRows* p) {
+  const int64_t K = rows > 0 ? t.numel() / rows : 0;
   p->rows = rows;
   p->K = K;
   p->K2 = (K + 1) / 2;
   p->a2.assign(rows * p->K2, 0);
   std::vector<int32_t> row(K);
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; K > 0 && r < rows; ++r) {
     const int32_t z = zp.size() > 1 ? zp[r] : zp[0];
     for (int64_t k = 0; k < K; ++k) row[k] = ReadInt(t, r * K + k) - z;
     PackRowsA(row.data(), 1, K, K, p->a2.data() + r * p->K2);
@@ -307,7 +308,7 @@ class IntConvKernel : public Kernel, public IntegerOpsCost {
     if (fusion_.w_zero_point.size() != 1 && static_cast<int64_t>(fusion_.w_zero_point.size()) != OC)
       return NodeError(
           node_, "per-channel weight zero points must have " + std::to_string(OC) + " entries");
-    PackQuantRows(fusion_.w, OC, fusion_.w.numel() / OC, fusion_.w_zero_point, &w_);
+    PackQuantRows(fusion_.w, OC, fusion_.w_zero_point, &w_);
     ep_.kind = fusion_.quantize_output ? Epilogue::kFloatQuant : Epilogue::kFloat;
     ep_.q_type = fusion_.y_type;
     ep_.mult.clear();
@@ -396,7 +397,7 @@ class IntConvKernel : public Kernel, public IntegerOpsCost {
     const bool cached = w_.valid && ctx.input_is_constant(w_index) && w_.src == w->raw() &&
                         w_.shape == w->shape() && wz == w_zp_;
     if (!cached) {
-      PackQuantRows(*w, OC, w->numel() / std::max<int64_t>(OC, 1), wz, &w_);
+      PackQuantRows(*w, OC, wz, &w_);
       w_zp_ = wz;
     }
     return RunIntConv(node_, a_, *x, xz[0], w->shape(), w_, ep, ctx);

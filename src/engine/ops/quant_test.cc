@@ -488,6 +488,38 @@ std::string ErrorOf(const Node& n, const std::vector<const Tensor*>& in) {
   return out.ok() ? "" : out.status().message();
 }
 
+// Fused QDQ Convs over empty weights: [0, C, kh, kw] has no output channels (the packing divided
+// the weight's size by them: SIGFPE; model_struct_fuzz), and [2^31, 0, kh, kw] has empty rows
+// that the packing walked one by one at load (17 s instrumented). Both load; the first runs to
+// an empty output, the second is refused by its channel check.
+TEST(QdqFusion, ConvOverAnEmptyWeightPacksNothing) {
+  auto fusion = [](Tensor w) {
+    QdqFusion f;
+    f.x_scale = 0.02f;
+    f.w = std::move(w);
+    f.w_scale = {0.01f};
+    f.w_zero_point = {0};
+    f.y_type = DataType::kUint8;
+    return f;
+  };
+  const Conv2d c = {1, 3, 5, 5, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  Node conv = ConvNode("Conv", c, 2);
+  auto k = CreateQdqConv(conv, fusion(Tensor(DataType::kInt8, {0, 3, 3, 3})));
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  Tensor xq = RandQ(DataType::kUint8, {1, 3, 5, 5}, 7);
+  NnTestContext ctx({&xq}, 1);
+  ASSERT_TRUE((*k)->Run(ctx).ok());
+  EXPECT_EQ(ctx.outputs()[0].shape(), (std::vector<int64_t>{1, 0, 5, 5}));
+
+  const int64_t huge = int64_t{1} << 31;
+  auto k2 = CreateQdqConv(conv, fusion(Tensor(DataType::kInt8, {huge, 0, 3, 3})));
+  ASSERT_TRUE(k2.ok()) << k2.status().message();
+  NnTestContext ctx2({&xq}, 1);
+  const Status st = (*k2)->Run(ctx2);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("do not match"), std::string::npos) << st.message();
+}
+
 TEST(Quant, BadInputIsOneLineNamingTheNode) {
   Tensor x = RandomTensor({2, 3, 4}, 1);
   Tensor xq = RandQ(DataType::kUint8, {2, 3, 4}, 2);
