@@ -95,6 +95,10 @@ Status ConvGeometry(const Node& n, const ConvAttrs& a, const std::vector<int64_t
                               " (padded " + std::to_string(in[i] + g->pb[i] + g->pe[i]) +
                               ") is smaller than the dilated kernel " + std::to_string(dk));
     g->out[i] = span / g->s[i] + 1;
+    // One output position along this dim reads only the first window, whatever the stride; give
+    // the kernels the smallest stride with that output (span + 1) rather than the model's: oneDNN
+    // 2.6 crashed making a 1-D convolution of stride 2^31-1 over 3 columns (model_struct_fuzz).
+    if (g->out[i] == 1) g->s[i] = std::min(g->s[i], span + 1);
   }
   return Status();
 }

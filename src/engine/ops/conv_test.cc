@@ -152,6 +152,10 @@ TEST(Conv, MatchesNaiveTwinOnOddShapes) {
       {{1, 8, 9, 10}, {5, 8, 1, 1}, {{3, 2}, {1, 1}, {0, 0}, {0, 0}, 1}, false},
       {{2, 6, 23}, {7, 6, 1}, {{2}, {1}, {0}, {0}, 1}, true},
       {{1, 8, 9, 9}, {6, 4, 1, 1}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 2}, true},
+      // A stride of 2^31-1 where the output has one position (oneDNN 2.6 crashed making the
+      // 1-D one: model_struct_fuzz), and beside an ordinary stride in 2-D.
+      {{1, 1, 3}, {1, 1, 3}, {{2147483647}, {1}, {2}, {0}, 1}, false},
+      {{1, 3, 7, 9}, {4, 3, 3, 3}, {{2147483647, 2}, {1, 1}, {1, 1}, {1, 0}, 1}, true},
   };
   uint32_t seed = 1;
   for (const ConvCase& c : cases) {
