@@ -49,14 +49,20 @@ runs=${FUZZ_RUNS:-}
 # N workers share the executions: each stops after its part of FUZZ_RUNS (rounded up).
 if [ -n "$runs" ] && [ "$workers" -gt 1 ]; then runs=$(( (runs + workers - 1) / workers )); fi
 
-# minimize PATH CORPUS: replaces CORPUS by the smallest set of its units that keeps its coverage
-# (libFuzzer's -merge=1). A corpus that N workers grew keeps every unit that was new to the worker
-# that found it, most of them redundant: model_struct_fuzz's had grown to 100,138 files for 7,044
-# units' worth of coverage, and each worker spent 18 minutes reading it in before its first
+# minimize NAME PATH CORPUS: replaces CORPUS by the smallest set of its units that keeps its
+# coverage (libFuzzer's -merge=1). A corpus that N workers grew keeps every unit that was new to the
+# worker that found it, most of them redundant: model_struct_fuzz's had grown to 100,138 files for
+# 7,044 units' worth of coverage, and each worker spent 18 minutes reading it in before its first
 # mutation. The merge runs in $workers parts at once, then once over what the parts kept; an
 # input that crashes or times out here is skipped by the merge (the run proper finds it again).
 minimize() {
-  local path=$1 corpus=$2 tmp=$2.merge i n f part
+  local name=$1 path=$2 corpus=$3 tmp=$3.merge i n f part
+  # merge CONTROL LOG OUT IN...: one -merge=1 pass with the run's flags.
+  merge() {
+    # shellcheck disable=SC2046
+    "$path" -merge=1 $(flags_for "$name") -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-25}" \
+      -merge_control_file="$1" "${@:3}" </dev/null >"$2" 2>&1
+  }
   n=$(find "$corpus" -maxdepth 1 -type f | wc -l)
   [ "$n" -gt 0 ] || return 0
   rm -rf "$tmp"
@@ -69,9 +75,7 @@ minimize() {
   done < <(find "$corpus" -maxdepth 1 -type f -print0)
   local mpids=()
   for ((i = 1; i <= workers; i++)); do
-    # shellcheck disable=SC2046
-    "$path" -merge=1 $(flags_for "$name") -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-25}" \
-      -merge_control_file="$tmp/control$i" "$tmp/out$i" "$tmp/in$i" </dev/null >"$tmp/merge$i.log" 2>&1 &
+    merge "$tmp/control$i" "$tmp/merge$i.log" "$tmp/out$i" "$tmp/in$i" &
     mpids+=($!)
   done
   for i in "${!mpids[@]}"; do
@@ -81,9 +85,7 @@ minimize() {
       return 1
     fi
   done
-  # shellcheck disable=SC2046
-  "$path" -merge=1 $(flags_for "$name") -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-25}" \
-    -merge_control_file="$tmp/control" "$tmp/all" "$tmp"/out* </dev/null >"$tmp/merge.log" 2>&1 ||
+  merge "$tmp/control" "$tmp/merge.log" "$tmp/all" "$tmp"/out* ||
     { echo "fuzz.sh: merging $corpus failed; log $tmp/merge.log" >&2; return 1; }
   rm -rf "$corpus" && mv "$tmp/all" "$corpus" && rm -rf "$tmp"
   echo "fuzz.sh: $name: corpus minimized from $n to $(find "$corpus" -maxdepth 1 -type f | wc -l) units" >&2
@@ -118,7 +120,7 @@ while read -r name path inputs; do
   corpus=$build/corpus/$name
   artifacts=$build/artifacts/$name/
   mkdir -p "$corpus" "$artifacts"
-  if [ -n "${FUZZ_MERGE:-}" ] && ! minimize "$path" "$corpus"; then
+  if [ -n "${FUZZ_MERGE:-}" ] && ! minimize "$name" "$path" "$corpus"; then
     printf '%-20s %12s %10s %8s  %s\n' "$name" - - - "corpus merge failed"
     status=1
     continue

@@ -119,10 +119,12 @@ void PackQuantRows(const Tensor& t, int64_t rows, const std::vector<int32_t>& zp
   p->K2 = (K + 1) / 2;
   p->a2.assign(rows * p->K2, 0);
   std::vector<int32_t> row(K);
-  for (int64_t r = 0; K > 0 && r < rows; ++r) {
-    const int32_t z = zp.size() > 1 ? zp[r] : zp[0];
-    for (int64_t k = 0; k < K; ++k) row[k] = ReadInt(t, r * K + k) - z;
-    PackRowsA(row.data(), 1, K, K, p->a2.data() + r * p->K2);
+  if (K > 0) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t z = zp.size() > 1 ? zp[r] : zp[0];
+      for (int64_t k = 0; k < K; ++k) row[k] = ReadInt(t, r * K + k) - z;
+      PackRowsA(row.data(), 1, K, K, p->a2.data() + r * p->K2);
+    }
   }
   p->src = t.raw();
   p->shape = t.shape();

@@ -488,10 +488,10 @@ std::string ErrorOf(const Node& n, const std::vector<const Tensor*>& in) {
   return out.ok() ? "" : out.status().message();
 }
 
-// Fused QDQ Convs over empty weights: [0, C, kh, kw] has no output channels (the packing divided
-// the weight's size by them: SIGFPE; model_struct_fuzz), and [2^31, 0, kh, kw] has empty rows
-// that the packing walked one by one at load (17 s instrumented). Both load; the first runs to
-// an empty output, the second is refused by its channel check.
+// Fused QDQ Convs over empty weights: [2^31, 0, kh, kw] has empty rows that the packing walked
+// one by one at load (17 s instrumented; a model_struct_fuzz corpus unit), and [0, C, kh, kw],
+// made from that unit by hand, has no output channels (the packing divided by them: SIGFPE). Both
+// load; the one without channels runs to an empty output, the other fails its channel check.
 TEST(QdqFusion, ConvOverAnEmptyWeightPacksNothing) {
   auto fusion = [](Tensor w) {
     QdqFusion f;
