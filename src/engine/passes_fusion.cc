@@ -47,7 +47,12 @@ int64_t SessionImpl::FoldableOutChannels(int node) const {
       n.inputs.size() < 2 || n.inputs[1] < 0)
     return -1;
   const Value& wv = values_[n.inputs[1]];
-  if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3) return -1;
+  // An empty weight is not folded: there is nothing to scale, OC (2^31 in a fuzzed
+  // [2^31, 0, 3] weight) no longer bounds the scale and bias vectors by the weight's size, and
+  // FoldConvScaleShift would divide by an OC or IC of 0 (undefined behaviour).
+  if (!wv.is_const || wv.tensor.dtype() != DataType::kFloat32 || wv.tensor.rank() < 3 ||
+      wv.tensor.numel() == 0)
+    return -1;
   const int64_t oc = wv.tensor.dim(conv ? 0 : 1);
   if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
     const Value& bv = values_[n.inputs[2]];

@@ -137,6 +137,46 @@ TEST(FusionPass, ConvWithAWrongBiasFoldsNothing) {
   }
 }
 
+// A Conv or ConvTranspose over an empty weight absorbs neither a Mul nor a BatchNormalization:
+// a fused [2^31, 0, 3] weight made the affine fold allocate 8 GB for its scale vector
+// (model_struct_fuzz, out-of-memory), and a weight with no output channels (Conv) or no input
+// channels (ConvTranspose) was folded through an integer division by zero (undefined behaviour
+// that a release build happens to skip: this test sees the fold itself).
+TEST(FusionPass, ConvOverAnEmptyWeightFoldsNothing) {
+  struct Case {
+    const char* op;
+    std::vector<int64_t> x, w, y;
+    bool bn;
+  };
+  for (const Case& c : {Case{"Conv", {1, 0, 6, 6}, {3, 0, 3, 3}, {1, 3, 4, 4}, false},
+                        Case{"Conv", {1, 0, 6, 6}, {3, 0, 3, 3}, {1, 3, 4, 4}, true},
+                        Case{"Conv", {1, 2, 6, 6}, {0, 2, 3, 3}, {1, 0, 4, 4}, false},
+                        Case{"ConvTranspose", {1, 0, 6, 6}, {0, 2, 3, 3}, {1, 2, 8, 8}, false}}) {
+    SCOPED_TRACE(std::string(c.op) + " w[0]=" + std::to_string(c.w[0]) + (c.bn ? " bn" : " mul"));
+    ModelBuilder b;
+    b.Input("x", c.x);
+    b.Init("w", c.w, {});
+    b.Node(c.op, {"x", "w"}, {"c"}, "conv");
+    if (c.bn) {
+      for (const char* p : {"g", "be", "m", "v"}) b.Init(p, {3}, {1.f, 2.f, 3.f});
+      b.Node("BatchNormalization", {"c", "g", "be", "m", "v"}, {"y"}, "next");
+    } else {
+      b.Init("scale", {}, {2.f});
+      b.Node("Mul", {"c", "scale"}, {"y"}, "next");
+    }
+    b.Output("y", c.y);
+    SessionImpl s;
+    Prepare(s, b, "fuse_empty_weight.onnx");
+    P::Fuse(s);
+    // The weights stay the model's (a fold names them conv/W_*_folded); a scalar Mul may still
+    // join the step as a linear post-op, a BatchNormalization stays a step of its own.
+    const Node& conv = P::nodes(s)[P::NodeId(s, "conv")];
+    EXPECT_EQ(P::values(s)[conv.inputs[1]].name, "w");
+    EXPECT_TRUE(conv.inputs.size() < 3 || conv.inputs[2] < 0);
+    if (c.bn) EXPECT_EQ(P::ActiveSteps(s), Steps({{"conv"}, {"next"}}));
+  }
+}
+
 // The erf Gelu, PyTorch's grouping: Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5.
 TEST(FusionPass, GeluPatternBecomesOneStep) {
   ModelBuilder b;
