@@ -1,7 +1,9 @@
 // `opscope import` end to end, per format: import (with the model join where the format has
 // per-layer rows), then `report` and `diff` on the foreign file directly and on the import.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -42,13 +44,17 @@ TEST_P(ImportCli, ImportsReportsAndDiffs) {
   }
   CommandResult r = RunCommand(argv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(std::string("(") + c.format + ")"), std::string::npos) << r.out;
+  // What was read goes to stderr; stdout holds the tables.
+  EXPECT_NE(r.err.find(std::string("opscope: imported ") + Data(c.file) + " (" + c.format + ")"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("opscope "), std::string::npos) << r.out;
   nlohmann::json j = Load(out);
   ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["schema"], "opscope.profile/1");
   EXPECT_EQ(j["meta"]["kind"], std::string("import/") + c.format);
   if (c.join) {
-    EXPECT_NE(r.out.find("model join:"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("opscope: model join:"), std::string::npos) << r.err;
     EXPECT_EQ(j["meta"]["extra"]["machine.method"], "device table: orin-nx (data-sheet peaks)");
   }
   // report reads both the foreign file (detected by content) and the import.
@@ -167,6 +173,115 @@ TEST(ImportCliOrt, ThreadPoolStatsAreShownPerNode) {
   EXPECT_TRUE(found) << j["ops"].dump();
 }
 
+// An ONNX Runtime profile whose node names are an attacker's: markup, a spreadsheet formula,
+// bytes that are not UTF-8.
+std::string HostileOrtProfile(const std::string& dir) {
+  const std::string path = dir + "/hostile_ort.json";
+  std::string events = "[\n";
+  // As they appear in the JSON text (the quotes escaped).
+  const char* names[] = {"<img src=x onerror=alert(1)>", "=HYPERLINK(\\\"http://x\\\")",
+                         "conv\xff\xfe", "@SUM(A1)"};
+  int ts = 100;
+  for (int run = 0; run < 2; ++run) {
+    events += "{\"cat\":\"Session\",\"pid\":1,\"tid\":1,\"dur\":900,\"ts\":" + std::to_string(ts) +
+              ",\"ph\":\"X\",\"name\":\"model_run\",\"args\":{}},\n";
+    for (const char* n : names)
+      events +=
+          "{\"cat\":\"Node\",\"pid\":1,\"tid\":1,\"dur\":100,\"ts\":" + std::to_string(ts += 150) +
+          ",\"ph\":\"X\",\"name\":\"" + n + "_kernel_time\",\"args\":{\"op_name\":\"Conv\"}},\n";
+    ts += 1000;
+  }
+  events.resize(events.size() - 2);
+  events += "\n]\n";
+  std::ofstream(path, std::ios::binary) << events;
+  return path;
+}
+
+// `import` writes through the output registry: the file is what its extension says (the stored
+// XSS: an .html file holding the profile JSON, hostile names unescaped), an unknown extension is
+// refused, and nothing is left in the working folder unless asked.
+TEST(ImportCliOutputs, EveryFileIsWhatItsNameSays) {
+  const std::string dir = TempDir();
+  const std::string ort = HostileOrtProfile(dir);
+  CommandResult r = RunCommand({OpscopeBinary(), "import", ort, "-o", dir + "/x.html", "-o",
+                                dir + "/x.csv", "-o", dir + "/x.svg", "-o", dir + "/x.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = ReadAll(dir + "/x.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u) << html.substr(0, 200);
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+  const std::string csv = ReadAll(dir + "/x.csv");
+  EXPECT_EQ(csv.rfind("index,name,op_type", 0), 0u) << csv;
+  EXPECT_NE(csv.find(",'@SUM(A1),"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find(",=HYPERLINK"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find(",\"=HYPERLINK"), std::string::npos) << csv;
+  EXPECT_EQ(ReadAll(dir + "/x.svg").rfind("<?xml", 0), 0u);
+  nlohmann::json j = Load(dir + "/x.json");
+  ASSERT_FALSE(j.is_discarded());
+  bool replaced = false;
+  for (const auto& op : j["ops"])
+    replaced = replaced || op["name"] == "conv\xEF\xBF\xBD\xEF\xBF\xBD";
+  EXPECT_TRUE(replaced) << j["ops"].dump();
+  // An extension no format has is refused before anything is read.
+  CommandResult xyz = RunCommand({OpscopeBinary(), "import", ort, "-o", dir + "/x.xyz"});
+  EXPECT_EQ(xyz.exit_code, 2) << xyz.err;
+  EXPECT_NE(xyz.err.find("cannot tell the format of"), std::string::npos) << xyz.err;
+  // No -o: the tables on stdout, no file left behind.
+  CommandResult plain =
+      RunShell("cd '" + dir + "' && '" + OpscopeBinary() + "' import '" + ort + "' && ls");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("Hot operators"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find("opscope-import.json"), std::string::npos) << plain.out;
+  // --format json to stdout is the profile.
+  CommandResult js = RunCommand({OpscopeBinary(), "import", ort, "--format", "json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  EXPECT_FALSE(nlohmann::json::parse(js.out, nullptr, false).is_discarded());
+}
+
+// A failed write is exit 1 naming the output, never "wrote" and exit 0; special files as inputs
+// are refused, not waited on forever.
+TEST(ImportCliOutputs, WriteFailuresAndSpecialFiles) {
+  const std::string dir = TempDir();
+  const std::string ort = Data("ort_2019.json");
+  CommandResult full =
+      RunCommand({OpscopeBinary(), "import", ort, "-o", "/dev/full", "--format", "json"});
+  EXPECT_EQ(full.exit_code, 1) << full.err;
+  EXPECT_NE(full.err.find("/dev/full: write failed: No space left on device"), std::string::npos)
+      << full.err;
+  EXPECT_EQ(full.err.find("wrote"), std::string::npos) << full.err;
+  struct stat st {};
+  ASSERT_EQ(stat("/dev/full", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/full was replaced";
+  CommandResult piped =
+      RunShell("'" + OpscopeBinary() + "' import '" + ort + "' --format json > /dev/full");
+  EXPECT_EQ(piped.exit_code, 1) << piped.err;
+  EXPECT_NE(piped.err.find("standard output: write failed"), std::string::npos) << piped.err;
+  CommandResult null =
+      RunCommand({OpscopeBinary(), "import", ort, "-o", "/dev/null", "--format", "json"});
+  EXPECT_EQ(null.exit_code, 0) << null.err;
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null was replaced";
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::vector<std::string>> special = {{"import", fifo},
+                                                         {"import", "/dev/zero"},
+                                                         {"import", ort, "--model", fifo},
+                                                         {"import", ort, "--model", "/dev/zero"},
+                                                         {"report", fifo},
+                                                         {"diff", fifo, ort},
+                                                         {"profile", fifo},
+                                                         {"profile", "/dev/zero"}};
+  for (const auto& args : special) {
+    std::vector<std::string> argv = {"timeout", "60", OpscopeBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    CommandResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args.back() << ": " << r.err;
+    EXPECT_TRUE(r.err.find("is a FIFO (named pipe), not a regular file") != std::string::npos ||
+                r.err.find("is a character device, not a regular file") != std::string::npos)
+        << r.err;
+  }
+}
+
 TEST(ImportCliErrors, OneLineAndNonZeroExit) {
   std::string dir = TempDir();
   struct Bad {
@@ -250,7 +365,7 @@ TEST(ImportCliErrors, ExactLineAndExitStatus) {
        "choose one of --children and --no-children"},
       {{"report", out, "--sections", "ops,nope"},
        2,
-       "--sections 'nope': expected ops, stat, samples, ranges or gpu"},
+       "--sections 'nope': expected ops, stat, ranges, gpu, samples or threadpool"},
       {{"report", out, "--group", "nope"},
        2,
        "--group 'nope': expected function, thread, module or op"},
@@ -258,9 +373,7 @@ TEST(ImportCliErrors, ExactLineAndExitStatus) {
       {{"report", out, "-f", "main"},
        2,
        out + ": -f needs call-stack samples, and this profile has none"},
-      {{"report", dir + "/missing.json"},
-       2,
-       dir + "/missing.json: cannot open: No such file or directory"},
+      {{"report", dir + "/missing.json"}, 2, dir + "/missing.json: no such file"},
       {{"report", out, "-o", dir + "/r.json", "--format", "csv"}, 2, ""},
   };
   for (const Bad& b : bad) {

@@ -86,6 +86,26 @@ TEST(StatCliTest, BadEventIsAOneLineError) {
   EXPECT_NE(r.err.find("unknown event 'bogus-event'"), std::string::npos) << r.err;
 }
 
+// -C names CPUs as written: 2^32 does not wrap onto CPU 0, and an empty list is an empty list,
+// not "no command given".
+TEST(StatCliTest, CpuListsAreCheckedAsWritten) {
+  for (const char* cpus : {"4294967296", "0-4294967296", "-1"}) {
+    Result r =
+        testing::RunCommand({testing::OpscopeBinary(), "stat", "-C", cpus, "--duration", "0.1"});
+    EXPECT_EQ(r.exit_code, 2) << cpus << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("-C '") + cpus + "'"), std::string::npos) << r.err;
+  }
+  for (const char* flag : {"-C", "-p", "-t"}) {
+    for (const char* cmd : {"stat", "record"}) {
+      Result r =
+          testing::RunCommand({testing::OpscopeBinary(), cmd, flag, "", "--duration", "0.1"});
+      EXPECT_EQ(r.exit_code, 2) << cmd << " " << flag << ": " << r.err;
+      EXPECT_EQ(r.err.find("no command given"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("empty"), std::string::npos) << r.err;
+    }
+  }
+}
+
 TEST(StatCliTest, RepeatedRunsToAProfileFile) {
   const std::string path = testing::TempDir() + "/stat.json";
   Result r = Opscope("stat -r 4 -o " + path + " -- " STAT_WORKLOAD " faults 500 1");

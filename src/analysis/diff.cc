@@ -13,6 +13,7 @@
 #include "analysis/format.h"
 #include "analysis/range_stats.h"
 #include "base/strings.h"
+#include "profile/json_text.h"
 
 namespace opscope::analysis {
 
@@ -501,7 +502,7 @@ std::string DiffToJson(const ProfileDiff& d) {
                              {"delta_pct", g.delta_pct}});
   }
   j["notes"] = d.notes;
-  return j.dump(1) + "\n";
+  return profile::DumpJson(j, 1) + "\n";
 }
 
 }  // namespace opscope::analysis

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "profile/json_text.h"
 
 namespace opscope::analysis {
 
@@ -34,7 +35,7 @@ std::string CeilingsToJson(const MachineCeilings& c) {
 #define PUT(f) j[#f] = c.f;
   CEILING_FIELDS(PUT)
 #undef PUT
-  return j.dump(1) + "\n";
+  return profile::DumpJson(j, 1) + "\n";
 }
 
 StatusOr<MachineCeilings> CeilingsFromJson(const std::string& text, const std::string& origin) {

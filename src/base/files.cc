@@ -1,5 +1,7 @@
 #include "base/files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,21 +10,147 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <streambuf>
 
 #include "base/strings.h"
 
 namespace opscope {
+namespace {
+
+std::string Errno(int err) { return std::strerror(err); }
+
+// An ostream buffer over a file descriptor that remembers the first write error (a full disk,
+// /dev/full, a pipe whose reader left) instead of dropping it.
+class FdBuffer : public std::streambuf {
+ public:
+  explicit FdBuffer(int fd) : fd_(fd) { setp(buf_, buf_ + sizeof buf_); }
+  ~FdBuffer() override { Flush(); }
+  // Writes what is buffered; false (and error() set) when a write failed now or before.
+  bool Flush() {
+    const char* p = pbase();
+    while (error_ == 0 && p < pptr()) {
+      const ssize_t n = ::write(fd_, p, static_cast<size_t>(pptr() - p));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? errno : EIO;
+        break;
+      }
+      p += n;
+    }
+    setp(buf_, buf_ + sizeof buf_);
+    return error_ == 0;
+  }
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!Flush()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return Flush() ? 0 : -1; }
+
+ private:
+  int fd_;
+  int error_ = 0;
+  char buf_[1 << 16];
+};
+
+// Streams `fill` into `fd`; the first write error, or 0.
+int FillFd(int fd, const std::function<void(std::ostream&)>& fill) {
+  FdBuffer buf(fd);
+  std::ostream out(&buf);
+  fill(out);
+  buf.Flush();
+  return buf.error();
+}
+
+// Something that is written in place rather than replaced: a device (/dev/null, /dev/full, a
+// terminal), a FIFO, a socket, or a path under /dev or /proc (/dev/stdout names whatever standard
+// output is, a regular file included: replacing the link would be wrong).
+bool WrittenInPlace(const std::string& path) {
+  if (StartsWith(path, "/dev/") || StartsWith(path, "/proc/")) return true;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+Status WriteInPlace(const std::string& path, const std::function<void(std::ostream&)>& fill) {
+  // O_NONBLOCK for the open alone: a FIFO without a reader fails (ENXIO) instead of blocking.
+  int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENXIO) return Unavailable(path + ": a FIFO with no reader: nothing to write to");
+    return PermissionDenied(path + ": cannot write: " + Errno(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::ftruncate(fd, 0) != 0 && errno != EINVAL) {
+    const int err = errno;
+    ::close(fd);
+    return PermissionDenied(path + ": cannot truncate: " + Errno(err));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  int err = FillFd(fd, fill);
+  if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
+  if (err != 0) return ResourceExhausted(path + ": write failed: " + Errno(err));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<int> OpenRegularFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO does not wait for a writer; the fstat below refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return NotFound(path + ": no such file");
+    if (err == EISDIR) return InvalidArgument(path + ": is a directory");
+    return PermissionDenied(path + ": cannot open: " + Errno(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return PermissionDenied(path + ": cannot stat: " + Errno(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory");
+    return InvalidArgument(path + ": is " + what +
+                           ", not a regular file: opscope reads its inputs whole; save the data "
+                           "to a file first");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
 
 StatusOr<std::string> ReadFile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return NotFound(path + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return PermissionDenied(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return DataLoss(path + ": read error");
-  return ss.str();
+  OPSCOPE_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
+  std::string out;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return DataLoss(path + ": read error: " + Errno(err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& contents) {
@@ -33,21 +161,29 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
 
 Status WriteFileAtomicStreamed(const std::string& path,
                                const std::function<void(std::ostream&)>& fill) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return PermissionDenied(path + ": cannot write: " + std::strerror(errno));
-    fill(out);
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return ResourceExhausted(path + ": write failed: " + std::strerror(errno));
-    }
+  if (WrittenInPlace(path)) return WriteInPlace(path, fill);
+  // A fresh, unpredictable temporary name beside the file (mkostemp: O_CREAT|O_EXCL, so a link
+  // another user planted in a shared folder is never followed), then renamed into place.
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string tmp = dir + "." + base + ".opscope-XXXXXX";
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return PermissionDenied(path + ": cannot write: " + Errno(errno));
+  // mkostemp makes the file 0600; give it the mode a plain create would (0666 less the umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  int err = FillFd(fd, fill);
+  if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    return ResourceExhausted(path + ": write failed: " + Errno(err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return PermissionDenied(path + ": cannot rename into place: " + err);
+    err = errno;
+    ::unlink(tmp.c_str());
+    return PermissionDenied(path + ": cannot rename into place: " + Errno(err));
   }
   return Status::Ok();
 }
@@ -57,6 +193,11 @@ Status CheckWritable(const std::string& path) {
   std::error_code ec;
   fs::path p(path);
   if (fs::is_directory(p, ec)) return InvalidArgument(path + ": is a directory, expected a file");
+  if (WrittenInPlace(path)) {
+    if (access(path.c_str(), W_OK) != 0)
+      return PermissionDenied(path + ": not writable: " + Errno(errno));
+    return Status::Ok();
+  }
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
     return NotFound(path + ": folder '" + dir.string() + "' does not exist");

@@ -114,6 +114,69 @@ bool ParseDouble(std::string_view s, double* out) {
   return end == tmp.c_str() + tmp.size() && std::isfinite(*out);
 }
 
+namespace {
+
+// The UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF):
+// returns its length when it is valid, else 0 with *bad the length of its maximal subpart (the
+// bytes that could still have begun a valid sequence, at least 1), which one U+FFFD replaces.
+size_t Utf8SequenceAt(std::string_view s, size_t i, size_t* bad) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  *bad = 1;
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  for (size_t k = 1; k < n; ++k) {
+    if (i + k >= s.size()) return 0;
+    const unsigned char min = k == 1 ? lo : 0x80, max = k == 1 ? hi : 0xBF;
+    if (b(i + k) < min || b(i + k) > max) return 0;
+    *bad = k + 1;
+  }
+  return n;
+}
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view s) {
+  size_t bad;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8SequenceAt(s, i, &bad);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string ToValidUtf8(std::string_view s) {
+  if (IsValidUtf8(s)) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 8);
+  size_t bad;
+  for (size_t i = 0; i < s.size();) {
+    if (const size_t n = Utf8SequenceAt(s, i, &bad); n > 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      i += bad;
+    }
+  }
+  return out;
+}
+
 std::string ShellQuote(std::string_view s) {
   if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?;&|<>()") == s.npos) return std::string(s);
   std::string out = "'";

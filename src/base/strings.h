@@ -30,6 +30,13 @@ std::string HumanMs(double ms);
 bool ParseInt64(std::string_view s, int64_t* out);
 bool ParseDouble(std::string_view s, double* out);
 
+// Names are bytes from other people's files (node names, symbols, range names): kept as they are
+// in the profile, and made valid UTF-8 only where they are written. Each maximal invalid
+// subsequence (an undecodable byte, a truncated or overlong sequence, a surrogate, a code point
+// past U+10FFFF) becomes U+FFFD, as WHATWG's decoder and nlohmann's `replace` handler do.
+bool IsValidUtf8(std::string_view s);
+std::string ToValidUtf8(std::string_view s);
+
 // Quotes a value for a shell command line when needed (for messages that echo commands).
 std::string ShellQuote(std::string_view s);
 // A command line as a shell would take it back: each argument ShellQuote'd, joined by spaces.

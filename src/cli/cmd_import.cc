@@ -1,6 +1,8 @@
 // `opscope import FILE...`: other tools' profiles (ONNX Runtime, TensorRT, perf script, ...)
 // into an ordinary opscope profile, optionally joined to the ONNX model (--model) and given
-// the roofs of a board (--device, --peak-gflops/--peak-gbps); prints the op table.
+// the roofs of a board (--device, --peak-gflops/--peak-gbps). It writes through the output
+// registry like every command (cli/output.h): the tables on standard output, `-o FILE` in the
+// format its extension names, an unknown extension refused.
 //
 // This file also installs importers' reader into profile::LoadProfile (SetForeignLoader), so
 // `report`, `diff` and every other command that loads a profile read those files directly.
@@ -16,6 +18,7 @@
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "importers/devices.h"
 #include "importers/importer.h"
 #include "importers/model_join.h"
@@ -70,101 +73,6 @@ void MergeRuns(profile::Profile* a, profile::Profile&& b, const std::string& ori
   a->meta.extra["import.file"] += " " + origin;
 }
 
-std::string OpTable(const profile::Profile& p, size_t top) {
-  std::vector<const profile::OpRecord*> ops;
-  for (const auto& op : p.ops) ops.push_back(&op);
-  std::stable_sort(ops.begin(), ops.end(),
-                   [](auto* a, auto* b) { return a->stats.trimmed_mean > b->stats.trimmed_mean; });
-  std::string out = fmt::format("{:>7}  {:>10}  {:<18}  {:<40}  {}\n", "share%", "time", "op type",
-                                "node", "how");
-  size_t n = 0;
-  for (auto* op : ops) {
-    if (top && n++ >= top) break;
-    std::string how = op->attribution;
-    if (how.size() > 60) how = how.substr(0, 57) + "...";
-    out += fmt::format("{:>7.1f}  {:>10}  {:<18}  {:<40}  {}\n", 100 * op->share,
-                       HumanMs(op->stats.trimmed_mean), op->op_type, op->name, how);
-  }
-  if (top && ops.size() > top) out += fmt::format("  ... {} more rows\n", ops.size() - top);
-  return out;
-}
-
-// ONNX Runtime's thread-pool statistics per node (importers/ort: the "ort.*" counters, per run),
-// hottest nodes first; empty when the profile has none.
-std::string ThreadPoolTable(const profile::Profile& p, size_t top) {
-  std::vector<const profile::OpRecord*> ops;
-  for (const auto& op : p.ops)
-    if (op.counters.count("ort.threads_used")) ops.push_back(&op);
-  if (ops.empty()) return "";
-  std::stable_sort(ops.begin(), ops.end(),
-                   [](auto* a, auto* b) { return a->stats.trimmed_mean > b->stats.trimmed_mean; });
-  auto c = [](const profile::OpRecord* op, const char* k) { return op->counters.at(k); };
-  std::string out = fmt::format(
-      "\nthread pool (ONNX Runtime thread_scheduling_stats, per run):\n{:<40}  {:>6}  {:>13}  "
-      "{:>9}  {:>10}  {:>10}  {:>10}\n",
-      "node", "loops", "threads (max)", "sub-runs", "dispatch", "main run", "wait");
-  size_t n = 0;
-  for (auto* op : ops) {
-    if (top && n++ >= top) break;
-    out += fmt::format(
-        "{:<40}  {:>6.1f}  {:>7.1f} ({:>3.0f})  {:>9.1f}  {:>10}  {:>10}  {:>10}\n", op->name,
-        c(op, "ort.parallel_loops"), c(op, "ort.threads_used"), c(op, "ort.threads_used_max"),
-        c(op, "ort.sub_thread_runs"), HumanMs(c(op, "ort.distribution_us") / 1000),
-        HumanMs(c(op, "ort.main_run_us") / 1000), HumanMs(c(op, "ort.wait_us") / 1000));
-  }
-  if (top && ops.size() > top) out += fmt::format("  ... {} more rows\n", ops.size() - top);
-  return out;
-}
-
-std::string HotFunctions(const profile::Profile& p, size_t top) {
-  const auto& s = *p.samples;
-  std::map<uint32_t, double> self;
-  double total = 0;
-  for (const auto& smp : s.samples) {
-    total += smp.weight;
-    if (!smp.stack.empty()) self[smp.stack[0]] += smp.weight;
-  }
-  std::vector<std::pair<uint32_t, double>> v(self.begin(), self.end());
-  std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  std::string out =
-      fmt::format("{} samples ({}), hot functions by self share:\n", s.samples.size(), s.event);
-  for (size_t i = 0; i < v.size() && i < top; ++i)
-    out += fmt::format("{:>7.1f}%  {}  [{}]\n", total > 0 ? 100 * v[i].second / total : 0,
-                       s.frames[v[i].first].function, s.frames[v[i].first].module);
-  return out;
-}
-
-std::string GpuSummary(const profile::GpuSection& g, size_t top) {
-  std::map<std::string, std::pair<double, int>> by_name;
-  double total = 0;
-  for (const auto& k : g.kernels) {
-    double ms = (k.end_ns - k.start_ns) / 1e6;
-    auto& e = by_name[k.name];
-    e.first += ms;
-    ++e.second;
-    total += ms;
-  }
-  int64_t copied = 0;
-  for (const auto& m : g.memcpys) copied += m.bytes;
-  std::vector<std::pair<std::string, std::pair<double, int>>> v(by_name.begin(), by_name.end());
-  std::stable_sort(v.begin(), v.end(),
-                   [](auto& a, auto& b) { return a.second.first > b.second.first; });
-  std::string out =
-      fmt::format("\nGPU{}: {} kernels ({} total), {} copies ({}), {} memsets, {} API calls\n",
-                  g.device_name.empty() ? "" : " (" + g.device_name + ")", g.kernels.size(),
-                  HumanMs(total), g.memcpys.size(), HumanBytes(static_cast<double>(copied)),
-                  g.memsets.size(), g.api_calls.size());
-  out += fmt::format("{:>7}  {:>10}  {:>6}  {}\n", "share%", "time", "calls", "kernel");
-  for (size_t i = 0; i < v.size() && i < top; ++i) {
-    std::string name = v[i].first;
-    if (name.size() > 90) name = name.substr(0, 87) + "...";
-    out += fmt::format("{:>7.1f}  {:>10}  {:>6}  {}\n",
-                       total > 0 ? 100 * v[i].second.first / total : 0, HumanMs(v[i].second.first),
-                       v[i].second.second, name);
-  }
-  return out;
-}
-
 class ImportCommand : public Command {
  public:
   const char* Name() const override { return "import"; }
@@ -191,11 +99,12 @@ class ImportCommand : public Command {
         ->check(PositiveFinite());
     app->add_option("--peak-gbps", peak_gbps_, "memory-bandwidth roof by hand, GB/s")
         ->check(PositiveFinite());
-    app->add_option("-o,--output", output_,
-                    "where to write the profile (default "
-                    "opscope-import.json)");
-    app->add_option("--top", top_, "rows to print (default 25, 0 = all)")
+    AddOutputOptions(app, &out_,
+                     "e.g. .json (the profile), .txt, .csv, .trace.json, .html, .folded, .svg, "
+                     ".pb.gz");
+    app->add_option("--top", top_, "op rows in the tables (default 25, 0 = all)")
         ->check(WholeNumberIn(0, 1000000000));
+    app->add_flag("--wide", wide_, "show long names whole");
   }
 
   CommandStatus Run() override {
@@ -232,8 +141,7 @@ class ImportCommand : public Command {
                                "images=1x3x224x224");
       shapes[s.substr(0, eq)] = dims;
     }
-    if (output_.empty()) output_ = "opscope-import.json";
-    if (Status w = CheckWritable(output_); !w.ok()) return w;
+    if (Status st = PrepareOutput(out_, "table"); !st.ok()) return st;
 
     profile::Profile p;
     std::string fmt_name;
@@ -321,31 +229,30 @@ class ImportCommand : public Command {
     }
     analysis::Diagnose(&p, have_ceilings ? &c : nullptr);
     if (Status st = profile::Validate(p); !st.ok()) return st.WithPrefix("internal");
-    if (Status st = profile::SaveProfile(p, output_); !st.ok()) return st;
-
-    std::string out = fmt::format("opscope import: {} ({})\n", Join(files_, " "), fmt_name);
-    if (p.meta.runs > 0) out += fmt::format("runs: {}\n", p.meta.runs);
-    if (!join_line.empty()) out += join_line + "\n";
-    out += "\n";
-    if (!p.ops.empty()) out += OpTable(p, top_);
-    out += ThreadPoolTable(p, top_);
-    if (p.samples && !p.samples->samples.empty()) out += HotFunctions(p, top_ ? top_ : 1000000);
-    if (p.gpu && !p.gpu->kernels.empty()) out += GpuSummary(*p.gpu, top_ ? top_ : 1000000);
-    if (!p.findings.empty()) {
-      out += "\nfindings:\n";
-      for (const auto& f : p.findings) out += fmt::format("  [{}] {}\n", f.severity, f.title);
-    }
-    for (const auto& d : p.meta.degradations) out += "note: " + d + "\n";
-    std::fputs(out.c_str(), stdout);
-    std::fprintf(stderr, "opscope: wrote %s\n", output_.c_str());
+    // What was read and how it joined, as status lines: standard output holds only data.
+    std::string said = fmt::format("opscope: imported {} ({})", Join(files_, " "), fmt_name);
+    if (p.meta.runs > 0) said += fmt::format(", {} runs", p.meta.runs);
+    std::fprintf(stderr, "%s\n", report::EscapeControl(said).c_str());
+    if (!join_line.empty())
+      for (const std::string& line : Split(join_line, '\n'))
+        std::fprintf(stderr, "opscope: %s\n", report::EscapeControl(line).c_str());
+    report::ReportOptions o;
+    o.top = top_ == 0 || top_ > 1000000 ? 1000000 : static_cast<int>(top_);
+    o.wide = wide_;
+    o.samples.top = top_;
+    o.color = report::WritesToStream(out_.targets) && UseColor(1);
+    o.title = "opscope: " + Join(files_, " ");
+    if (Status st = EmitProfile(p, out_, o); !st.ok()) return st;
     return 0;
   }
 
  private:
   std::vector<std::string> files_, shapes_;
-  std::string from_, model_, layer_info_, device_, output_;
+  std::string from_, model_, layer_info_, device_;
   double peak_gflops_ = 0, peak_gbps_ = 0;
   size_t top_ = 25;
+  bool wide_ = false;
+  OutputChoice out_;
 };
 
 }  // namespace

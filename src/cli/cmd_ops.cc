@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "engine/kernel.h"
+#include "profile/json_text.h"
 
 namespace opscope::cli {
 namespace {
@@ -26,7 +27,7 @@ class OpsCommand : public Command {
                           {"opset_min", 7},
                           {"opset_max", 21},
                           {"operators", ops}};
-      std::printf("%s\n", j.dump(1).c_str());
+      std::printf("%s\n", profile::DumpJson(j, 1).c_str());
       return 0;
     }
     std::printf("%zu ONNX operators (default domain, opsets 7-21):\n", ops.size());

@@ -46,10 +46,12 @@ class RecordCommandCli : public Command {
         ->check(WholeNumberIn(1, 1 << 20));
     app->add_flag("-q,--quiet", quiet_, "Print nothing but errors");
     app->add_option("-p,--pid", pids_,
-                    "Attach to running processes PID[,PID...] (all their threads)");
-    app->add_option("-t,--tid", tids_, "Attach to threads TID[,TID...]");
+                    "Attach to running processes PID[,PID...] (all their threads)")
+        ->check(NonEmpty());
+    app->add_option("-t,--tid", tids_, "Attach to threads TID[,TID...]")->check(NonEmpty());
     app->add_flag("-a,--all-cpus", attach_.all_cpus, "System-wide: every task on every CPU");
-    app->add_option("-C,--cpu", cpus_, "System-wide on these CPUs only (e.g. 0-3,6)");
+    app->add_option("-C,--cpu", cpus_, "System-wide on these CPUs only (e.g. 0-3,6)")
+        ->check(NonEmpty());
     app->add_option("--duration", attach_.duration_s,
                     "With -p/-t/-a/-C: stop after S seconds (default: Ctrl-C, SIGINT or "
                     "SIGTERM, or when the processes exit)")

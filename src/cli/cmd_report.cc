@@ -1,6 +1,7 @@
 // opscope report FILE: renders any profile opscope writes or imports — every section it holds
 // (ops, stat counters, samples, ranges, gpu) — in any registered format (report/format.h).
 // `.json` is always the profile itself; the hot-functions table as JSON is `hot-json`.
+#include <algorithm>
 #include <cstdio>
 
 #include "base/strings.h"
@@ -34,14 +35,16 @@ class ReportCommandCli : public Command {
     app->add_option("--threshold,--percent-limit", threshold_,
                     "Hide rows below this share in percent (default 0.5)")
         ->check(NumberIn(0, 100, false));
-    app->add_option("--top", top_, "Rows to show (per group), 0 = all (default 40)")
-        ->check(WholeNumberIn(0, 1000000000));
+    top_option_ = app->add_option("--top", top_,
+                                  "Rows to show (per group; op tables 20 unless given), 0 = all "
+                                  "(default 40)")
+                      ->check(WholeNumberIn(0, 1000000000));
     app->add_option("--group", group_, "function (default), thread, module or op");
     app->add_option("-f,--function", function_,
                     "Caller/callee view of the functions matching NAME");
     app->add_option("--sections", sections_,
-                    "Render only these sections, comma-separated: ops, stat, samples, ranges, gpu "
-                    "(default: every section the profile holds)");
+                    "Render only these sections, comma-separated: ops, stat, samples, ranges, gpu, "
+                    "threadpool (default: every section the profile holds)");
     app->add_flag("--wide", wide_, "Show long names whole");
     app->add_flag("--gpu-trace", gpu_trace_, "GPU section: list every kernel and copy");
     AddOutputOptions(app, &out_,
@@ -69,14 +72,28 @@ class ReportCommandCli : public Command {
     }
     o.samples.threshold_pct = threshold_;
     o.samples.top = top_;
+    // The op tables too, when given (0 = all).
+    if (top_option_->count() > 0)
+      o.top = top_ == 0 || top_ > 1000000 ? 1000000 : static_cast<int>(top_);
     o.samples.function = function_;
     o.samples.wide = wide_;
     o.wide = wide_;
     o.gpu_trace = gpu_trace_;
     for (const std::string& s : Split(sections_, ',', /*skip_empty=*/true)) {
-      if (!report::FindSection(s))
-        return InvalidArgument("--sections '" + s +
-                               "': expected ops, stat, samples, ranges or gpu");
+      if (!report::FindSection(s)) {
+        std::vector<const report::Section*> known;
+        for (const report::Section& k : report::Sections()) known.push_back(&k);
+        std::sort(
+            known.begin(), known.end(),
+            [](const report::Section* a, const report::Section* b) { return a->order < b->order; });
+        std::string names;
+        for (size_t i = 0; i < known.size(); ++i)
+          names += (i == 0                  ? ""
+                    : i + 1 == known.size() ? " or "
+                                            : ", ") +
+                   std::string(known[i]->name);
+        return InvalidArgument("--sections '" + s + "': expected " + names);
+      }
       o.only.push_back(s);
     }
     if (Status st = PrepareOutput(out_, "table"); !st.ok()) return st;
@@ -108,6 +125,7 @@ class ReportCommandCli : public Command {
   bool children_ = false, no_children_ = false;
   double threshold_ = 0.5;
   size_t top_ = 40;
+  CLI::Option* top_option_ = nullptr;
   std::string group_;
   std::string function_;
   std::string sections_;

@@ -56,10 +56,12 @@ class StatCommand : public Command {
         ->allow_extra_args(false);
     app->add_option("-p,--pid", pids_,
                     "attach to running processes PID[,PID...] (their threads, "
-                    "counted per thread)");
-    app->add_option("-t,--tid", tids_, "attach to threads TID[,TID...]");
+                    "counted per thread)")
+        ->check(NonEmpty());
+    app->add_option("-t,--tid", tids_, "attach to threads TID[,TID...]")->check(NonEmpty());
     app->add_flag("-a,--all-cpus", attach_.all_cpus, "system-wide: every CPU");
-    app->add_option("-C,--cpu", cpus_, "system-wide on these CPUs only (e.g. 0-3,6)");
+    app->add_option("-C,--cpu", cpus_, "system-wide on these CPUs only (e.g. 0-3,6)")
+        ->check(NonEmpty());
     app->add_option("--duration", attach_.duration_s,
                     "with -p/-t/-a/-C: count for S seconds (default: until Ctrl-C, SIGINT or "
                     "SIGTERM, or until the processes exit)")

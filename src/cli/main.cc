@@ -1,10 +1,13 @@
 // opscope's entry point: builds the CLI11 app from the registered subcommands.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/launch.h"
+#include "base/strings.h"
 #include "base/version.h"
 #include "cli/command.h"
 #include "collect/doctor.h"
@@ -39,14 +42,43 @@ CommandStatus StartError(const Status& status) {
   return CommandStatus(status).WithExitCode(ExitCodeForStartError(status));
 }
 
+// A message for the terminal: messages quote names from other people's files, so a NUL (which
+// would cut the line), escape sequences and invalid UTF-8 are shown, not obeyed.
+std::string Printable(const std::string& message) {
+  std::string out;
+  for (unsigned char c : ToValidUtf8(message)) {
+    if (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f)) {
+      out += static_cast<char>(c);
+    } else {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// What is still buffered for standard output, written and checked (perf's run_builtin does the
+// same): a full disk or a closed pipe is an error naming the output, not a silent exit 0.
+int FinishStdout(int code) {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    const int err = errno;
+    std::fprintf(stderr, "opscope: error: standard output: write failed: %s\n",
+                 std::strerror(err != 0 ? err : EIO));
+    return code == 0 ? 1 : code;
+  }
+  return code;
+}
+
 // The one place a command's outcome becomes output and an exit status.
 int Finish(const CommandStatus& result) {
   if (!result.ok()) {
-    std::fprintf(stderr, "opscope: error: %s\n", result.status().message().c_str());
+    std::fprintf(stderr, "opscope: error: %s\n", Printable(result.status().message()).c_str());
     for (const std::string& note : result.notes())
-      std::fprintf(stderr, "opscope: %s\n", note.c_str());
+      std::fprintf(stderr, "opscope: %s\n", Printable(note).c_str());
   }
-  return result.exit_code();
+  return FinishStdout(result.exit_code());
 }
 
 bool IsTerminal(int fd) { return isatty(fd) == 1; }

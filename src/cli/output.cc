@@ -23,8 +23,7 @@ Status EmitProfile(const profile::Profile& p, const OutputChoice& out,
   if (!report::WritesToStream(out.targets) && !report::WritesFormat(out.targets, "table")) {
     std::string t;
     OPSCOPE_RETURN_IF_ERROR(report::FindFormat("table")->write(p, o, &t));
-    std::fwrite(t.data(), 1, t.size(), stream);
-    std::fflush(stream);
+    OPSCOPE_RETURN_IF_ERROR(report::WriteStream(t, stream));
   }
   return report::WriteOutputs(p, out.targets, o, stream, stderr);
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "base/clock.h"
@@ -75,7 +76,8 @@ StatusOr<std::vector<int>> ParseCpuList(std::string_view text, const std::vector
     if (range.size() > 2 || !ParseInt64(range[0], &a)) return InvalidArgument(bad);
     b = a;
     if (range.size() == 2 && !ParseInt64(range[1], &b)) return InvalidArgument(bad);
-    if (a < 0 || b < a) return InvalidArgument(bad);
+    // Compared as written: a CPU number past int must not wrap onto CPU 0.
+    if (a < 0 || b < a || b > std::numeric_limits<int>::max()) return InvalidArgument(bad);
     for (int64_t c = a; c <= b; ++c) {
       if (std::find(online.begin(), online.end(), static_cast<int>(c)) == online.end())
         return InvalidArgument("-C '" + std::string(text) + "': CPU " + std::to_string(c) +

@@ -15,6 +15,7 @@
 
 #include "base/files.h"
 #include "base/strings.h"
+#include "profile/json_text.h"
 
 namespace opscope::collect {
 namespace {
@@ -248,7 +249,7 @@ std::string MakeChunk(ChunkType type, std::string_view payload) {
   return buf;
 }
 
-std::string MetaChunkPayload(const RecordMeta& meta) { return MetaToJson(meta).dump(); }
+std::string MetaChunkPayload(const RecordMeta& meta) { return profile::DumpJson(MetaToJson(meta)); }
 
 Status RecordWriter::WriteChunk(ChunkType type, std::string_view payload) {
   if (!failure_.ok()) return failure_;
@@ -267,7 +268,7 @@ Status RecordWriter::WriteChunk(ChunkType type, std::string_view payload) {
 }
 
 Status RecordWriter::WriteMeta(const RecordMeta& meta) {
-  return WriteChunk(ChunkType::kMeta, MetaToJson(meta).dump());
+  return WriteChunk(ChunkType::kMeta, profile::DumpJson(MetaToJson(meta)));
 }
 Status RecordWriter::WriteEvents(const EventBatch& batch) {
   if (batch.empty()) return Status::Ok();
@@ -281,7 +282,7 @@ Status RecordWriter::WriteEnd(const RecordEnd& end) {
                       {"exit_code", end.exit_code},
                       {"samples", end.samples},
                       {"lost", end.lost}};
-  return WriteChunk(ChunkType::kEnd, j.dump());
+  return WriteChunk(ChunkType::kEnd, profile::DumpJson(j));
 }
 Status RecordWriter::Close() {
   if (fd_ < 0) return Status::Ok();
@@ -297,12 +298,12 @@ bool RecordReader::Sniff(std::string_view first_bytes) {
 }
 
 StatusOr<RecordReader> RecordReader::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  OPSCOPE_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    return InvalidArgument(path + ": not a regular file");
+    return PermissionDenied(path + ": cannot stat: " + std::strerror(err));
   }
   RecordReader r;
   size_t size = static_cast<size_t>(st.st_size);

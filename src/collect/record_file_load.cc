@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/files.h"
 #include "collect/record_file.h"
 #include "collect/symbolize.h"
 #include "profile/profile_io.h"
@@ -52,8 +53,7 @@ StatusOr<profile::Profile> LoadRecording(const std::string& path) {
 }
 
 StatusOr<profile::Profile> LoadAnyProfile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  OPSCOPE_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
   char head[8] = {};
   ssize_t n = ::read(fd, head, sizeof head);
   ::close(fd);

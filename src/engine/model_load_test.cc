@@ -163,6 +163,45 @@ TEST_F(ExternalDataTest, DotDotLocationIsRefused) {
   ExpectRefused(Session::Load(path, {}), {"initializer 'w'", "leads out"});
 }
 
+TEST_F(ExternalDataTest, NulInTheLocationIsShownNotCut) {
+  const std::string path =
+      Save(ExternalAddModel(std::string("w.bin\0/../../etc/passwd", 23)), dir_ + "/m.onnx");
+  auto s = Session::Load(path, {});
+  ExpectRefused(s, {"'w.bin\\0/../../etc/passwd'", "contains a NUL byte"});
+  EXPECT_EQ(s.status().message().find('\0'), std::string::npos);
+}
+
+// Types narrower than int32 arrive in int32_data: a value that does not fit is refused, not
+// wrapped (a uint8 zero point of 1000 became 232).
+TEST(ModelLoadTest, NarrowValuesInInt32DataMustFit) {
+  const std::string dir = FreshDir();
+  struct Case {
+    int type;
+    int32_t value;
+    bool fits;
+  };
+  for (const Case& c :
+       {Case{onnx::TensorProto::UINT8, 1000, false}, Case{onnx::TensorProto::UINT8, -1, false},
+        Case{onnx::TensorProto::UINT8, 255, true}, Case{onnx::TensorProto::INT8, -129, false},
+        Case{onnx::TensorProto::INT8, -128, true}, Case{onnx::TensorProto::BOOL, 2, false},
+        Case{onnx::TensorProto::FLOAT16, 65536, false},
+        Case{onnx::TensorProto::FLOAT16, 0x3c00, true}}) {
+    onnx::TensorProto t;
+    t.set_data_type(c.type);
+    t.add_dims(1);
+    t.add_int32_data(c.value);
+    WriteBytes(dir + "/zp.pb", t.SerializeAsString());
+    auto r = ReadTensorFile(dir + "/zp.pb");
+    EXPECT_EQ(r.ok(), c.fits) << c.type << " " << c.value;
+    if (!r.ok())
+      EXPECT_NE(r.status().message().find("int32_data[0] = " + std::to_string(c.value) +
+                                          " does not fit its type"),
+                std::string::npos)
+          << r.status().message();
+  }
+  fs::remove_all(dir);
+}
+
 TEST_F(ExternalDataTest, AbsoluteLocationIsRefused) {
   std::string path = Save(ExternalAddModel(root_ + "/secret.bin"), dir_ + "/m.onnx");
   ExpectRefused(Session::Load(path, {}), {"initializer 'w'", "secret.bin", "absolute path"});

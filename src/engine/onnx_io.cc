@@ -98,8 +98,11 @@ StatusOr<ExternalData> ResolveExternalData(const onnx::TensorProto& p, const std
   }
   if (location.empty()) return DataLoss(what + ": external data without a location");
   const std::string dir_name = model_dir.empty() ? "." : model_dir;
+  // Shown with a NUL written out: a raw one would cut the message where it is printed.
+  std::string shown;
+  for (char c : location) shown += c == '\0' ? std::string("\\0") : std::string(1, c);
   auto refuse = [&](const std::string& why) {
-    return InvalidArgument(what + ": external data location '" + location + "' " + why +
+    return InvalidArgument(what + ": external data location '" + shown + "' " + why +
                            "; it must be a relative path to a file inside the model's folder '" +
                            dir_name + "'");
   };
@@ -286,6 +289,18 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::string& 
     for (int64_t i = 0; i < numel; ++i) convert(i, field.Get(static_cast<int>(i)));
     return Status::Ok();
   };
+  // Types narrower than int32 arrive in int32_data: a value that does not fit (a uint8 zero
+  // point of 1000) is a damaged model, not a value to wrap.
+  auto narrow = [&](int32_t hi, int32_t lo) -> Status {
+    for (int64_t i = 0; i < numel; ++i) {
+      const int32_t v = p.int32_data(static_cast<int>(i));
+      if (v < lo || v > hi)
+        return DataLoss(what + ": int32_data[" + std::to_string(i) + "] = " + std::to_string(v) +
+                        " does not fit its type " + DataTypeName(dt) + " (" + std::to_string(lo) +
+                        ".." + std::to_string(hi) + ")");
+    }
+    return Status::Ok();
+  };
   switch (dt) {
     case DataType::kFloat32:
       OPSCOPE_RETURN_IF_ERROR(
@@ -305,19 +320,20 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::string& 
       break;
     case DataType::kBool:
     case DataType::kUint8:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) {
-        t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-      }));
+      OPSCOPE_RETURN_IF_ERROR(narrow(dt == DataType::kBool ? 1 : 255, 0));
+      for (int64_t i = 0; i < numel; ++i)
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(p.int32_data(static_cast<int>(i)));
       break;
     case DataType::kInt8:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) {
-        t.data<int8_t>()[i] = static_cast<int8_t>(v);
-      }));
+      OPSCOPE_RETURN_IF_ERROR(narrow(127, -128));
+      for (int64_t i = 0; i < numel; ++i)
+        t.data<int8_t>()[i] = static_cast<int8_t>(p.int32_data(static_cast<int>(i)));
       break;
     case DataType::kFloat16:
-      OPSCOPE_RETURN_IF_ERROR(copy_from(p.int32_data(), [&](int64_t i, int32_t v) {
-        t.data<uint16_t>()[i] = static_cast<uint16_t>(v);
-      }));
+      // The bits of each half in the low 16 bits of an int32 (onnx.proto).
+      OPSCOPE_RETURN_IF_ERROR(narrow(65535, 0));
+      for (int64_t i = 0; i < numel; ++i)
+        t.data<uint16_t>()[i] = static_cast<uint16_t>(p.int32_data(static_cast<int>(i)));
       break;
   }
   return t;

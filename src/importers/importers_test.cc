@@ -275,6 +275,24 @@ TEST(PerfScriptImport, CommWithSpacesTidsAndInlineFrame) {
   Golden("perf_script_threads", *p);
 }
 
+// A zero-filled stretch (what a file cut while being written leaves, also glued to the end of a
+// frame line) is skipped with a warning that counts it, and the samples around it are kept.
+TEST(PerfScriptImport, ZeroFilledStretchesAreSkippedWithAWarning) {
+  const std::string text = ReadFile(Data("perf_script_threads.txt")).value();
+  const size_t cut = text.find("\n\n") + 1;  // after the first sample's last frame
+  const std::string nuls(1 << 20, '\0');
+  for (const std::string& damaged :
+       {text.substr(0, cut - 1) + nuls + text.substr(cut - 1), text + nuls,
+        text.substr(0, cut) + nuls + "\n" + text.substr(cut)}) {
+    auto src = Source::FromBytes(damaged, "cut.txt");
+    auto p = Import(*src, FindFormat("perf-script"));
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    ASSERT_EQ(p->samples->samples.size(), 3u);
+    std::string warnings = Join(p->samples->warnings, "; ");
+    EXPECT_NE(warnings.find("1048576 NUL bytes in cut.txt"), std::string::npos) << warnings;
+  }
+}
+
 // --- Nsight Systems ---
 
 TEST(NsysImport, SqliteExportIntoTheGpuSection) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/clock.h"
+#include "base/files.h"
 #include "base/strings.h"
 #include "base/version.h"
 #include "importers/importer.h"
@@ -75,7 +76,23 @@ StatusOr<profile::Profile> Import(const Source& source, const Format* format) {
     OPSCOPE_ASSIGN_OR_RETURN(format, Detect(head, source.origin()));
   }
   if (source.bytes().empty()) return DataLoss(source.origin() + ": file is empty");
-  OPSCOPE_ASSIGN_OR_RETURN(profile::Profile p, format->parse(source));
+  StatusOr<profile::Profile> parsed = format->parse(source);
+  if (!parsed.ok() && !IsValidUtf8(source.bytes())) {
+    // Runtimes write the model's node names as the bytes they are (ONNX Runtime, TensorRT), and
+    // a JSON parser refuses the file for one byte that is not UTF-8: read a copy with each
+    // invalid sequence replaced by U+FFFD, as every writer of opscope would show it.
+    auto copy = Source::FromBytes(ToValidUtf8(source.bytes()), source.origin());
+    StatusOr<profile::Profile> again = format->parse(*copy);
+    if (again.ok()) {
+      again->meta.degradations.push_back(
+          source.origin() +
+          " holds bytes that are not UTF-8 (in names): read with each invalid sequence shown as "
+          "U+FFFD");
+      parsed = std::move(again);
+    }
+  }
+  if (!parsed.ok()) return parsed.status();
+  profile::Profile p = std::move(*parsed);
   profile::FinalizeStats(p);
   OPSCOPE_RETURN_IF_ERROR(
       profile::Validate(p).WithPrefix(source.origin() + " (" + format->name + ")"));
@@ -102,12 +119,12 @@ std::optional<StatusOr<profile::Profile>> ImportIfForeign(const std::string& pat
 // --- Source ---
 
 StatusOr<std::unique_ptr<Source>> Source::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  OPSCOPE_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    return InvalidArgument(path + ": not a regular file");
+    return PermissionDenied(path + ": cannot stat: " + std::strerror(err));
   }
   std::unique_ptr<Source> s(new Source());
   s->origin_ = path;

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "profile/json_fields.h"
+#include "profile/json_text.h"
 #include "profile/profile_json.h"
 
 namespace opscope::profile {
@@ -174,7 +175,7 @@ class RecordWriter {
   void Double(double v) {
     if (!(v == last_double_ && !last_double_text_.empty())) {
       last_double_ = v;
-      last_double_text_ = nlohmann::json(v).dump();
+      last_double_text_ = DumpJson(nlohmann::json(v));
     }
     out_->append(last_double_text_);
   }
@@ -182,7 +183,7 @@ class RecordWriter {
     auto it = strings_.find(s);
     if (it == strings_.end()) {
       if (strings_.size() > 4096) strings_.clear();
-      it = strings_.emplace(s, nlohmann::json(s).dump()).first;
+      it = strings_.emplace(s, DumpJson(nlohmann::json(s))).first;
     }
     out_->append(it->second);
   }
@@ -272,7 +273,7 @@ void WriteRecords(const std::vector<T>& records, int indent, std::string_view pa
       WriteRecord(w, records[i]);
     } else {
       nlohmann::json e = records[i];
-      std::string one = e.dump(indent);
+      std::string one = DumpJson(e, indent);
       for (char c : one) {
         text += c;
         if (c == '\n' && indent >= 0) text += elem_pad;

@@ -1,6 +1,7 @@
 #include "profile/profile.h"
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -12,7 +13,93 @@ namespace opscope::profile {
 
 static bool Finite(double v) { return std::isfinite(v); }
 
+namespace {
+
+// The longest time a profile may hold, in ms (about 28 hours): a run or an op beyond it is a
+// damaged or hand-edited file, and would otherwise print as hundreds of digits.
+constexpr double kMaxPlausibleMs = 1e8;
+
+std::string Num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "infinite" : "-infinite";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Every time field a profile carries must be finite, >= 0 and plausible; the error names it.
+Status CheckTime(double v, const std::string& field) {
+  if (std::isfinite(v) && v >= 0 && v <= kMaxPlausibleMs) return Status::Ok();
+  return DataLoss("invalid profile: " + field + " = " + Num(v) +
+                  " ms is not a plausible time (it "
+                  "must be finite, at least 0 and at most " +
+                  Num(kMaxPlausibleMs) + " ms, about 28 hours)");
+}
+
+Status CheckStats(const Stats& st, const std::string& where) {
+  const std::pair<const char*, double> fields[] = {
+      {"mean", st.mean},    {"median", st.median}, {"trimmed_mean", st.trimmed_mean},
+      {"min", st.min},      {"max", st.max},       {"p90", st.p90},
+      {"stddev", st.stddev}};
+  for (const auto& [name, v] : fields)
+    OPSCOPE_RETURN_IF_ERROR(CheckTime(v, where + ".stats." + name));
+  return Status::Ok();
+}
+
+// The numbers a report prints: a count beyond these is a damaged or hand-edited file (an op of
+// 1e308 FLOPs printed as dozens of digits, an overhead of "inf" blamed on the machine).
+constexpr double kMaxPlausibleCount = 1e18;  // FLOPs, integer ops or bytes of one op, per run
+constexpr double kMaxPlausiblePct = 1e6;     // opscope's overhead, in percent
+
+Status CheckCount(double v, const std::string& field) {
+  if (std::isfinite(v) && v >= 0 && v <= kMaxPlausibleCount) return Status::Ok();
+  return DataLoss("invalid profile: " + field + " = " + Num(v) +
+                  " is not a plausible count (it must be finite, at least 0 and at most " +
+                  Num(kMaxPlausibleCount) + ")");
+}
+
+// The one plausibility rule for every number a profile carries, applied by Validate: where a
+// profile is made (every source ends with Validate) and where one is read, with the same error.
+Status CheckNumbers(const Profile& p) {
+  for (size_t i = 0; i < p.e2e.runs_ms.size(); ++i)
+    OPSCOPE_RETURN_IF_ERROR(CheckTime(p.e2e.runs_ms[i], "e2e.runs_ms[" + std::to_string(i) + "]"));
+  OPSCOPE_RETURN_IF_ERROR(CheckStats(p.e2e.stats, "e2e"));
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    std::string where = "ops[" + std::to_string(i) + "] ('" + p.ops[i].name + "')";
+    for (size_t k = 0; k < p.ops[i].runs_ms.size(); ++k)
+      OPSCOPE_RETURN_IF_ERROR(
+          CheckTime(p.ops[i].runs_ms[k], where + ".runs_ms[" + std::to_string(k) + "]"));
+    OPSCOPE_RETURN_IF_ERROR(CheckStats(p.ops[i].stats, where));
+    OPSCOPE_RETURN_IF_ERROR(CheckCount(p.ops[i].flops, where + ".flops"));
+    OPSCOPE_RETURN_IF_ERROR(CheckCount(p.ops[i].int_ops, where + ".int_ops"));
+    OPSCOPE_RETURN_IF_ERROR(CheckCount(p.ops[i].bytes, where + ".bytes"));
+  }
+  if (p.overhead) {
+    OPSCOPE_RETURN_IF_ERROR(
+        CheckTime(p.overhead->baseline_median_ms, "overhead.baseline_median_ms"));
+    OPSCOPE_RETURN_IF_ERROR(
+        CheckTime(p.overhead->observed_median_ms, "overhead.observed_median_ms"));
+    const std::pair<const char*, double> pcts[] = {{"pct", p.overhead->pct},
+                                                   {"counters_pct", p.overhead->counters_pct},
+                                                   {"noise_low_pct", p.overhead->noise_low_pct},
+                                                   {"noise_high_pct", p.overhead->noise_high_pct}};
+    for (const auto& [name, v] : pcts)
+      if (!std::isfinite(v) || std::fabs(v) > kMaxPlausiblePct)
+        return DataLoss("invalid profile: overhead." + std::string(name) + " = " + Num(v) +
+                        "% is not a plausible overhead (it must be finite and within ±" +
+                        Num(kMaxPlausiblePct) + "%)");
+  }
+  if (p.stat)
+    for (size_t i = 0; i < p.stat->runs.size(); ++i)
+      OPSCOPE_RETURN_IF_ERROR(
+          CheckTime(p.stat->runs[i].wall_ms, "stat.runs[" + std::to_string(i) + "].wall_ms"));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Validate(const Profile& p) {
+  OPSCOPE_RETURN_IF_ERROR(CheckNumbers(p));
   auto bad = [](const std::string& what) { return DataLoss("invalid profile: " + what); };
   if (p.meta.runs < 0 || p.meta.warmup < 0 || p.meta.threads < 0) return bad("negative run counts");
   for (double v : p.e2e.runs_ms)

@@ -1,5 +1,7 @@
 #include "profile/profile_json.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +11,7 @@
 
 #include "base/files.h"
 #include "profile/json_fields.h"
+#include "profile/json_text.h"
 #include "profile/profile_io.h"
 
 namespace opscope {
@@ -170,7 +173,7 @@ void WriteProfileJson(const Profile& p, int indent,
                       const std::function<void(std::string_view)>& sink) {
   nlohmann::json j;
   ProfileToJson(j, p, /*gpu_slots=*/true);
-  std::string head = j.dump(indent);
+  std::string head = DumpJson(j, indent);
   j = nullptr;
   // The slot as dumped: "\u0001opscope-gpu-array\u0001kernels".
   const std::string prefix = "\"\\u0001opscope-gpu-array\\u0001";
@@ -220,61 +223,6 @@ std::string ToJsonString(const Profile& p, int indent) {
 
 namespace {
 
-// The longest time a profile may hold, in ms (about 28 hours): a run or an op beyond it is a
-// damaged or hand-edited file, and would otherwise print as hundreds of digits.
-constexpr double kMaxPlausibleMs = 1e8;
-
-std::string Num(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "infinite" : "-infinite";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-// Every time field a profile carries must be finite, >= 0 and plausible; the error names it.
-Status CheckTime(double v, const std::string& field) {
-  if (std::isfinite(v) && v >= 0 && v <= kMaxPlausibleMs) return Status::Ok();
-  return DataLoss("invalid profile: " + field + " = " + Num(v) +
-                  " ms is not a plausible time (it "
-                  "must be finite, at least 0 and at most " +
-                  Num(kMaxPlausibleMs) + " ms, about 28 hours)");
-}
-
-Status CheckStats(const Stats& st, const std::string& where) {
-  const std::pair<const char*, double> fields[] = {
-      {"mean", st.mean},    {"median", st.median}, {"trimmed_mean", st.trimmed_mean},
-      {"min", st.min},      {"max", st.max},       {"p90", st.p90},
-      {"stddev", st.stddev}};
-  for (const auto& [name, v] : fields)
-    OPSCOPE_RETURN_IF_ERROR(CheckTime(v, where + ".stats." + name));
-  return Status::Ok();
-}
-
-Status CheckTimes(const Profile& p) {
-  for (size_t i = 0; i < p.e2e.runs_ms.size(); ++i)
-    OPSCOPE_RETURN_IF_ERROR(CheckTime(p.e2e.runs_ms[i], "e2e.runs_ms[" + std::to_string(i) + "]"));
-  OPSCOPE_RETURN_IF_ERROR(CheckStats(p.e2e.stats, "e2e"));
-  for (size_t i = 0; i < p.ops.size(); ++i) {
-    std::string where = "ops[" + std::to_string(i) + "] ('" + p.ops[i].name + "')";
-    for (size_t k = 0; k < p.ops[i].runs_ms.size(); ++k)
-      OPSCOPE_RETURN_IF_ERROR(
-          CheckTime(p.ops[i].runs_ms[k], where + ".runs_ms[" + std::to_string(k) + "]"));
-    OPSCOPE_RETURN_IF_ERROR(CheckStats(p.ops[i].stats, where));
-  }
-  if (p.overhead) {
-    OPSCOPE_RETURN_IF_ERROR(
-        CheckTime(p.overhead->baseline_median_ms, "overhead.baseline_median_ms"));
-    OPSCOPE_RETURN_IF_ERROR(
-        CheckTime(p.overhead->observed_median_ms, "overhead.observed_median_ms"));
-  }
-  if (p.stat)
-    for (size_t i = 0; i < p.stat->runs.size(); ++i)
-      OPSCOPE_RETURN_IF_ERROR(
-          CheckTime(p.stat->runs[i].wall_ms, "stat.runs[" + std::to_string(i) + "].wall_ms"));
-  return Status::Ok();
-}
-
 Status NotARecordFile(std::string_view head, const std::string& origin) {
   if (head.rfind("OPSREC", 0) == 0)
     return Unsupported(origin +
@@ -305,7 +253,6 @@ StatusOr<Profile> FromDocument(nlohmann::json& j, StreamedRecords&& records,
   }
   j = nullptr;
   MoveStreamedRecords(std::move(records), &p);
-  OPSCOPE_RETURN_IF_ERROR(CheckTimes(p).WithPrefix(origin));
   OPSCOPE_RETURN_IF_ERROR(Validate(p).WithPrefix(origin));
   return p;
 }
@@ -344,11 +291,14 @@ void SetForeignLoader(ForeignLoader loader) { g_foreign_loader = loader; }
 
 std::optional<StatusOr<Profile>> LoadForeignProfile(const std::string& path) {
   if (!g_foreign_loader) return std::nullopt;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return std::nullopt;
+  auto fd = OpenRegularFile(path);
+  if (!fd.ok()) return std::nullopt;  // LoadProfile says why
   std::string head(kForeignSniffBytes, '\0');
-  size_t n = std::fread(head.data(), 1, head.size(), f);
-  std::fclose(f);
+  ssize_t got;
+  do got = ::read(*fd, head.data(), head.size());
+  while (got < 0 && errno == EINTR);
+  ::close(*fd);
+  const size_t n = got > 0 ? static_cast<size_t>(got) : 0;
   head.resize(n);
   if (n == 0 || head.rfind("OPSREC", 0) == 0) return std::nullopt;
   return g_foreign_loader(path, head);
@@ -358,9 +308,11 @@ StatusOr<Profile> LoadProfile(const std::string& path) {
   if (auto foreign = LoadForeignProfile(path)) return std::move(*foreign);
   // Parsed as it is read (profile_stream.cc): neither the text nor its whole document tree is
   // held. The checks and messages are ReadFile's.
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return NotFound(path + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": is a directory");
+  {
+    // A FIFO or device would block the open below or never end: refuse it first.
+    OPSCOPE_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
+    ::close(fd);
+  }
   std::ifstream in;
   std::vector<char> buffer(1 << 20);
   in.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));

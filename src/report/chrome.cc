@@ -18,6 +18,7 @@
 
 #include "base/strings.h"
 #include "profile/attached.h"
+#include "profile/json_text.h"
 #include "report/format.h"
 
 namespace opscope::report {
@@ -234,7 +235,7 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions&, std::string*
   json doc = {{"traceEvents", events},
               {"otherData",
                {{"schema", profile::kSchema}, {"source", p.meta.source}, {"kind", p.meta.kind}}}};
-  *out = doc.dump() + "\n";
+  *out = profile::DumpJson(doc) + "\n";
   return Status::Ok();
 }
 

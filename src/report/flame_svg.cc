@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/strings.h"
 #include "report/format.h"
 #include "report/op_stacks.h"
 
@@ -20,7 +21,8 @@ struct Node {
   std::map<std::string, size_t> children;  // label -> node index (sorted: stable layout)
 };
 
-std::string Escape(const std::string& s) {
+std::string Escape(const std::string& raw) {
+  const std::string s = ToValidUtf8(raw);  // XML must be well-formed UTF-8
   std::string o;
   for (char c : s) {
     switch (c) {

@@ -4,13 +4,15 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/strings.h"
 #include "report/format.h"
 #include "report/op_stacks.h"
 
 namespace opscope::report {
 namespace {
 // ';' separates frames and the last ' ' the count: both must not appear inside a frame label.
-std::string Clean(std::string s) {
+std::string Clean(const std::string& raw) {
+  std::string s = ToValidUtf8(raw);
   for (char& c : s)
     if (c == ';' || c == '\n' || c == '\r') c = ':';
   return s;

@@ -152,7 +152,12 @@ Status RenderTables(const profile::Profile& p, const ReportOptions& o, std::stri
   out->clear();
   std::vector<const Section*> present = PresentSections(p, o);
   if (present.empty()) {
-    *out = "opscope: " + (p.meta.source.empty() ? p.meta.kind : p.meta.source) +
+    // o.title names the file (`report` sets it); else the profile's source or kind.
+    std::string what = !o.title.empty()         ? o.title
+                       : !p.meta.source.empty() ? "opscope: " + p.meta.source
+                       : !p.meta.kind.empty()   ? "opscope: " + p.meta.kind
+                                                : "opscope: this profile";
+    *out = EscapeControl(what) +
            ": the profile holds no section to show (no ops, counters, samples, ranges or GPU "
            "activity)\n";
     return Status::Ok();
@@ -165,10 +170,30 @@ Status RenderTables(const profile::Profile& p, const ReportOptions& o, std::stri
     if (i > 0) *out += "\n";
     *out += part;
   }
+  // The net under every section's own escaping: tables are UTF-8 text, and without colours no
+  // control character but line breaks and tabs reaches the terminal (a name a section forgot to
+  // escape cannot move the cursor or retitle the window).
+  *out = ToValidUtf8(*out);
+  if (!o.color) {
+    auto control = [](unsigned char c) {
+      return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
+    };
+    if (std::any_of(out->begin(), out->end(), control)) {
+      std::string safe;
+      for (unsigned char c : *out) {
+        if (control(c))
+          safe += fmt::format("\\x{:02x}", c);
+        else
+          safe += static_cast<char>(c);
+      }
+      *out = std::move(safe);
+    }
+  }
   return Status::Ok();
 }
 
-std::string EscapeControl(const std::string& s) {
+std::string EscapeControl(const std::string& raw) {
+  const std::string s = ToValidUtf8(raw);  // invalid bytes show as U+FFFD, as in every format
   std::string out;
   for (unsigned char c : s) {
     if (c == '\n')
@@ -196,6 +221,22 @@ std::string ClipName(const std::string& s, size_t max, bool wide) {
   size_t cut = max - 3;
   while (cut > 0 && (static_cast<unsigned char>(e[cut]) & 0xC0) == 0x80) --cut;
   return e.substr(0, cut) + "...";
+}
+
+std::string CsvText(const std::string& raw, const std::string& separator) {
+  std::string s = ToValidUtf8(raw);
+  if (!s.empty() &&
+      (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r'))
+    s.insert(0, 1, '\'');
+  if (s.find_first_of("\"\n\r") == std::string::npos &&
+      (separator.empty() || s.find(separator) == std::string::npos))
+    return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
 }
 
 }  // namespace opscope::report

@@ -84,10 +84,17 @@ std::vector<const Section*> PresentSections(const profile::Profile& p, const Rep
 // The table of every present section (what the "table" format writes).
 Status RenderTables(const profile::Profile& p, const ReportOptions& o, std::string* out);
 
-// Escapes control characters (and DEL) of a name for a terminal: "\n" -> "\\n", others "\\xHH".
+// Escapes control characters (and DEL) of a name for a terminal: "\n" -> "\\n", others "\\xHH";
+// bytes that are not UTF-8 become U+FFFD (base/strings.h ToValidUtf8).
 std::string EscapeControl(const std::string& s);
 // EscapeControl, then cut to `max` display columns with "..." unless `wide`.
 std::string ClipName(const std::string& s, size_t max, bool wide);
+
+// One text cell of a CSV file: valid UTF-8, RFC 4180 quoting when it holds the separator, a quote
+// or a line break, and a leading ' when it starts with = + - @, tab or CR (OWASP's advice against
+// formula injection: a spreadsheet would run `=HYPERLINK(...)` from a node name). Numbers are not
+// text cells: write them as they are.
+std::string CsvText(const std::string& s, const std::string& separator = ",");
 
 }  // namespace opscope::report
 

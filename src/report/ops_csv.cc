@@ -1,4 +1,4 @@
-// CSV: one row per ONNX node, in graph order, RFC 4180 quoting.
+// CSV: one row per ONNX node, in graph order; text cells through CsvText (report/format.h).
 #include "report/ops_csv.h"
 
 #include <fmt/format.h>
@@ -10,16 +10,6 @@
 
 namespace opscope::report {
 namespace {
-
-std::string Csv(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string Shapes(const std::vector<std::vector<int64_t>>& shapes) {
   std::vector<std::string> parts;
@@ -48,10 +38,10 @@ Status OpsCsv(const profile::Profile& p, const ReportOptions&, std::string* out)
     double gf = t > 0 ? op.flops / (t * 1e6) : 0;
     double gb = t > 0 ? op.bytes / (t * 1e6) : 0;
     std::vector<std::string> row = {std::to_string(op.index),
-                                    Csv(op.name),
-                                    Csv(op.op_type),
-                                    op.status,
-                                    Csv(op.step),
+                                    CsvText(op.name),
+                                    CsvText(op.op_type),
+                                    CsvText(op.status),
+                                    CsvText(op.step),
                                     Shapes(op.input_shapes),
                                     Shapes(op.output_shapes),
                                     Num(op.flops),

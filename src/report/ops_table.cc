@@ -36,16 +36,23 @@ std::string ShapesCell(const std::vector<std::vector<int64_t>>& shapes, size_t m
 
 void Header(const profile::Profile& p, const ReportOptions& o, std::string* out) {
   const auto& m = p.meta;
-  *out += "opscope " + m.tool_version + " (" + m.build_type + " build) — " + m.kind + " of " +
-          m.source + "\n";
-  std::string cpu = m.cpu_model.empty() ? "unknown CPU" : m.cpu_model;
-  *out += "host " + m.host + ": " + cpu + ", " + std::to_string(m.logical_cpus) + " logical CPUs";
-  if (!m.governor.empty()) *out += ", governor " + m.governor;
-  if (m.cpu_mhz > 0) *out += F(", %.0f MHz", m.cpu_mhz);
-  *out += "\n";
-  if (m.threads > 0 || m.runs > 0)
+  *out += "opscope " + EscapeControl(m.tool_version) +
+          (m.build_type.empty() ? "" : " (" + EscapeControl(m.build_type) + " build)") + " — " +
+          EscapeControl(m.kind) + " of " + EscapeControl(m.source) + "\n";
+  // An imported profile knows nothing of the host it ran on unless its file said.
+  if (!m.host.empty() || !m.cpu_model.empty() || m.logical_cpus > 0) {
+    std::string cpu = m.cpu_model.empty() ? "unknown CPU" : EscapeControl(m.cpu_model);
+    *out += "host " + EscapeControl(m.host) + ": " + cpu + ", " + std::to_string(m.logical_cpus) +
+            " logical CPUs";
+    if (!m.governor.empty()) *out += ", governor " + EscapeControl(m.governor);
+    if (m.cpu_mhz > 0) *out += F(", %.0f MHz", m.cpu_mhz);
+    *out += "\n";
+  }
+  if (m.threads > 0)
     *out += "threads " + std::to_string(m.threads) + ", warm-up runs " + std::to_string(m.warmup) +
             ", measured runs " + std::to_string(m.runs) + "\n";
+  else if (m.runs > 0)
+    *out += "measured runs " + std::to_string(m.runs) + "\n";
   if (!p.e2e.runs_ms.empty()) {
     const Stats& s = p.e2e.stats;
     *out += "end-to-end latency: median " + HumanMs(s.median) + ", trimmed mean " +
@@ -54,7 +61,7 @@ void Header(const profile::Profile& p, const ReportOptions& o, std::string* out)
             VarianceVerdict(s.cv) + ")" +
             F("; throughput %.1f inferences/s", p.e2e.throughput_per_s) + "\n";
   }
-  for (const auto& d : m.degradations) *out += "note: " + d + "\n";
+  for (const auto& d : m.degradations) *out += "note: " + EscapeControl(d) + "\n";
 }
 
 void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* out) {
@@ -64,6 +71,7 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
   size_t shown = std::min<size_t>(ops.size(), static_cast<size_t>(std::max(o.top, 1)));
   *out += "\nHot operators (top " + std::to_string(shown) + " of " + std::to_string(p.ops.size()) +
           " nodes, by share of the summed per-op trimmed means)\n";
+  const bool imported = StartsWith(p.meta.kind, "import/");
   bool has_counters = false;
   for (const auto* op : ops) has_counters |= !op->counters.empty();
   TextTable t({"#", "node", "op type", "inputs", "outputs", "median", "trimmed", "share", "cum",
@@ -81,20 +89,25 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
     any_int |= integer;
     const double work = integer ? op->int_ops : op->flops;
     const std::string mark = integer ? " int" : "";
+    // An op with no timed run (an imported row without times) has no time, not 0 us.
+    const bool timed = !op->runs_ms.empty() || op->status == "folded";
     t.AddRow({std::to_string(i + 1), EscapeControl(op->name), EscapeControl(op->op_type),
               ShapesCell(op->input_shapes), ShapesCell(op->output_shapes),
-              HumanMs(op->stats.median), HumanMs(op->stats.trimmed_mean),
-              F("%.1f%%", op->share * 100), F("%.1f%%", cum * 100), HumanCount(work) + mark,
-              HumanBytes(op->bytes), sec > 0 && work > 0 ? F("%.2f", work / sec / 1e9) + mark : "-",
+              timed ? HumanMs(op->stats.median) : "no runs",
+              timed ? HumanMs(op->stats.trimmed_mean) : "no runs", F("%.1f%%", op->share * 100),
+              F("%.1f%%", cum * 100), HumanCount(work) + mark, HumanBytes(op->bytes),
+              sec > 0 && work > 0 ? F("%.2f", work / sec / 1e9) + mark : "-",
               sec > 0 && op->bytes > 0 ? F("%.2f", op->bytes / sec / 1e9) : "-"});
     if (op->status == "fused")
       t.AddNote("   fused in step '" + EscapeControl(op->step) + "' with " +
-                EscapeControl(Join(op->fused_with, ", ")) + "; " + op->attribution);
+                EscapeControl(Join(op->fused_with, ", ")) + "; " + EscapeControl(op->attribution));
+    else if (imported && !op->attribution.empty())
+      t.AddNote("   " + EscapeControl(op->attribution));  // how the runtime's row maps to it
     if (!op->layout.empty())
-      t.AddNote("   memory layout: " + op->layout + " (channels-last region)");
+      t.AddNote("   memory layout: " + EscapeControl(op->layout) + " (channels-last region)");
     if (!op->counters.empty()) {
       std::vector<std::string> cs;
-      for (const auto& [k, v] : op->counters) cs.push_back(k + "=" + HumanCount(v));
+      for (const auto& [k, v] : op->counters) cs.push_back(EscapeControl(k) + "=" + HumanCount(v));
       t.AddNote("   counters/run: " + Join(cs, ", "));
     }
   }
@@ -143,7 +156,10 @@ void Coverage(const profile::Profile& p, std::string* out) {
   *out += "\ncoverage: per-op medians sum to " + HumanMs(sum) +
           F(" = %.1f%% of the end-to-end median", e2e > 0 ? sum / e2e * 100 : 0) +
           "; the remaining " + HumanMs(std::max(0.0, e2e - sum)) +
-          " is the engine's own overhead (scheduling, allocation, observer)\n";
+          (StartsWith(p.meta.kind, "import/")
+               ? " is the runtime's time outside its per-op rows (scheduling, copies, "
+                 "allocation)\n"
+               : " is the engine's own overhead (scheduling, allocation, observer)\n");
   if (p.overhead) {
     const auto& ov = *p.overhead;
     // A difference inside the run-to-run noise (or a negative one: the observer cannot speed a

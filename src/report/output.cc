@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "base/files.h"
 
 namespace opscope::report {
@@ -38,26 +41,50 @@ bool WritesToStream(const std::vector<OutputTarget>& targets) {
   return false;
 }
 
+Status WriteStream(const std::string& text, FILE* stream) {
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stream) != text.size() || std::fflush(stream) != 0) {
+    const int err = errno != 0 ? errno : EIO;
+    return ResourceExhausted(std::string(stream == stderr ? "standard error" : "standard output") +
+                             ": write failed: " + std::strerror(err));
+  }
+  return Status::Ok();
+}
+
 Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& targets,
                     const ReportOptions& o, FILE* stream, FILE* status) {
+  // One failed output does not cost the others: each is attempted, the first error returned.
+  Status first = Status::Ok();
+  auto keep = [&](Status st) {
+    if (!st.ok() && first.ok()) first = std::move(st);
+  };
   for (const OutputTarget& t : targets) {
     ReportOptions to = o;
     if (!t.path.empty()) to.color = false;
-    if (t.path.empty() && t.format->binary && isatty(fileno(stream)) == 1)
-      return InvalidArgument(std::string(t.format->name) + " output is binary: use -o FILE" +
-                             t.format->extension + " or redirect it");
-    std::string text;
-    OPSCOPE_RETURN_IF_ERROR(t.format->write(p, to, &text).WithPrefix(t.format->name));
-    if (t.path.empty()) {
-      std::fwrite(text.data(), 1, text.size(), stream);
-      std::fflush(stream);
+    if (t.path.empty() && t.format->binary && isatty(fileno(stream)) == 1) {
+      keep(InvalidArgument(std::string(t.format->name) + " output is binary: use -o FILE" +
+                           t.format->extension + " or redirect it"));
       continue;
     }
-    OPSCOPE_RETURN_IF_ERROR(WriteFileAtomic(t.path, text));
-    if (status) std::fprintf(status, "opscope: wrote %s (%s)\n", t.path.c_str(), t.format->name);
+    std::string text;
+    if (Status st = t.format->write(p, to, &text).WithPrefix(t.format->name); !st.ok()) {
+      keep(std::move(st));
+      continue;
+    }
+    if (t.path.empty()) {
+      keep(WriteStream(text, stream));
+      continue;
+    }
+    if (Status st = WriteFileAtomic(t.path, text); !st.ok()) {
+      keep(std::move(st));
+      continue;
+    }
+    if (status)
+      std::fprintf(status, "opscope: wrote %s (%s)\n", EscapeControl(t.path).c_str(),
+                   t.format->name);
   }
   if (status) std::fflush(status);
-  return Status::Ok();
+  return first;
 }
 
 }  // namespace opscope::report

@@ -30,8 +30,13 @@ StatusOr<std::vector<OutputTarget>> PlanOutputs(const std::vector<std::string>& 
 bool WritesFormat(const std::vector<OutputTarget>& targets, const std::string& name);
 bool WritesToStream(const std::vector<OutputTarget>& targets);
 
+// Writes `text` to a stream and flushes it; a failed write (a full disk, /dev/full) is an error
+// naming standard output or standard error.
+Status WriteStream(const std::string& text, FILE* stream);
+
 // Renders and writes every target: files atomically (then "opscope: wrote PATH (FORMAT)" on
-// `status`), the stream one to `stream`. A binary format refuses a terminal stream.
+// `status`), the stream one to `stream`. A binary format refuses a terminal stream. A target that
+// fails does not stop the others; the first failure is returned.
 Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& targets,
                     const ReportOptions& o, FILE* stream, FILE* status);
 

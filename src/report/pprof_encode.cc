@@ -9,6 +9,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/strings.h"
 #include "report/format.h"
 #include "report/op_stacks.h"
 
@@ -58,7 +59,8 @@ class Strings {
   Strings() { Id(""); }
   int64_t Id(const std::string& s) {
     auto [it, inserted] = ids_.emplace(s, static_cast<int64_t>(list_.size()));
-    if (inserted) list_.push_back(s);
+    // profile.proto's strings are proto3 `string`s: decoders (Go's) refuse invalid UTF-8.
+    if (inserted) list_.push_back(ToValidUtf8(s));
     return it->second;
   }
   const std::vector<std::string>& list() const { return list_; }

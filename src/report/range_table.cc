@@ -9,15 +9,13 @@
 #include "report/format.h"
 
 namespace opscope::report {
-namespace {}  // namespace
-
 std::string FormatRangeTable(const analysis::RangeReport& r, bool color, bool wide) {
   std::string bold = color ? "\x1b[1m" : "", reset = color ? "\x1b[0m" : "";
   std::string out;
   if (r.ranges.empty()) return "no ranges recorded\n";
   out += bold + "pipeline" +
          (r.runs > 1 ? fmt::format(" (per run, mean of {} runs)", r.runs) : std::string()) + ": " +
-         r.headline + reset + "\n\n";
+         EscapeControl(r.headline) + reset + "\n\n";
   bool cpu = false;
   for (const auto& s : r.ranges) cpu |= s.counters.count("thread_cpu_ms") > 0;
   out += fmt::format("{:<36} {:>7} {:>11} {:>11} {:>11} {:>11} {:>6} {:>7} {:>7}{}\n", "range",
@@ -45,13 +43,6 @@ std::string FormatRangeTable(const analysis::RangeReport& r, bool color, bool wi
   return out;
 }
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 std::string RangesToCsv(const analysis::RangeReport& r) {
   std::string out =
       "path,name,domain,depth,calls,total_ms,per_run_ms,mean_ms,median_ms,trimmed_mean_ms,min_ms,"
@@ -62,7 +53,7 @@ std::string RangesToCsv(const analysis::RangeReport& r) {
     out += fmt::format(
         "{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:."
         "6f},{},{}\n",
-        CsvField(s.path), CsvField(s.name), CsvField(s.domain), s.depth, s.calls, s.total_ms,
+        CsvText(s.path), CsvText(s.name), CsvText(s.domain), s.depth, s.calls, s.total_ms,
         s.per_run_ms, s.ms.mean, s.ms.median, s.ms.trimmed_mean, s.ms.min, s.ms.max, s.ms.p90,
         s.ms.cv, s.share_of_top, s.share_of_parent, s.threads,
         it == s.counters.end() ? std::string() : fmt::format("{:.6f}", it->second));

@@ -7,12 +7,15 @@
 #include <set>
 
 #include "base/strings.h"
+#include "base/testing/fuzz_corpus.h"
 #include "base/testing/golden.h"
 #include "profile/profile.h"
 #include "profile/profile_io.h"
 #include "report/format.h"
 #include "report/op_stacks.h"
 #include "report/output.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace opscope::report {
 namespace {
@@ -281,6 +284,52 @@ TEST(ReportTest, CsvWritesIntegersWhole) {
   ASSERT_TRUE(FindFormat("csv")->write(p, {}, &out).ok());
   EXPECT_NE(out.find(",1234567891,"), std::string::npos) << out;
   EXPECT_EQ(out.find("e+"), std::string::npos) << out;
+}
+
+// Names are bytes from other people's files: none may abort a writer (nlohmann's dump threw
+// type_error 316 on byte 0xFF), every text format is valid UTF-8 with U+FFFD for what was not,
+// and no CSV text cell starts a spreadsheet formula.
+TEST(ReportTest, HostileNamesInEveryFormat) {
+  profile::Profile p = SmallProfile();
+  p.ops[0].name = "conv\xff\xfe";
+  p.ops[1].name = "=HYPERLINK(\"http://x\",\"y\")";
+  p.ops[2].name = "+cmd|' /C calc'!A0";
+  p.ops[3].name = "@SUM(1)";
+  p.ops[3].op_type = "-Transpose";
+  p.ops[4].name = "\tlead tab";
+  p.meta.source = "model\xc3\x28.onnx";
+  for (const Format& f : Formats()) {
+    std::string out;
+    Status st = f.write(p, {}, &out);
+    if (!st.ok()) continue;  // a format for a section this profile lacks
+    if (f.binary) continue;
+    EXPECT_TRUE(IsValidUtf8(out)) << f.name;
+  }
+  std::string json;
+  ASSERT_TRUE(FindFormat("json")->write(p, {}, &json).ok());
+  auto j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["ops"][0]["name"], "conv\xEF\xBF\xBD\xEF\xBF\xBD");
+  std::string csv;
+  ASSERT_TRUE(FindFormat("csv")->write(p, {}, &csv).ok());
+  EXPECT_NE(csv.find(",\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",'+cmd|' /C calc'!A0,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",'@SUM(1),'-Transpose,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",'\tlead tab,"), std::string::npos) << csv;
+  // Numbers stay numbers, negative ones too.
+  EXPECT_EQ(CsvText("-1.5"), "'-1.5");  // a text cell that looks like one is still text
+  EXPECT_EQ(CsvText("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvText("a;b", ";"), "\"a;b\"");
+  EXPECT_EQ(CsvText("plain"), "plain");
+  std::string table;
+  ASSERT_TRUE(FindFormat("table")->write(p, {}, &table).ok());
+  EXPECT_NE(table.find("conv\xEF\xBF\xBD\xEF\xBF\xBD"), std::string::npos) << table;
+}
+
+TEST(ReportTest, WritersFuzzRegressionCorpus) {
+  int n = ::opscope::testing::ReplayFuzzCorpus("writers_fuzz", [](const std::string& b) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  });
+  EXPECT_GE(n, 3);
 }
 
 TEST(ReportTest, TableEscapesControlCharactersAndWideShowsNamesWhole) {

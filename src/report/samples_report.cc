@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "base/strings.h"
+#include "profile/json_text.h"
 #include "report/format.h"
 
 namespace opscope::report {
@@ -384,7 +385,7 @@ std::string RenderHotJson(const profile::Profile& p, const HotFunctions& h) {
   j["rows"] = rows;
   j["warnings"] = s ? s->warnings : std::vector<std::string>{};
   j["degradations"] = p.meta.degradations;
-  return j.dump(1) + "\n";
+  return profile::DumpJson(j, 1) + "\n";
 }
 
 StatusOr<CallerCallee> ComputeCallerCallee(const profile::Profile& p, const std::string& query) {

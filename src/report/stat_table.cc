@@ -284,7 +284,7 @@ std::string FormatStatSeparated(const profile::Profile& p, const std::string& se
     if (n) running_ns /= n;
     std::vector<std::string> f;
     if (!row.counted) {
-      f = {c.supported ? "<not counted>" : "<not supported>", unit, c.event};
+      f = {c.supported ? "<not counted>" : "<not supported>", unit, CsvText(c.event, sep)};
       if (runs > 1) f.push_back("0.00%");
       f.insert(f.end(), {"0", "100.00", "", ""});
       line(f);
@@ -292,7 +292,7 @@ std::string FormatStatSeparated(const profile::Profile& p, const std::string& se
     }
     const Stats& st = s.summary.at(c.event);
     f = {c.unit == "ms" ? fmt::format("{:.2f}", st.mean) : fmt::format("{:.0f}", st.mean), unit,
-         c.event};
+         CsvText(c.event, sep)};
     if (runs > 1) {
       // perf's "+-": the standard error of the mean, relative to the mean.
       double rel = st.mean != 0 && st.n > 0

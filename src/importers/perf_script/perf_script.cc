@@ -188,11 +188,26 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::map<std::string, size_t> events;
   profile::Sample* cur = nullptr;
   size_t pos = 0, line_no = 0, bad_lines = 0, side_band = 0;
+  size_t nul_bytes = 0, nul_line = 0;  // zero-filled stretches (a file cut while being written)
   while (pos < text.size()) {
+    if (text[pos] == '\0') {
+      size_t end = text.find_first_not_of('\0', pos);
+      if (end == std::string_view::npos) end = text.size();
+      if (nul_bytes == 0) nul_line = line_no + 1;
+      nul_bytes += end - pos;
+      pos = end;
+      cur = nullptr;
+      continue;
+    }
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
     std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
+    if (size_t z = line.find('\0'); z != std::string_view::npos) {
+      line = line.substr(0, z);  // the line ends where the zeros begin
+      pos += z;
+    } else {
+      pos = nl + 1;
+    }
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) {
@@ -267,6 +282,11 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     s.warnings.push_back(std::to_string(side_band) +
                          " side-band records (PERF_RECORD_MMAP2, ...: perf script "
                          "--show-*-events) were skipped");
+  if (nul_bytes)
+    s.warnings.push_back(std::to_string(nul_bytes) + " NUL bytes in " + origin + " (from line " +
+                         std::to_string(nul_line) +
+                         ") were skipped: a zero-filled stretch, as a file cut while being "
+                         "written leaves; the samples outside it were read");
   if (bad_lines)
     s.warnings.push_back(std::to_string(bad_lines) + " lines of " + origin +
                          " could not be read as samples or frames and were skipped");

@@ -15,7 +15,8 @@ extern const char kPageScript[];
 extern const char kPageStyle[];
 extern const char kPageScriptSha256Hex[];
 
-std::string Escape(std::string_view s) {
+std::string Escape(std::string_view raw) {
+  const std::string s = ToValidUtf8(raw);
   std::string out;
   out.reserve(s.size() + 8);
   for (char ch : s) {
