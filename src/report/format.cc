@@ -140,8 +140,13 @@ std::vector<const Section*> PresentSections(const profile::Profile& p, const Rep
       continue;
     if (s.present(p)) out.push_back(&s);
   }
+  // A kind no section names (an import of a GPU trace, "import/nsys") reads like the command
+  // whose data it holds: a GPU section makes it a `gpu` profile, its NVTX ranges after it.
+  bool matched = false;
+  for (const Section* s : out) matched = matched || p.meta.kind == s->kind;
+  const std::string kind = !matched && p.gpu && p.ops.empty() ? "gpu" : p.meta.kind;
   std::stable_sort(out.begin(), out.end(), [&](const Section* a, const Section* b) {
-    bool pa = p.meta.kind == a->kind, pb = p.meta.kind == b->kind;
+    bool pa = kind == a->kind, pb = kind == b->kind;
     if (pa != pb) return pa;
     return a->order < b->order;
   });
