@@ -5,6 +5,7 @@
 #include "profile/json_fields.h"
 #include "profile/json_text.h"
 #include "profile/profile_json.h"
+#include "profile/record_writer.h"
 
 namespace opscope::profile {
 
@@ -130,10 +131,9 @@ static void from_json(const nlohmann::json& j, GpuDevice& v) { DEVICE_FIELDS(OPS
   X(metrics_passes)
 void to_json(nlohmann::json& j, const GpuSection& v) { GPU_FIELDS(OPSCOPE_JSON_PUT); }
 
-void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v) {
+void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v, const std::string& slot) {
   OPSCOPE_JSON_PUT(device_name);
-  for (const char* a : {"kernels", "memcpys", "memsets", "api_calls"})
-    j[a] = std::string(kGpuArraySlot) + a;
+  for (const char* a : {"kernels", "memcpys", "memsets", "api_calls"}) j[a] = slot + a;
   OPSCOPE_JSON_PUT(dropped_records);
   OPSCOPE_JSON_PUT(syncs);
   OPSCOPE_JSON_PUT(devices);
@@ -142,82 +142,10 @@ void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v) {
   OPSCOPE_JSON_PUT(metrics_passes);
 }
 
-namespace {
-
-// Writes JSON text exactly as nlohmann's dump(indent) lays it out (members and array elements on
-// their own lines at `pad` plus one indent per level; compact when indent < 0; keys in the order
-// given, which callers keep sorted as nlohmann's std::map does). Numbers and strings go through
-// nlohmann's own serializer, so the bytes are the same; what is saved is the document tree of
-// each record (a map node and a key string per field), the cost of the generic path.
-class RecordWriter {
- public:
-  RecordWriter(int indent, std::string pad, std::string* out)
-      : indent_(indent), pad_(std::move(pad)), out_(out) {}
-  void Begin(char open) {
-    out_->push_back(open);
-    first_.push_back(true);
-  }
-  void End(char close) {
-    bool empty = first_.back();
-    first_.pop_back();
-    if (!empty && indent_ >= 0) NewLine(first_.size());
-    out_->push_back(close);
-  }
-  void Key(std::string_view k) {
-    Next();
-    out_->push_back('"');
-    out_->append(k);
-    out_->append(indent_ >= 0 ? "\": " : "\":");
-  }
-  void Element() { Next(); }
-  void Int(int64_t v) { out_->append(std::to_string(v)); }
-  void Bool(bool v) { out_->append(v ? "true" : "false"); }
-  void Double(double v) {
-    if (!(v == last_double_ && !last_double_text_.empty())) {
-      last_double_ = v;
-      last_double_text_ = DumpJson(nlohmann::json(v));
-    }
-    out_->append(last_double_text_);
-  }
-  void Str(const std::string& s) {
-    auto it = strings_.find(s);
-    if (it == strings_.end()) {
-      if (strings_.size() > 4096) strings_.clear();
-      it = strings_.emplace(s, DumpJson(nlohmann::json(s))).first;
-    }
-    out_->append(it->second);
-  }
-  void Ints3(const int32_t* v) {
-    Begin('[');
-    for (int i = 0; i < 3; ++i) {
-      Element();
-      Int(v[i]);
-    }
-    End(']');
-  }
-
- private:
-  void Next() {
-    if (!first_.back()) out_->push_back(',');
-    first_.back() = false;
-    if (indent_ >= 0) NewLine(first_.size());
-  }
-  void NewLine(size_t depth) {
-    out_->push_back('\n');
-    out_->append(pad_);
-    out_->append(depth * static_cast<size_t>(indent_), ' ');
-  }
-  int indent_;
-  std::string pad_;
-  std::string* out_;
-  std::vector<bool> first_;
-  double last_double_ = 0;
-  std::string last_double_text_;
-  std::unordered_map<std::string, std::string> strings_;
-};
-
 // The fields of to_json(GpuKernel) / to_json(GpuApiCall) above, in std::map (sorted) order.
-void WriteRecord(RecordWriter& w, const GpuKernel& v) {
+// Static members of this namespace (not of an unnamed one), so that record_writer.h's template
+// finds them by argument-dependent lookup.
+static void WriteRecord(records::RecordWriter& w, const GpuKernel& v) {
   w.Begin('{');
   w.Key("achieved_occupancy_pct"), w.Double(v.achieved_occupancy_pct);
   w.Key("block"), w.Ints3(v.block);
@@ -242,7 +170,7 @@ void WriteRecord(RecordWriter& w, const GpuKernel& v) {
   w.Key("tid"), w.Int(v.tid);
   w.End('}');
 }
-void WriteRecord(RecordWriter& w, const GpuApiCall& v) {
+static void WriteRecord(records::RecordWriter& w, const GpuApiCall& v) {
   w.Begin('{');
   w.Key("api"), w.Str(v.api);
   w.Key("correlation_id"), w.Int(v.correlation_id);
@@ -253,53 +181,16 @@ void WriteRecord(RecordWriter& w, const GpuApiCall& v) {
   w.End('}');
 }
 
-template <class T>
-void WriteRecords(const std::vector<T>& records, int indent, std::string_view pad,
-                  const std::function<void(std::string_view)>& sink) {
-  if (records.empty()) {
-    sink("[]");
-    return;
-  }
-  const std::string elem_pad =
-      indent < 0 ? std::string() : std::string(pad) + std::string(static_cast<size_t>(indent), ' ');
-  sink(indent < 0 ? "[" : "[\n");
-  std::string text;
-  constexpr bool kFast = std::is_same_v<T, GpuKernel> || std::is_same_v<T, GpuApiCall>;
-  RecordWriter w(indent, elem_pad, &text);
-  for (size_t i = 0; i < records.size(); ++i) {
-    text.clear();
-    if (indent >= 0) text = elem_pad;
-    if constexpr (kFast) {
-      WriteRecord(w, records[i]);
-    } else {
-      nlohmann::json e = records[i];
-      std::string one = DumpJson(e, indent);
-      for (char c : one) {
-        text += c;
-        if (c == '\n' && indent >= 0) text += elem_pad;
-      }
-    }
-    if (i + 1 < records.size()) text += indent < 0 ? "," : ",\n";
-    sink(text);
-  }
-  if (indent >= 0) {
-    sink("\n");
-    sink(pad);
-  }
-  sink("]");
-}
-}  // namespace
-
 bool WriteGpuArray(const GpuSection& v, std::string_view name, int indent, std::string_view pad,
                    const std::function<void(std::string_view)>& sink) {
   if (name == "kernels")
-    WriteRecords(v.kernels, indent, pad, sink);
+    records::WriteRecords(v.kernels, indent, pad, sink);
   else if (name == "memcpys")
-    WriteRecords(v.memcpys, indent, pad, sink);
+    records::WriteRecords(v.memcpys, indent, pad, sink);
   else if (name == "memsets")
-    WriteRecords(v.memsets, indent, pad, sink);
+    records::WriteRecords(v.memsets, indent, pad, sink);
   else if (name == "api_calls")
-    WriteRecords(v.api_calls, indent, pad, sink);
+    records::WriteRecords(v.api_calls, indent, pad, sink);
   else
     return false;
   return true;

@@ -1,6 +1,7 @@
 // Loading and saving profiles in their JSON form (schema kSchema, docs/profile-format.md).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,9 @@
 namespace opscope::profile {
 
 std::string ToJsonString(const Profile& p, int indent = 1);
+// The same text handed to `sink` piece by piece (the big record arrays a record at a time), so a
+// writer never holds the whole text: hundreds of MB for a large import.
+void StreamJson(const Profile& p, int indent, const std::function<void(std::string_view)>& sink);
 // Parses and validates; a truncated or foreign file gets a DataLoss/Unsupported status saying so.
 StatusOr<Profile> FromJsonString(const std::string& text, const std::string& origin);
 

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "base/files.h"
 #include "profile/json_fields.h"
 #include "profile/json_text.h"
 #include "profile/profile_io.h"
+#include "profile/record_writer.h"
 
 namespace opscope {
 
@@ -144,49 +146,90 @@ void from_json(const nlohmann::json& j, ClockSample& v) {
 }
 
 namespace {
-// gpu_slots: the gpu section's record arrays as slots (profile_json.h), for the streaming writer.
-void ProfileToJson(nlohmann::json& j, const Profile& p, bool gpu_slots) {
+// slot: "" for the plain tree, else the prefix (kRecordArraySlot + a nonce) that the big record
+// arrays are left as, for the streaming writer (profile_json.h).
+void ProfileToJson(nlohmann::json& j, const Profile& p, const std::string& slot) {
   j = nlohmann::json::object();
   j["schema"] = kSchema;
   j["meta"] = p.meta;
   j["e2e"] = p.e2e;
-  j["ops"] = p.ops;
-  if (!p.op_events.empty()) j["op_events"] = p.op_events;
+  if (slot.empty())
+    j["ops"] = p.ops;
+  else
+    j["ops"] = slot + "ops";
+  if (!p.op_events.empty()) {
+    if (slot.empty())
+      j["op_events"] = p.op_events;
+    else
+      j["op_events"] = slot + "op_events";
+  }
   if (p.overhead) j["overhead"] = *p.overhead;
   if (p.stat) j["stat"] = *p.stat;
-  if (p.samples) j["samples"] = *p.samples;
-  if (!p.ranges.empty()) j["ranges"] = p.ranges;
-  if (p.gpu) {
-    if (gpu_slots)
-      GpuSectionWithSlots(j["gpu"], *p.gpu);
+  if (p.samples) {
+    if (slot.empty())
+      j["samples"] = *p.samples;
     else
+      SampleSectionWithSlots(j["samples"], *p.samples, slot);
+  }
+  if (!p.ranges.empty()) {
+    if (slot.empty())
+      j["ranges"] = p.ranges;
+    else
+      j["ranges"] = slot + "ranges";
+  }
+  if (p.gpu) {
+    if (slot.empty())
       j["gpu"] = *p.gpu;
+    else
+      GpuSectionWithSlots(j["gpu"], *p.gpu, slot);
   }
   j["findings"] = p.findings;
   if (!p.clocks.empty()) j["clocks"] = p.clocks;
 }
 
-// The profile's JSON text, handed to `sink` piece by piece: the document tree without the gpu
+// The slot prefix of one write: a nonce no name in the profile can know, so a hostile name equal
+// to a slot is written as the string it is, never replaced by an array.
+std::string SlotPrefix() {
+  std::random_device rd;
+  const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
+  return std::string(kRecordArraySlot) + hex + ":";
+}
+
+// The profile's JSON text, handed to `sink` piece by piece: the document tree without the big
 // record arrays, dumped, with each array's slot replaced by its records written one at a time.
 // The text equals nlohmann::json(p).dump(indent) + "\n".
 void WriteProfileJson(const Profile& p, int indent,
                       const std::function<void(std::string_view)>& sink) {
+  const std::string slot = SlotPrefix();
   nlohmann::json j;
-  ProfileToJson(j, p, /*gpu_slots=*/true);
+  ProfileToJson(j, p, slot);
   std::string head = DumpJson(j, indent);
   j = nullptr;
-  // The slot as dumped: "\u0001opscope-gpu-array\u0001kernels".
-  const std::string prefix = "\"\\u0001opscope-gpu-array\\u0001";
+  // The slot as dumped: "\u0001opscope-records\u0001<nonce>:kernels".
+  const std::string prefix =
+      "\"\\u0001opscope-records\\u0001" + slot.substr(sizeof kRecordArraySlot - 1);
   size_t pos = 0, at;
-  while (p.gpu && (at = head.find(prefix, pos)) != std::string::npos) {
+  while ((at = head.find(prefix, pos)) != std::string::npos) {
     size_t name_at = at + prefix.size(), name_end = head.find('"', name_at);
     if (name_end == std::string::npos) break;
     size_t line = head.rfind('\n', at);
     line = line == std::string::npos ? 0 : line + 1;
     size_t pad_end = head.find_first_not_of(' ', line);
     sink(std::string_view(head).substr(pos, at - pos));
-    WriteGpuArray(*p.gpu, std::string_view(head).substr(name_at, name_end - name_at), indent,
-                  std::string_view(head).substr(line, pad_end - line), sink);
+    const std::string_view name = std::string_view(head).substr(name_at, name_end - name_at);
+    const std::string_view pad = std::string_view(head).substr(line, pad_end - line);
+    if (name == "ops")
+      records::WriteRecords(p.ops, indent, pad, sink);
+    else if (name == "op_events")
+      records::WriteRecords(p.op_events, indent, pad, sink);
+    else if (name == "ranges")
+      records::WriteRecords(p.ranges, indent, pad, sink);
+    else if (name == "samples" && p.samples)
+      WriteSampleArray(*p.samples, indent, pad, sink);
+    else if (p.gpu)
+      WriteGpuArray(*p.gpu, name, indent, pad, sink);
     pos = name_end + 1;
   }
   sink(std::string_view(head).substr(pos));
@@ -194,7 +237,7 @@ void WriteProfileJson(const Profile& p, int indent,
 }
 }  // namespace
 
-void to_json(nlohmann::json& j, const Profile& p) { ProfileToJson(j, p, /*gpu_slots=*/false); }
+void to_json(nlohmann::json& j, const Profile& p) { ProfileToJson(j, p, ""); }
 
 void from_json(const nlohmann::json& j, Profile& p) {
   auto get = [&](const char* key, auto& field) {
@@ -219,6 +262,10 @@ std::string ToJsonString(const Profile& p, int indent) {
   std::string out;
   WriteProfileJson(p, indent, [&](std::string_view s) { out.append(s); });
   return out;
+}
+
+void StreamJson(const Profile& p, int indent, const std::function<void(std::string_view)>& sink) {
+  WriteProfileJson(p, indent, sink);
 }
 
 namespace {
@@ -277,7 +324,7 @@ Status SaveProfile(const Profile& p, const std::string& path) {
   // Streamed to the file (a 1 GB trace's import writes hundreds of MB of records), then renamed
   // into place.
   return WriteFileAtomicStreamed(path, [&](std::ostream& out) {
-    WriteProfileJson(p, 1, [&](std::string_view s) {
+    StreamJson(p, 1, [&](std::string_view s) {
       out.write(s.data(), static_cast<std::streamsize>(s.size()));
     });
   });

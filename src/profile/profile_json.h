@@ -40,13 +40,22 @@ void to_json(nlohmann::json& j, const Range& v);  // ranges_json.cc
 void from_json(const nlohmann::json& j, Range& v);
 void to_json(nlohmann::json& j, const GpuSection& v);  // gpu_json.cc
 void from_json(const nlohmann::json& j, GpuSection& v);
-// The gpu section with its record arrays (kernels, memcpys, memsets, api_calls) replaced by the
-// string kGpuArraySlot + name, and the writer of one such array in the text nlohmann's dump
-// would give it (elements at `pad` plus one indent; `indent` < 0: compact). ToJsonString and
+// The big record arrays (ops, op_events, ranges, the samples' samples, the gpu section's kernels,
+// memcpys, memsets and api_calls) are left in the document as the string kRecordArraySlot + name,
+// (the writer adds a nonce after kRecordArraySlot, so a name cannot pose as a slot), and written
+// by a writer of one such array in the text nlohmann's dump would give it (elements
+// at `pad` plus one indent; `indent` < 0: compact; record_writer.h). ToJsonString and
 // SaveProfile splice the arrays in record by record: a document tree holds about 2.5 KB per
-// kernel record, the records themselves a tenth of that.
-inline constexpr char kGpuArraySlot[] = "\x01opscope-gpu-array\x01";
-void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v);
+// kernel record and 700 bytes per short sample, the records themselves a tenth of that.
+inline constexpr char kRecordArraySlot[] = "\x01opscope-records\x01";
+void GpuSectionWithSlots(nlohmann::json& j, const GpuSection& v, const std::string& slot);
+void SampleSectionWithSlots(nlohmann::json& j, const SampleSection& v,
+                            const std::string& slot);  // samples_json.cc
+bool WriteSampleArray(const SampleSection& v, int indent, std::string_view pad,
+                      const std::function<void(std::string_view)>& sink);
+// Appends one element of the samples' "samples" array, converted as from_json(SampleSection)
+// converts it; throws as it throws.
+void AppendSample(const nlohmann::json& e, std::vector<Sample>* samples);
 bool WriteGpuArray(const GpuSection& v, std::string_view name, int indent, std::string_view pad,
                    const std::function<void(std::string_view)>& sink);
 // Appends one element of the gpu record array `name` ("kernels", "memcpys", "memsets",
@@ -58,12 +67,15 @@ void from_json(const nlohmann::json& j, Finding& v);
 void to_json(nlohmann::json& j, const Profile& p);
 void from_json(const nlohmann::json& j, Profile& p);
 
-// The big record arrays of a profile (op_events, ranges and the gpu section's kernels, memcpys,
-// memsets, api_calls, syncs), read one element at a time (profile_stream.cc).
+// The big record arrays of a profile (ops, op_events, ranges, the samples' samples and the gpu
+// section's kernels, memcpys, memsets, api_calls, syncs), read one element at a time
+// (profile_stream.cc).
 struct StreamedRecords {
+  std::vector<OpRecord> ops;
   std::vector<OpEvent> op_events;
   std::vector<Range> ranges;
-  GpuSection gpu;  // only its record arrays
+  std::vector<Sample> samples;  // the samples section's "samples"
+  GpuSection gpu;               // only its record arrays
 };
 // Parses a profile's JSON text into `doc`, the tree nlohmann::json::parse would give but with the
 // record arrays empty, their elements converted into `records`; an element that does not convert

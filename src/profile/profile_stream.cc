@@ -24,11 +24,23 @@ namespace {
 
 using json = nlohmann::json;
 
-enum class Slot { kNone, kOpEvents, kRanges, kKernels, kMemcpys, kMemsets, kApiCalls, kSyncs };
+enum class Slot {
+  kNone,
+  kOps,
+  kOpEvents,
+  kRanges,
+  kSamples,
+  kKernels,
+  kMemcpys,
+  kMemsets,
+  kApiCalls,
+  kSyncs
+};
 
-// The record arrays read one element at a time: top-level keys, and keys of the top-level "gpu"
-// object.
+// The record arrays read one element at a time: top-level keys, the "samples" key of the
+// top-level "samples" object, and keys of the top-level "gpu" object.
 Slot TopLevelSlot(const std::string& key) {
+  if (key == "ops") return Slot::kOps;
   if (key == "op_events") return Slot::kOpEvents;
   if (key == "ranges") return Slot::kRanges;
   return Slot::kNone;
@@ -67,10 +79,14 @@ class StreamingBuilder {
         for (Slot s :
              {Slot::kKernels, Slot::kMemcpys, Slot::kMemsets, Slot::kApiCalls, Slot::kSyncs})
           Reset(s);
+      else if (key_ == "samples")
+        Reset(Slot::kSamples);
       else if (Slot s = TopLevelSlot(key_); s != Slot::kNone)
         Reset(s);
     } else if (streaming_ < 0 && InGpuObject()) {
       if (Slot s = GpuSlot(key_); s != Slot::kNone) Reset(s);
+    } else if (streaming_ < 0 && InSamplesObject() && key_ == "samples") {
+      Reset(Slot::kSamples);
     }
     return true;
   }
@@ -87,6 +103,11 @@ class StreamingBuilder {
   // The top-level "gpu" object is the innermost open value.
   bool InGpuObject() const {
     return stack_.size() == 2 && stack_[0].value->is_object() && stack_[1].key == "gpu" &&
+           stack_[1].value->is_object();
+  }
+  // The top-level "samples" object is the innermost open value.
+  bool InSamplesObject() const {
+    return stack_.size() == 2 && stack_[0].value->is_object() && stack_[1].key == "samples" &&
            stack_[1].value->is_object();
   }
   bool AtStreamedArray() const {
@@ -129,6 +150,8 @@ class StreamingBuilder {
         slot = TopLevelSlot(key);
       else if (InGpuObject())
         slot = GpuSlot(key);
+      else if (InSamplesObject() && key == "samples")
+        slot = Slot::kSamples;
     }
     json* v = Place(json(type));
     stack_.push_back({v, key});
@@ -153,11 +176,17 @@ class StreamingBuilder {
   void Reset(Slot s) {
     Failed(s) = false;
     switch (s) {
+      case Slot::kOps:
+        out_->ops.clear();
+        break;
       case Slot::kOpEvents:
         out_->op_events.clear();
         break;
       case Slot::kRanges:
         out_->ranges.clear();
+        break;
+      case Slot::kSamples:
+        out_->samples.clear();
         break;
       case Slot::kKernels:
         out_->gpu.kernels.clear();
@@ -180,11 +209,17 @@ class StreamingBuilder {
   }
   void Append(const json& e) {
     switch (slot_) {
+      case Slot::kOps:
+        out_->ops.push_back(e.get<OpRecord>());
+        break;
       case Slot::kOpEvents:
         out_->op_events.push_back(e.get<OpEvent>());
         break;
       case Slot::kRanges:
         out_->ranges.push_back(e.get<Range>());
+        break;
+      case Slot::kSamples:
+        AppendSample(e, &out_->samples);
         break;
       case Slot::kKernels:
         AppendGpuRecord("kernels", e, &out_->gpu);
@@ -226,7 +261,7 @@ class StreamingBuilder {
   int streaming_ = -1;  // index in stack_ of the streamed array being read, -1 when none
   Slot slot_ = Slot::kNone;
   json element_;
-  bool failed_[8] = {};
+  bool failed_[10] = {};
 };
 
 template <typename Input>
@@ -248,8 +283,10 @@ bool ParseProfileStreamed(std::istream& in, nlohmann::json* doc, StreamedRecords
 }
 
 void MoveStreamedRecords(StreamedRecords&& records, Profile* p) {
+  if (!records.ops.empty()) p->ops = std::move(records.ops);
   if (!records.op_events.empty()) p->op_events = std::move(records.op_events);
   if (!records.ranges.empty()) p->ranges = std::move(records.ranges);
+  if (p->samples && !records.samples.empty()) p->samples->samples = std::move(records.samples);
   if (!p->gpu) return;
   GpuSection& g = records.gpu;
   if (!g.kernels.empty()) p->gpu->kernels = std::move(g.kernels);

@@ -186,6 +186,63 @@ TEST(ProfileJsonStreaming, GpuArraysSplicedAsTheTreeWouldDumpThem) {
   EXPECT_EQ(ToJsonString(no_gpu), tree.dump(1) + "\n");
 }
 
+// The other big arrays (ops, op events, ranges, the samples' samples) are spliced in too, each
+// record as the tree dumps it; a name equal to a slot stays the string it is (the slot carries a
+// nonce of each write).
+TEST(ProfileJsonStreaming, OpsEventsRangesAndSamplesSplicedAsTheTreeWouldDumpThem) {
+  Profile p;
+  p.meta.kind = "record";
+  for (int i = 0; i < 3; ++i) {
+    OpRecord op;
+    op.name = i == 1 ? std::string(kRecordArraySlot) + "ops" : "op" + std::to_string(i);
+    op.index = i;
+    op.runs_ms = {1.0 + i, 2.5};
+    op.counters["cycles"] = 1e9;
+    op.input_shapes = {{1, 3}, {}};
+    p.ops.push_back(op);
+    p.op_events.push_back({i, 0, 7, 100 * i, 50});
+  }
+  p.meta.extra["samples"] = std::string(kRecordArraySlot) + "samples";
+  Range r;
+  r.name = "stage \"1\"";
+  r.end_ns = 10;
+  r.counters["thread_cpu_ms"] = 0.25;
+  p.ranges.push_back(r);
+  p.samples.emplace();
+  p.samples->event = "cpu-clock";
+  p.samples->frames.push_back({"main", "app", "", 0, 0x10, false});
+  p.samples->frames.push_back({"f\xc3\xa9", "app", "a.cc", 3, 0x20, true});
+  for (int i = 0; i < 4; ++i) {
+    ::opscope::profile::Sample smp;
+    smp.stack = i == 3 ? std::vector<uint32_t>{} : std::vector<uint32_t>{1, 0};
+    smp.tid = 7;
+    smp.time_ns = 1000000000000 + i;
+    smp.weight = i == 2 ? 0.5 : 250000;
+    smp.op = i == 1 ? 2 : -1;
+    p.samples->samples.push_back(smp);
+  }
+  p.samples->thread_names[7] = "worker";
+  for (int indent : {1, 2, -1}) {
+    nlohmann::json tree = p;
+    EXPECT_EQ(ToJsonString(p, indent), tree.dump(indent) + "\n") << "indent " << indent;
+  }
+  auto back = FromJsonString(ToJsonString(p), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->ops[1].name, p.ops[1].name);
+  EXPECT_EQ(back->meta.extra["samples"], p.meta.extra["samples"]);
+  ASSERT_EQ(back->samples->samples.size(), 4u);
+  EXPECT_EQ(back->samples->samples[1].op, 2);
+  EXPECT_EQ(back->samples->samples[0].stack, (std::vector<uint32_t>{1, 0}));
+  EXPECT_EQ(ToJsonString(*back), ToJsonString(p));
+  Profile empty = p;
+  empty.ops.clear();
+  empty.op_events.clear();
+  empty.ranges.clear();
+  empty.samples->samples.clear();
+  nlohmann::json tree = empty;
+  EXPECT_EQ(ToJsonString(empty), tree.dump(1) + "\n");
+}
+
 }  // namespace
 }  // namespace opscope::profile
 
@@ -224,8 +281,13 @@ TEST(ProfileStreamedReader, RecordsAndErrorsAsTheWholeTreeReadsThem) {
   ASSERT_GE(seeds.size(), 10u);
   for (const auto& [name, text] : seeds) ExpectSameAsWholeTree(text, name);
   // What the seeds are for: each is read, or refused with the message its twin gives.
-  auto valid = FromJsonString(seeds[10].second, "t.json");
-  ASSERT_EQ(seeds[10].first, "valid_gpu");
+  auto seed = [&](const std::string& name) {
+    for (const auto& [n, text] : seeds)
+      if (n == name) return text;
+    ADD_FAILURE() << "no seed " << name;
+    return std::string();
+  };
+  auto valid = FromJsonString(seed("valid_gpu"), "t.json");
   ASSERT_TRUE(valid.ok()) << valid.status().message();
   ASSERT_TRUE(valid->gpu.has_value());
   EXPECT_EQ(valid->gpu->kernels.size(), 2u);
@@ -236,8 +298,17 @@ TEST(ProfileStreamedReader, RecordsAndErrorsAsTheWholeTreeReadsThem) {
   EXPECT_EQ(valid->gpu->api_calls.size(), 1u);
   EXPECT_EQ(valid->gpu->syncs.size(), 1u);
   EXPECT_EQ(valid->ranges.size(), 1u);
-  auto meta_first = FromJsonString(seeds[1].second, "t.json");
-  ASSERT_EQ(seeds[1].first, "bad_kernel_and_meta");
+  auto samples = FromJsonString(seed("valid_samples"), "t.json");
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  ASSERT_EQ(samples->samples->samples.size(), 2u);
+  EXPECT_EQ(samples->samples->samples[0].stack, (std::vector<uint32_t>{1, 0}));
+  EXPECT_EQ(samples->ops.size(), 2u);
+  auto dup = FromJsonString(seed("duplicate_samples_and_ops"), "t.json");
+  ASSERT_TRUE(dup.ok()) << dup.status().message();
+  EXPECT_EQ(dup->samples->event, "cycles") << "a repeated key replaces the earlier value";
+  EXPECT_EQ(dup->samples->samples.size(), 1u);
+  EXPECT_TRUE(dup->ops.empty());
+  auto meta_first = FromJsonString(seed("bad_kernel_and_meta"), "t.json");
   EXPECT_EQ(meta_first.status().message(),
             "t.json: malformed profile: [json.exception.type_error.302] type must be number, but "
             "is string")

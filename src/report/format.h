@@ -16,7 +16,9 @@
 // section whose `kind` equals meta.kind, else the first present one by `order`.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -46,6 +48,10 @@ struct Format {
   Status (*write)(const profile::Profile& p, const ReportOptions& o, std::string* out);
   const char* more_extensions = "";  // other extensions, space-separated (".pprof .pb")
   bool binary = false;               // not for a terminal
+  // Optional: the same bytes as `write`, handed to `sink` piece by piece; WriteOutputs prefers it,
+  // so a large output (the JSON profile of a big import) is never held whole in memory.
+  Status (*stream)(const profile::Profile& p, const ReportOptions& o,
+                   const std::function<void(std::string_view)>& sink) = nullptr;
 };
 
 bool RegisterFormat(const Format& f);

@@ -8,7 +8,12 @@ Status WriteJson(const profile::Profile& p, const ReportOptions&, std::string* o
   *out = profile::ToJsonString(p);
   return Status::Ok();
 }
+Status StreamJson(const profile::Profile& p, const ReportOptions&,
+                  const std::function<void(std::string_view)>& sink) {
+  profile::StreamJson(p, 1, sink);
+  return Status::Ok();
+}
 }  // namespace
 OPSCOPE_REGISTER_FORMAT(json, {"json", ".json", "the opscope profile (schema opscope.profile/1)",
-                               &WriteJson});
+                               &WriteJson, "", false, &StreamJson});
 }  // namespace opscope::report

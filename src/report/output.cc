@@ -41,9 +41,10 @@ bool WritesToStream(const std::vector<OutputTarget>& targets) {
   return false;
 }
 
-Status WriteStream(const std::string& text, FILE* stream) {
+Status WriteStream(std::string_view text, FILE* stream, bool flush) {
   errno = 0;
-  if (std::fwrite(text.data(), 1, text.size(), stream) != text.size() || std::fflush(stream) != 0) {
+  if (std::fwrite(text.data(), 1, text.size(), stream) != text.size() ||
+      (flush && std::fflush(stream) != 0)) {
     const int err = errno != 0 ? errno : EIO;
     return ResourceExhausted(std::string(stream == stderr ? "standard error" : "standard output") +
                              ": write failed: " + std::strerror(err));
@@ -66,19 +67,46 @@ Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& 
                            t.format->extension + " or redirect it"));
       continue;
     }
-    std::string text;
-    if (Status st = t.format->write(p, to, &text).WithPrefix(t.format->name); !st.ok()) {
-      keep(std::move(st));
-      continue;
+    if (t.format->stream != nullptr) {
+      // Piece by piece: the text is never held whole.
+      Status rendered = Status::Ok();
+      Status written = Status::Ok();
+      if (t.path.empty()) {
+        rendered = t.format->stream(p, to, [&](std::string_view piece) {
+          if (written.ok()) written = WriteStream(piece, stream, /*flush=*/false);
+        });
+        if (written.ok()) written = WriteStream("", stream);
+      } else {
+        written = WriteFileAtomicStreamed(t.path, [&](std::ostream& out) {
+          rendered = t.format->stream(p, to, [&](std::string_view piece) {
+            out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+          });
+        });
+      }
+      if (!rendered.ok()) {
+        keep(rendered.WithPrefix(t.format->name));
+        continue;
+      }
+      if (!written.ok()) {
+        keep(std::move(written));
+        continue;
+      }
+    } else {
+      std::string text;
+      if (Status st = t.format->write(p, to, &text).WithPrefix(t.format->name); !st.ok()) {
+        keep(std::move(st));
+        continue;
+      }
+      if (t.path.empty()) {
+        keep(WriteStream(text, stream));
+        continue;
+      }
+      if (Status st = WriteFileAtomic(t.path, text); !st.ok()) {
+        keep(std::move(st));
+        continue;
+      }
     }
-    if (t.path.empty()) {
-      keep(WriteStream(text, stream));
-      continue;
-    }
-    if (Status st = WriteFileAtomic(t.path, text); !st.ok()) {
-      keep(std::move(st));
-      continue;
-    }
+    if (t.path.empty()) continue;
     if (status)
       std::fprintf(status, "opscope: wrote %s (%s)\n", EscapeControl(t.path).c_str(),
                    t.format->name);

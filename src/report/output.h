@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -30,9 +31,9 @@ StatusOr<std::vector<OutputTarget>> PlanOutputs(const std::vector<std::string>& 
 bool WritesFormat(const std::vector<OutputTarget>& targets, const std::string& name);
 bool WritesToStream(const std::vector<OutputTarget>& targets);
 
-// Writes `text` to a stream and flushes it; a failed write (a full disk, /dev/full) is an error
-// naming standard output or standard error.
-Status WriteStream(const std::string& text, FILE* stream);
+// Writes `text` to a stream and flushes it (unless `flush` is false); a failed write (a full disk,
+// /dev/full) is an error naming standard output or standard error.
+Status WriteStream(std::string_view text, FILE* stream, bool flush = true);
 
 // Renders and writes every target: files atomically (then "opscope: wrote PATH (FORMAT)" on
 // `status`), the stream one to `stream`. A binary format refuses a terminal stream. A target that

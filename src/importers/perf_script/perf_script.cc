@@ -189,7 +189,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   profile::Sample* cur = nullptr;
   size_t pos = 0, line_no = 0, bad_lines = 0, side_band = 0;
   size_t nul_bytes = 0, nul_line = 0;  // zero-filled stretches (a file cut while being written)
+  size_t released = 0;                 // the mapped pages read so far are dropped every 16 MB
   while (pos < text.size()) {
+    if (pos - released > (size_t{16} << 20)) src.ReleaseBefore(released = pos);
     if (text[pos] == '\0') {
       size_t end = text.find_first_not_of('\0', pos);
       if (end == std::string_view::npos) end = text.size();
