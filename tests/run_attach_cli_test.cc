@@ -521,5 +521,117 @@ TEST(RunAttachCli, AnAttachedSpanIsReportedAsSuch) {
   EXPECT_EQ(app.Finish(), 0);
 }
 
+// ---- Root attaching to another user's program: what that user plants is never followed --------
+
+constexpr uid_t kNobody = 65534;
+
+// tests/run_attach_impostor_app as uid 65534: it answers opscope's request as a recorder would and
+// plants `mode` (see the program) in the output folder opscope hands it.
+struct Impostor {
+  int pid = -1;
+  std::string dir, channel;
+  Impostor(const std::string& d, const std::string& mode) : dir(d) {
+    pid = testing::StartInOwnGroup(
+        {"/usr/bin/env", "-u", "OPSCOPE_ATTACHABLE", "-u", "OPSCOPE_RANGES_OUT", "-u",
+         "OPSCOPE_ATTACH_DIR", "-u", "XDG_RUNTIME_DIR",
+         "LD_PRELOAD=" + Lib("libopscope_ranges_rt.so"), Bin("run_attach_impostor_app"),
+         std::to_string(kNobody), mode, dir},
+        dir + "/impostor.out", dir + "/impostor.err");
+    channel = "/tmp/opscope-attach-" + std::to_string(pid) + "-annotate";
+    for (int i = 0; i < 1000 && !Exists(channel); ++i) usleep(10000);
+    EXPECT_TRUE(Exists(channel)) << testing::ReadAll(dir + "/impostor.err");
+  }
+  ~Impostor() {
+    kill(pid, SIGKILL);
+    testing::WaitForExit(pid, 10);
+    // Its channel, and in swap mode the link and the moved (emptied) output folder.
+    std::string out = testing::ReadAll(dir + "/impostor.out");
+    out = out.substr(0, out.find('\n'));
+    if (out.rfind("/tmp/opscope-attach-out-", 0) != 0 ||
+        out.find_first_of(" '\"$;`") != std::string::npos)
+      out.clear();
+    RunShell("rm -rf " + channel + (out.empty() ? "" : " " + out + " " + out + ".moved"));
+  }
+  // `opscope run -p`, bounded: a hang is killed (exit 137) and reading /dev/zero runs out of
+  // address space instead of memory.
+  testing::CommandResult Attach(const std::string& json) const {
+    unlink(json.c_str());
+    return RunShell("ulimit -v 4194304; timeout -s KILL 60 " + Opscope() + " run -p " +
+                    std::to_string(pid) + " --duration 0.3 -o " + json);
+  }
+};
+
+// A root-only file the planted links point at: not a range file, so reading it would fail loudly.
+void PlantSecret(const std::string& dir) {
+  const std::string secret = dir + "/secret";
+  std::ofstream(secret) << "root-only secret\n";
+  ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);  // the impostor must reach it to link to it
+}
+
+TEST(RunAttachCli, RootReadsNothingTheProgramsUserPlantsInTheOutputFolder) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the program runs as uid 65534";
+  struct Case {
+    std::string mode, why;
+  };
+  const Case cases[] = {{"symlink", "is a symbolic link"},
+                        {"fifo", "is a FIFO, not a regular file"},
+                        {"devzero", "is a symbolic link"},
+                        {"hardlink", "is a file with 2 hard links"}};
+  for (const Case& c : cases) {
+    const std::string dir = Tmp() + "/" + c.mode;
+    mkdir(dir.c_str(), 0755);
+    PlantSecret(dir);
+    Impostor imp(dir, c.mode);
+    const std::string json = dir + "/planted.json";
+    auto r = imp.Attach(json);
+    EXPECT_EQ(r.exit_code, 0) << c.mode << " (137: opscope hung or ran out of memory)\n" << r.err;
+    const std::string file = "ranges.annotate." + std::to_string(imp.pid);
+    EXPECT_NE(r.err.find(file + " " + c.why + ": not reading it"), std::string::npos)
+        << c.mode << "\n"
+        << r.err;
+    EXPECT_EQ(r.err.find("not an opscope range file"), std::string::npos)
+        << c.mode << ": the secret was read\n"
+        << r.err;
+    profile::Profile p = Load(json);
+    EXPECT_EQ(Count(p, "planted"), 0) << c.mode;
+    EXPECT_TRUE(HasDegradation(p, c.why)) << c.mode;
+    EXPECT_EQ(testing::ReadAll(dir + "/secret"), "root-only secret\n");
+  }
+}
+
+TEST(RunAttachCli, AnAnswerMarkerThatIsAFifoIsRefusedWithoutHanging) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the program runs as uid 65534";
+  const std::string dir = Tmp();
+  Impostor imp(dir, "marker-fifo");
+  auto r = imp.Attach(dir + "/marker.json");
+  EXPECT_EQ(r.exit_code, 1) << "(137: opscope hung)\n" << r.err;
+  EXPECT_NE(r.err.find("attached.annotate is a FIFO, not a regular file: not reading it"),
+            std::string::npos)
+      << r.err;
+}
+
+// The output folder is the program's user's once handed over, in sticky /tmp: renamed away and
+// replaced by a link to a root folder, opscope keeps reading (and emptying) the folder it made.
+TEST(RunAttachCli, AnOutputFolderSwappedForASymlinkIsNeitherFollowedNorEmptied) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the program runs as uid 65534";
+  const std::string dir = Tmp();
+  PlantSecret(dir);
+  const std::string victim = dir + "/victim";
+  mkdir(victim.c_str(), 0700);
+  std::ofstream(victim + "/precious") << "keep me\n";
+  std::ofstream(victim + "/done.annotate") << "stop 0 9000000000000000000\n";
+  std::ofstream(victim + "/ranges.annotate.1") << "root-only secret\n";
+  Impostor imp(dir, "swap");
+  const std::string json = dir + "/swap.json";
+  auto r = imp.Attach(json);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("not an opscope range file"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::ReadAll(victim + "/precious"), "keep me\n") << r.err;
+  EXPECT_TRUE(Exists(victim + "/ranges.annotate.1")) << r.err;
+  EXPECT_EQ(Count(Load(json), "planted"), 1) << "read from the folder opscope made\n" << r.err;
+  EXPECT_NE(r.err.find("was moved or replaced while in use"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace opscope

@@ -15,6 +15,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/files.h"
@@ -24,8 +26,10 @@
 #include "collect/attach.h"
 #include "collect/attach_dir.h"
 #include "collect/perf_access.h"
+#include "collect/range_folder.h"
 #include "collect/range_run.h"
 #include "collect/ranges_reader.h"
+#include "collect/trusted_file.h"
 #include "profile/attached.h"
 
 namespace opscope::collect {
@@ -34,10 +38,25 @@ namespace {
 constexpr const char* kSources[] = {"annotate", "nvtx"};
 constexpr double kAnswerTimeoutS = 5;
 
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
+// A descriptor closed with its owner.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
 
 // Effective capabilities CAP_CHOWN (0) and CAP_DAC_OVERRIDE (1): what handing another user's
 // program a request and an output folder of its own takes.
@@ -68,26 +87,27 @@ std::vector<std::string> LoadedRecorders(pid_t pid) {
   return out;
 }
 
-// Writes `text` into `dir`/`name` atomically: a private temporary file (owned by `uid` when
-// opscope acts for another user), then renamed into place (`exclusive`: RENAME_NOREPLACE, which
-// fails when `name` exists; a hard link would leave the request with two links for a moment,
-// which the recorder refuses).
-Status PlaceFile(const std::string& dir, const std::string& name, const std::string& text,
-                 uid_t uid, gid_t gid, bool exclusive) {
-  const std::string tmp = fmt::format("{}/.{}.{}.tmp", dir, name, getpid());
-  unlink(tmp.c_str());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+// Writes `text` into the folder `dirfd` (`dir` in messages) as `name`, atomically: a private
+// temporary file (owned by `uid` when opscope acts for another user), then renamed into place
+// (`exclusive`: RENAME_NOREPLACE, which fails when `name` exists; a hard link would leave the
+// request with two links for a moment, which the recorder refuses). Only through the descriptor:
+// the folder is the program's user's, who may have replaced its path since it was checked.
+Status PlaceFile(int dirfd, const std::string& dir, const std::string& name,
+                 const std::string& text, uid_t uid, gid_t gid, bool exclusive) {
+  const std::string tmp = fmt::format(".{}.{}.tmp", name, getpid());
+  unlinkat(dirfd, tmp.c_str(), 0);
+  int fd = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
-    return PermissionDenied(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+    return PermissionDenied(fmt::format("cannot write {}/{}: {}", dir, tmp, std::strerror(errno)));
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   if (ok && uid != geteuid()) ok = fchown(fd, uid, gid) == 0;
   ::close(fd);
-  const std::string path = dir + "/" + name;
-  const int placed = ok ? renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(),
-                                    exclusive ? RENAME_NOREPLACE : 0)
-                        : -1;
+  const int placed =
+      ok ? renameat2(dirfd, tmp.c_str(), dirfd, name.c_str(), exclusive ? RENAME_NOREPLACE : 0)
+         : -1;
   const int err = errno;
-  unlink(tmp.c_str());
+  unlinkat(dirfd, tmp.c_str(), 0);
+  const std::string path = dir + "/" + name;
   if (placed != 0 && exclusive && err == EEXIST)
     return Unavailable(fmt::format(
         "{} exists: another opscope is attached to this program; wait for it to finish", path));
@@ -111,8 +131,26 @@ struct Channel {
   std::string source;
   std::string base;  // the attach folder, as the program sees it
   std::string dir;   // the channel, as opscope reaches it (under /proc/PID/root when it must)
+  Fd fd;             // opened once (O_NOFOLLOW) and checked: everything in it goes through this
   bool attached = false;
+  bool Has(const char* name) const {
+    struct stat st {};
+    return fstatat(fd.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  }
 };
+
+// Reads a marker the recorder wrote (`attached.<source>`, `done.<source>`) by the trust rule,
+// waiting a moment while it has two links (on a file system without RENAME_NOREPLACE the
+// recorder links it in, then removes its temporary name).
+FileTrust ReadMarker(const RangeFolder& folder, const std::string& name, std::string* text,
+                     std::string* why) {
+  FileTrust trust = folder.Read(name, kMaxMarkerBytes, text, why);
+  for (int i = 0; i < 50 && trust == FileTrust::kHardLinks; ++i) {
+    usleep(20000);
+    trust = folder.Read(name, kMaxMarkerBytes, text, why);
+  }
+  return trust;
+}
 
 // The target of a symbolic link, "" when unreadable.
 std::string ReadLink(const std::string& path) {
@@ -208,16 +246,23 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
     for (const auto& l : loaded) mapped |= l == source;
     if (!mapped) continue;  // a channel would be left behind by an earlier process with this pid
     for (const std::string& base : bases) {
-      const std::string dir = root + base + "/" + AttachChannelName(pid, source);
-      struct stat st {};
-      if (lstat(dir.c_str(), &st) != 0) continue;
-      if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0)
+      const std::string name = AttachChannelName(pid, source);
+      const std::string dir = root + base + "/" + name;
+      const Fd base_fd(::open((root + base).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (base_fd.get() < 0) continue;
+      FileTrust trust = FileTrust::kTrusted;
+      std::string why;
+      Fd fd(OpenTrustedFolder(base_fd.get(), name.c_str(), uid, "the program's uid", true, &trust,
+                              &why));
+      if (trust == FileTrust::kMissing) continue;
+      if (fd.get() < 0)
         return PermissionDenied(fmt::format(
-            "{} is not a private folder of uid {} (the program's): not trusting it; remove it and "
-            "start the program again",
-            dir, uid));
-      gid = st.st_gid;
-      channels.push_back({source, base, dir});
+            "{} is not a private folder of uid {} (the program's): it is {}; not trusting it; "
+            "remove it and start the program again",
+            dir, uid, why));
+      struct stat st {};
+      if (fstat(fd.get(), &st) == 0) gid = st.st_gid;
+      channels.push_back({source, base, dir, std::move(fd)});
       break;
     }
   }
@@ -279,35 +324,32 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
                        pid),
            true);
 
-  // The output folder: private, the program's, next to its channel (a folder it can see).
+  // The output folder: private, the program's, next to its channel (a folder it can see). Once
+  // handed to the program's user, only its descriptor is used (collect/range_folder.h).
   const std::string out_base = channels[0].base;
-  std::string tmpl = root + out_base + "/opscope-attach-out-XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr)
-    return PermissionDenied(fmt::format("cannot create a temporary folder in {}: {}",
-                                        root + out_base, std::strerror(errno)));
-  const std::string out = tmpl;                          // as opscope reaches it
-  const std::string out_seen = out.substr(root.size());  // as the program sees it
+  OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<RangeFolder> out,
+                           RangeFolder::Make(root + out_base, "opscope-attach-out-"));
+  const std::string out_seen = out_base + "/" + out->name();  // as the program sees it
   auto fail = [&](Status st) -> Status {
     for (const auto& c : channels)
-      if (c.attached) (void)PlaceFile(c.dir, "stop", "stop\n", uid, gid, false);
-    RemoveFlatFolder(out);
+      if (c.attached) (void)PlaceFile(c.fd.get(), c.dir, "stop", "stop\n", uid, gid, false);
+    out->Remove();
     return st;
   };
-  if (uid != geteuid() && chown(out.c_str(), uid, gid) != 0)
-    return fail(PermissionDenied(
-        fmt::format("cannot hand {} to uid {}: {}", out, uid, std::strerror(errno))));
+  if (uid != geteuid())
+    if (Status st = out->HandTo(uid, gid); !st.ok()) return fail(st);
   int64_t window_start = 0, window_end = INT64_MAX;  // when every recorder was attached
   const std::string request = fmt::format("opscope-attach 1\nopscope-pid {}\nout {}\ncpu {}\n",
                                           getpid(), out_seen, o.cpu_time ? 1 : 0);
   for (auto& c : channels) {
-    if (Status st = PlaceFile(c.dir, "request", request, uid, gid, true); !st.ok()) return fail(st);
-    const std::string ack = out + "/attached." + c.source;
-    const bool answered = PollFor(kAnswerTimeoutS, [&] {
-      return Exists(ack) || !Exists(c.dir + "/request") || !ProcessAlive(pid);
-    });
-    if (!Exists(ack)) {
+    if (Status st = PlaceFile(c.fd.get(), c.dir, "request", request, uid, gid, true); !st.ok())
+      return fail(st);
+    const std::string ack = "attached." + c.source;
+    const bool answered = PollFor(
+        kAnswerTimeoutS, [&] { return out->Has(ack) || !c.Has("request") || !ProcessAlive(pid); });
+    if (!out->Has(ack)) {
       if (!ProcessAlive(pid)) return fail(NotFound(fmt::format("process {} has exited", pid)));
-      unlink((c.dir + "/request").c_str());
+      unlinkat(c.fd.get(), "request", 0);
       return fail(Unavailable(
           answered ? fmt::format("the {} recorder in process {} refused the attach request (its "
                                  "stderr says why)",
@@ -317,8 +359,13 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
                                  c.source, pid, kAnswerTimeoutS)));
     }
     c.attached = true;
+    std::string text, why;
+    if (ReadMarker(*out, ack, &text, &why) != FileTrust::kTrusted)
+      return fail(PermissionDenied(
+          fmt::format("{}/{} is {}: not reading it (the program's user may have put it there)",
+                      out->path(), ack, why)));
     int64_t since = 0;
-    const std::string answer = Trim(ReadSysFile(ack)), prefix = "attached ";
+    const std::string answer = Trim(text), prefix = "attached ";
     if (StartsWith(answer, prefix) && ParseInt64(answer.substr(prefix.size()), &since))
       window_start = std::max(window_start, since);
   }
@@ -336,19 +383,25 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
   // Stop: each recorder writes its records and `done`; one that exited did so at exit.
   if (reason != StopReason::kTargetsExited)
     for (const auto& c : channels)
-      if (Status st = PlaceFile(c.dir, "stop", "stop\n", uid, gid, false);
+      if (Status st = PlaceFile(c.fd.get(), c.dir, "stop", "stop\n", uid, gid, false);
           !st.ok() && ProcessAlive(pid))
         note(st.message(), true);
   std::vector<std::string> missing;
   int64_t left_open = 0;
+  std::vector<std::string> refused;
   for (const auto& c : channels) {
-    const std::string done = out + "/done." + c.source;
-    PollFor(kAnswerTimeoutS, [&] { return Exists(done) || !ProcessAlive(pid); });
-    if (!Exists(done)) {
+    const std::string done = "done." + c.source;
+    PollFor(kAnswerTimeoutS, [&] { return out->Has(done) || !ProcessAlive(pid); });
+    if (!out->Has(done)) {
       missing.push_back(c.source);
       continue;
     }
-    const std::vector<std::string> answer = Split(Trim(ReadSysFile(done)), ' ', true);
+    std::string text, why;
+    if (ReadMarker(*out, done, &text, &why) != FileTrust::kTrusted) {
+      refused.push_back(done + " is " + why + ": not reading it");
+      continue;
+    }
+    const std::vector<std::string> answer = Split(Trim(text), ' ', true);
     int64_t n = 0, t = 0;
     if (answer.empty() || answer[0] != "stop") result.program_exited = true;
     if (answer.size() == 3 && answer[0] == "stop" && ParseInt64(answer[1], &n)) left_open += n;
@@ -381,8 +434,11 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
 
   std::vector<profile::Range> ranges;
   std::vector<RangeFileInfo> infos;
-  if (Status st = ReadRangeFiles(out + "/ranges", &ranges, &infos); !st.ok()) return fail(st);
-  RemoveFlatFolder(out);
+  if (Status st = ReadRangeFiles(*out, "ranges", &ranges, &infos, &refused); !st.ok())
+    return fail(st);
+  for (const std::string& r : refused)
+    note(fmt::format("{} (in {}; the program's user may have put it there)", r, out->path()), true);
+  if (const std::string left = out->Remove(); !left.empty()) note(left, true);
   // Only what every recorder saw whole: a stage one of them recorded only partly takes the ranges
   // of the others inside it along.
   const size_t dropped = DropPartialRanges(window_start, window_end, infos, &ranges);

@@ -1,6 +1,5 @@
 #include "collect/range_run.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
 #include <limits.h>
 #include <signal.h>
@@ -10,10 +9,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 
 #include "base/clock.h"
 #include "base/host.h"
 #include "base/launch.h"
+#include "collect/range_folder.h"
 #include "collect/ranges_reader.h"
 #include "profile/profile_io.h"
 
@@ -52,17 +53,6 @@ std::string DescribeDeath(int sig, int received) {
 constexpr double kBookkeepingNs = 250;
 
 }  // namespace
-
-void RemoveFlatFolder(const std::string& dir) {
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") unlink((dir + "/" + n).c_str());
-    }
-    closedir(d);
-  }
-  rmdir(dir.c_str());
-}
 
 void EstimateRecorderOverhead(bool cpu_time, int measured_runs, profile::Profile* p) {
   if (p->ranges.empty() || !(p->e2e.stats.median > 0)) return;
@@ -121,11 +111,10 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
                     user_inj));
   }
 
-  char tmpl[] = "/tmp/opscope-run-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr)
-    return PermissionDenied(std::string("cannot create a temporary folder in /tmp: ") +
-                            std::strerror(errno));
-  const std::string tmp = tmpl;
+  // opscope's own private folder; read through its descriptor all the same (the program may
+  // change users, and the rule is one: collect/range_folder.h).
+  OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<RangeFolder> tmp,
+                           RangeFolder::Make("/tmp", "opscope-run-"));
 
   LaunchOptions launch;
   launch.argv = o.command;
@@ -142,14 +131,13 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
   const int total = o.warmup + o.runs;
   for (int i = 0; i < total && signals->received() == 0; ++i) {
     const int run = i - o.warmup;
-    const std::string prefix = fmt::format("{}/run{}", tmp, i);
+    const std::string prefix = fmt::format("run{}", i);
     launch.set_env = {{"ASAN_OPTIONS", asan_options},
-                      {"OPSCOPE_RANGES_OUT", prefix},
+                      {"OPSCOPE_RANGES_OUT", tmp->path() + "/" + prefix},
                       {"OPSCOPE_RANGES_CPU", o.cpu_time ? "1" : "0"}};
     if (use_nvtx) launch.set_env.push_back({"NVTX_INJECTION64_PATH", nvtx});
     TargetExit end;
     if (Status st = RunTarget(launch, signals, &end); !st.ok()) {
-      RemoveFlatFolder(tmp);
       if (st.code() == StatusCode::kInternal) return st;
       result.exec_error = st;
       return result;
@@ -173,10 +161,9 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
     p->e2e.runs_ms.push_back(ms);
     std::vector<profile::Range> ranges;
     std::vector<RangeFileInfo> infos;
-    if (Status st = ReadRangeFiles(prefix, &ranges, &infos); !st.ok()) {
-      RemoveFlatFolder(tmp);
-      return st;
-    }
+    std::vector<std::string> refused;
+    OPSCOPE_RETURN_IF_ERROR(ReadRangeFiles(*tmp, prefix, &ranges, &infos, &refused));
+    for (const std::string& r : refused) note(fmt::format("run {}: {}", run, r));
     int unclosed = 0;
     for (const auto& inf : infos) unclosed += inf.unclosed;
     if (unclosed > 0)
@@ -192,7 +179,7 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
       p->ranges.push_back(std::move(r));
     }
   }
-  RemoveFlatFolder(tmp);
+  if (const std::string left = tmp->Remove(); !left.empty()) note(left);
   result.measured = static_cast<int>(p->e2e.runs_ms.size());
   p->meta.runs = result.measured;
   if (p->ranges.empty() && !death.empty())

@@ -7,6 +7,10 @@
 // What the profile gets: ranges (parents re-based across runs), e2e.runs_ms (measured runs),
 // clock samples per run, degradations (the program's non-zero exits, signals, unclosed ranges,
 // NVTX not recorded and why), the finalized statistics and opscope's estimated overhead.
+//
+// The folder is opscope's (mode 0700) and read through its descriptor only, every file by the
+// rule of collect/trusted_file.h (a regular file of opscope's uid, one link, capped): a program
+// that changes users cannot plant anything opscope follows.
 #pragma once
 
 #include <functional>
@@ -44,9 +48,6 @@ std::string RuntimeLibDir();
 // opscope's own cost per profile (p->overhead), estimated from the ranges recorded over
 // `measured_runs` runs: the clock reads timed on this machine plus the measured bookkeeping.
 void EstimateRecorderOverhead(bool cpu_time, int measured_runs, profile::Profile* p);
-
-// Removes a flat folder and the files in it.
-void RemoveFlatFolder(const std::string& dir);
 
 // Runs the program as described above and fills `p` (whose meta the caller has filled).
 // Errors: the recorder library missing, the temporary folder, unreadable range files.

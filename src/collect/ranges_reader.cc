@@ -1,12 +1,9 @@
 #include "collect/ranges_reader.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <map>
 #include <sstream>
 
-#include "base/files.h"
 #include "base/strings.h"
 
 namespace opscope::collect {
@@ -95,24 +92,26 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
   return Status::Ok();
 }
 
-Status ReadRangeFiles(const std::string& prefix, std::vector<profile::Range>* out,
-                      std::vector<RangeFileInfo>* infos) {
-  size_t slash = prefix.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : prefix.substr(0, slash);
-  std::string base = (slash == std::string::npos ? prefix : prefix.substr(slash + 1)) + ".";
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return NotFound(dir + ": cannot open the range folder");
-  std::vector<std::string> files;
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (StartsWith(n, base)) files.push_back(dir + "/" + n);
-  }
-  closedir(d);
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files) {
-    OPSCOPE_ASSIGN_OR_RETURN(std::string text, ReadFile(f));
+Status ReadRangeFiles(const RangeFolder& folder, const std::string& prefix,
+                      std::vector<profile::Range>* out, std::vector<RangeFileInfo>* infos,
+                      std::vector<std::string>* refused) {
+  size_t budget = kMaxRangeBytes;
+  for (const std::string& name : folder.Names()) {
+    if (!StartsWith(name, prefix + ".")) continue;
+    std::string text, why;
+    const FileTrust trust = folder.Read(name, budget, &text, &why);
+    if (trust == FileTrust::kMissing) continue;  // removed since the listing
+    if (trust != FileTrust::kTrusted) {
+      refused->push_back(name + " is " + why + ": not reading it" +
+                         (trust == FileTrust::kTooLarge ? " (opscope reads at most 1 GiB of "
+                                                          "ranges)"
+                                                        : ""));
+      continue;
+    }
+    budget -= text.size();
     RangeFileInfo info;
-    OPSCOPE_RETURN_IF_ERROR(ParseRangeRecords(text, f, out, &info));
+    info.file = name;
+    OPSCOPE_RETURN_IF_ERROR(ParseRangeRecords(text, folder.path() + "/" + name, out, &info));
     infos->push_back(info);
   }
   return Status::Ok();

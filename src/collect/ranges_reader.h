@@ -2,10 +2,12 @@
 // Profile ranges, and rebuilding their nesting.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "collect/range_folder.h"
 #include "profile/ranges.h"
 
 namespace opscope::collect {
@@ -21,6 +23,7 @@ struct ThreadCut {
 };
 
 struct RangeFileInfo {
+  std::string file;  // its name in the folder (ReadRangeFiles)
   int pid = 0;
   std::string source;  // "annotate", "nvtx"
   int unclosed = 0;    // ranges still open at exit (ended at exit)
@@ -32,10 +35,17 @@ struct RangeFileInfo {
 Status ParseRangeRecords(const std::string& text, const std::string& origin,
                          std::vector<profile::Range>* out, RangeFileInfo* info);
 
-// Reads every file "<prefix>.<source>.<pid>" in prefix's folder. Missing files are not an error
-// (the program may have had no annotations); the infos say which were found.
-Status ReadRangeFiles(const std::string& prefix, std::vector<profile::Range>* out,
-                      std::vector<RangeFileInfo>* infos);
+// How much range text opscope reads from one folder at most (all its files together).
+inline constexpr size_t kMaxRangeBytes = size_t{1} << 30;
+
+// Reads every file "<prefix>.<source>.<pid>" in `folder`, each by collect/trusted_file.h's rule
+// (a regular file of folder.owner(), one link, within what is left of kMaxRangeBytes). A file
+// refused is not read: `refused` gets one line naming it and why ("ranges.annotate.12 is a
+// symbolic link: not reading it"). Missing files are not an error (the program may have had no
+// annotations); the infos say which were found.
+Status ReadRangeFiles(const RangeFolder& folder, const std::string& prefix,
+                      std::vector<profile::Range>* out, std::vector<RangeFileInfo>* infos,
+                      std::vector<std::string>* refused);
 
 // For an attached span (`run -p`): removes the ranges that are part of a range not recorded whole,
 // from every recorder alike (so an NVTX stage cut at the attach also takes the annotate.h ranges

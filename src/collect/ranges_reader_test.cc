@@ -1,7 +1,12 @@
-// The range file's attach records (`cut B|A`) and DropPartialRanges (ranges_reader.h).
+// The range file's attach records (`cut B|A`), DropPartialRanges and ReadRangeFiles
+// (ranges_reader.h).
 #include "collect/ranges_reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 namespace opscope::collect {
 namespace {
@@ -63,6 +68,35 @@ TEST(RangesReader, RangesInsideAStageOutsideTheWindowAreLeftOutWithIt) {
   std::vector<RangeFileInfo> infos(2);
   EXPECT_EQ(DropPartialRanges(100, 1000, infos, &v), 4u);
   EXPECT_EQ(Names(v), (std::vector<std::string>{"network", "t2"}));
+}
+
+// ReadRangeFiles reads through the folder's descriptor by the trust rule: planted files are
+// refused by name.
+TEST(RangesReader, ReadRangeFilesRefusesPlantedFiles) {
+  const std::string parent = ::testing::TempDir() + "/ranges_reader_test_read";
+  mkdir(parent.c_str(), 0755);
+  auto made = RangeFolder::Make(parent, "run-");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  RangeFolder& f = **made;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(f.path() + "/" + name) << text;
+    chmod((f.path() + "/" + name).c_str(), 0600);
+  };
+  write("run0.annotate.1", "opscope-ranges 1\npid 1\nname 0 a\nrange P 1 1 2 0 0 0 -1\n");
+  write("other.annotate.4", "garbage\n");  // another prefix: not read
+  ASSERT_EQ(symlink("/etc/passwd", (f.path() + "/run0.nvtx.5").c_str()), 0);
+  ASSERT_EQ(mkfifo((f.path() + "/run0.nvtx.6").c_str(), 0600), 0);
+  std::vector<profile::Range> ranges;
+  std::vector<RangeFileInfo> infos;
+  std::vector<std::string> refused;
+  ASSERT_TRUE(ReadRangeFiles(f, "run0", &ranges, &infos, &refused).ok());
+  EXPECT_EQ(Names(ranges), std::vector<std::string>{"a"});
+  ASSERT_EQ(infos.size(), 1u);
+  EXPECT_EQ(infos[0].file, "run0.annotate.1");
+  EXPECT_EQ(refused, (std::vector<std::string>{
+                         "run0.nvtx.5 is a symbolic link: not reading it",
+                         "run0.nvtx.6 is a FIFO, not a regular file: not reading it"}));
+  EXPECT_EQ(f.Remove(), "");
 }
 
 }  // namespace

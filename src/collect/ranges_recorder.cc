@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "collect/attach_dir.h"
+#include "collect/trusted_file.h"
 
 namespace opscope::collect::rec {
 namespace {
@@ -370,9 +371,11 @@ int OpenInOutFolder(const char* name) {
   return ::openat(g->out_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
-// Written whole under a temporary name, then linked in: opscope polls for the name and reads
-// it at once, and a CI run caught it between the create and the write (an empty ack). The link
-// fails, as O_EXCL did, when the marker exists: the first one written stays.
+// Written whole under a temporary name, then renamed in without replacing anything
+// (RENAME_NOREPLACE): opscope polls for the name and reads it at once (a CI run caught one
+// between its create and its write: an empty ack), and refuses a file with two links, which
+// linking it in would show for a moment. The first marker written stays. Where the file system
+// cannot rename without replacing, it is linked in and the temporary name removed.
 void WriteMarker(const char* name, const char* text) {
   char tmp[1024];
   size_t n = 0;
@@ -383,7 +386,8 @@ void WriteMarker(const char* name, const char* text) {
   if (fd < 0) return;
   SignalSafeWriter(fd).Str(text);
   ::close(fd);
-  (void)::linkat(g->out_fd, tmp, g->out_fd, name, 0);
+  if (renameat2(g->out_fd, tmp, g->out_fd, name, RENAME_NOREPLACE) == 0) return;
+  if (errno == EINVAL || errno == ENOSYS) (void)::linkat(g->out_fd, tmp, g->out_fd, name, 0);
   ::unlinkat(g->out_fd, tmp, 0);
 }
 
@@ -527,29 +531,6 @@ void Say(const std::string& what) {
   std::fprintf(stderr, "opscope recorder (pid %d): %s\n", static_cast<int>(getpid()), what.c_str());
 }
 
-// The one ownership rule for what the recorder obeys: a regular file (or a folder) owned by this
-// process's uid, not writable by group or others; a file with one link only.
-bool Trusted(const struct stat& st, bool folder, std::string* why) {
-  if (folder ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
-    *why = folder ? "not a folder" : "not a regular file";
-    return false;
-  }
-  if (st.st_uid != geteuid()) {
-    *why = "owned by uid " + std::to_string(st.st_uid) + ", not by this program's uid " +
-           std::to_string(geteuid());
-    return false;
-  }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    *why = "writable by other users";
-    return false;
-  }
-  if (!folder && st.st_nlink != 1) {
-    *why = "a file with other hard links";
-    return false;
-  }
-  return true;
-}
-
 // Creates (or takes back, after an earlier process with this pid) the channel folder.
 bool OpenChannel() {
   const char* chosen = std::getenv(kAttachDirEnv);
@@ -562,23 +543,25 @@ bool OpenChannel() {
       return false;
     }
   }
-  g->channel = base + "/" + AttachChannelName(getpid(), g->source);
-  if (mkdir(g->channel.c_str(), 0700) != 0 && errno != EEXIST) {
+  const std::string name = AttachChannelName(getpid(), g->source);
+  g->channel = base + "/" + name;
+  const int base_fd = ::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (base_fd < 0) {
+    Say("cannot open " + base + " (" + std::strerror(errno) + "): not attachable");
+    return false;
+  }
+  if (mkdirat(base_fd, name.c_str(), 0700) != 0 && errno != EEXIST) {
     Say("cannot create " + g->channel + " (" + std::strerror(errno) + "): not attachable");
+    ::close(base_fd);
     return false;
   }
-  int fd = ::open(g->channel.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat st {};
+  FileTrust trust = FileTrust::kTrusted;
   std::string why;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    Say("cannot open " + g->channel + " (" + std::strerror(errno) + "): not attachable");
-    if (fd >= 0) ::close(fd);
-    return false;
-  }
-  if (!Trusted(st, true, &why) || (st.st_mode & 077) != 0) {
-    if (why.empty()) why = "readable by other users";
+  const int fd =
+      OpenTrustedFolder(base_fd, name.c_str(), geteuid(), "this program's uid", true, &trust, &why);
+  ::close(base_fd);
+  if (fd < 0) {
     Say(g->channel + " is " + why + ": not attachable (remove it and start the program again)");
-    ::close(fd);
     return false;
   }
   unlinkat(fd, "request", 0);  // stale: from an earlier process with this pid
@@ -592,25 +575,12 @@ bool ChannelHas(const char* name) {
   return fstatat(g->channel_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-// Reads `name` from the channel if it is to be obeyed; otherwise *why says why not ("" when it
-// is not there at all).
+// Reads `name` from the channel if it is to be obeyed (collect/trusted_file.h: a regular file of
+// this uid, one link, not writable by others, at most 4 KiB); otherwise *why says why not (""
+// when it is not there at all).
 bool ReadChannelFile(const char* name, std::string* text, std::string* why) {
-  why->clear();
-  int fd = ::openat(g->channel_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno != ENOENT) *why = std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !Trusted(st, false, why)) {
-    ::close(fd);
-    return false;
-  }
-  char buf[4096];
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  text->assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  return true;
+  return ReadTrustedFile(g->channel_fd, name, geteuid(), "this program's uid", kMaxMarkerBytes,
+                         text, why) == FileTrust::kTrusted;
 }
 
 void ClearBuffersLocked() {
@@ -659,7 +629,8 @@ void TryAttach() {
   }
   int ofd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st {};
-  if (ofd < 0 || fstat(ofd, &st) != 0 || !Trusted(st, true, &why)) {
+  if (ofd < 0 || fstat(ofd, &st) != 0 ||
+      CheckTrusted(st, geteuid(), "this program's uid", true, false, &why) != FileTrust::kTrusted) {
     Say("ignored an attach request: its output folder " + out + " is " +
         (ofd < 0 ? std::string("not openable (") + std::strerror(errno) + ")" : why));
     if (ofd >= 0) ::close(ofd);

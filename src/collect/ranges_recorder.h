@@ -36,10 +36,11 @@
 //   cpu <0|1>
 //
 // The request, and the output folder it names, are obeyed only when owned by this process's uid
-// and not writable by group or others (a request file must have one link); anything else is
-// removed and said on stderr, so another user cannot make the program write anywhere. The
-// output folder is opened once (O_NOFOLLOW) and every file in it is created with O_EXCL
-// relative to that descriptor. Attached, the recorder clears its buffers, writes
+// and not writable by group or others (a request file must have one link, and is opened without
+// following links or blocking: collect/trusted_file.h, the rule opscope applies the other way
+// round); anything else is removed and said on stderr, so another user cannot make the program
+// write anywhere. The output folder is opened once (O_NOFOLLOW) and every file in it is created
+// with O_EXCL relative to that descriptor. Attached, the recorder clears its buffers, writes
 // `attached.<source>` ("attached T", T the CLOCK_MONOTONIC ns it began) and records (ranges
 // already open then are not recorded: their pop finds another session's entry and drops it). A
 // `stop` file in the channel ends the session: the records go to `ranges.<source>.<pid>` in the
