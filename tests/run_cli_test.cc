@@ -328,6 +328,37 @@ TEST(RunCli, ProgramThatDiesBeforeAnyRangeIsNotToldToAnnotate) {
   EXPECT_FALSE(HasDegradation(p, "annotate the program")) << err;
 }
 
+// A program killed by SIGKILL runs no handler at all: the ranges it closed reach opscope because
+// the recorder writes them as they close (every 100 ms); the one still open is said to be missing.
+TEST(RunCli, SigkilledProgramKeepsTheRangesItHadClosed) {
+  std::string err;
+  auto p = RunJson("-- " + Bin("run_signal_app") + " sigkill", &err, 128 + SIGKILL);
+  EXPECT_EQ(CountRanges(p, "frame"), 3) << err;
+  EXPECT_EQ(CountRanges(p, "many"), 1000) << err;
+  EXPECT_EQ(CountRanges(p, "doomed"), 0) << "its end is not known\n" << err;
+  EXPECT_TRUE(HasDegradation(p, "was killed by SIGKILL")) << err;
+  EXPECT_TRUE(HasDegradation(p, "1 range(s) open at its last write")) << err;
+  EXPECT_FALSE(HasDegradation(p, "before any range was recorded")) << err;
+}
+
+// Children that end with _exit() run no exit handlers: the recorder catches _exit itself (and
+// stays out of a vfork()ed child, which shares its parent's memory).
+TEST(RunCli, ChildThatEndsWithUnderscoreExitKeepsItsRanges) {
+  std::string err;
+  auto p = RunJson("-- " + Bin("run_signal_app") + " fork-exit", &err);
+  EXPECT_EQ(CountRanges(p, "child_frame"), 5) << err;
+  EXPECT_EQ(CountRanges(p, "frame"), 3) << "the parent's, once: the children record their own\n"
+                                        << err;
+  EXPECT_EQ(CountRanges(p, "doomed"), 1) << err;
+  EXPECT_FALSE(HasDegradation(p, "still open")) << err;
+  // The NVTX library, loaded by NVTX's dlopen, has the annotate runtime end its file too.
+  const std::string nvtx_app = Bin("run_nvtx_app");
+  if (access(nvtx_app.c_str(), X_OK) != 0) return;
+  p = RunJson("-- " + nvtx_app + " fork-exit", &err);
+  EXPECT_EQ(CountRanges(p, "child_frame"), 3) << err;
+  EXPECT_EQ(CountRanges(p, "parent_frame"), 1) << err;
+}
+
 // Signals sent to opscope while the program runs: forwarded to its process group, what was
 // recorded is printed and written, and opscope exits with 128+signal.
 struct SignalledRun {

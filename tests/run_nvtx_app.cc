@@ -1,8 +1,13 @@
 // A program annotated only with NVTX (no CUDA): push/pop, a named domain with a registered
 // string, and a start/end range that ends on another thread.
+//   run_nvtx_app fork-exit   instead: a forked child closes three NVTX "child_frame" ranges and
+//                            ends with _exit(0) (no exit handlers run)
 #include <nvtx3/nvToolsExt.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 static volatile double sink;
@@ -12,7 +17,22 @@ static void Work(int n) {
   sink = s;
 }
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "fork-exit") == 0) {
+    nvtxRangePushA("parent_frame");
+    nvtxRangePop();
+    const pid_t child = fork();
+    if (child == 0) {
+      for (int i = 0; i < 3; ++i) {
+        nvtxRangePushA("child_frame");
+        Work(1000);
+        nvtxRangePop();
+      }
+      _exit(0);
+    }
+    if (child > 0) waitpid(child, nullptr, 0);
+    return 0;
+  }
   nvtxDomainHandle_t dom = nvtxDomainCreateA("camera");
   nvtxStringHandle_t decode = nvtxDomainRegisterStringA(dom, "decode");
   nvtxRangeId_t whole = nvtxRangeStartA("whole-run");

@@ -52,6 +52,23 @@ std::string DescribeDeath(int sig, int received) {
 // locks), measured with bench/annotate_overhead.sh with OPSCOPE_RANGES_CPU=0 (docs/diagnosis.md).
 constexpr double kBookkeepingNs = 250;
 
+// A range file without its `end` line: the process ended without running the recorder's end
+// (SIGKILL, or an exec), so what closed after its last write is missing, and the ranges open then.
+std::string DescribeCutFile(const RangeFileInfo& f) {
+  const std::string cut =
+      f.cut_line ? " (its last line, cut mid-write, was left out)" : std::string();
+  if (f.last_write_ns == 0)
+    return fmt::format(
+        "process {} ended before the recorder's first write (killed by SIGKILL?): its {} ranges "
+        "are missing{}",
+        f.pid, f.source, cut);
+  return fmt::format(
+      "process {} ended without writing its last ranges (killed by SIGKILL, exec()ed, or still "
+      "running after the program ended?): the {} range(s) open at its last write, and those that "
+      "closed in the up to {} ms after it, are missing{}",
+      f.pid, f.open_at_last_write, kRecorderWriteIntervalMs, cut);
+}
+
 }  // namespace
 
 void EstimateRecorderOverhead(bool cpu_time, int measured_runs, profile::Profile* p) {
@@ -148,7 +165,10 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
     if (result.exit_code == 0) result.exit_code = end.exit_code;
     if (end.term_signal != 0) {
       death = DescribeDeath(end.term_signal, signals->received());
-      note(fmt::format("run {}: the program {}; the ranges it had open end then", run, death));
+      note(fmt::format("run {}: the program {}; {}", run, death,
+                       end.term_signal == SIGKILL
+                           ? "nothing runs at a SIGKILL: what it had not written yet is lost"
+                           : "the ranges it had open end then"));
     } else if (end.exit_code != 0) {
       note(fmt::format("run {}: the program exited with status {}", run, end.exit_code));
     }
@@ -164,6 +184,8 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
     std::vector<std::string> refused;
     OPSCOPE_RETURN_IF_ERROR(ReadRangeFiles(*tmp, prefix, &ranges, &infos, &refused));
     for (const std::string& r : refused) note(fmt::format("run {}: {}", run, r));
+    for (const auto& inf : infos)
+      if (!inf.complete) note(fmt::format("run {}: {}", run, DescribeCutFile(inf)));
     int unclosed = 0;
     for (const auto& inf : infos) unclosed += inf.unclosed;
     if (unclosed > 0)
@@ -183,7 +205,11 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
   result.measured = static_cast<int>(p->e2e.runs_ms.size());
   p->meta.runs = result.measured;
   if (p->ranges.empty() && !death.empty())
-    note("no ranges recorded: the program " + death + " before any range was recorded");
+    note("no ranges recorded: the program " + death +
+         (death.find("SIGKILL") != std::string::npos
+              ? fmt::format(" before the recorder wrote any range (it writes every {} ms)",
+                            kRecorderWriteIntervalMs)
+              : " before any range was recorded"));
   else if (p->ranges.empty() && p->e2e.runs_ms.empty())
     note("no ranges recorded: no measured run took place");
   else if (p->ranges.empty())

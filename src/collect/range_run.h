@@ -10,7 +10,9 @@
 //
 // The folder is opscope's (mode 0700) and read through its descriptor only, every file by the
 // rule of collect/trusted_file.h (a regular file of opscope's uid, one link, capped): a program
-// that changes users cannot plant anything opscope follows.
+// that changes users cannot plant anything opscope follows. The recorder writes closed ranges as
+// they close (every kRecorderWriteIntervalMs): a file cut by a SIGKILL is read up to its last
+// whole line, and the profile says what is missing.
 #pragma once
 
 #include <functional>
@@ -48,6 +50,10 @@ std::string RuntimeLibDir();
 // opscope's own cost per profile (p->overhead), estimated from the ranges recorded over
 // `measured_runs` runs: the clock reads timed on this machine plus the measured bookkeeping.
 void EstimateRecorderOverhead(bool cpu_time, int measured_runs, profile::Profile* p);
+
+// How often the recorder writes the ranges closed since its last write (ranges_recorder.cc's
+// kWriteIntervalMs): what a SIGKILL can lose at most.
+inline constexpr int kRecorderWriteIntervalMs = 100;
 
 // Runs the program as described above and fills `p` (whose meta the caller has filled).
 // Errors: the recorder library missing, the temporary folder, unreadable range files.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 
 #include "base/strings.h"
 
@@ -16,15 +15,22 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
     int64_t tid, start, end, name, domain, depth, cpu;
   };
   std::vector<Raw> raws;
-  std::istringstream in(text);
+  // A last line without its newline was being written when the writer died: it may parse, but
+  // wrongly (a name or a number cut short), so it is never read.
+  const size_t whole = text.empty() || text.back() == '\n' ? text.size() : text.rfind('\n') + 1;
+  info->cut_line = whole < text.size();
   std::string line;
   int lineno = 0;
+  size_t pos = 0;
   bool header = false;
   auto bad = [&](const std::string& why) {
     return DataLoss(origin + ":" + std::to_string(lineno) + ": " + why +
                     " (corrupt range file; was the program killed while writing it?)");
   };
-  while (std::getline(in, line)) {
+  while (pos < whole) {
+    const size_t nl = text.find('\n', pos);  // within `whole`: it ends with a newline
+    line.assign(text, pos, nl - pos);
+    pos = nl + 1;
     ++lineno;
     if (line.empty()) continue;
     if (!header) {
@@ -69,10 +75,23 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
       c.kind = f[0][0];
       c.tid = static_cast<int32_t>(tid);
       info->cuts.push_back(c);
+    } else if (tag == "flush") {
+      std::vector<std::string> f = Split(rest, ' ', true);
+      int64_t ns = 0, open = 0;
+      if (f.size() != 2 || !ParseInt64(f[0], &ns) || !ParseInt64(f[1], &open) || open < 0)
+        return bad("flush line needs a time and a count of open ranges");
+      info->last_write_ns = ns;
+      info->open_at_last_write = open;
+    } else if (tag == "end") {
+      int64_t ns = 0;
+      if (!ParseInt64(rest, &ns)) return bad("end line needs a time");
+      info->complete = true;
     } else {
       return bad("unknown record '" + tag + "'");
     }
   }
+  if (info->cut_line && info->complete)
+    return DataLoss(origin + ": a cut line after the end record (corrupt range file)");
   if (!header) return DataLoss(origin + ": empty range file");
   for (const Raw& r : raws) {
     auto n = names.find(r.name);
@@ -95,6 +114,7 @@ Status ParseRangeRecords(const std::string& text, const std::string& origin,
 Status ReadRangeFiles(const RangeFolder& folder, const std::string& prefix,
                       std::vector<profile::Range>* out, std::vector<RangeFileInfo>* infos,
                       std::vector<std::string>* refused) {
+  static const std::string kHeader = "opscope-ranges 1\n";
   size_t budget = kMaxRangeBytes;
   for (const std::string& name : folder.Names()) {
     if (!StartsWith(name, prefix + ".")) continue;
@@ -111,6 +131,11 @@ Status ReadRangeFiles(const RangeFolder& folder, const std::string& prefix,
     budget -= text.size();
     RangeFileInfo info;
     info.file = name;
+    if (kHeader.compare(0, text.size(), text) == 0 && text.size() < kHeader.size()) {
+      info.cut_line = true;  // created, then killed before its first line was whole
+      infos->push_back(info);
+      continue;
+    }
     OPSCOPE_RETURN_IF_ERROR(ParseRangeRecords(text, folder.path() + "/" + name, out, &info));
     infos->push_back(info);
   }

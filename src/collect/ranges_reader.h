@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,21 @@ struct RangeFileInfo {
   std::string source;  // "annotate", "nvtx"
   int unclosed = 0;    // ranges still open at exit (ended at exit)
   std::vector<ThreadCut> cuts;
+  // `opscope run`'s recorder writes closed ranges as they close: after each write a `flush <ns>
+  // <open>` line (the time, and how many ranges were open then), and at the process's end (exit,
+  // _exit, a deadly signal) an `end <ns>` line. A file without `end` was cut short: the process
+  // was killed (SIGKILL) or exec()ed, and what closed after its last write is missing.
+  bool complete = false;      // an `end` line was read
+  int64_t last_write_ns = 0;  // the last `flush` line's time, 0 when none
+  int64_t open_at_last_write = 0;
+  // The file ended in a cut line (no newline: the writer was killed mid-write); it was left out.
+  bool cut_line = false;
 };
 
 // Parses one file's text, appending to `out` (parent/depth not yet assigned). A malformed line
-// is a DataLoss naming `origin` and the line number.
+// is a DataLoss naming `origin` and the line number; a last line without its newline (the
+// writer killed mid-line) is left out and said in info->cut_line, unless it follows the `end`
+// line (then the file is corrupt: DataLoss).
 Status ParseRangeRecords(const std::string& text, const std::string& origin,
                          std::vector<profile::Range>* out, RangeFileInfo* info);
 
@@ -41,8 +53,9 @@ inline constexpr size_t kMaxRangeBytes = size_t{1} << 30;
 // Reads every file "<prefix>.<source>.<pid>" in `folder`, each by collect/trusted_file.h's rule
 // (a regular file of folder.owner(), one link, within what is left of kMaxRangeBytes). A file
 // refused is not read: `refused` gets one line naming it and why ("ranges.annotate.12 is a
-// symbolic link: not reading it"). Missing files are not an error (the program may have had no
-// annotations); the infos say which were found.
+// symbolic link: not reading it"). A file that is empty or holds part of its first line was cut
+// by a kill before anything was written: an info with no ranges and cut_line set. Missing files
+// are not an error (the program may have had no annotations); the infos say which were found.
 Status ReadRangeFiles(const RangeFolder& folder, const std::string& prefix,
                       std::vector<profile::Range>* out, std::vector<RangeFileInfo>* infos,
                       std::vector<std::string>* refused);

@@ -1,5 +1,5 @@
-// The range file's attach records (`cut B|A`), DropPartialRanges and ReadRangeFiles
-// (ranges_reader.h).
+// The range file's records (attach `cut B|A`, streamed `flush` and `end`, a cut last line),
+// DropPartialRanges and ReadRangeFiles (ranges_reader.h).
 #include "collect/ranges_reader.h"
 
 #include <gtest/gtest.h>
@@ -70,9 +70,55 @@ TEST(RangesReader, RangesInsideAStageOutsideTheWindowAreLeftOutWithIt) {
   EXPECT_EQ(Names(v), (std::vector<std::string>{"network", "t2"}));
 }
 
+// `opscope run`'s recorder appends as ranges close: names, ranges and a `flush` line per write,
+// then `end` at the process's end. Names may follow the ranges that use them.
+TEST(RangesReader, StreamedFileWithFlushAndEndLines) {
+  const std::string text =
+      "opscope-ranges 1\npid 7\nsource annotate\nname 0 frame\ndomain 0 opscope\n"
+      "range P 11 100 200 0 0 0 -1\nflush 250 2\nrange P 11 300 400 1 0 0 -1\nname 1 late\n"
+      "flush 450 1\nrange U 11 50 500 0 0 0 -1\nend 500\n";
+  std::vector<profile::Range> ranges;
+  RangeFileInfo info;
+  ASSERT_TRUE(ParseRangeRecords(text, "f", &ranges, &info).ok());
+  EXPECT_EQ(Names(ranges), (std::vector<std::string>{"frame", "late", "frame"}));
+  EXPECT_TRUE(info.complete);
+  EXPECT_FALSE(info.cut_line);
+  EXPECT_EQ(info.last_write_ns, 450);
+  EXPECT_EQ(info.open_at_last_write, 1);
+  EXPECT_EQ(info.unclosed, 1);
+  RangeFileInfo bad;
+  Status st = ParseRangeRecords("opscope-ranges 1\nflush 1\n", "g", &ranges, &bad);
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find("g:2: flush line needs"), std::string::npos) << st.message();
+}
+
+// A SIGKILL can cut the file mid-line: the cut line is left out (it could parse, wrongly: a name
+// or a number cut short) and said; the whole lines before it are read.
+TEST(RangesReader, ACutLastLineIsLeftOutAndSaid) {
+  const std::string whole =
+      "opscope-ranges 1\npid 7\nsource annotate\nname 0 frame\nrange P 11 100 200 0 0 0 -1\n"
+      "flush 250 0\n";
+  for (const std::string cut : {"range P 11 300 40", "name 1 fra", "flush 9"}) {
+    std::vector<profile::Range> ranges;
+    RangeFileInfo info;
+    ASSERT_TRUE(ParseRangeRecords(whole + cut, "f", &ranges, &info).ok()) << cut;
+    EXPECT_EQ(Names(ranges), std::vector<std::string>{"frame"}) << cut;
+    EXPECT_TRUE(info.cut_line) << cut;
+    EXPECT_FALSE(info.complete);
+    EXPECT_EQ(info.last_write_ns, 250);
+  }
+  // After the end nothing is written: a cut line there is corruption.
+  std::vector<profile::Range> ranges;
+  RangeFileInfo info;
+  Status st = ParseRangeRecords(whole + "end 300\nrange P", "h", &ranges, &info);
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find("h: a cut line after the end record"), std::string::npos)
+      << st.message();
+}
+
 // ReadRangeFiles reads through the folder's descriptor by the trust rule: planted files are
-// refused by name.
-TEST(RangesReader, ReadRangeFilesRefusesPlantedFiles) {
+// refused by name, a file cut before its first line counts as cut, not corrupt.
+TEST(RangesReader, ReadRangeFilesRefusesPlantedFilesAndKeepsCutOnes) {
   const std::string parent = ::testing::TempDir() + "/ranges_reader_test_read";
   mkdir(parent.c_str(), 0755);
   auto made = RangeFolder::Make(parent, "run-");
@@ -82,7 +128,9 @@ TEST(RangesReader, ReadRangeFilesRefusesPlantedFiles) {
     std::ofstream(f.path() + "/" + name) << text;
     chmod((f.path() + "/" + name).c_str(), 0600);
   };
-  write("run0.annotate.1", "opscope-ranges 1\npid 1\nname 0 a\nrange P 1 1 2 0 0 0 -1\n");
+  write("run0.annotate.1", "opscope-ranges 1\npid 1\nname 0 a\nrange P 1 1 2 0 0 0 -1\nend 3\n");
+  write("run0.annotate.2", "");            // created, then killed
+  write("run0.nvtx.3", "opscope-ran");     // killed within the header
   write("other.annotate.4", "garbage\n");  // another prefix: not read
   ASSERT_EQ(symlink("/etc/passwd", (f.path() + "/run0.nvtx.5").c_str()), 0);
   ASSERT_EQ(mkfifo((f.path() + "/run0.nvtx.6").c_str(), 0600), 0);
@@ -91,8 +139,11 @@ TEST(RangesReader, ReadRangeFilesRefusesPlantedFiles) {
   std::vector<std::string> refused;
   ASSERT_TRUE(ReadRangeFiles(f, "run0", &ranges, &infos, &refused).ok());
   EXPECT_EQ(Names(ranges), std::vector<std::string>{"a"});
-  ASSERT_EQ(infos.size(), 1u);
-  EXPECT_EQ(infos[0].file, "run0.annotate.1");
+  ASSERT_EQ(infos.size(), 3u);
+  EXPECT_TRUE(infos[0].complete);
+  EXPECT_TRUE(infos[1].cut_line && !infos[1].complete);
+  EXPECT_EQ(infos[1].file, "run0.annotate.2");
+  EXPECT_TRUE(infos[2].cut_line && !infos[2].complete);
   EXPECT_EQ(refused, (std::vector<std::string>{
                          "run0.nvtx.5 is a symbolic link: not reading it",
                          "run0.nvtx.6 is a FIFO, not a regular file: not reading it"}));

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -16,6 +17,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,16 +51,24 @@ struct Record {
   char kind;
 };
 
+void WakeWriter();
+void StartWriter();
+Record* TakeChunk();
+
 // Records in fixed-size chunks: appending never copies or re-faults what is already recorded.
 class RecordLog {
  public:
   static constexpr size_t kChunk = 8192;
+  // A thread with this many chunks waiting wakes the run-mode writer before its next tick.
+  static constexpr size_t kWakeWriterChunks = 4;
   void Add(const Record& r) {
-    if (used_ == kChunk || chunks_.empty()) {
-      chunks_.emplace_back(new Record[kChunk]);
-      used_ = 0;
-    }
+    if (used_ == kChunk || chunks_.empty()) NewChunk();
     chunks_.back()[used_++] = r;
+  }
+  // O(1): the writer takes a thread's records without copying them under its lock.
+  void Swap(RecordLog& other) {
+    chunks_.swap(other.chunks_);
+    std::swap(used_, other.used_);
   }
   template <typename Fn>
   void ForEach(Fn fn) const {
@@ -70,8 +81,18 @@ class RecordLog {
     chunks_.clear();
     used_ = 0;
   }
+  // Hands the chunks over (to the pool, once written) and leaves the log empty.
+  void MoveChunksTo(std::vector<std::unique_ptr<Record[]>>* out) {
+    for (auto& c : chunks_) out->push_back(std::move(c));
+    Clear();
+  }
 
  private:
+  __attribute__((noinline)) void NewChunk() {
+    if (chunks_.size() >= kWakeWriterChunks) WakeWriter();
+    chunks_.emplace_back(TakeChunk());
+    used_ = 0;
+  }
   std::vector<std::unique_ptr<Record[]>> chunks_;
   size_t used_ = 0;
 };
@@ -128,7 +149,24 @@ struct Global {
   std::unordered_map<uint64_t, StartOpen> started;
   std::vector<Ended> ended;
   uint64_t next_start_id = 1;
-  bool flushed = false;
+  pid_t pid = 0;  // whose buffers these are: set by Init and in a forked child (not by vfork)
+  // Run mode: the output file, appended to as ranges close (the writer thread, every
+  // kWriteIntervalMs or when a thread's records pile up) and ended once (exit, _exit, a deadly
+  // signal). file_mu orders the writers; the hot path never takes it.
+  std::mutex file_mu;
+  int file_fd = -1;
+  bool file_failed = false;  // could not be created (said once)
+  bool file_ended = false;   // `end` written, or being written: nothing more goes in
+  size_t names_written = 0, domains_written = 0;
+  // Chunks written to the file come back here and are handed out again: a steady recording reuses
+  // a few chunks instead of mapping, faulting in and unmapping 256 KiB every 8192 ranges (an
+  // munmap of memory another thread touched also interrupts that thread's core).
+  std::mutex pool_mu;
+  std::vector<Record*> pool;
+  std::atomic<bool> writer_started{false};  // in this process
+  std::atomic<bool> writer_wake{false};
+  std::mutex writer_mu;
+  std::condition_variable writer_cv;
   // Attach mode (OPSCOPE_ATTACHABLE=1): the channel folder, and while attached the output folder
   // (an open fd: checked once, so it cannot be swapped later) and the names written into it.
   bool attachable = false;
@@ -147,6 +185,10 @@ Global* g = nullptr;
 thread_local ThreadBuf* t_buf = nullptr;
 
 int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+
+void Say(const std::string& what) {
+  std::fprintf(stderr, "opscope recorder (pid %d): %s\n", static_cast<int>(getpid()), what.c_str());
+}
 
 // ---- Alternate signal stacks ------------------------------------------------------------------
 // A stack overflow faults with no stack left to run a handler on, so the deadly-signal handler
@@ -186,6 +228,30 @@ void EnsureAltStack() {
   t_alt_stack.mem = mem;
 }
 
+Record* TakeChunk() {
+  {
+    std::lock_guard<std::mutex> lock(g->pool_mu);
+    if (!g->pool.empty()) {
+      Record* c = g->pool.back();
+      g->pool.pop_back();
+      return c;
+    }
+  }
+  return new Record[RecordLog::kChunk];
+}
+
+// Written chunks back to the pool, which keeps as many as a few threads' worth of a writer
+// wake-up; the rest are freed (outside the pool's lock).
+void GiveChunks(std::vector<std::unique_ptr<Record[]>>* chunks) {
+  constexpr size_t kPoolMax = 4 * RecordLog::kWakeWriterChunks;
+  {
+    std::lock_guard<std::mutex> lock(g->pool_mu);
+    for (auto& c : *chunks)
+      if (g->pool.size() < kPoolMax) g->pool.push_back(c.release());
+  }
+  chunks->clear();
+}
+
 ThreadBuf* Buf() {
   if (t_buf) return t_buf;
   EnsureAltStack();
@@ -194,6 +260,9 @@ ThreadBuf* Buf() {
   std::lock_guard<std::mutex> lock(g->mu);
   g->bufs.push_back(b);
   t_buf = b;
+  // Run mode: the first record of this process starts its writer (a process that records nothing
+  // gets no thread; a forked child starts its own here, since threads do not survive fork).
+  if (!g->attachable && !g->writer_started.load(std::memory_order_relaxed)) StartWriter();
   return b;
 }
 
@@ -218,19 +287,48 @@ bool g_cpu_time = true;  // OPSCOPE_RANGES_CPU=0 turns the per-range thread CPU 
 
 int64_t CpuNow() { return g_cpu_time ? Now(CLOCK_THREAD_CPUTIME_ID) : 0; }
 
+// fork() copies the recorder's state as it is at that moment: with g->mu and every buffer lock
+// held by the forking thread (taken in that order, as everywhere), no other thread is halfway
+// through changing a buffer, the name table or the buffer list.
+void AtForkPrepare() {
+  if (!g) return;
+  g->mu.lock();
+  for (ThreadBuf* b : g->bufs) b->mu.lock();
+  g->pool_mu.lock();
+}
+
+void AtForkParent() {
+  if (!g) return;
+  g->pool_mu.unlock();
+  for (ThreadBuf* b : g->bufs) b->mu.unlock();
+  g->mu.unlock();
+}
+
 void AtForkChild() {
   if (!g) return;
-  // Only the forking thread exists in the child; the parent's records belong to the parent.
+  // Only the forking thread exists in the child; the parent's records, file and writer thread
+  // belong to the parent. The child's first record registers a buffer anew (Buf), which starts
+  // its writer; its file is its own (its pid), with every name.
   new (&g->mu) std::mutex;
+  new (&g->file_mu) std::mutex;
+  new (&g->writer_mu) std::mutex;
+  new (&g->writer_cv) std::condition_variable;
+  new (&g->pool_mu) std::mutex;
   for (ThreadBuf* b : g->bufs) {
     new (&b->mu) std::mutex;
-    b->done.Clear();
-    b->stacks.clear();
+    delete b;
   }
+  g->bufs.clear();
+  t_buf = nullptr;
   g->started.clear();
   g->ended.clear();
-  g->flushed = false;
-  if (t_buf) t_buf->tid = Gettid();
+  g->pid = getpid();
+  if (g->file_fd >= 0) ::close(g->file_fd);  // the parent's file, through the parent's offset
+  g->file_fd = -1;
+  g->file_failed = g->file_ended = false;
+  g->names_written = g->domains_written = 0;
+  g->writer_started.store(false, std::memory_order_relaxed);
+  g->writer_wake.store(false, std::memory_order_relaxed);
   // An attachable program's child has no listener (threads do not survive fork): it stays
   // dormant; the channel and any attach session are the parent's.
   if (g->attachable) {
@@ -263,14 +361,34 @@ class SignalSafeWriter {
   void Text(const std::string& s) {  // one line: newlines become spaces
     for (char c : s) Char(c == '\n' || c == '\r' ? ' ' : c);
   }
+  // Straight into the buffer, two digits at a time: the writer thread formats millions of these
+  // while the program runs.
   void Int(int64_t v) {
-    char tmp[24];
-    int n = 0;
+    static constexpr char kPairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    if (sizeof buf_ - used_ < 21) Drain();
+    char tmp[20];
+    size_t n = sizeof tmp;
     uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-    do tmp[n++] = static_cast<char>('0' + u % 10);
-    while ((u /= 10) != 0);
-    if (v < 0) Char('-');
-    while (n > 0) Char(tmp[--n]);
+    while (u >= 100) {
+      const size_t pair = static_cast<size_t>(u % 100) * 2;
+      u /= 100;
+      n -= 2;
+      tmp[n] = kPairs[pair];
+      tmp[n + 1] = kPairs[pair + 1];
+    }
+    if (u >= 10) {
+      n -= 2;
+      tmp[n] = kPairs[u * 2];
+      tmp[n + 1] = kPairs[u * 2 + 1];
+    } else {
+      tmp[--n] = static_cast<char>('0' + u);
+    }
+    if (v < 0) buf_[used_++] = '-';
+    std::memcpy(buf_ + used_, tmp + n, sizeof tmp - n);
+    used_ += sizeof tmp - n;
   }
   void Char(char c) {
     if (used_ == sizeof buf_) Drain();
@@ -391,50 +509,268 @@ void WriteMarker(const char* name, const char* text) {
   ::unlinkat(g->out_fd, tmp, 0);
 }
 
-// The file as Flush() writes it, from a signal handler. It does not mark the process flushed: if
-// the program survives the signal (its own handler runs next), the exit-time Flush() rewrites the
-// file with everything.
-void FlushFromSignal() {
-  if (!Active() || g == nullptr || g_signal_flush_busy.exchange(true)) return;
-  const int64_t now = Now(CLOCK_MONOTONIC);
-  if (TryLockBriefly(g->mu)) {
-    if (g->attachable && g->attached && g->owner_pid == getpid()) {
-      int fd = OpenInOutFolder(g->out_file.c_str());
-      if (fd >= 0) {
-        WriteAllSignalSafe(fd, now);
-        ::close(fd);
-      }
-      WriteMarker(g->done_file.c_str(), "signal\n");
-    } else if (!g->flushed && !g->attachable) {
-      // path.source.pid, built without allocating.
-      char path[4096];
-      size_t n = 0;
-      auto add = [&](const char* s) {
-        while (*s && n + 1 < sizeof path) path[n++] = *s++;
-      };
-      add(g->path.c_str());
-      add(".");
-      add(g->source.c_str());
-      add(".");
-      char pid[16];
-      int pn = 0;
-      for (int v = getpid(); v > 0 && pn < 15; v /= 10) pid[pn++] = static_cast<char>('0' + v % 10);
-      while (pn > 0 && n + 1 < sizeof path) path[n++] = pid[--pn];
-      path[n] = '\0';
-      int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) {
-        WriteAllSignalSafe(fd, now);
-        ::close(fd);
-      }
-    }
-    g->mu.unlock();
+// Like TryLockBriefly, for a lock held across write() calls (the run-mode writer's): up to
+// about half a second, sleeping (nanosleep is async-signal-safe).
+template <typename Mutex>
+bool TryLockForAWhile(Mutex& mu) {
+  for (int i = 0; i < 500; ++i) {
+    if (mu.try_lock()) return true;
+    timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
   }
-  g_signal_flush_busy = false;
+  return false;
+}
+
+// ---- Run mode: the output file, written as ranges close -----------------------------------------
+// The writer thread (one per process, started by its first record, all signals blocked) wakes
+// every kWriteIntervalMs, or sooner when a thread has RecordLog::kWakeWriterChunks chunks waiting,
+// and appends what closed since its last write, then `flush <ns> <open>`. The end of the process
+// (exit; _exit, caught by the annotate runtime; a deadly signal) appends the rest, the ranges
+// still open as ending then (U), and `end <ns>`. A SIGKILL therefore loses only what closed after
+// the last write (at most kWriteIntervalMs, plus the write itself) and the ranges open then, whose
+// number the last `flush` line gives. The hot path is unchanged: the writer swaps a thread's
+// records out under that thread's buffer lock (O(1)) and writes them outside it.
+
+constexpr int kWriteIntervalMs = 100;  // range_run.h kRecorderWriteIntervalMs tells the user
+
+// "$OPSCOPE_RANGES_OUT.<source>.<pid>", built without allocating.
+void RunFilePath(char* path, size_t size) {
+  size_t n = 0;
+  auto add = [&](const char* s) {
+    while (*s && n + 1 < size) path[n++] = *s++;
+  };
+  add(g->path.c_str());
+  add(".");
+  add(g->source.c_str());
+  add(".");
+  char pid[16];
+  int pn = 0;
+  for (int v = getpid(); v > 0 && pn < 15; v /= 10) pid[pn++] = static_cast<char>('0' + v % 10);
+  while (pn > 0 && n + 1 < size) path[n++] = pid[--pn];
+  path[n] = '\0';
+}
+
+// The run file, created with its header on first use (caller holds file_mu); -1 when it cannot be
+// created (said once on stderr, except from a signal handler).
+int RunFile(bool in_signal) {
+  if (g->file_fd >= 0 || g->file_failed) return g->file_fd;
+  char path[4096];
+  RunFilePath(path, sizeof path);
+  const int fd =
+      ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    g->file_failed = true;
+    if (!in_signal)
+      std::fprintf(stderr, "opscope: cannot write ranges to %s: %s\n", path, std::strerror(errno));
+    return -1;
+  }
+  {
+    SignalSafeWriter w(fd);
+    w.Str("opscope-ranges 1\npid ");
+    w.Int(getpid());
+    w.Str("\nsource ");
+    w.Text(g->source);
+    w.Char('\n');
+  }
+  g->file_fd = fd;
+  return fd;
+}
+
+void WriteName(SignalSafeWriter& w, const char* tag, size_t id, const std::string& text) {
+  w.Str(tag);
+  w.Char(' ');
+  w.Int(static_cast<int64_t>(id));
+  w.Char(' ');
+  w.Text(text);
+  w.Char('\n');
+}
+
+// One write of the writer thread. Names go first: every record's name was interned before the
+// record was added, so a file cut by a kill never holds a range whose name it lacks. Returns
+// false once the file has its end (or cannot be written): the writer stops.
+bool WriteClosedRanges() {
+  std::lock_guard<std::mutex> file_lock(g->file_mu);
+  if (g->file_ended || g->file_failed || g->pid != getpid()) return false;
+  struct Taken {
+    int32_t tid;
+    RecordLog log;
+  };
+  std::vector<Taken> taken;
+  std::vector<Ended> ended;
+  std::vector<std::string> names, domains;
+  size_t open = 0;
+  const int64_t now = Now(CLOCK_MONOTONIC);
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    taken.resize(g->bufs.size());
+    for (size_t i = 0; i < g->bufs.size(); ++i) {
+      ThreadBuf* b = g->bufs[i];
+      taken[i].tid = b->tid;
+      std::lock_guard<std::mutex> bl(b->mu);
+      taken[i].log.Swap(b->done);
+      for (const auto& st : b->stacks) open += st.size();
+    }
+    ended.swap(g->ended);
+    open += g->started.size();
+    names.assign(g->names.begin() + static_cast<ptrdiff_t>(g->names_written), g->names.end());
+    domains.assign(g->domains.begin() + static_cast<ptrdiff_t>(g->domains_written),
+                   g->domains.end());
+  }
+  const int fd = RunFile(false);
+  if (fd < 0) return false;
+  SignalSafeWriter w(fd);
+  for (size_t i = 0; i < names.size(); ++i) WriteName(w, "name", g->names_written + i, names[i]);
+  for (size_t i = 0; i < domains.size(); ++i)
+    WriteName(w, "domain", g->domains_written + i, domains[i]);
+  g->names_written += names.size();
+  g->domains_written += domains.size();
+  for (const Taken& t : taken)
+    t.log.ForEach([&](const Record& r) {
+      WriteRange(w, r.kind, t.tid, r.start, r.end, r.name, r.domain, r.depth, r.cpu_ns);
+    });
+  for (const Ended& e : ended)
+    WriteRange(w, 'S', e.s.tid, e.s.start, e.end, e.s.name, e.s.domain, 0, -1);
+  w.Str("flush ");
+  w.Int(now);
+  w.Char(' ');
+  w.Int(static_cast<int64_t>(open));
+  w.Char('\n');
+  std::vector<std::unique_ptr<Record[]>> written;
+  for (Taken& t : taken) t.log.MoveChunksTo(&written);
+  GiveChunks(&written);
+  return true;
+}
+
+// The end of the run file, once per process: what closed since the last write, the ranges still
+// open as ending now (U), and `end <ns>`. From exit (locks taken), or from a deadly signal's
+// handler or _exit (`in_signal`: locks only tried, nothing allocated; a thread interrupted inside
+// the recorder keeps its records). Once it has begun nothing else is written, even if the program
+// survives the signal (its own handler took over meanwhile).
+void WriteRunEnd(bool in_signal) {
+  // A vfork()ed child (or one cloned without fork's handlers) shares or copied its parent's
+  // memory without becoming the owner of these buffers: the parent writes them.
+  if (g == nullptr || g->attachable || g->pid != getpid()) return;
+  const int64_t now = Now(CLOCK_MONOTONIC);
+  if (in_signal) {
+    if (!TryLockForAWhile(g->file_mu)) return;
+  } else {
+    g->file_mu.lock();
+  }
+  if (!g->file_ended) {
+    g->file_ended = true;
+    bool locked = true;
+    if (in_signal)
+      locked = TryLockBriefly(g->mu);
+    else
+      g->mu.lock();
+    const int fd = locked ? RunFile(in_signal) : -1;
+    if (fd >= 0) {
+      SignalSafeWriter w(fd);
+      for (size_t i = g->names_written; i < g->names.size(); ++i)
+        WriteName(w, "name", i, g->names[i]);
+      for (size_t i = g->domains_written; i < g->domains.size(); ++i)
+        WriteName(w, "domain", i, g->domains[i]);
+      for (ThreadBuf* b : g->bufs) {
+        if (in_signal) {
+          if (!TryLockBriefly(b->mu)) continue;
+        } else {
+          b->mu.lock();
+        }
+        b->done.ForEach([&](const Record& r) {
+          WriteRange(w, r.kind, b->tid, r.start, r.end, r.name, r.domain, r.depth, r.cpu_ns);
+        });
+        for (size_t domain = 0; domain < b->stacks.size(); ++domain)
+          for (size_t d = 0; d < b->stacks[domain].size(); ++d)
+            WriteRange(w, 'U', b->tid, b->stacks[domain][d].start, now, b->stacks[domain][d].name,
+                       static_cast<uint32_t>(domain), static_cast<uint32_t>(d), -1);
+        b->mu.unlock();
+      }
+      for (const Ended& e : g->ended)
+        WriteRange(w, 'S', e.s.tid, e.s.start, e.end, e.s.name, e.s.domain, 0, -1);
+      for (const auto& [id, st] : g->started)
+        WriteRange(w, 'U', st.tid, st.start, now, st.name, st.domain, 0, -1);
+      w.Str("end ");
+      w.Int(now);
+      w.Char('\n');
+    }
+    if (locked) g->mu.unlock();
+  }
+  g->file_mu.unlock();
+}
+
+void WakeWriter() {
+  if (g == nullptr || !g->writer_started.load(std::memory_order_relaxed)) return;
+  g->writer_wake.store(true, std::memory_order_relaxed);
+  g->writer_cv.notify_one();
+}
+
+void* WriteLoop(void*) {
+  // Its work, formatting what the program recorded, is what the exit paid before; at the normal
+  // priority it finishes and sleeps. (At nice 19 it was starved on a busy machine and, runnable
+  // beside the program's thread, made that thread's system calls half again as slow: measured
+  // with bench/annotate_overhead.sh, docs/diagnosis.md.)
+  prctl(PR_SET_NAME, "opscope-write", 0, 0, 0);
+  std::unique_lock<std::mutex> lock(g->writer_mu);
+  for (;;) {
+    g->writer_cv.wait_for(lock, std::chrono::milliseconds(kWriteIntervalMs),
+                          [] { return g->writer_wake.load(std::memory_order_relaxed); });
+    g->writer_wake.store(false, std::memory_order_relaxed);
+    lock.unlock();
+    const bool more = WriteClosedRanges();
+    lock.lock();
+    if (!more) break;
+  }
+  return nullptr;
+}
+
+// Caller holds g->mu. The thread inherits a mask with every signal blocked: the program's signals
+// go to its own threads, and the deadly-signal handler never runs on the thread holding file_mu.
+void StartWriter() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  if (pthread_create(&t, &attr, WriteLoop, nullptr) == 0)
+    g->writer_started.store(true, std::memory_order_relaxed);
+  else
+    Say("cannot start the writer thread: ranges are written at exit only");
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// ---- The end of a process that runs no exit handlers (a deadly signal, _exit) ------------------
+
+// Run mode: the end of the run file. Attach mode: a session still attached writes its records
+// and `done` ("signal" or "exit": the program is gone).
+void EndWithoutExitHandlers(const char* how) {
+  if (g == nullptr) return;
+  if (!g->attachable) {
+    if (Active()) WriteRunEnd(true);
+    return;
+  }
+  if (g->owner_pid != getpid()) return;  // a forked child: the channel is its parent's
+  if (Active() && !g_signal_flush_busy.exchange(true)) {
+    if (TryLockBriefly(g->mu)) {
+      if (g->attached) {
+        const int fd = OpenInOutFolder(g->out_file.c_str());
+        if (fd >= 0) {
+          WriteAllSignalSafe(fd, Now(CLOCK_MONOTONIC));
+          ::close(fd);
+        }
+        WriteMarker(g->done_file.c_str(), how);
+      }
+      g->mu.unlock();
+    }
+    g_signal_flush_busy = false;
+  }
 }
 
 void OnDeadlySignal(int sig) {
   const int saved_errno = errno;
-  FlushFromSignal();
+  EndWithoutExitHandlers("signal\n");
   // Die as the program would have: the previous action, raised again (it is delivered when this
   // handler returns; a fault would also recur on the same instruction).
   sigaction(sig, &g_prev[sig], nullptr);
@@ -526,10 +862,6 @@ size_t WriteAllLocked(FILE* f, int64_t now, bool at_exit = true) {
 
 std::mutex g_attach_mu;  // serializes the listener thread and the exit-time detach
 bool g_exiting = false;
-
-void Say(const std::string& what) {
-  std::fprintf(stderr, "opscope recorder (pid %d): %s\n", static_cast<int>(getpid()), what.c_str());
-}
 
 // Creates (or takes back, after an earlier process with this pid) the channel folder.
 bool OpenChannel() {
@@ -758,6 +1090,15 @@ void AttachAtExit() {
 
 }  // namespace
 
+// _exit and _Exit are caught by the annotate runtime, the library in LD_PRELOAD (annotate_rt.cc);
+// another recorder library in the process (NVTX's, loaded by NVTX's dlopen, whose own symbols
+// interpose nothing) asks it to call this library's end too.
+void AskForQuickExitHook() {
+  using AddHook = void (*)(void (*)());
+  if (auto add = reinterpret_cast<AddHook>(dlsym(RTLD_DEFAULT, "opscope_ranges_add_exit_hook_v1")))
+    add(EndAtQuickExit);
+}
+
 bool Init(const char* source) {
   const char* out = std::getenv("OPSCOPE_RANGES_OUT");
   const bool run_mode = out != nullptr && out[0] != '\0';
@@ -767,12 +1108,14 @@ bool Init(const char* source) {
     g = new Global;
     g->path = run_mode ? out : "";
     g->source = source;
+    g->pid = getpid();
     const char* cpu = std::getenv("OPSCOPE_RANGES_CPU");
     g_cpu_time = !(cpu && cpu[0] == '0');
-    pthread_atfork(nullptr, nullptr, AtForkChild);
+    pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
     std::atexit(Flush);
     EnsureAltStack();
     InstallDeadlySignalHandlers();
+    if (std::strcmp(source, "annotate") != 0) AskForQuickExitHook();
     if (!run_mode) {
       g->attachable = true;
       g->owner_pid = getpid();
@@ -859,20 +1202,9 @@ void Flush() {
     AttachAtExit();
     return;
   }
-  if (!Active()) return;
-  int64_t now = Now(CLOCK_MONOTONIC);
-  std::lock_guard<std::mutex> lock(g->mu);
-  if (g->flushed) return;
-  g->flushed = true;
-  std::string path = g->path + "." + g->source + "." + std::to_string(getpid());
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) {
-    std::fprintf(stderr, "opscope: cannot write ranges to %s: %s\n", path.c_str(),
-                 std::strerror(errno));
-    return;
-  }
-  WriteAllLocked(f, now);
-  std::fclose(f);
+  if (Active()) WriteRunEnd(false);
 }
+
+void EndAtQuickExit() { EndWithoutExitHandlers("exit\n"); }
 
 }  // namespace opscope::collect::rec

@@ -3,24 +3,34 @@
 // by NVTX through NVTX_INJECTION64_PATH). It lives inside someone else's program: it never
 // throws, never aborts, and does nothing unless OPSCOPE_RANGES_OUT or OPSCOPE_ATTACHABLE=1 is set.
 //
-// Each thread records into its own buffer (an uncontended mutex guards it against the exit-time
-// flush); a push/pop stack per (thread, domain) keeps the open ranges. At exit the records are
-// written to "$OPSCOPE_RANGES_OUT.<source>.<pid>" in the text format ranges_reader.h parses:
+// Each thread records into its own buffer (an uncontended mutex guards it against the writer); a
+// push/pop stack per (thread, domain) keeps the open ranges. The records go to
+// "$OPSCOPE_RANGES_OUT.<source>.<pid>" in the text format ranges_reader.h parses, appended as
+// they close:
 //
 //   opscope-ranges 1
 //   pid <pid>
 //   source <source>
-//   name <id> <text to end of line>
+//   name <id> <text to end of line>        (before the first range that uses it)
 //   domain <id> <text to end of line>
 //   range <P|S|U> <tid> <start_ns> <end_ns> <name id> <domain id> <depth> <thread cpu ns|-1>
+//   flush <ns> <open>           (after each write: its time, and how many ranges were open then)
+//   end <ns>                    (the process ended through exit, _exit or a deadly signal)
 //   cut <B|A> <tid> <ns>        (attach mode only, see below)
 //
-// P: push/pop, S: start/end (may end on another thread), U: still open at exit (ended at exit).
-// Timestamps are CLOCK_MONOTONIC ns. A forked child starts with empty buffers and writes its own
-// file (its pid differs); records of a process that exec()s are lost (no exit handlers run).
-// A process killed by a signal (SIGSEGV, SIGABRT, SIGTERM, SIGINT, ... whose action was still the
-// default) writes the file from the signal handler, its open ranges ending then, and dies of the
-// same signal; SIGKILL leaves no chance to write anything.
+// P: push/pop, S: start/end (may end on another thread), U: still open at the end (ended then).
+// Timestamps are CLOCK_MONOTONIC ns. One writer thread per recording process (`opscope-write`,
+// started by its first record, every signal blocked) appends what closed every 100 ms, or sooner
+// when a thread has 4 chunks (32768 records) waiting; the per-range path is unchanged (the writer
+// swaps a thread's records out under its lock). The end of the process writes the rest, the ranges
+// still open as U, and `end`: exit() through atexit; _exit()/_Exit(), which run no exit handlers
+// (a forked child's usual end), through the annotate runtime, which catches them (annotate_rt.cc);
+// a deadly signal (SIGSEGV, SIGABRT, SIGTERM, SIGINT, ... whose action was still the default)
+// from its handler, which then lets the process die of the same signal. SIGKILL runs nothing:
+// the file then ends at the last write (a last line cut mid-write is left out by the reader), and
+// its last `flush` line says how many ranges were open. A forked child starts with empty buffers
+// and writes its own file (its pid differs); a vfork()ed child writes nothing (its memory is its
+// parent's); a process that exec()s loses what closed since the last write.
 //
 // Attach mode (`opscope run -p PID`; OPSCOPE_ATTACHABLE=1 without OPSCOPE_RANGES_OUT). The
 // recorder starts dormant: push/pop cost one load of the "active" flag, nothing is recorded or
@@ -47,9 +57,9 @@
 // output folder (the format above, ranges still open left out, plus `cut B|A <tid> <ns>` lines
 // for each thread's partial ranges), then `done.<source>` ("stop N T"); the buffers are cleared
 // and the recorder is dormant again, ready for the next attach. Exiting while attached writes
-// both files ("exit T", open ranges ending at exit; "signal" from the signal handler). If the
-// opscope process disappears without a stop, the records are dropped. A forked child stays
-// dormant (its parent owns the channel); exit removes the channel.
+// both files ("exit T", open ranges ending at exit; "signal" from the signal handler, "exit" from
+// _exit). If the opscope process disappears without a stop, the records are dropped. A forked
+// child stays dormant (its parent owns the channel); exit removes the channel.
 #pragma once
 
 #include <cstdint>
@@ -69,7 +79,13 @@ void Pop(uint32_t domain);
 uint64_t Start(uint32_t domain, const char* name);  // returns a non-zero id, 0 when inactive
 void End(uint64_t id);
 
-// Writes the file now (also registered with atexit by Init). Idempotent per process.
+// The end of the process through exit(): registered with atexit by Init. Run mode: writes the
+// rest of the file and its `end`; attach mode: ends a session still attached and removes the
+// channel. Idempotent per process.
 void Flush();
+
+// The same for a process ending without exit handlers through _exit/_Exit (annotate_rt.cc catches
+// them): async-signal-safe, and nothing in a vfork()ed child.
+void EndAtQuickExit();
 
 }  // namespace opscope::collect::rec
