@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -631,6 +632,39 @@ TEST(RunAttachCli, AnOutputFolderSwappedForASymlinkIsNeitherFollowedNorEmptied) 
   EXPECT_TRUE(Exists(victim + "/ranges.annotate.1")) << r.err;
   EXPECT_EQ(Count(Load(json), "planted"), 1) << "read from the folder opscope made\n" << r.err;
   EXPECT_NE(r.err.find("was moved or replaced while in use"), std::string::npos) << r.err;
+}
+
+// ---- The channel folder's end ----------------------------------------------------------------
+
+TEST(RunAttachCli, ASigtermedProgramLeavesNoChannelAndStaleOnesAreReclaimed) {
+  const std::string dir = Tmp();
+  {
+    App app(dir);
+    const std::string channel = app.Channel();
+    ASSERT_TRUE(Exists(channel));
+    kill(app.pid, SIGTERM);
+    EXPECT_EQ(testing::WaitForExit(app.pid, 30), 128 + SIGTERM);
+    app.pid = -1;
+    EXPECT_FALSE(Exists(channel)) << "removed by the recorder's SIGTERM handler";
+  }
+  // A channel whose process is gone (a SIGKILL leaves one), one of a live process, and a
+  // non-channel folder with a similar name: the next attachable program reclaims the first only.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = "/tmp/opscope-attach-" + std::to_string(dead) + "-annotate";
+  const std::string live = "/tmp/opscope-attach-" + std::to_string(getpid()) + "-nvtx";
+  const std::string other = "/tmp/opscope-attach-" + std::to_string(dead) + "-annotate-keep";
+  for (const auto& d : {stale, live, other}) ASSERT_EQ(mkdir(d.c_str(), 0700), 0) << d;
+  std::ofstream(stale + "/request") << "opscope-attach 1\n";
+  App app(dir);
+  EXPECT_FALSE(Exists(stale)) << testing::ReadAll(app.err_file);
+  EXPECT_TRUE(Exists(live));
+  EXPECT_TRUE(Exists(other));
+  EXPECT_EQ(app.Finish(), 0);
+  rmdir(live.c_str());
+  rmdir(other.c_str());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "collect/ranges_recorder.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -7,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -743,8 +745,16 @@ void StartWriter() {
 
 // ---- The end of a process that runs no exit handlers (a deadly signal, _exit) ------------------
 
+// Attach mode: the channel goes with the program (known names only: async-signal-safe).
+void RemoveChannelSignalSafe() {
+  if (g->channel_fd < 0) return;
+  unlinkat(g->channel_fd, "request", 0);
+  unlinkat(g->channel_fd, "stop", 0);
+  rmdir(g->channel.c_str());
+}
+
 // Run mode: the end of the run file. Attach mode: a session still attached writes its records
-// and `done` ("signal" or "exit": the program is gone).
+// and `done` ("signal" or "exit": the program is gone), and the channel is removed.
 void EndWithoutExitHandlers(const char* how) {
   if (g == nullptr) return;
   if (!g->attachable) {
@@ -766,6 +776,7 @@ void EndWithoutExitHandlers(const char* how) {
     }
     g_signal_flush_busy = false;
   }
+  RemoveChannelSignalSafe();
 }
 
 void OnDeadlySignal(int sig) {
@@ -863,7 +874,71 @@ size_t WriteAllLocked(FILE* f, int64_t now, bool at_exit = true) {
 std::mutex g_attach_mu;  // serializes the listener thread and the exit-time detach
 bool g_exiting = false;
 
-// Creates (or takes back, after an earlier process with this pid) the channel folder.
+// Channels of this uid whose process is gone (killed by SIGKILL, or ended through a signal
+// handler of its own that called _exit) are removed by the next attachable program that makes its
+// channel in the same folder. Gone: kill(pid, 0) says ESRCH, and nobody holds the folder's lock
+// (each recorder holds a flock on its channel while it runs: a process with that pid in another
+// pid namespace sharing the folder, or a forked child still holding the descriptor, keeps it).
+// Only folders named like a channel, this uid's and private, and only the files the protocol puts
+// there are removed; a folder holding anything else stays.
+void ReclaimStaleChannels(int base_fd) {
+  const int list_fd = fcntl(base_fd, F_DUPFD_CLOEXEC, 0);
+  DIR* d = list_fd >= 0 ? fdopendir(list_fd) : nullptr;
+  if (d == nullptr) {
+    if (list_fd >= 0) ::close(list_fd);
+    return;
+  }
+  static constexpr char kPrefix[] = "opscope-attach-";
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d)) {
+    const char* n = e->d_name;
+    if (std::strncmp(n, kPrefix, sizeof kPrefix - 1) != 0) continue;
+    const char* digits = n + sizeof kPrefix - 1;
+    const char* q = digits;
+    long pid = 0;
+    while (*q >= '0' && *q <= '9' && pid < (1L << 31)) pid = pid * 10 + (*q++ - '0');
+    if (q == digits || *q != '-' || q[1] == '\0' || pid <= 0 || pid == getpid()) continue;
+    bool source_word = true;  // "annotate", "nvtx"
+    for (const char* c = q + 1; *c; ++c) source_word = source_word && *c >= 'a' && *c <= 'z';
+    if (!source_word) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    stale.push_back(n);
+  }
+  closedir(d);
+  for (const std::string& name : stale) {
+    FileTrust trust = FileTrust::kTrusted;
+    std::string why;
+    const int fd = OpenTrustedFolder(base_fd, name.c_str(), geteuid(), "this program's uid", true,
+                                     &trust, &why);
+    if (fd < 0) continue;  // another user's, or not a channel
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+      ::close(fd);
+      continue;
+    }
+    unlinkat(fd, "request", 0);
+    unlinkat(fd, "stop", 0);
+    // opscope's temporary files (range_attach.cc PlaceFile), left by an opscope killed meanwhile.
+    const int inner_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (DIR* in = inner_fd >= 0 ? fdopendir(inner_fd) : nullptr) {
+      std::vector<std::string> temps;
+      while (dirent* e = readdir(in)) {
+        const std::string f = e->d_name;
+        if ((f.rfind(".request.", 0) == 0 || f.rfind(".stop.", 0) == 0) && f.size() > 4 &&
+            f.compare(f.size() - 4, 4, ".tmp") == 0)
+          temps.push_back(f);
+      }
+      closedir(in);
+      for (const std::string& f : temps) unlinkat(fd, f.c_str(), 0);
+    } else if (inner_fd >= 0) {
+      ::close(inner_fd);
+    }
+    ::close(fd);
+    unlinkat(base_fd, name.c_str(), AT_REMOVEDIR);  // fails, leaving it, if anything else is in it
+  }
+}
+
+// Creates (or takes back, after an earlier process with this pid) the channel folder, after
+// reclaiming the stale channels next to it.
 bool OpenChannel() {
   const char* chosen = std::getenv(kAttachDirEnv);
   const std::string base = AttachBaseDir(chosen, std::getenv("XDG_RUNTIME_DIR"), geteuid());
@@ -882,6 +957,7 @@ bool OpenChannel() {
     Say("cannot open " + base + " (" + std::strerror(errno) + "): not attachable");
     return false;
   }
+  ReclaimStaleChannels(base_fd);
   if (mkdirat(base_fd, name.c_str(), 0700) != 0 && errno != EEXIST) {
     Say("cannot create " + g->channel + " (" + std::strerror(errno) + "): not attachable");
     ::close(base_fd);
@@ -894,6 +970,13 @@ bool OpenChannel() {
   ::close(base_fd);
   if (fd < 0) {
     Say(g->channel + " is " + why + ": not attachable (remove it and start the program again)");
+    return false;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    Say(g->channel +
+        " is held by another running process (one with this pid in another pid namespace?): not "
+        "attachable");
+    ::close(fd);
     return false;
   }
   unlinkat(fd, "request", 0);  // stale: from an earlier process with this pid

@@ -59,7 +59,13 @@
 // and the recorder is dormant again, ready for the next attach. Exiting while attached writes
 // both files ("exit T", open ranges ending at exit; "signal" from the signal handler, "exit" from
 // _exit). If the opscope process disappears without a stop, the records are dropped. A forked
-// child stays dormant (its parent owns the channel); exit removes the channel.
+// child stays dormant (its parent owns the channel). The channel is removed at exit, _exit, and
+// from the deadly-signal handler (SIGTERM, SIGINT, SIGHUP, SIGQUIT, ... at their default action:
+// unlinkat/rmdir of known names only). A program that ends otherwise (SIGKILL, its own signal
+// handler ending it without _exit) leaves it; the next attachable program of the same uid that
+// makes its channel in the same folder removes channels whose pid is gone (kill(pid, 0): ESRCH)
+// and whose folder lock is free (each recorder holds a flock on its channel while it runs: a
+// process with that pid in another pid namespace sharing the folder keeps it).
 #pragma once
 
 #include <cstdint>
