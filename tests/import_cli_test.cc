@@ -238,6 +238,48 @@ TEST(ImportCliOutputs, EveryFileIsWhatItsNameSays) {
   EXPECT_FALSE(nlohmann::json::parse(js.out, nullptr, false).is_discarded());
 }
 
+// `report --machine FILE` diagnoses an old profile again: every op with FLOPs or bytes gets its
+// stored roofline verdict and its time at the roof in the JSON, and the findings are redone.
+TEST(ImportCliOutputs, ReportWithMachineCeilingsStoresTheVerdictPerOp) {
+  const std::string dir = TempDir();
+  const std::string imported = dir + "/ort.json";
+  ASSERT_EQ(RunCommand({OpscopeBinary(), "import", Data("ort_bev_basic.json"), "--model", Model(),
+                        "-o", imported})
+                .exit_code,
+            0);
+  nlohmann::json before = Load(imported);
+  for (const auto& op : before["ops"]) EXPECT_FALSE(op.contains("bound")) << op["name"];
+  std::ofstream(dir + "/m.json") << R"({"schema": "opscope.machine/2", "peak_gflops_all": 100,
+    "peak_gflops_one": 40, "triad_gbps": 10, "threads": 2, "cpu_model": "Test CPU",
+    "method": "manual"})";
+  CommandResult r = RunCommand(
+      {OpscopeBinary(), "report", imported, "--machine", dir + "/m.json", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json after = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(after.is_discarded()) << r.out.substr(0, 300);
+  int stored = 0;
+  for (const auto& op : after["ops"]) {
+    if (!op.contains("bound")) continue;
+    if (op["expected_ms"].get<double>() == 0) {  // a Reshape moves no bytes: no time at a roof
+      EXPECT_EQ(op["measured_over_expected"].get<double>(), 0) << op.dump();
+      continue;
+    }
+    ++stored;
+    EXPECT_NEAR(op["measured_over_expected"].get<double>(),
+                op["stats"]["trimmed_mean"].get<double>() / op["expected_ms"].get<double>(),
+                1e-9 * op["measured_over_expected"].get<double>())
+        << op.dump();
+  }
+  EXPECT_GE(stored, 20);
+  bool memory_bound_finding = false;
+  for (const auto& f : after["findings"])
+    memory_bound_finding = memory_bound_finding || f["rule"] == "memory-bound-hot";
+  EXPECT_TRUE(memory_bound_finding) << after["findings"].dump();
+  CommandResult bad = RunCommand({OpscopeBinary(), "report", imported, "--machine", Model()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("not valid JSON"), std::string::npos) << bad.err;
+}
+
 // A failed write is exit 1 naming the output, never "wrote" and exit 0; special files as inputs
 // are refused, not waited on forever.
 TEST(ImportCliOutputs, WriteFailuresAndSpecialFiles) {

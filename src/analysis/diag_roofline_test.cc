@@ -1,12 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "analysis/diag_test_util.h"
 #include "analysis/format.h"
 #include "analysis/machine_measure.h"
 #include "analysis/roofline.h"
 #include "analysis/rules.h"
+#include "profile/profile_io.h"
 
 namespace opscope::analysis {
 namespace {
@@ -64,6 +66,56 @@ TEST(DiagRoofline, ClassesAndNumbers) {
   EXPECT_EQ(points[3].cls, BoundClass::kDataMovement);
   EXPECT_NEAR(points[3].achieved_gbps, 2, 1e-9);
   for (const auto& p : points) EXPECT_EQ(p.counter_confirmation, "no hardware counters");
+}
+
+// Diagnose stores each op's verdict in the profile, with its time at the roof: the JSON carries
+// it (bound, intensity, pct_of_roof, expected_ms, ...) and reads it back; without ceilings, none.
+TEST(DiagRoofline, DiagnoseStoresTheVerdictAndTheTimeAtTheRoofPerOp) {
+  profile::Profile p = ClassesProfile();
+  MachineCeilings c = Ceilings();
+  Diagnose(&p, &c);
+  ASSERT_TRUE(p.ops[0].roofline.has_value());
+  const profile::OpRoofline& conv = *p.ops[0].roofline;
+  EXPECT_EQ(conv.bound, BoundClass::kCompute);
+  EXPECT_NEAR(conv.intensity, 200, 1e-9);
+  EXPECT_NEAR(conv.pct_of_roof, 80, 1e-9);
+  // 8 GFLOP at 100 GFLOP/s (40 MB at 10 GB/s is 4 ms): 80 ms, measured 100 ms.
+  EXPECT_NEAR(conv.expected_ms, 80, 1e-9);
+  EXPECT_NEAR(conv.measured_over_expected, 1.25, 1e-12);
+  // 80 MB at 10 GB/s: 8 ms, measured 10 ms.
+  ASSERT_TRUE(p.ops[1].roofline.has_value());
+  EXPECT_EQ(p.ops[1].roofline->bound, BoundClass::kMemory);
+  EXPECT_NEAR(p.ops[1].roofline->expected_ms, 8, 1e-9);
+  EXPECT_NEAR(p.ops[1].roofline->measured_over_expected, 1.25, 1e-12);
+  EXPECT_EQ(p.ops[2].roofline->bound, BoundClass::kLatency);
+  EXPECT_EQ(p.ops[3].roofline->bound, BoundClass::kDataMovement);
+  EXPECT_NEAR(p.ops[3].roofline->expected_ms, 4, 1e-9);  // 40 MB at 10 GB/s
+  EXPECT_FALSE(p.ops[4].roofline.has_value()) << "no FLOPs, no bytes: no point";
+
+  const std::string json = profile::ToJsonString(p);
+  auto j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["ops"][0]["bound"], "compute-bound");
+  EXPECT_NEAR(j["ops"][0]["expected_ms"].get<double>(), 80, 1e-9);
+  EXPECT_EQ(j["ops"][1]["bound"], "memory-bound");
+  EXPECT_FALSE(j["ops"][4].contains("bound"));
+  auto back = profile::FromJsonString(json, "d.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_TRUE(back->ops[1].roofline.has_value());
+  EXPECT_EQ(back->ops[1].roofline->bound, BoundClass::kMemory);
+  EXPECT_NEAR(back->ops[1].roofline->pct_of_roof, 80, 1e-9);
+  EXPECT_EQ(profile::ToJsonString(*back), json);
+
+  // A bound class the schema does not have is refused, naming it.
+  std::string bad = json;
+  bad.replace(bad.find("\"compute-bound\""), 15, "\"cpu-bound\"");
+  auto refused = profile::FromJsonString(bad, "d.json");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("unknown bound class 'cpu-bound'"), std::string::npos)
+      << refused.status().message();
+
+  // Diagnosed again without ceilings: the stored verdicts go.
+  Diagnose(&p, nullptr);
+  for (const auto& op : p.ops) EXPECT_FALSE(op.roofline.has_value()) << op.name;
 }
 
 TEST(DiagRoofline, SingleThreadUsesOneCorePeak) {

@@ -11,22 +11,6 @@
 
 namespace opscope::analysis {
 
-const char* BoundClassName(BoundClass c) {
-  switch (c) {
-    case BoundClass::kCompute:
-      return "compute-bound";
-    case BoundClass::kMemory:
-      return "memory-bound";
-    case BoundClass::kLatency:
-      return "latency-bound";
-    case BoundClass::kDataMovement:
-      return "data-movement";
-    case BoundClass::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
 bool IsDataMovementOp(std::string_view t) {
   static constexpr std::array<std::string_view, 24> kTypes = {
       "Reshape",        "Transpose",    "Concat",       "Slice",     "Gather",
@@ -159,6 +143,7 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
             "memory roof of {:.1f} GB/s",
             gbps, HumanBytes(bytes), what, HumanBytes(c.llc_bytes), bw);
       double ideal_us = std::max(work / (peak * 1e9), op.bytes / (bw * 1e9)) * 1e6;
+      r.expected_ms = ideal_us / 1e3;
       if (dm) {
         r.cls = BoundClass::kDataMovement;
         r.reason = fmt::format("{} moves {} and computes nothing ({:.1f}% of memory bandwidth)",
@@ -193,6 +178,22 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
     out.push_back(std::move(r));
   }
   return out;
+}
+
+void StoreRoofline(const std::vector<RooflinePoint>& points, profile::Profile* p) {
+  for (auto& op : p->ops) op.roofline.reset();
+  for (const RooflinePoint& pt : points) {
+    if (pt.cls == BoundClass::kUnknown || pt.op < 0 || static_cast<size_t>(pt.op) >= p->ops.size())
+      continue;
+    profile::OpRoofline r;
+    r.bound = pt.cls;
+    r.intensity = pt.intensity;
+    r.attainable_gflops = pt.attainable_gflops;
+    r.pct_of_roof = pt.pct_of_roof;
+    r.expected_ms = pt.expected_ms;
+    r.measured_over_expected = pt.expected_ms > 0 ? pt.time_ms / pt.expected_ms : 0;
+    p->ops[static_cast<size_t>(pt.op)].roofline = r;
+  }
 }
 
 }  // namespace opscope::analysis

@@ -27,8 +27,9 @@
 
 namespace opscope::analysis {
 
-enum class BoundClass { kCompute, kMemory, kLatency, kDataMovement, kUnknown };
-const char* BoundClassName(BoundClass c);  // "compute-bound", "memory-bound", ...
+// The classes and their names are the profile's (stored per op by Diagnose).
+using profile::BoundClass;
+using profile::BoundClassName;  // "compute-bound", "memory-bound", ...
 
 inline constexpr double kLatencyPctOfRoof = 10.0;  // percent
 inline constexpr double kLatencyIdealUs = 20.0;    // microseconds at the roof
@@ -61,6 +62,7 @@ struct RooflinePoint {
   double achieved_gflops = 0;
   double achieved_gbps = 0;
   double pct_of_roof = 0;  // achieved vs the roof that limits it (compute or memory), percent
+  double expected_ms = 0;  // the op's time at that roof: max(work / peak, bytes / bandwidth)
   BoundClass cls = BoundClass::kUnknown;
   std::string reason;                // why this class, with the numbers
   std::string counter_confirmation;  // "confirmed: ...", "contradicted: ...", "no counters"
@@ -70,6 +72,10 @@ struct RooflinePoint {
 // One point per op with flops > 0 or bytes > 0 or a data-movement op type, in op order. Ops
 // without time (folded) are skipped. `threads` picks the compute roof (1 → one core).
 std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const MachineCeilings& c);
+
+// Stores each point's verdict in its op (OpRecord::roofline), clearing what was there; points
+// without a class (no ceilings) store nothing. Diagnose calls it.
+void StoreRoofline(const std::vector<RooflinePoint>& points, profile::Profile* p);
 
 // The counter verdict alone (exposed for tests): counters as stored in OpRecord::counters.
 std::string CounterConfirmation(const std::map<std::string, double>& counters, BoundClass cls);

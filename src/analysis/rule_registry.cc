@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analysis/roofline.h"
 #include "analysis/rules.h"
 #include "base/strings.h"
 
@@ -56,6 +57,9 @@ void Diagnose(profile::Profile* p, const MachineCeilings* ceilings) {
     if (!mismatch.empty() && ceilings->method != "manual") p->meta.degradations.push_back(mismatch);
     if (StartsWith(ceilings->verification, "unverified: "))
       p->meta.degradations.push_back("machine ceilings " + ceilings->verification);
+    StoreRoofline(ComputeRoofline(*p, *ceilings), p);
+  } else {
+    for (auto& op : p->ops) op.roofline.reset();
   }
   p->findings = RunRules(*p, ceilings);
 }

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "analysis/machine.h"
+#include "analysis/rules.h"
+#include "base/files.h"
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
@@ -45,6 +48,9 @@ class ReportCommandCli : public Command {
     app->add_option("--sections", sections_,
                     "Render only these sections, comma-separated: ops, stat, samples, ranges, gpu, "
                     "threadpool (default: every section the profile holds)");
+    app->add_option("--machine", machine_file_,
+                    "Diagnose the profile again against these machine ceilings (a file of "
+                    "`opscope machine`): per-op roofline verdicts, expected times and findings");
     app->add_flag("--wide", wide_, "Show long names whole");
     app->add_flag("--gpu-trace", gpu_trace_, "GPU section: list every kernel and copy");
     AddOutputOptions(app, &out_,
@@ -102,6 +108,19 @@ class ReportCommandCli : public Command {
     auto loaded = collect::LoadAnyProfile(file_);
     if (!loaded.ok()) return loaded.status();
     profile::Profile& p = *loaded;
+    if (!machine_file_.empty()) {
+      // The ceilings of the machine the profile was taken on, as given: not checked against
+      // this CPU (Diagnose notes a CPU model that differs from the profile's).
+      auto text = ReadFile(machine_file_);
+      if (!text.ok()) return text.status();
+      auto ceilings = analysis::CeilingsFromJson(*text, machine_file_);
+      if (!ceilings.ok()) return ceilings.status();
+      if (!ceilings->Usable())
+        return InvalidArgument("--machine " + machine_file_ +
+                               ": no compute and memory roof in it (run `opscope machine`)");
+      analysis::Diagnose(&p, &*ceilings);
+      if (Status st = profile::Validate(p); !st.ok()) return st.WithPrefix(file_);
+    }
     o.title = "opscope: " + (p.meta.source.empty() ? file_ : p.meta.source);
     if (o.samples.group == report::SampleGroup::kOp && p.samples) {
       bool any = false;
@@ -130,6 +149,7 @@ class ReportCommandCli : public Command {
   std::string function_;
   std::string sections_;
   bool wide_ = false, gpu_trace_ = false;
+  std::string machine_file_;
   OutputChoice out_;
 };
 

@@ -13,6 +13,32 @@ namespace opscope::profile {
 
 static bool Finite(double v) { return std::isfinite(v); }
 
+const char* BoundClassName(BoundClass c) {
+  switch (c) {
+    case BoundClass::kCompute:
+      return "compute-bound";
+    case BoundClass::kMemory:
+      return "memory-bound";
+    case BoundClass::kLatency:
+      return "latency-bound";
+    case BoundClass::kDataMovement:
+      return "data-movement";
+    case BoundClass::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+bool ParseBoundClass(const std::string& name, BoundClass* out) {
+  for (BoundClass c : {BoundClass::kCompute, BoundClass::kMemory, BoundClass::kLatency,
+                       BoundClass::kDataMovement, BoundClass::kUnknown})
+    if (name == BoundClassName(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
 namespace {
 
 // The longest time a profile may hold, in ms (about 28 hours): a run or an op beyond it is a
@@ -73,6 +99,14 @@ Status CheckNumbers(const Profile& p) {
     OPSCOPE_RETURN_IF_ERROR(CheckCount(p.ops[i].flops, where + ".flops"));
     OPSCOPE_RETURN_IF_ERROR(CheckCount(p.ops[i].int_ops, where + ".int_ops"));
     OPSCOPE_RETURN_IF_ERROR(CheckCount(p.ops[i].bytes, where + ".bytes"));
+    if (const auto& r = p.ops[i].roofline) {
+      OPSCOPE_RETURN_IF_ERROR(CheckCount(r->intensity, where + ".intensity"));
+      OPSCOPE_RETURN_IF_ERROR(CheckCount(r->attainable_gflops, where + ".attainable_gflops"));
+      OPSCOPE_RETURN_IF_ERROR(CheckCount(r->pct_of_roof, where + ".pct_of_roof"));
+      OPSCOPE_RETURN_IF_ERROR(CheckTime(r->expected_ms, where + ".expected_ms"));
+      OPSCOPE_RETURN_IF_ERROR(
+          CheckCount(r->measured_over_expected, where + ".measured_over_expected"));
+    }
   }
   if (p.overhead) {
     OPSCOPE_RETURN_IF_ERROR(

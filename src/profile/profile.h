@@ -55,6 +55,26 @@ struct E2E {
 };
 
 // One ONNX node (or, for importers, one layer/kernel row of the foreign tool).
+// Where the roofline puts an op (analysis/roofline.h has the rule).
+enum class BoundClass { kCompute, kMemory, kLatency, kDataMovement, kUnknown };
+// "compute-bound", "memory-bound", "latency-bound", "data-movement", "unknown": the JSON names.
+const char* BoundClassName(BoundClass c);
+bool ParseBoundClass(const std::string& name, BoundClass* out);
+
+// The roofline's verdict on one op, stored by analysis::Diagnose when the machine's ceilings are
+// known, so every renderer and every script reads one answer (JSON: the op's "bound",
+// "intensity", "pct_of_roof", "attainable_gflops", "expected_ms" and "measured_over_expected";
+// docs/profile-format.md). Absent when the profile was diagnosed without ceilings.
+struct OpRoofline {
+  BoundClass bound = BoundClass::kUnknown;
+  double intensity = 0;          // FLOP (integer ops of a quantized kernel) per byte
+  double attainable_gflops = 0;  // min(peak, intensity x bandwidth): the roof over the op
+  double pct_of_roof = 0;        // achieved / the roof that limits it, percent
+  // What the op would take at that roof, per run: max(work / peak, bytes / bandwidth).
+  double expected_ms = 0;
+  double measured_over_expected = 0;  // trimmed mean / expected_ms (0 when expected_ms is 0)
+};
+
 struct OpRecord {
   std::string name;
   std::string op_type;
@@ -86,6 +106,7 @@ struct OpRecord {
   // (channels-last regions), e.g. "NHWC in, NCHW out"; empty otherwise (and omitted in JSON).
   std::string layout;
   std::map<std::string, double> counters;  // event -> value per run (mean), scaled
+  std::optional<OpRoofline> roofline;      // analysis::Diagnose, with ceilings
 };
 
 // One timed occurrence of an op on a thread, for timelines (Chrome trace).

@@ -99,12 +99,36 @@ void to_json(nlohmann::json& j, const OpRecord& v) {
   if (!v.layout.empty()) OPSCOPE_JSON_PUT(layout);
   if (!v.source_nodes.empty()) OPSCOPE_JSON_PUT(source_nodes);
   if (v.int_ops > 0) j["ops"] = v.int_ops;
+  if (v.roofline) {
+    const OpRoofline& r = *v.roofline;
+    j["bound"] = BoundClassName(r.bound);
+    j["intensity"] = r.intensity;
+    j["attainable_gflops"] = r.attainable_gflops;
+    j["pct_of_roof"] = r.pct_of_roof;
+    j["expected_ms"] = r.expected_ms;
+    j["measured_over_expected"] = r.measured_over_expected;
+  }
 }
 void from_json(const nlohmann::json& j, OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_GET);
   OPSCOPE_JSON_GET(layout);
   OPSCOPE_JSON_GET(source_nodes);
   if (auto it = j.find("ops"); it != j.end()) v.int_ops = it->get<double>();
+  if (auto it = j.find("bound"); it != j.end() && !it->is_null()) {
+    OpRoofline r;
+    if (!ParseBoundClass(it->get<std::string>(), &r.bound))
+      throw nlohmann::json::type_error::create(
+          302, "unknown bound class '" + it->get<std::string>() + "'", &j);
+    auto get = [&](const char* key, double& field) {
+      if (auto f = j.find(key); f != j.end() && !f->is_null()) field = f->get<double>();
+    };
+    get("intensity", r.intensity);
+    get("attainable_gflops", r.attainable_gflops);
+    get("pct_of_roof", r.pct_of_roof);
+    get("expected_ms", r.expected_ms);
+    get("measured_over_expected", r.measured_over_expected);
+    v.roofline = r;
+  }
 }
 
 // Op events are many: stored as compact arrays [op, run, tid, start_ns, dur_ns].

@@ -209,8 +209,18 @@ std::string OpTable(const profile::Profile& p) {
     for (const auto& [k, v] : op.counters) events.insert(k);
   cols.counters.assign(events.begin(), events.end());
   if (cols.counters.size() > 8) cols.counters.resize(8);
+  // The verdicts Diagnose stored (OpRecord::roofline); a profile written before they were stored
+  // is classified here from its ceilings.
   std::vector<std::string> bound(p.ops.size());
-  if (auto c = analysis::CeilingsFromMeta(p.meta); c && c->Usable()) {
+  bool stored = false;
+  for (size_t i = 0; i < p.ops.size(); ++i)
+    if (p.ops[i].roofline) {
+      stored = true;
+      bound[i] = profile::BoundClassName(p.ops[i].roofline->bound);
+    }
+  if (stored) {
+    cols.roofline = true;
+  } else if (auto c = analysis::CeilingsFromMeta(p.meta); c && c->Usable()) {
     cols.roofline = true;
     for (const auto& pt : analysis::ComputeRoofline(p, *c))
       if (pt.op >= 0 && static_cast<size_t>(pt.op) < bound.size())
