@@ -163,6 +163,9 @@ class GpuCommand : public Command {
     }
     if (!keep_dir_.empty()) p.meta.extra["trace_dir"] = dir;
 
+    // Every rule that applies, as for any other profile (the debug-build, throttling and governor
+    // rules, and gpu-kernel-bound with --metrics figures), then the GPU summary's own findings.
+    analysis::Diagnose(&p, nullptr);
     analysis::SummaryOptions so;
     so.iteration_range = iteration_range_;
     analysis::GpuSummary summary = analysis::Summarize(p, so);
@@ -172,14 +175,6 @@ class GpuCommand : public Command {
       p.meta.degradations.push_back(
           "--metrics: no kernel metrics were recorded; the tracer's messages above say which CUPTI "
           "call failed");
-    // The same rule `opscope report` runs on a saved profile (silent without --metrics figures).
-    for (const analysis::Rule* rule : analysis::AllRules())
-      if (std::string_view(rule->id) == "gpu-kernel-bound") {
-        std::vector<profile::Finding> bound;
-        rule->apply(analysis::RuleContext{p, nullptr, {}}, &bound);
-        for (auto& f : bound) f.rule = rule->id;
-        p.findings.insert(p.findings.end(), bound.begin(), bound.end());
-      }
     if (Status s = profile::Validate(p); !s.ok()) return s;
     report::ReportOptions ro;
     ro.only = {"gpu"};
