@@ -5,6 +5,7 @@
 #include "analysis/diag_test_util.h"
 #include "analysis/range_stats.h"
 #include "analysis/rules.h"
+#include "base/strings.h"
 #include "collect/ranges_reader.h"
 #include "profile/attached.h"
 #include "report/format.h"
@@ -121,6 +122,37 @@ TEST(DiagRanges, Summary) {
   EXPECT_TRUE(
       rep.headline.starts_with("pre-processing 100.000 ms (71.2%), loader, \"io\" 500.0 us"))
       << rep.headline;
+}
+
+// A top-level range named "" (writers_fuzz's first input: SummarizeRanges recursed into "" as its
+// own child until the stack overflowed), with a child of its own, and a top-level name that
+// equals a nested path.
+TEST(DiagRanges, EmptyNamesAndPathsThatLookNestedDoNotLoop) {
+  profile::Profile p;
+  p.meta.kind = "run";
+  p.meta.runs = 1;
+  auto add = [&](std::string name, int64_t start, int64_t end, int32_t parent) {
+    profile::Range r;
+    r.name = std::move(name);
+    r.tid = 1;
+    r.start_ns = start;
+    r.end_ns = end;
+    r.parent = parent;
+    r.run = 0;
+    p.ranges.push_back(r);
+  };
+  add("", 0, 1000000, -1);
+  add("inner", 100, 900000, 0);
+  add("a", 2000000, 3000000, -1);
+  add("b", 2100000, 2500000, 2);
+  add("a/b", 4000000, 4500000, -1);
+  profile::FinalizeStats(p);
+  RangeReport rep = SummarizeRanges(p);
+  std::vector<std::string> paths;
+  for (const auto& r : rep.ranges) paths.push_back(r.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"", "/inner", "a", "a/b"})) << Join(paths, " | ");
+  EXPECT_EQ(rep.ranges[1].depth, 1);
+  EXPECT_EQ(rep.ranges[1].parent_row, 0);
 }
 
 // A `run -p` profile: one attached span, reported as such in the table (with the rules'

@@ -31,6 +31,7 @@ RangeReport SummarizeRanges(const profile::Profile& p) {
     std::map<std::string, double> counters;
     int64_t first = INT64_MAX;
     std::string name, domain, parent_path;
+    bool top = false;  // a top-level range (its path is its name alone)
   };
   std::map<std::string, Group> groups;
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -38,20 +39,25 @@ RangeReport SummarizeRanges(const profile::Profile& p) {
     Group& g = groups[pth];
     g.name = rs[i].name;
     g.domain = rs[i].domain;
-    g.parent_path = rs[i].parent >= 0 ? path_of(rs[i].parent) : "";
+    // A nested range's path is longer than its parent's; a top-level one's is its name (which may
+    // be "", so "" cannot also mean "no parent": a range named "" recursed into itself).
+    g.top = pth.size() == rs[i].name.size();
+    g.parent_path = g.top ? "" : path_of(rs[i].parent);
     g.ms.push_back((rs[i].end_ns - rs[i].start_ns) / 1e6);
     g.tids.insert(rs[i].tid);
     for (const auto& [k, v] : rs[i].counters) g.counters[k] += v;
     g.first = std::min(g.first, rs[i].start_ns);
   }
-  // Children of each parent path, ordered by first start.
+  // The top-level groups and the children of each parent path, ordered by first start.
+  std::vector<std::string> tops;
   std::map<std::string, std::vector<std::string>> children;
-  for (const auto& [pth, g] : groups) children[g.parent_path].push_back(pth);
-  for (auto& [k, v] : children)
-    std::sort(v.begin(), v.end(), [&](const std::string& a, const std::string& b) {
-      return groups[a].first != groups[b].first ? groups[a].first < groups[b].first : a < b;
-    });
-  for (const std::string& top : children[""]) {
+  for (const auto& [pth, g] : groups) (g.top ? tops : children[g.parent_path]).push_back(pth);
+  auto by_start = [&](const std::string& a, const std::string& b) {
+    return groups[a].first != groups[b].first ? groups[a].first < groups[b].first : a < b;
+  };
+  std::sort(tops.begin(), tops.end(), by_start);
+  for (auto& [k, v] : children) std::sort(v.begin(), v.end(), by_start);
+  for (const std::string& top : tops) {
     double t = 0;
     for (double v : groups[top].ms) t += v;
     rep.top_total_ms += t;
@@ -82,7 +88,7 @@ RangeReport SummarizeRanges(const profile::Profile& p) {
     if (it != children.end())
       for (const std::string& c : it->second) emit(c, row, depth + 1);
   };
-  for (const std::string& top : children[""]) emit(top, -1, 0);
+  for (const std::string& top : tops) emit(top, -1, 0);
   std::vector<std::string> parts;
   for (const RangeSummary& s : rep.ranges)
     if (s.depth == 0)

@@ -201,7 +201,8 @@ std::string Sparkline(const std::vector<double>& values, const std::string& titl
   return SparklineSvg(SparkPoints(values), title);
 }
 
-std::string JsonString(std::string_view s) {
+std::string JsonString(std::string_view raw) {
+  const std::string s = ToValidUtf8(raw);  // JSON text is UTF-8: invalid bytes become U+FFFD
   std::string out = "\"";
   out.reserve(s.size() + 2);
   for (char ch : s) {

@@ -11,6 +11,7 @@
 
 #include "analysis/diff.h"
 #include "analysis/machine.h"
+#include "base/strings.h"
 #include "base/testing/golden.h"
 #include "report/format.h"
 #include "report/html/charts.h"
@@ -85,6 +86,18 @@ TEST(HtmlEscape, EveryMarkupCharacterAndControlCharacter) {
                                8)),
             "a\\x01b\\x7fc\td\n");
   EXPECT_EQ(Escape("backbone.conv1 ✓"), "backbone.conv1 ✓");
+}
+
+// Names that are not UTF-8 (an ONNX model's node names are bytes): the page, its embedded JSON
+// data included, is valid UTF-8 with U+FFFD where they were.
+TEST(HtmlReport, NamesThatAreNotUtf8BecomeReplacementCharacters) {
+  profile::Profile p = ModelProfile();
+  p.ops[2].name = "conv\xff\xfe";
+  p.ops[1].op_type = "Relu\xc3";
+  p.meta.source = "m\xed\xa0\x80.onnx";
+  const std::string html = RenderProfilePage(p);
+  EXPECT_TRUE(IsValidUtf8(html));
+  EXPECT_NE(html.find("conv\xef\xbf\xbd\xef\xbf\xbd"), std::string::npos);
 }
 
 TEST(HtmlReport, HostileNamesCannotInjectMarkup) {
