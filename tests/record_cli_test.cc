@@ -506,12 +506,19 @@ TEST(RecordCli, AlreadyFullDiskLeavesNoEmptyFile) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("nothing could be written"), std::string::npos) << r.out;
   EXPECT_EQ(access(rec.c_str(), F_OK), -1) << "no 0-byte file pretending to be a profile";
-  // A device that is always full: the same message, and the device is of course not removed.
+  // A device or a FIFO is refused before the command runs (a recording is cut back to its last
+  // whole chunk, which only a regular file allows; a FIFO without a reader blocked the open), and
+  // the device is of course neither truncated nor removed.
   r = Shell(kOpscope + " record -o /dev/full -- true");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("nothing could be written"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("disk is full"), std::string::npos) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("/dev/full: not a regular file"), std::string::npos) << r.out;
   EXPECT_EQ(access("/dev/full", F_OK), 0);
+  const std::string fifo = TempPath("fifo.rec");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  r = Shell("timeout 60 " + kOpscope + " record -o " + fifo + " -- true");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+  std::remove(fifo.c_str());
   // Room for the header and metadata but not for a sample: no file either.
   r = Shell("ulimit -f 1; " + kOpscope + " record -o " + rec + " -- " + kTests +
             "/record_split_fp 50");

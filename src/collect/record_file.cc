@@ -215,8 +215,26 @@ StatusOr<std::unique_ptr<RecordWriter>> RecordWriter::Create(const std::string& 
   OPSCOPE_RETURN_IF_ERROR(CheckWritable(path));
   // A file size limit must show as EFBIG on write, not end opscope (SIGXFSZ's default action).
   signal(SIGXFSZ, SIG_IGN);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Without O_TRUNC first, and O_NONBLOCK: a FIFO or device is refused (the file is cut back to
+  // its last whole chunk on error, so it must be a regular file) before anything is truncated or
+  // any open waits for a reader.
+  const std::string not_regular =
+      ": not a regular file (a FIFO or a device): a recording is written as a file it can cut "
+      "back; give a file name";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENXIO) return InvalidArgument(path + not_regular);  // FIFO, no reader
   if (fd < 0) return PermissionDenied(path + ": cannot create: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument(path + not_regular);
+  }
+  if (::ftruncate(fd, 0) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return PermissionDenied(path + ": cannot truncate: " + std::strerror(err));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   auto w = std::unique_ptr<RecordWriter>(new RecordWriter);
   w->fd_ = fd;
   w->path_ = path;
