@@ -128,14 +128,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Fail(f.name, "output is not JSON");
     }
     if (name == "csv" || name == "ops-csv" || name == "ranges-csv") {
-      // No cell (after a separator or a line start, unquoted or quoted) starts a formula.
+      // No cell starts a formula: RFC 4180 cells (a quoted cell may hold separators and line
+      // breaks), each checked at its first character.
+      bool quoted = false, cell_start = true;
       for (size_t i = 0; i < out.size(); ++i) {
-        const bool cell_start =
-            i == 0 || out[i - 1] == ',' || out[i - 1] == '\n' ||
-            (out[i - 1] == '"' && (i < 2 || out[i - 2] == ',' || out[i - 2] == '\n'));
         const char c = out[i];
-        if (cell_start && (c == '=' || c == '+' || c == '@'))
-          Fail(f.name, "a cell starts a formula");
+        if (cell_start) {
+          cell_start = false;
+          const char first = c == '"' && i + 1 < out.size() ? out[i + 1] : c;
+          if (first == '=' || first == '+' || first == '@') Fail(f.name, "a cell starts a formula");
+        }
+        if (c == '"') {
+          quoted = !quoted;  // a doubled quote toggles twice
+        } else if (!quoted && (c == ',' || c == '\n')) {
+          cell_start = true;
+        }
       }
     }
   }
