@@ -98,23 +98,6 @@ void TargetSignals::PrepareChild() const {
   if (tty_ >= 0) TakeTerminal(tty_, getpid());
 }
 
-void TargetSignals::PrepareSpawn(posix_spawnattr_t* attr,
-                                 posix_spawn_file_actions_t* actions) const {
-  short flags = 0;
-  posix_spawnattr_getflags(attr, &flags);
-  sigset_t defaults;
-  posix_spawnattr_getsigdefault(attr, &defaults);
-  if (!(flags & POSIX_SPAWN_SETSIGDEF)) sigemptyset(&defaults);
-  for (int i = 0; i < kNumForwarded; ++i)
-    if (g_handled[i]) sigaddset(&defaults, kForwarded[i]);
-  posix_spawnattr_setsigdefault(attr, &defaults);
-  posix_spawnattr_setpgroup(attr, 0);
-  posix_spawnattr_setflags(attr, flags | POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-  // glibc runs the file actions with every signal blocked, so taking the terminal from the new
-  // (background) group does not stop the child with SIGTTOU.
-  if (tty_ >= 0 && actions != nullptr) posix_spawn_file_actions_addtcsetpgrp_np(actions, tty_);
-}
-
 void TargetSignals::Attach(pid_t pid) {
   if (pid <= 0) return;
   // Both sides set the group and the terminal (as shells do), so neither order of fork's return

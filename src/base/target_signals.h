@@ -18,7 +18,7 @@
 // dispositions when destroyed; one made while another exists (a launcher called by a command
 // that already made one) shares them. One target is attached at a time.
 //
-//   TargetSignals sig;                 // before fork / posix_spawn
+//   TargetSignals sig;                 // before fork
 //   pid_t pid = fork();
 //   if (pid == 0) { sig.PrepareChild(); ...; execvp(...); }
 //   sig.Attach(pid);
@@ -29,7 +29,6 @@
 #pragma once
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/types.h>
 
 namespace opscope {
@@ -48,9 +47,6 @@ class TargetSignals {
   // of its own, gives it the terminal when opscope held it, and sets the forwarded signals back
   // to their default action (so a signal forwarded before exec still ends it).
   void PrepareChild() const;
-  // The same for a posix_spawn launcher: sets the process group and signal defaults on `attr`
-  // and adds the terminal hand-over to `actions`.
-  void PrepareSpawn(posix_spawnattr_t* attr, posix_spawn_file_actions_t* actions) const;
   // Parent side, once fork()/posix_spawn() returned `pid`: forwarding goes to its group from now
   // on; a signal that arrived before is forwarded now.
   void Attach(pid_t pid);

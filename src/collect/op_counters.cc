@@ -180,16 +180,6 @@ std::map<std::string, double> OpCounters::StepCounters(int step) const {
   return out;
 }
 
-std::map<std::string, double> OpCounters::WholeRunCounters() const {
-  std::map<std::string, double> out;
-  const double runs = std::max(1, runs_);
-  for (size_t e = 0; e < names_.size(); ++e) {
-    const double v = whole_acc_[e] / runs;
-    out[names_[e]] = is_time_[e] ? v / 1e6 : v;
-  }
-  return out;
-}
-
 double OpCounters::MinRunningFraction(int event) const {
   if (event < 0 || event >= static_cast<int>(names_.size())) return 0;
   return min_fraction_[static_cast<size_t>(event)];

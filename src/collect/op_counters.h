@@ -75,7 +75,6 @@ class OpCounters : public OpObserver {
   // The OpRecord::counters form for one step: event -> value per run (mean over the observed
   // runs; time events in ms, others counts). Use for every source node of the step.
   std::map<std::string, double> StepCounters(int step) const;
-  std::map<std::string, double> WholeRunCounters() const;
 
   // Lowest running/enabled fraction seen for an event in any step read (1: never multiplexed).
   double MinRunningFraction(int event) const;

@@ -10,6 +10,7 @@
 
 #include "engine/onnx_io.h"
 #include "engine/session_impl.h"
+#include "opscope/node_name.h"
 
 namespace opscope::engine {
 namespace {
@@ -172,7 +173,7 @@ Status SessionImpl::BuildNodes(const onnx::GraphProto& g, Scope* scope, const st
     Node node;
     node.op_type = n.op_type();
     node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    node.name = prefix + (n.name().empty() ? n.op_type() + "_" + std::to_string(idx) : n.name());
+    node.name = prefix + NodeName(n.name(), n.op_type(), static_cast<long>(idx));
     if (used_names_.count(node.name)) node.name += "_" + std::to_string(me);
     used_names_.insert(node.name);
     node.opset = opsets_.count(node.domain) ? opsets_[node.domain] : kMaxOpset;

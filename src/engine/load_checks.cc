@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "opscope/node_name.h"
 
 namespace opscope::engine {
 namespace {
@@ -110,7 +111,7 @@ RankMap InitialRanks(const onnx::GraphProto& g) {
 Status CheckNode(const onnx::NodeProto& n, int index, const RankMap& ranks,
                  const std::string& path) {
   const std::string& op = n.op_type();
-  std::string name = n.name().empty() ? op + "_" + std::to_string(index) : n.name();
+  std::string name = NodeName(n.name(), op, index);
   std::string where = path + ": node '" + name + "' (" + op + ")";
   // Any node: an attribute given twice would be checked here in one form and used by the
   // kernel in the other (the checker, which refuses it, does not run past opset 17).
@@ -287,7 +288,7 @@ Status CheckSparseTensors(const onnx::GraphProto& g, const std::string& path) {
   }
   int index = 0;
   for (const auto& n : g.node()) {
-    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+    std::string name = NodeName(n.name(), n.op_type(), index);
     ++index;
     for (const auto& a : n.attribute()) {
       std::string what =
@@ -317,7 +318,7 @@ Status CheckOutputCount(const onnx::NodeProto& n, int index, int opset, const st
   if (count == 0) return Status::Ok();
   const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), opset, "");
   if (!schema || count <= schema->max_output()) return Status::Ok();
-  const std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+  const std::string name = NodeName(n.name(), n.op_type(), index);
   return InvalidArgument(path + ": node '" + name + "' (" + n.op_type() + ") names " +
                          std::to_string(count) + " outputs, but " + n.op_type() + "-" +
                          std::to_string(schema->SinceVersion()) + " has " +

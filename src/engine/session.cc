@@ -18,6 +18,7 @@
 #include "engine/load_checks.h"
 #include "engine/onnx_io.h"
 #include "engine/session_impl.h"
+#include "opscope/node_name.h"
 
 namespace opscope::engine {
 namespace {
@@ -70,7 +71,7 @@ Status CheckTensorPayloads(const onnx::GraphProto& g, const std::string& path) {
         CheckTensorPayload(t, path + ": initializer '" + t.name() + "'").status());
   int index = 0;
   for (const auto& n : g.node()) {
-    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+    std::string name = NodeName(n.name(), n.op_type(), index);
     ++index;
     for (const auto& a : n.attribute()) {
       std::string what =
@@ -218,8 +219,7 @@ Status SessionImpl::CheckSupported(const onnx::ModelProto& model) {
         int idx = 0;
         for (const auto& n : graph.node()) {
           int i = idx++;
-          std::string name =
-              prefix + (n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name());
+          std::string name = prefix + NodeName(n.name(), n.op_type(), static_cast<long>(i));
           for (const auto& a : n.attribute())
             if (a.type() == onnx::AttributeProto::GRAPH) visit(a.g(), name + "/" + a.name() + "/");
           if (FindKernel(n.domain(), n.op_type())) continue;

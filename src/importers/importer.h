@@ -97,8 +97,6 @@ std::optional<StatusOr<profile::Profile>> ImportIfForeign(const std::string& pat
 namespace util {
 // Checks a time read from a file: finite and not negative. `what` names it in the message.
 Status CheckTime(double v, const std::string& origin, const std::string& what);
-// Line number (1-based) of byte offset `pos` in `text`.
-size_t LineOf(std::string_view text, size_t pos);
 // Starts a Profile for format `name`: meta.kind "import/<name>", source, host-independent meta.
 profile::Profile NewProfile(const std::string& format, const std::string& origin);
 }  // namespace util

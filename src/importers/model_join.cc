@@ -14,6 +14,7 @@
 #include "base/strings.h"
 #include "importers/tensorrt/layer_names.h"
 #include "opscope/engine.h"
+#include "opscope/node_name.h"
 #include "profile/fused_split.h"
 
 namespace opscope::importers {
@@ -39,8 +40,7 @@ StatusOr<ModelGraph> ReadGraph(const std::string& path) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& n = graph.node(i);
     GraphNode gn;
-    // The engine's convention for unnamed nodes (opscope/engine.h NodeInfo::name).
-    gn.name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
+    gn.name = engine::NodeName(n.name(), n.op_type(), static_cast<long>(i));
     gn.op_type = n.op_type();
     for (const auto& s : n.input()) gn.inputs.push_back(s);
     for (const auto& s : n.output()) gn.outputs.push_back(s);

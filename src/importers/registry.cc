@@ -193,13 +193,6 @@ Status CheckTime(double v, const std::string& origin, const std::string& what) {
   return Status::Ok();
 }
 
-size_t LineOf(std::string_view text, size_t pos) {
-  size_t line = 1;
-  for (size_t i = 0; i < pos && i < text.size(); ++i)
-    if (text[i] == '\n') ++line;
-  return line;
-}
-
 profile::Profile NewProfile(const std::string& format, const std::string& origin) {
   profile::Profile p;
   p.meta.kind = "import/" + format;

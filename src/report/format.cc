@@ -57,19 +57,6 @@ std::string FormatNames() {
   return Join(names, ", ");
 }
 
-std::string DescribeFormats() {
-  std::vector<const Format*> sorted;
-  for (const Format& f : Formats()) sorted.push_back(&f);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Format* a, const Format* b) { return std::string(a->name) < b->name; });
-  std::string out;
-  for (const Format* f : sorted) {
-    std::string exts = Join(Extensions(*f), " ");
-    out += fmt::format("  {:<12} {:<22} {}\n", f->name, exts.empty() ? "-" : exts, f->description);
-  }
-  return out;
-}
-
 // The last dot-component of a file name: "a.trace.json" -> ".json", "a.pb.gz" -> ".gz".
 static std::string LastExtension(const std::string& path) {
   size_t slash = path.rfind('/');

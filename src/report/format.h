@@ -60,8 +60,6 @@ const Format* FindFormat(const std::string& name);
 const Format* FormatForPath(const std::string& path);
 // "table, json, csv, chrome" for messages.
 std::string FormatNames();
-// One line per format: "  name  .ext  description" (for --help texts and docs).
-std::string DescribeFormats();
 
 // Resolves -o/--format into a format, failing with a message that lists the choices. A path whose
 // extension names another kind of file than the format writes (`-o a.json --format csv`) is

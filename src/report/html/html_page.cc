@@ -197,10 +197,6 @@ std::string SparklineSvg(const SparkGeometry& g, const std::string& title) {
       Num(w), Num(h), Escape(title), Num(g.median_y, 1), pts);
 }
 
-std::string Sparkline(const std::vector<double>& values, const std::string& title) {
-  return SparklineSvg(SparkPoints(values), title);
-}
-
 std::string JsonString(std::string_view raw) {
   const std::string s = ToValidUtf8(raw);  // JSON text is UTF-8: invalid bytes become U+FFFD
   std::string out = "\"";

@@ -51,10 +51,6 @@ struct Bar {
 std::string BarChart(const std::string& id, const std::string& aria_label, std::vector<Bar> bars,
                      size_t max_bars = 20, const std::string& other_label = "");
 
-// A sparkline of per-run values (run order left to right) with the median as a grey line; empty
-// for fewer than two values.
-std::string Sparkline(const std::vector<double>& values, const std::string& title);
-
 // The sparkline's geometry: kSparkWidth x kSparkHeight px, the y of each value (run order, x
 // evenly spaced from 1 to width - 1) and of the median, rounded to 0.1 px. page.js draws the rows
 // it builds from the embedded JSON with the same numbers (SparkFromData), so a lazily built row
