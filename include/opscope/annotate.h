@@ -8,7 +8,7 @@
  * thread. When the program does not run under `opscope run` the calls cost one relaxed atomic
  * load and a predictable branch: the first call looks up the recorder with
  * dlsym(RTLD_DEFAULT, "opscope_annotate_api_v1"), which only exists when `opscope run` preloads
- * its runtime library (libopscope_annotate.so) into the program; the answer is cached in the
+ * its runtime library (libopscope_ranges_rt.so) into the program; the answer is cached in the
  * translation unit. Define OPSCOPE_ANNOTATE_DISABLE to compile every call away.
  *
  * Names are copied when recorded: a temporary string is fine. Push and pop must balance on each

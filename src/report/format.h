@@ -1,4 +1,5 @@
-// The one path from a Profile to bytes: every command renders through this registry.
+// The one path from a Profile to bytes: every command that makes or reads a profile renders
+// through this registry (`diff` still has its own formats, analysis/diff.h).
 //
 // Two registries, both one file + one line:
 // - Formats (OPSCOPE_REGISTER_FORMAT): a format turns a whole Profile into bytes: "table", "json"

@@ -20,6 +20,12 @@ StatusOr<std::vector<OutputTarget>> PlanOutputs(const std::vector<std::string>& 
   }
   for (const std::string& path : paths) {
     if (path.empty()) return InvalidArgument("-o needs a file name");
+    if (path == "-") {  // standard output, as perf and most tools take it
+      if (WritesToStream(out)) return InvalidArgument("-o - is given twice");
+      OPSCOPE_ASSIGN_OR_RETURN(const Format* f, ChooseFormat("", format_name, default_format));
+      out.push_back({"", f});
+      continue;
+    }
     for (const OutputTarget& t : out)
       if (t.path == path) return InvalidArgument("-o " + path + " is given twice");
     OPSCOPE_ASSIGN_OR_RETURN(const Format* f, ChooseFormat(path, format_name, default_format));

@@ -21,7 +21,8 @@ struct OutputTarget {
 };
 
 // Resolves every -o path (and --format) before any work starts, and checks the files can be
-// written. No path: one target on the data stream, in `format_name` or else `default_format`.
+// written. No path: one target on the data stream, in `format_name` or else `default_format`;
+// the path "-" names the data stream too (beside files: `-o - -o p.json`).
 // Several paths with --format: each gets that format (each checked against its extension).
 StatusOr<std::vector<OutputTarget>> PlanOutputs(const std::vector<std::string>& paths,
                                                 const std::string& format_name,

@@ -399,6 +399,13 @@ TEST(ReportTest, PlanOutputs) {
   auto stream = PlanOutputs({}, "hot-json", "table");
   ASSERT_TRUE(stream.ok());
   EXPECT_TRUE(WritesToStream(*stream));
+  // "-" is standard output, beside files; twice is refused.
+  auto dash = PlanOutputs({"-", "/tmp/p.json"}, "", "table");
+  ASSERT_TRUE(dash.ok()) << dash.status().message();
+  EXPECT_TRUE(WritesToStream(*dash));
+  EXPECT_STREQ((*dash)[0].format->name, "table");
+  EXPECT_STREQ((*dash)[1].format->name, "json");
+  EXPECT_FALSE(PlanOutputs({"-", "-"}, "", "table").ok());
 }
 
 TEST(ReportTest, ChooseFormat) {
