@@ -445,6 +445,31 @@ void WriteRange(SignalSafeWriter& w, char kind, int32_t tid, int64_t start, int6
   w.Char('\n');
 }
 
+// Every recorded range not yet in the file: each thread's closed ones, the ranges still open on
+// its stacks (ending `now`, kind U), and the start/end ranges. `try_only` (a signal handler):
+// skip a thread whose buffer stays locked rather than wait for it. The caller holds g->mu.
+void WriteBufferedRanges(SignalSafeWriter& w, int64_t now, bool try_only) {
+  for (ThreadBuf* b : g->bufs) {
+    if (try_only) {
+      if (!TryLockBriefly(b->mu)) continue;
+    } else {
+      b->mu.lock();
+    }
+    b->done.ForEach([&](const Record& r) {
+      WriteRange(w, r.kind, b->tid, r.start, r.end, r.name, r.domain, r.depth, r.cpu_ns);
+    });
+    for (size_t domain = 0; domain < b->stacks.size(); ++domain)
+      for (size_t d = 0; d < b->stacks[domain].size(); ++d)
+        WriteRange(w, 'U', b->tid, b->stacks[domain][d].start, now, b->stacks[domain][d].name,
+                   static_cast<uint32_t>(domain), static_cast<uint32_t>(d), -1);
+    b->mu.unlock();
+  }
+  for (const Ended& e : g->ended)
+    WriteRange(w, 'S', e.s.tid, e.s.start, e.end, e.s.name, e.s.domain, 0, -1);
+  for (const auto& [id, st] : g->started)
+    WriteRange(w, 'U', st.tid, st.start, now, st.name, st.domain, 0, -1);
+}
+
 std::atomic<bool> g_signal_flush_busy{false};
 
 // The whole file, from a signal handler (the caller holds g->mu).
@@ -469,21 +494,7 @@ void WriteAllSignalSafe(int fd, int64_t now) {
     w.Text(g->domains[i]);
     w.Char('\n');
   }
-  for (ThreadBuf* b : g->bufs) {
-    if (!TryLockBriefly(b->mu)) continue;
-    b->done.ForEach([&](const Record& r) {
-      WriteRange(w, r.kind, b->tid, r.start, r.end, r.name, r.domain, r.depth, r.cpu_ns);
-    });
-    for (size_t domain = 0; domain < b->stacks.size(); ++domain)
-      for (size_t d = 0; d < b->stacks[domain].size(); ++d)
-        WriteRange(w, 'U', b->tid, b->stacks[domain][d].start, now, b->stacks[domain][d].name,
-                   static_cast<uint32_t>(domain), static_cast<uint32_t>(d), -1);
-    b->mu.unlock();
-  }
-  for (const Ended& e : g->ended)
-    WriteRange(w, 'S', e.s.tid, e.s.start, e.end, e.s.name, e.s.domain, 0, -1);
-  for (const auto& [id, st] : g->started)
-    WriteRange(w, 'U', st.tid, st.start, now, st.name, st.domain, 0, -1);
+  WriteBufferedRanges(w, now, /*try_only=*/true);
 }
 
 // Creates `name` in the attach output folder (never follows or replaces anything there).
@@ -672,25 +683,7 @@ void WriteRunEnd(bool in_signal) {
         WriteName(w, "name", i, g->names[i]);
       for (size_t i = g->domains_written; i < g->domains.size(); ++i)
         WriteName(w, "domain", i, g->domains[i]);
-      for (ThreadBuf* b : g->bufs) {
-        if (in_signal) {
-          if (!TryLockBriefly(b->mu)) continue;
-        } else {
-          b->mu.lock();
-        }
-        b->done.ForEach([&](const Record& r) {
-          WriteRange(w, r.kind, b->tid, r.start, r.end, r.name, r.domain, r.depth, r.cpu_ns);
-        });
-        for (size_t domain = 0; domain < b->stacks.size(); ++domain)
-          for (size_t d = 0; d < b->stacks[domain].size(); ++d)
-            WriteRange(w, 'U', b->tid, b->stacks[domain][d].start, now, b->stacks[domain][d].name,
-                       static_cast<uint32_t>(domain), static_cast<uint32_t>(d), -1);
-        b->mu.unlock();
-      }
-      for (const Ended& e : g->ended)
-        WriteRange(w, 'S', e.s.tid, e.s.start, e.end, e.s.name, e.s.domain, 0, -1);
-      for (const auto& [id, st] : g->started)
-        WriteRange(w, 'U', st.tid, st.start, now, st.name, st.domain, 0, -1);
+      WriteBufferedRanges(w, now, /*try_only=*/in_signal);
       w.Str("end ");
       w.Int(now);
       w.Char('\n');

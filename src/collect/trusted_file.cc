@@ -67,6 +67,25 @@ FileTrust CheckTrusted(const struct stat& st, uid_t owner, const char* owner_wha
   return FileTrust::kTrusted;
 }
 
+// The checks on an open descriptor (fstat, so they see the file that will be read): `fd` when
+// trusted, else -1 (closed) with `trust` and `why` set.
+static int KeepIfTrusted(int fd, uid_t owner, const char* owner_what, bool folder,
+                         bool private_folder, FileTrust* trust, std::string* why) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    *trust = FileTrust::kUnreadable;
+    *why = std::string("not readable (") + std::strerror(errno) + ")";
+    ::close(fd);
+    return -1;
+  }
+  *trust = CheckTrusted(st, owner, owner_what, folder, private_folder, why);
+  if (*trust != FileTrust::kTrusted) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 int OpenTrustedFile(int dirfd, const char* name, uid_t owner, const char* owner_what,
                     FileTrust* trust, std::string* why) {
   // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer.
@@ -75,19 +94,8 @@ int OpenTrustedFile(int dirfd, const char* name, uid_t owner, const char* owner_
     *trust = FromOpenError(errno, why);
     return -1;
   }
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    *trust = FileTrust::kUnreadable;
-    *why = std::string("not readable (") + std::strerror(errno) + ")";
-    ::close(fd);
-    return -1;
-  }
-  *trust = CheckTrusted(st, owner, owner_what, false, false, why);
-  if (*trust != FileTrust::kTrusted) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+  return KeepIfTrusted(fd, owner, owner_what, /*folder=*/false, /*private_folder=*/false, trust,
+                       why);
 }
 
 FileTrust ReadTrustedFile(int dirfd, const char* name, uid_t owner, const char* owner_what,
@@ -142,19 +150,7 @@ int OpenTrustedFolder(int parentfd, const char* name, uid_t owner, const char* o
     *trust = FromOpenError(err, why);
     return -1;
   }
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    *trust = FileTrust::kUnreadable;
-    *why = std::string("not readable (") + std::strerror(errno) + ")";
-    ::close(fd);
-    return -1;
-  }
-  *trust = CheckTrusted(st, owner, owner_what, true, private_folder, why);
-  if (*trust != FileTrust::kTrusted) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+  return KeepIfTrusted(fd, owner, owner_what, /*folder=*/true, private_folder, trust, why);
 }
 
 }  // namespace opscope::collect
