@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <streambuf>
+#include <string_view>
 
 #include "base/strings.h"
 
@@ -69,12 +71,28 @@ int FillFd(int fd, const std::function<void(std::ostream&)>& fill) {
 }
 
 // Something that is written in place rather than replaced: a device (/dev/null, /dev/full, a
-// terminal), a FIFO, a socket, or a path under /dev or /proc (/dev/stdout names whatever standard
-// output is, a regular file included: replacing the link would be wrong).
+// terminal), a FIFO or a socket, or a path into /proc (/dev/stdout links to /proc/self/fd/1, and
+// /dev/fd/1 goes through /dev/fd -> /proc/self/fd): that names whatever standard output is, a
+// regular file included, and replacing the link would be wrong. A new file in /dev/shm is an
+// ordinary file.
 bool WrittenInPlace(const std::string& path) {
-  if (StartsWith(path, "/dev/") || StartsWith(path, "/proc/")) return true;
+  if (StartsWith(path, "/proc/")) return true;
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return true;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    if (n > 0 && std::string_view(target, static_cast<size_t>(n)).rfind("/proc/", 0) == 0)
+      return true;
+  }
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    char real[PATH_MAX];
+    if (::realpath(path.substr(0, slash).c_str(), real) != nullptr &&
+        std::string_view(real).rfind("/proc/", 0) == 0)
+      return true;
+  }
+  return false;
 }
 
 Status WriteInPlace(const std::string& path, const std::function<void(std::ostream&)>& fill) {
