@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "collect/attach_dir.h"
+#include "collect/attach_request.h"
 #include "collect/trusted_file.h"
 
 namespace opscope::collect::rec {
@@ -1012,29 +1013,15 @@ void TryAttach() {
     }
     return;
   }
-  std::string out;
-  long opscope_pid = 0;
-  bool magic = false, cpu = true;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    const std::string line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (line == "opscope-attach 1")
-      magic = true;
-    else if (line.rfind("out ", 0) == 0)
-      out = line.substr(4);
-    else if (line.rfind("opscope-pid ", 0) == 0)
-      opscope_pid = std::strtol(line.c_str() + 12, nullptr, 10);
-    else if (line == "cpu 0")
-      cpu = false;
-  }
-  if (!magic || out.empty() || out[0] != '/' || opscope_pid <= 0) {
+  const AttachRequest request = ParseAttachRequest(text);
+  if (!request.Valid()) {
     Say("ignored a malformed attach request in " + g->channel);
     unlinkat(g->channel_fd, "request", 0);
     return;
   }
+  const std::string& out = request.out;
+  const long opscope_pid = request.opscope_pid;
+  const bool cpu = request.cpu;
   int ofd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st {};
   if (ofd < 0 || fstat(ofd, &st) != 0 ||
