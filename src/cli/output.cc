@@ -5,7 +5,7 @@ namespace opscope::cli {
 void AddOutputOptions(CLI::App* app, OutputChoice* out, const std::string& what) {
   app->add_option("-o,--output", out->paths,
                   "write to FILE, in the format its extension names (repeatable: one pass, many "
-                  "files); " +
+                  "files; '-' is standard output); " +
                       what)
       ->allow_extra_args(false);
   app->add_option("--format", out->format,
