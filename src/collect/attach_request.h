@@ -19,10 +19,10 @@
 namespace opscope::collect {
 
 struct AttachRequest {
-  bool magic = false;   // "opscope-attach 1" seen
-  long opscope_pid = 0;  // 0 when absent or not a valid pid
-  std::string out;       // the output folder
-  bool cpu = true;       // "cpu 0": no per-range CPU time
+  bool magic = false;     // "opscope-attach 1" seen
+  long opscope_pid = 0;   // 0 when absent or not a valid pid
+  std::string out;        // the output folder
+  bool cpu = true;        // "cpu 0": no per-range CPU time
   bool bad_line = false;  // a known key with a malformed value
 
   // What the recorder obeys: the magic line, an absolute folder, a valid pid.

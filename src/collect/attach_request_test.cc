@@ -12,8 +12,8 @@ namespace opscope::collect {
 namespace {
 
 TEST(AttachRequest, WhatOpscopeWritesIsObeyed) {
-  const AttachRequest r =
-      ParseAttachRequest("opscope-attach 1\nopscope-pid 4242\nout /tmp/opscope-attach-out-x\ncpu 0\n");
+  const AttachRequest r = ParseAttachRequest(
+      "opscope-attach 1\nopscope-pid 4242\nout /tmp/opscope-attach-out-x\ncpu 0\n");
   EXPECT_TRUE(r.Valid());
   EXPECT_EQ(r.opscope_pid, 4242);
   EXPECT_EQ(r.out, "/tmp/opscope-attach-out-x");
