@@ -473,28 +473,31 @@ void WriteBufferedRanges(SignalSafeWriter& w, int64_t now, bool try_only) {
 
 std::atomic<bool> g_signal_flush_busy{false};
 
-// The whole file, from a signal handler (the caller holds g->mu).
-void WriteAllSignalSafe(int fd, int64_t now) {
-  SignalSafeWriter w(fd);
+// The file's first lines: what it is, whose, from which recorder.
+void WriteHeader(SignalSafeWriter& w) {
   w.Str("opscope-ranges 1\npid ");
   w.Int(getpid());
   w.Str("\nsource ");
   w.Text(g->source);
   w.Char('\n');
-  for (size_t i = 0; i < g->names.size(); ++i) {
-    w.Str("name ");
-    w.Int(static_cast<int64_t>(i));
-    w.Char(' ');
-    w.Text(g->names[i]);
-    w.Char('\n');
-  }
-  for (size_t i = 0; i < g->domains.size(); ++i) {
-    w.Str("domain ");
-    w.Int(static_cast<int64_t>(i));
-    w.Char(' ');
-    w.Text(g->domains[i]);
-    w.Char('\n');
-  }
+}
+
+// A "name <id> <text>" or "domain <id> <text>" line.
+void WriteName(SignalSafeWriter& w, const char* tag, size_t id, const std::string& text) {
+  w.Str(tag);
+  w.Char(' ');
+  w.Int(static_cast<int64_t>(id));
+  w.Char(' ');
+  w.Text(text);
+  w.Char('\n');
+}
+
+// The whole file, from a signal handler (the caller holds g->mu).
+void WriteAllSignalSafe(int fd, int64_t now) {
+  SignalSafeWriter w(fd);
+  WriteHeader(w);
+  for (size_t i = 0; i < g->names.size(); ++i) WriteName(w, "name", i, g->names[i]);
+  for (size_t i = 0; i < g->domains.size(); ++i) WriteName(w, "domain", i, g->domains[i]);
   WriteBufferedRanges(w, now, /*try_only=*/true);
 }
 
@@ -580,23 +583,10 @@ int RunFile(bool in_signal) {
   }
   {
     SignalSafeWriter w(fd);
-    w.Str("opscope-ranges 1\npid ");
-    w.Int(getpid());
-    w.Str("\nsource ");
-    w.Text(g->source);
-    w.Char('\n');
+    WriteHeader(w);
   }
   g->file_fd = fd;
   return fd;
-}
-
-void WriteName(SignalSafeWriter& w, const char* tag, size_t id, const std::string& text) {
-  w.Str(tag);
-  w.Char(' ');
-  w.Int(static_cast<int64_t>(id));
-  w.Char(' ');
-  w.Text(text);
-  w.Char('\n');
 }
 
 // One write of the writer thread. Names go first: every record's name was interned before the
