@@ -12,7 +12,7 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libdw-dev libelf-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libsqlite3-dev libzstd-dev libpfm4-dev
-  linux-perf nodejs npm chromium git clang-format-14
+  linux-perf nodejs npm chromium git clang-format-14 time
 )
 
 if [[ "${1:-}" == --list ]]; then

@@ -407,7 +407,7 @@ TEST(ImportCliErrors, ExactLineAndExitStatus) {
        "choose one of --children and --no-children"},
       {{"report", out, "--sections", "ops,nope"},
        2,
-       "--sections 'nope': expected ops, stat, ranges, gpu, samples or threadpool"},
+       "--sections 'nope': expected ops, stat, ranges, gpu, memory, samples or threadpool"},
       {{"report", out, "--group", "nope"},
        2,
        "--group 'nope': expected function, thread, module or op"},

@@ -83,6 +83,38 @@ struct StepInfo {
   int parent_step = -1;
 };
 
+// One activation tensor of the main graph (a view, which shares its source's memory, is not one;
+// its reads extend its source's lifetime). Subgraph values (If/Loop/Scan bodies) are not listed.
+struct TensorLifetime {
+  enum class Place { kArena, kHeap, kInput, kOutput };
+  std::string name;
+  std::vector<int64_t> shape;
+  DataType dtype = DataType::kFloat32;
+  size_t bytes = 0;
+  Place place = Place::kHeap;  // arena: planned; heap: dynamic shape, allocated per run
+  int first_step = -1;         // step that writes it (0 for a graph input), index into Steps()
+  int last_step = -1;          // last step that reads it (the last step for a graph output)
+  int producer = -1;           // node that writes it, -1 for a graph input
+  int last_consumer = -1;      // node of last_step that reads it, -1 when none does
+  int64_t arena_offset = -1;   // kArena: where the planner put it
+};
+
+// A step's own memory, beside its activations.
+struct StepMemory {
+  size_t weight_bytes = 0;         // the model's constants it reads (initializers, folded values)
+  size_t packed_weight_bytes = 0;  // copies of them its kernel keeps (oneDNN's blocked weights)
+  size_t workspace_bytes = 0;      // its kernel's own buffers (reorders, scratch)
+};
+
+struct MemoryMap {
+  std::vector<TensorLifetime> tensors;  // in order of first_step
+  std::vector<StepMemory> steps;        // one per Steps() entry (zero for inactive ones)
+  std::vector<bool> step_active;        // the steps a run executes in the main loop
+  size_t arena_bytes = 0;               // the planned arena
+  size_t naive_bytes = 0;               // its buffers without reuse
+  size_t weight_bytes = 0;              // the constants the steps read, each counted once
+};
+
 class Session {
  public:
   static StatusOr<std::unique_ptr<Session>> Load(const std::string& path,
@@ -113,6 +145,9 @@ class Session {
   // reuse. Both 0 before the first Run.
   virtual size_t ArenaBytes() const = 0;
   virtual size_t NaiveActivationBytes() const = 0;
+  // Where the memory goes, after the planning run (empty before the first Run): every activation
+  // tensor of the main graph with its lifetime over the steps, and each step's own memory.
+  virtual MemoryMap Memory() const = 0;
 
   virtual void SetObserver(OpObserver* observer) = 0;
   // OS thread ids of every thread that executes kernels (the driving thread and the pool).

@@ -46,6 +46,10 @@ class ProfileCommand : public Command {
                      ".json is the profile, .html the report, .trace.json a timeline, "
                      ".csv one row per node, .folded/.svg/.pb.gz the op scopes by time");
     app->add_flag("--wide", wide_, "Show long names whole");
+    app->add_option("--sort", sort_,
+                    "What the terminal table shows: time (the op hotspots, default) or mem (the "
+                    "memory table: the peak, the tensors alive at it, the steps by live bytes)")
+        ->check(CLI::IsMember({"time", "mem", "memory"}));
     app->add_option("--top", top_, "Rows in the hotspot table")
         ->capture_default_str()
         ->check(WholeNumberIn(1, 1000000));
@@ -219,7 +223,7 @@ class ProfileCommand : public Command {
     ro.top = top_;
     ro.color = UseColor(1) && out_.format.empty();
     ro.wide = wide_;
-    ro.only = {"ops"};
+    ro.only = {sort_ == "time" ? "ops" : "memory"};
     st = EmitProfile(*p, out_, ro);
     if (!st.ok()) return st;
     return 0;
@@ -235,6 +239,7 @@ class ProfileCommand : public Command {
   std::vector<std::string> inputs_, shapes_;
   std::string save_dir_;
   bool wide_ = false;
+  std::string sort_ = "time";
   bool no_fuse_ = false, no_channels_last_ = false, no_overhead_ = false, counters_ = false,
        sample_ = false;
   std::string events_, call_graph_ = "fp", machine_file_;

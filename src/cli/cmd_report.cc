@@ -31,7 +31,8 @@ class ReportCommandCli : public Command {
     app->add_option("--sort", sort_,
                     "Order and keys of the hot-functions rows, comma-separated: self (default; "
                     "perf's overhead), inclusive (children), name; comm/pid/tid group by thread, "
-                    "dso by module, sym by function, op by operator");
+                    "dso by module, sym by function, op by operator; mem shows the memory "
+                    "section first (steps by live bytes, the tensors alive at the peak)");
     app->add_flag("--children", children_, "Sort by inclusive time (perf's --children)");
     app->add_flag("--no-children", no_children_,
                   "Hide the inclusive column and sort by self time (perf's --no-children)");
@@ -47,7 +48,7 @@ class ReportCommandCli : public Command {
                     "Caller/callee view of the functions matching NAME");
     app->add_option("--sections", sections_,
                     "Render only these sections, comma-separated: ops, stat, samples, ranges, gpu, "
-                    "threadpool (default: every section the profile holds)");
+                    "memory, threadpool (default: every section the profile holds)");
     app->add_option("--machine", machine_file_,
                     "Diagnose the profile again against these machine ceilings (a file of "
                     "`opscope machine`): per-op roofline verdicts, expected times and findings");
@@ -66,7 +67,17 @@ class ReportCommandCli : public Command {
       if (!group.ok()) return group.status();
       o.samples.group = *group;
     }
-    if (Status st = report::ParseSortKeys(sort_, &o.samples.sort, &o.samples.group); !st.ok())
+    // `mem`: the memory section first, its steps by live bytes; the other keys order samples.
+    std::vector<std::string> sample_keys;
+    for (const std::string& k : Split(sort_, ',', /*skip_empty=*/true)) {
+      if (Trim(k) == "mem" || Trim(k) == "memory")
+        o.primary = "memory";
+      else
+        sample_keys.push_back(k);
+    }
+    if (Status st = report::ParseSortKeys(o.primary.empty() ? sort_ : Join(sample_keys, ","),
+                                          &o.samples.sort, &o.samples.group);
+        !st.ok())
       return st;
     if (children_ && no_children_)
       return InvalidArgument("choose one of --children and --no-children");

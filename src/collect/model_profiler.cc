@@ -12,6 +12,7 @@
 #include "collect/op_timer.h"
 #include "engine/onnx_io.h"
 #include "profile/fused_split.h"
+#include "sections/memory/memory_engine.h"
 
 namespace opscope::collect {
 namespace {
@@ -148,8 +149,6 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   p.meta.threads = session->Threads();
   p.meta.warmup = opt.warmup;
   p.meta.runs = opt.runs;
-  p.meta.extra["arena_bytes"] = std::to_string(session->ArenaBytes());
-  p.meta.extra["naive_activation_bytes"] = std::to_string(session->NaiveActivationBytes());
   p.meta.extra["seed"] = std::to_string(opt.seed);
   p.meta.extra["fusion"] = so.fuse ? "on" : "off";
   p.meta.extra["channels_last"] = so.channels_last ? "on" : "off";
@@ -163,6 +162,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   for (const auto& [k, v] : session->LoadChecks()) p.meta.extra[k] = v;
   p.e2e.runs_ms = observed_ms;
   p.clocks = std::move(clocks);
+  p.sections.Get<memory::MemorySection>() = memory::FromSession(*session);
 
   p.ops.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -276,6 +276,13 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     p.overhead = o;
   }
   if (opt.finish) OPSCOPE_RETURN_IF_ERROR(opt.finish(*session, p));
+  // The process's memory as late as the profile is made: after counters and symbolization too.
+  {
+    const memory::ProcessMemory pm = memory::ReadProcessMemory();
+    auto& m = p.sections.Get<memory::MemorySection>();
+    m.rss_bytes = pm.rss_bytes;
+    m.peak_rss_bytes = pm.peak_rss_bytes;
+  }
   OPSCOPE_RETURN_IF_ERROR(
       profile::Validate(p).WithPrefix("internal: profile of " + opt.model_path));
   return p;

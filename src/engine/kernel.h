@@ -116,6 +116,14 @@ class Kernel {
   // per-channel Add/Sub/Mul/Div for (true, true) only, global pools for (true, false). A
   // convolution that accepts (true, true) must accept every pair.
   virtual bool SetChannelsLast(bool input, bool output) { return !input && !output; }
+  // The memory the kernel holds beyond its inputs and outputs, as of now (after a run): buffers
+  // it keeps between runs (reorders, scratch) and its copies of constant inputs (prepacked
+  // weights). Kernels that keep none return zeros. Per-call temporaries are not counted.
+  struct MemoryUse {
+    size_t workspace_bytes = 0;
+    size_t packed_weight_bytes = 0;
+  };
+  virtual MemoryUse Memory() const { return {}; }
 };
 
 using KernelFactory = StatusOr<std::unique_ptr<Kernel>> (*)(const Node& node);

@@ -8,6 +8,7 @@
 // (memory_plan.h). Later runs take their outputs from the arena.
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "engine/int_cost.h"
 #include "engine/op_traits.h"
@@ -119,21 +120,28 @@ void SessionImpl::MakeViews() {
 
 // Lifetimes over active steps; plans the arena for runtime, static-shaped, non-output values
 // and allocates it (a planned value then takes its memory from the arena in later runs).
-void SessionImpl::PlanMemory() {
-  std::vector<PlannedBuffer> bufs;
-  std::vector<int> buf_value;
-  std::vector<int> first(values_.size(), -1), last(values_.size(), -1);
+void SessionImpl::Lifetimes(std::vector<int>* first, std::vector<int>* last) const {
+  first->assign(values_.size(), -1);
+  last->assign(values_.size(), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (!steps_[s].active || steps_[s].sub >= 0) continue;
     for (int in : StepReads(steps_[s]))
-      if (in >= 0) last[in] = static_cast<int>(s);
+      if (in >= 0) (*last)[in] = static_cast<int>(s);
     for (int out : steps_[s].outputs)
-      if (out >= 0 && first[out] < 0)
-        first[out] = static_cast<int>(s), last[out] = std::max(last[out], static_cast<int>(s));
+      if (out >= 0 && (*first)[out] < 0)
+        (*first)[out] = static_cast<int>(s),
+        (*last)[out] = std::max((*last)[out], static_cast<int>(s));
   }
   for (size_t v = 0; v < values_.size(); ++v)
     if (values_[v].alias_root >= 0)
-      last[values_[v].alias_root] = std::max(last[values_[v].alias_root], last[v]);
+      (*last)[values_[v].alias_root] = std::max((*last)[values_[v].alias_root], (*last)[v]);
+}
+
+void SessionImpl::PlanMemory() {
+  std::vector<PlannedBuffer> bufs;
+  std::vector<int> buf_value;
+  std::vector<int> first, last;
+  Lifetimes(&first, &last);
   for (size_t v = 0; v < values_.size(); ++v) {
     Value& val = values_[v];
     val.last_step = last[v];
@@ -158,6 +166,81 @@ void SessionImpl::PlanMemory() {
       }
     }
   }
+}
+
+MemoryMap SessionImpl::Memory() const {
+  MemoryMap m;
+  if (!planned_) return m;
+  m.arena_bytes = memory_.arena_bytes;
+  m.naive_bytes = memory_.naive_bytes;
+  std::vector<int> first, last;
+  Lifetimes(&first, &last);
+  int first_active = -1, last_active = -1;
+  std::set<int> all_consts;
+  m.steps.resize(steps_.size());
+  m.step_active.assign(steps_.size(), false);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    if (!st.active || st.sub >= 0) continue;
+    m.step_active[s] = true;
+    if (first_active < 0) first_active = static_cast<int>(s);
+    last_active = static_cast<int>(s);
+    std::set<int> consts;
+    for (int in : StepReads(st))
+      if (in >= 0 && values_[in].is_const) consts.insert(in);
+    for (int c : consts) m.steps[s].weight_bytes += values_[c].tensor.nbytes();
+    all_consts.insert(consts.begin(), consts.end());
+    if (st.kernel) {
+      const Kernel::MemoryUse use = st.kernel->Memory();
+      m.steps[s].workspace_bytes = use.workspace_bytes;
+      m.steps[s].packed_weight_bytes = use.packed_weight_bytes;
+    }
+  }
+  for (int c : all_consts) m.weight_bytes += values_[c].tensor.nbytes();
+  if (first_active < 0) return m;
+  // The node of step `s` that reads value `v` last (a fused chain's member, or the anchor).
+  auto reader = [&](int s, int v) {
+    const Step& st = steps_[s];
+    for (auto it = st.nodes.rbegin(); it != st.nodes.rend(); ++it) {
+      const auto& ins = nodes_[*it].inputs;
+      if (std::find(ins.begin(), ins.end(), v) != ins.end()) return *it;
+      const auto& caps = node_captures_[*it];
+      if (std::find(caps.begin(), caps.end(), v) != caps.end()) return *it;
+    }
+    return st.nodes.empty() ? -1 : st.nodes[0];
+  };
+  for (size_t v = 0; v < values_.size(); ++v) {
+    const Value& val = values_[v];
+    if (val.is_const || val.alias_root >= 0 || val.subgraph >= 0) continue;
+    if (!val.is_input && first[v] < 0) continue;  // never produced by a main step
+    if (val.is_input && last[v] < 0) continue;    // an input nothing reads
+    TensorLifetime t;
+    t.name = val.name;
+    t.dtype = val.dtype;
+    t.shape = val.shape;
+    if (val.arena_offset >= 0) {
+      t.place = TensorLifetime::Place::kArena;
+      t.bytes = val.arena_bytes;
+      t.arena_offset = val.arena_offset;
+    } else {
+      t.place = val.is_input    ? TensorLifetime::Place::kInput
+                : val.is_output ? TensorLifetime::Place::kOutput
+                                : TensorLifetime::Place::kHeap;
+      t.bytes = val.tensor.nbytes();
+      if (!val.tensor.shape().empty() || val.tensor.nbytes()) t.shape = val.tensor.shape();
+      t.dtype = val.tensor.nbytes() ? val.tensor.dtype() : val.dtype;
+    }
+    if (t.bytes == 0) continue;
+    t.first_step = val.is_input ? first_active : first[v];
+    t.last_step = val.is_output ? last_active : std::max(last[v], t.first_step);
+    t.producer = val.producer;
+    if (last[v] >= 0) t.last_consumer = reader(last[v], static_cast<int>(v));
+    m.tensors.push_back(std::move(t));
+  }
+  std::stable_sort(
+      m.tensors.begin(), m.tensors.end(),
+      [](const TensorLifetime& a, const TensorLifetime& b) { return a.first_step < b.first_step; });
+  return m;
 }
 
 }  // namespace opscope::engine

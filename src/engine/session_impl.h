@@ -128,6 +128,7 @@ class SessionImpl final : public Session {
   const std::map<std::string, std::string>& LoadChecks() const override { return load_checks_; }
   size_t ArenaBytes() const override { return memory_.arena_bytes; }
   size_t NaiveActivationBytes() const override { return memory_.naive_bytes; }
+  MemoryMap Memory() const override;  // planner.cc
 
  private:
   friend class StepContext;
@@ -191,6 +192,9 @@ class SessionImpl final : public Session {
   void FoldAfterPlanningRun();
   void MakeViews();
   void PlanMemory();
+  // First and last step (active main steps) of each value: the step that writes it and the last
+  // that reads it, a view's reads counted as its root's.
+  void Lifetimes(std::vector<int>* first, std::vector<int>* last) const;
   void AssignChannelsLast();
   int SoleConsumer(int value) const;
 

@@ -218,6 +218,8 @@ Status Validate(const Profile& p) {
     if (!Finite(c.cpu_mhz) || c.cpu_mhz < 0 || !Finite(c.temp_c))
       return bad("clock sample of run " + std::to_string(c.run) +
                  " has an invalid frequency or temperature");
+  for (const auto& [key, section] : p.sections.all())
+    if (Status st = section->Validate(p); !st.ok()) return bad(key + " section: " + st.message());
   return Status::Ok();
 }
 

@@ -22,6 +22,7 @@
 #include "profile/gpu.h"
 #include "profile/ranges.h"
 #include "profile/samples.h"
+#include "profile/section_data.h"
 #include "profile/stat.h"
 
 namespace opscope::profile {
@@ -152,6 +153,7 @@ struct Profile {
   std::optional<GpuSection> gpu;         // opscope gpu
   std::vector<Finding> findings;         // analysis: advice with evidence
   std::vector<ClockSample> clocks;       // per-run clock/temperature samples (hygiene)
+  SectionSet sections;                   // the typed sections (memory, ...): section_data.h
 };
 
 // Checks the invariants every reporter may rely on. Sources call it last; loaders call it on

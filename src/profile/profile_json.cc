@@ -207,6 +207,7 @@ void ProfileToJson(nlohmann::json& j, const Profile& p, const std::string& slot)
     else
       GpuSectionWithSlots(j["gpu"], *p.gpu, slot);
   }
+  for (const auto& [key, section] : p.sections.all()) section->ToJson(j[key]);
   j["findings"] = p.findings;
   if (!p.clocks.empty()) j["clocks"] = p.clocks;
 }
@@ -280,6 +281,9 @@ void from_json(const nlohmann::json& j, Profile& p) {
   if (auto it = j.find("gpu"); it != j.end() && !it->is_null()) p.gpu = it->get<GpuSection>();
   get("findings", p.findings);
   get("clocks", p.clocks);
+  for (const auto& [key, type] : SectionTypes())
+    if (auto it = j.find(key); it != j.end() && !it->is_null())
+      p.sections.Set(key, type.from_json(*it));
 }
 
 std::string ToJsonString(const Profile& p, int indent) {

@@ -9,7 +9,9 @@
 //   per run; fused-step splits carry "estimated": true and how they were split;
 // - ranges: one process per run when the source knows the run (`opscope run`), else one process;
 // - GPU kernels and copies per stream in a "GPU" process, API calls on the host threads;
-// - counter ("C") tracks for the CPU clock and temperature opscope samples once per run.
+// - counter ("C") tracks for the CPU clock and temperature opscope samples once per run;
+// - whatever tracks the profile's sections add (Section::timeline: call-stack samples as instant
+//   events, the memory section's live-bytes counter, ...).
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -20,6 +22,7 @@
 #include "profile/attached.h"
 #include "profile/json_text.h"
 #include "report/format.h"
+#include "report/timeline.h"
 
 namespace opscope::report {
 namespace {
@@ -33,8 +36,12 @@ json Meta(const char* what, int pid, int tid, const std::string& name) {
   return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}};
 }
 
-Status WriteChrome(const profile::Profile& p, const ReportOptions&, std::string* out) {
+Status WriteChrome(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  Timeline tl;
+  for (const Section* s : PresentSections(p, o))
+    if (s->timeline) s->timeline(p, o, tl);
   int64_t t0 = std::numeric_limits<int64_t>::max();
+  for (const auto& e : tl.events()) t0 = std::min(t0, e.at_ns);
   for (const auto& e : p.op_events) t0 = std::min(t0, e.start_ns);
   for (const auto& r : p.ranges) t0 = std::min(t0, r.start_ns);
   if (p.gpu) {
@@ -181,6 +188,16 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions&, std::string*
     }
   }
 
+  // The sections' tracks.
+  for (const auto& e : tl.events()) {
+    json ev = e.event;
+    ev["ts"] = us(e.at_ns);
+    const int pid = ev["pid"].get<int>(), tid = ev["tid"].get<int>();
+    if (ev["ph"] != "C") threads.insert({pid, tid});
+    events.push_back(std::move(ev));
+  }
+  for (const auto& [pid, name] : tl.processes()) processes.emplace(pid, name);
+
   // Clock and temperature counter tracks: one value per run, at the run's start.
   for (const auto& c : p.clocks) {
     int pid = kOpsPid;
@@ -223,6 +240,8 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions&, std::string*
     std::string name;
     if (pid == kGpuPid)
       name = "stream " + std::to_string(tid);
+    else if (tl.threads().count({pid, tid}))
+      name = tl.threads().at({pid, tid});
     else if (p.samples && p.samples->thread_names.count(tid))
       name = p.samples->thread_names.at(tid);
     else if (!p.op_events.empty() && pid == kOpsPid && run_tid.size() &&

@@ -132,8 +132,11 @@ std::vector<const Section*> PresentSections(const profile::Profile& p, const Rep
   bool matched = false;
   for (const Section* s : out) matched = matched || p.meta.kind == s->kind;
   const std::string kind = !matched && p.gpu && p.ops.empty() ? "gpu" : p.meta.kind;
+  bool chosen = false;
+  for (const Section* s : out) chosen = chosen || o.primary == s->name;
+  auto primary = [&](const Section* s) { return chosen ? o.primary == s->name : kind == s->kind; };
   std::stable_sort(out.begin(), out.end(), [&](const Section* a, const Section* b) {
-    bool pa = kind == a->kind, pb = kind == b->kind;
+    bool pa = primary(a), pb = primary(b);
     if (pa != pb) return pa;
     return a->order < b->order;
   });

@@ -7,9 +7,12 @@
 //   FILE` picks one by the file's extension (longest match, so `.trace.json` wins over `.json`),
 //   `--format NAME` names it (report/output.h resolves and writes several -o files in one pass).
 // - Sections (OPSCOPE_REGISTER_SECTION): the parts a Profile can hold (ops, stat counters,
-//   samples, ranges, gpu, and the sections importers add). The "table" and "csv" formats render
-//   every section the profile holds through this registry, so a new kind of section is one file
-//   with one line and every command and `opscope report` render it.
+//   samples, ranges, gpu, memory, and the sections importers add). The "table" and "csv" formats
+//   render every section the profile holds through this registry, the "html" page adds each
+//   section's HTML block and the "chrome" trace each section's timeline tracks, so a new kind of
+//   section is one folder with one registration and every command and `opscope report` render
+//   it (docs/sections.md). The ops, ranges, gpu, stat and hot-function HTML and the ops, ranges
+//   and gpu tracks are still written by the page and the trace themselves.
 //
 // The primary section. Each command's terminal output is the table of the section it produced
 // (a `stat` profile's counter table, a `run` profile's range table, ...) with the findings in that
@@ -28,6 +31,8 @@
 
 namespace opscope::report {
 
+class Timeline;  // report/timeline.h
+
 struct ReportOptions {
   int top = 20;                   // rows in the op hotspot tables
   bool color = false;             // ANSI colours (terminal tables only)
@@ -40,6 +45,8 @@ struct ReportOptions {
   SampleReportOptions samples;    // hot-functions tables, folded stacks, flame graph, pprof
   std::vector<std::string> only;  // render only these sections (names); empty = all present
   bool findings = true;           // the primary section's table ends with the findings
+  std::string primary;            // the section shown first, whatever the kind ("memory" for
+                                  // `--sort mem`); "" = by meta.kind
 };
 
 struct Format {
@@ -78,6 +85,12 @@ struct Section {
   Status (*table)(const profile::Profile& p, const ReportOptions& o, std::string* out);
   // Separated values of the section's rows (nullptr: none).
   Status (*csv)(const profile::Profile& p, const ReportOptions& o, std::string* out) = nullptr;
+  // The HTML page's block: one <section id="NAME"> with its own <h2> (nullptr: none), linked
+  // from the page's navigation as `html_label`.
+  Status (*html)(const profile::Profile& p, const ReportOptions& o, std::string* out) = nullptr;
+  const char* html_label = nullptr;
+  // Tracks on the Chrome-trace timeline (nullptr: none).
+  void (*timeline)(const profile::Profile& p, const ReportOptions& o, Timeline& t) = nullptr;
 };
 
 bool RegisterSection(const Section& s);

@@ -431,3 +431,43 @@ TEST(ReportTest, ChooseFormat) {
 
 }  // namespace
 }  // namespace opscope::report
+
+namespace opscope::report {
+namespace {
+
+// `report x.rec -o x.trace.json`: the samples of a record profile are on the timeline, one
+// instant event per sample on its thread, named by the leaf, with the stack; the process is
+// named by its command.
+TEST(ReportTest, ChromeTraceHasTheSamplesOfARecordProfile) {
+  profile::Profile p;
+  p.meta.kind = "record";
+  profile::SampleSection s;
+  s.unit = "ns";
+  s.frames = {{"leaf<fn>", "a.so"}, {"main", "app"}};
+  s.thread_names = {{40, "app"}, {41, "worker"}};
+  s.samples = {{{0, 1}, 40, 41, 5'000'000, 1e6, -1}, {{1}, 40, 40, 6'000'000, 1e6, -1}};
+  p.samples = s;
+  ASSERT_TRUE(profile::Validate(p).ok());
+  std::string out;
+  ASSERT_TRUE(FindFormat("chrome")->write(p, ReportOptions{}, &out).ok());
+  auto j = nlohmann::json::parse(out);
+  std::vector<nlohmann::json> instants;
+  std::set<std::string> names;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "i") instants.push_back(e);
+    if (e["ph"] == "M" && e["args"].contains("name"))
+      names.insert(e["args"]["name"].get<std::string>());
+  }
+  ASSERT_EQ(instants.size(), 2u);
+  EXPECT_EQ(instants[0]["name"], "leaf<fn>");
+  EXPECT_EQ(instants[0]["tid"], 41);
+  EXPECT_EQ(instants[0]["pid"], 40);
+  EXPECT_EQ(instants[0]["ts"], 0.0);
+  EXPECT_EQ(instants[1]["ts"], 1000.0);
+  EXPECT_EQ(instants[0]["args"]["stack"], "leaf<fn> (a.so)\nmain (app)");
+  EXPECT_TRUE(names.count("app (pid 40, call-stack samples)"));
+  EXPECT_TRUE(names.count("worker"));
+}
+
+}  // namespace
+}  // namespace opscope::report

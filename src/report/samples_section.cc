@@ -3,6 +3,7 @@
 // JSON form, the "hot-json" format.
 #include "report/format.h"
 #include "report/samples_report.h"
+#include "report/timeline.h"
 
 namespace opscope::report {
 namespace {
@@ -23,6 +24,37 @@ Status SamplesTable(const profile::Profile& p, const ReportOptions& o, std::stri
   return Status::Ok();
 }
 
+// One instant event per sample on the thread it hit, named by its leaf function, with the stack
+// (leaf first) and the op it landed in. Samples of `profile --sample` share the op events'
+// process, so they sit under the ops of the same thread.
+void SamplesTimeline(const profile::Profile& p, const ReportOptions&, Timeline& t) {
+  const profile::SampleSection& s = *p.samples;
+  const bool with_ops = !p.op_events.empty();
+  constexpr size_t kFramesShown = 32;
+  for (const profile::Sample& smp : s.samples) {
+    std::string leaf = "[unknown]", stack;
+    for (size_t i = 0; i < smp.stack.size() && i < kFramesShown; ++i) {
+      if (smp.stack[i] >= s.frames.size()) continue;
+      const profile::Frame& f = s.frames[smp.stack[i]];
+      if (i == 0) leaf = f.function;
+      stack += (stack.empty() ? "" : "\n") + f.function + " (" + f.module + ")";
+    }
+    if (smp.stack.size() > kFramesShown) stack += "\n...";
+    nlohmann::json args = {{"stack", stack}, {"weight", smp.weight}, {"unit", s.unit}};
+    if (smp.op >= 0 && static_cast<size_t>(smp.op) < p.ops.size())
+      args["op"] = p.ops[static_cast<size_t>(smp.op)].name;
+    const int pid = with_ops ? Timeline::kOpsPid : smp.pid;
+    t.Instant(leaf, "sample", smp.time_ns, pid, smp.tid, std::move(args));
+    if (auto it = s.thread_names.find(smp.tid); it != s.thread_names.end())
+      t.Thread(pid, smp.tid, it->second);
+    if (!with_ops) {
+      auto comm = s.thread_names.find(smp.pid);
+      t.Process(pid, (comm == s.thread_names.end() ? std::string() : comm->second + " ") + "(pid " +
+                         std::to_string(smp.pid) + ", call-stack samples)");
+    }
+  }
+}
+
 Status WriteHotJson(const profile::Profile& p, const ReportOptions& o, std::string* out) {
   if (!p.samples)
     return InvalidArgument(
@@ -34,7 +66,8 @@ Status WriteHotJson(const profile::Profile& p, const ReportOptions& o, std::stri
 
 }  // namespace
 
-OPSCOPE_REGISTER_SECTION(samples, {"samples", 50, "record", &HasSamples, &SamplesTable});
+OPSCOPE_REGISTER_SECTION(samples, {"samples", 50, "record", &HasSamples, &SamplesTable, nullptr,
+                                   nullptr, nullptr, &SamplesTimeline});
 OPSCOPE_REGISTER_FORMAT(hot_json,
                         {"hot-json", ".hot.json",
                          "the hot-functions table as JSON (schema opscope.report.samples/1)",

@@ -285,6 +285,15 @@ class ConvKernel : public Kernel {
   // memory under the logical NCHW shape; SessionImpl::AssignChannelsLast): `input` / `output`
   // say which of X and Y are stored that way. The convolution then runs on oneDNN with those
   // layouts, so no reorders run between such convolutions.
+  MemoryUse Memory() const override {
+    MemoryUse m;
+    m.packed_weight_bytes = p_.weights.Bytes();
+    if (p_.src_reorder && p_.src_prim) m.workspace_bytes += p_.src_prim.get_desc().get_size();
+    if (p_.dst_reorder && p_.dst_prim) m.workspace_bytes += p_.dst_prim.get_desc().get_size();
+    m.workspace_bytes += sub_scratch_.nbytes() + p_.dw_zeros.size() * sizeof(float);
+    return m;
+  }
+
   bool SetChannelsLast(bool input, bool output) override {
     // A fused residual is stored in the layout Y had when it was fused (it runs after the
     // layout pass): Y keeps it.

@@ -159,6 +159,12 @@ StatusOr<dnnl::memory> DnnlWeightCache::Get(const Node& node, const float* src,
   return reordered_;
 }
 
+size_t DnnlWeightCache::Bytes() const {
+  size_t n = plain_copy_.size() * sizeof(float);
+  if (valid_ && reordered_) n += reordered_.get_desc().get_size();
+  return n;
+}
+
 void DnnlWeightCache::Clear() {
   valid_ = false;
   plain_copy_.clear();

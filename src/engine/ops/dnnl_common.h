@@ -64,6 +64,8 @@ class DnnlWeightCache {
   StatusOr<dnnl::memory> Get(const Node& node, const float* src, const dnnl::memory::desc& plain,
                              const dnnl::memory::desc& target, bool constant = false);
   void Clear();
+  // Bytes the cache holds: the reordered weights, and the plain copy it compares against.
+  size_t Bytes() const;
 
  private:
   std::vector<float> plain_copy_;

@@ -198,6 +198,8 @@ class MatMulKernel : public Kernel {
     });
   }
 
+  MemoryUse Memory() const override { return {0, io_.b_cache.Bytes()}; }
+
   Node node_;
   std::vector<PostOp> post_ops_;
   Tensor bias_;
@@ -342,6 +344,8 @@ class GemmKernel : public Kernel {
       if (use_c) c_mem_ = memory(c_md, DnnlEngine(), nullptr);
     });
   }
+
+  MemoryUse Memory() const override { return {c_buf_.size() * sizeof(float), io_.b_cache.Bytes()}; }
 
   Node node_;
   bool trans_a_, trans_b_;

@@ -642,6 +642,18 @@ std::string RenderProfilePage(const profile::Profile& p) {
   if (!p.ranges.empty()) nav.push_back({"ranges", "ranges"});
   if (p.gpu) nav.push_back({"gpu", "GPU"});
   if (p.samples && !p.samples->samples.empty()) nav.push_back({"functions", "hot functions"});
+  // The blocks of the sections that render their own (Section::html).
+  std::vector<std::string> blocks;
+  for (const Section* s : PresentSections(p, ReportOptions{})) {
+    if (!s->html) continue;
+    std::string block;
+    Status st = s->html(p, ReportOptions{}, &block);
+    if (!st.ok())
+      block = "<section id=\"" + Escape(s->name) + "\"><p class=\"muted\">" + Escape(st.message()) +
+              "</p></section>\n";
+    blocks.push_back(std::move(block));
+    nav.push_back({s->name, s->html_label ? s->html_label : s->name});
+  }
   out += "<nav>";
   for (const auto& [id, label] : nav) out += "<a href=\"#" + id + "\">" + label + "</a>";
   out += "</nav>\n</header>\n<main>\n";
@@ -657,6 +669,7 @@ std::string RenderProfilePage(const profile::Profile& p) {
   out += RangeTable(p);
   out += GpuTables(p);
   out += HotFunctions(p);
+  for (const std::string& b : blocks) out += b;
   if (p.ops.empty())
     out += "<section><p class=\"muted\">This profile has no per-op data (it is a " +
            Escape(p.meta.kind) +
