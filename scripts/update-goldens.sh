@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
-tests="report_test samples_report_test stat_table_test analysis_test"
+tests="report_test samples_report_test stat_table_test analysis_test memory_section_test"
 [ -f "$build/src/gpu/gpu_test" ] || grep -q gpu_test "$build/build.ninja" 2>/dev/null && tests="$tests gpu_test"
 cmake --build "$build" -j2 --target $tests
 for t in $tests; do

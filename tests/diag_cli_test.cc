@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "diag_cli_util.h"
 
@@ -40,6 +41,50 @@ TEST(DiagCli, DiffJsonToFile) {
   EXPECT_EQ(j["schema"], "opscope.diff/1");
   EXPECT_TRUE(j["e2e"]["significant"].get<bool>());
   EXPECT_EQ(j["nodes"][0]["name"], "to_nhwc");
+}
+
+// diff writes through the output path like every command: -o repeatable (table, json, csv,
+// html, chrome), --format to stdout, -o - beside files; a format meant for one profile is refused
+// before any work, naming the file.
+TEST(DiagCli, DiffWritesEveryDiffFormat) {
+  const std::string dir = Tmp();
+  // The test profiles with one op event each, so both sides have a timeline.
+  auto with_event = [&](const std::string& name) {
+    auto j = nlohmann::json::parse(testing::ReadAll(Data(name)));
+    j["op_events"] = nlohmann::json::array({nlohmann::json::array({0, 0, 7, 1000, 500})});
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << j.dump();
+    return path;
+  };
+  const std::string before = with_event("model_before.json"),
+                    after = with_event("model_after.json");
+  auto r =
+      RunShell(Opscope() + " diff " + before + " " + after + " -o " + dir + "/d.csv -o " + dir +
+               "/d.trace.json -o " + dir + "/d.html -o " + dir + "/d.json -o " + dir + "/d.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;  // the headline
+  EXPECT_NE(r.err.find("wrote " + dir + "/d.trace.json (chrome)"), std::string::npos) << r.err;
+  const std::string csv = testing::ReadAll(dir + "/d.csv");
+  EXPECT_EQ(csv.rfind("kind,name,op_type,change,unit,before,after,delta,delta_pct", 0), 0u) << csv;
+  EXPECT_NE(csv.find("\nnode,"), std::string::npos) << csv;
+  auto trace = nlohmann::json::parse(testing::ReadAll(dir + "/d.trace.json"));
+  std::set<std::string> sides;
+  for (const auto& e : trace["traceEvents"])
+    if (e["name"] == "process_name")
+      sides.insert(e["args"]["name"].get<std::string>().substr(0, 6));
+  EXPECT_TRUE(sides.count("before") && sides.count("after:")) << trace.dump().substr(0, 400);
+  EXPECT_EQ(nlohmann::json::parse(testing::ReadAll(dir + "/d.json"))["schema"], "opscope.diff/1");
+  EXPECT_NE(testing::ReadAll(dir + "/d.html").find("<html"), std::string::npos);
+  EXPECT_NE(testing::ReadAll(dir + "/d.txt").find("op type"), std::string::npos);
+
+  r = RunShell(Opscope() + " diff " + before + " " + after + " --format csv");
+  EXPECT_EQ(r.out.rfind("kind,name", 0), 0u) << r.out;
+  r = RunShell(Opscope() + " diff " + before + " " + after + " -o - -o " + dir + "/e.json");
+  EXPECT_NE(r.out.find("op type"), std::string::npos) << r.out;
+  r = RunShell(Opscope() + " diff " + before + " " + after + " -o " + dir + "/d.svg");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not svg (" + dir + "/d.svg)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(dir + "/d.svg").good());
 }
 
 TEST(DiagCli, DiffBadInputs) {

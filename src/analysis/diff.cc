@@ -339,6 +339,8 @@ ProfileDiff DiffProfiles(const profile::Profile& before, const profile::Profile&
     SortByAbs(d.ranges);
   }
 
+  d.memory = memory::DiffMemory(before, after);
+
   // Headline.
   if (e.available) {
     std::string ci =
@@ -441,6 +443,7 @@ std::string FormatDiff(const ProfileDiff& d, bool color, size_t max_rows) {
   if (!d.nodes.empty())
     out += fmt::format("\n{} node(s) appeared, {} disappeared, {} changed shape\n", appeared,
                        disappeared, reshaped);
+  out += memory::FormatMemoryDiff(d.memory, max_rows);
   return out;
 }
 
@@ -501,6 +504,7 @@ std::string DiffToJson(const ProfileDiff& d) {
                              {"delta_ms", g.delta_ms},
                              {"delta_pct", g.delta_pct}});
   }
+  if (d.memory.available) memory::MemoryDiffToJson(d.memory, j["memory"]);
   j["notes"] = d.notes;
   return profile::DumpJson(j, 1) + "\n";
 }

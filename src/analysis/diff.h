@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "profile/profile.h"
+#include "sections/memory/memory_diff.h"
 
 namespace opscope::analysis {
 
@@ -76,6 +77,7 @@ struct ProfileDiff {
                                       // in `nodes` as appeared/disappeared
   std::vector<OpTypeDelta> op_types;  // sorted by |delta_ms| descending
   std::vector<NodeDelta> ranges;      // `run` profiles: by range path (op_type = domain)
+  memory::MemoryDiff memory;          // both sides with a memory section (`profile`)
   std::vector<std::string> notes;     // different models/machines, missing data, ...
   std::string headline;
 };

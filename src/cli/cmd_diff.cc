@@ -1,8 +1,9 @@
 // `opscope diff BEFORE AFTER`: end-to-end change with a confidence interval, per-node and
-// per-op-type deltas, appeared/disappeared nodes and shape changes; `-o diff.html` writes the
-// same as a page (report/html). --fail-above / --fail-op-above make it a CI performance gate
-// (analysis/diff_gate.h): exit 1 when "after" is slower beyond the threshold and the 95% interval
-// excludes 0, with the verdict line on stderr.
+// per-op-type deltas, appeared/disappeared nodes and shape changes, memory; written like every
+// command's output (cli/output.h: -o repeatable, --format, -o -) in the formats of
+// report/diff_output.h (table, json, csv, html, chrome). --fail-above / --fail-op-above make it a
+// CI performance gate (analysis/diff_gate.h): exit 1 when "after" is slower beyond the threshold
+// and the 95% interval excludes 0, with the verdict line on stderr.
 #include <cstdio>
 
 #include "analysis/diff.h"
@@ -11,8 +12,9 @@
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "profile/profile_io.h"
-#include "report/html/html_report.h"
+#include "report/diff_output.h"
 
 namespace opscope::cli {
 
@@ -23,9 +25,9 @@ class DiffCommand : public Command {
   void Setup(CLI::App* app) override {
     app->add_option("before", before_, "profile JSON before the change")->required();
     app->add_option("after", after_, "profile JSON after the change")->required();
-    app->add_option("--format", format_, "table, json or html (default: from -o, else table)")
-        ->check(CLI::IsMember({"table", "json", "html"}));
-    app->add_option("-o,--output", output_, "write to FILE instead of stdout");
+    AddOutputOptions(app, &out_,
+                     "a diff is written as table (.txt), json, csv, html or chrome (.trace.json: "
+                     "both timelines, one above the other)");
     app->add_option("--rows", rows_, "rows per table (default 25)")
         ->check(WholeNumberIn(1, 1000000));
     app->add_flag("--force", force_,
@@ -44,11 +46,13 @@ class DiffCommand : public Command {
   }
 
   CommandStatus Run() override {
-    std::string format = format_;
-    if (format.empty())
-      format = EndsWith(output_, ".json") ? "json" : EndsWith(output_, ".html") ? "html" : "table";
-    if (!output_.empty())
-      if (Status st = CheckWritable(output_); !st.ok()) return st;
+    OPSCOPE_RETURN_IF_ERROR(PrepareOutput(out_, "table"));
+    for (const auto& t : out_.targets)
+      if (!report::DiffWrites(t.format->name))
+        return InvalidArgument("a diff is written as " + report::DiffFormatNames() + ", not " +
+                               t.format->name +
+                               (t.path.empty() ? std::string() : " (" + t.path + ")") +
+                               "; render each profile with `opscope report FILE -o ...`");
     auto a = profile::LoadProfile(before_);
     if (!a.ok()) return a.status();
     auto b = profile::LoadProfile(after_);
@@ -66,23 +70,27 @@ class DiffCommand : public Command {
       if (!v.ok()) return v.status();
       verdict = std::move(*v);
     }
-    std::string text = format == "json" ? analysis::DiffToJson(d)
-                       : format == "html"
-                           ? report::html::RenderDiffPage(*a, *b, d, before_, after_)
-                           : analysis::FormatDiff(d, output_.empty() && UseColor(1), rows_);
-    if (output_.empty()) {
-      std::fputs(text.c_str(), stdout);
-    } else {
-      if (Status st = WriteFileAtomic(output_, text); !st.ok()) return st;
-      std::fprintf(stdout, "%s\n", d.headline.c_str());
-    }
+    report::DiffRender r{*a, *b, d, before_, after_, rows_, false};
+    const bool color = UseColor(1);
+    Status written = report::WriteRenderedOutputs(
+        out_.targets,
+        [&](const report::Format& f, bool to_file, std::string* text) {
+          r.color = !to_file && color && out_.format.empty();
+          return report::RenderDiff(f, r, text);
+        },
+        stdout, stderr);
+    if (!report::WritesToStream(out_.targets))
+      if (Status st = report::WriteStream(d.headline + "\n", stdout); !st.ok() && written.ok())
+        written = st;
+    if (!written.ok()) return written;
     std::fflush(stdout);
     for (const auto& line : verdict.lines) std::fprintf(stderr, "opscope: %s\n", line.c_str());
     return verdict.failed ? 1 : 0;
   }
 
  private:
-  std::string before_, after_, format_, output_;
+  std::string before_, after_;
+  OutputChoice out_;
   size_t rows_ = 25;
   bool force_ = false;
   double fail_above_ = 0, fail_op_above_ = 0;

@@ -1,5 +1,6 @@
 // The one path from a Profile to bytes: every command that makes or reads a profile renders
-// through this registry (`diff` still has its own formats, analysis/diff.h).
+// through this registry (`diff`, which compares two, writes its formats through the same output
+// path: report/diff_output.h).
 //
 // Two registries, both one file + one line:
 // - Formats (OPSCOPE_REGISTER_FORMAT): a format turns a whole Profile into bytes: "table", "json"

@@ -121,4 +121,35 @@ Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& 
   return first;
 }
 
+Status WriteRenderedOutputs(
+    const std::vector<OutputTarget>& targets,
+    const std::function<Status(const Format& f, bool to_file, std::string* out)>& render,
+    FILE* stream, FILE* status) {
+  Status first = Status::Ok();
+  auto keep = [&](Status st) {
+    if (!st.ok() && first.ok()) first = std::move(st);
+  };
+  for (const OutputTarget& t : targets) {
+    std::string text;
+    if (Status st = render(*t.format, !t.path.empty(), &text).WithPrefix(t.format->name);
+        !st.ok()) {
+      keep(std::move(st));
+      continue;
+    }
+    if (t.path.empty()) {
+      keep(WriteStream(text, stream));
+      continue;
+    }
+    if (Status st = WriteFileAtomic(t.path, text); !st.ok()) {
+      keep(std::move(st));
+      continue;
+    }
+    if (status)
+      std::fprintf(status, "opscope: wrote %s (%s)\n", EscapeControl(t.path).c_str(),
+                   t.format->name);
+  }
+  if (status) std::fflush(status);
+  return first;
+}
+
 }  // namespace opscope::report

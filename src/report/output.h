@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,5 +42,12 @@ Status WriteStream(std::string_view text, FILE* stream, bool flush = true);
 // fails does not stop the others; the first failure is returned.
 Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& targets,
                     const ReportOptions& o, FILE* stream, FILE* status);
+
+// The same for output that is not one Profile (`diff`): `render` makes the text of one target's
+// format (`to_file`: no colours). Every target is attempted; the first failure is returned.
+Status WriteRenderedOutputs(
+    const std::vector<OutputTarget>& targets,
+    const std::function<Status(const Format& f, bool to_file, std::string* out)>& render,
+    FILE* stream, FILE* status);
 
 }  // namespace opscope::report

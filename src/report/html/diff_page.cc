@@ -71,6 +71,7 @@ std::string RenderDiffPage(const profile::Profile& before, const profile::Profil
            LatencyHistogram("latency-after", after.e2e.runs_ms) + "</div></div>\n";
   out += "<nav><a href=\"#types\">op types</a><a href=\"#nodes\">nodes</a>";
   if (!d.ranges.empty()) out += "<a href=\"#ranges\">ranges</a>";
+  if (d.memory.available) out += "<a href=\"#memory\">memory</a>";
   out += "</nav>\n</header>\n<main>\n";
 
   // Op types.
@@ -237,6 +238,36 @@ std::string RenderDiffPage(const profile::Profile& before, const profile::Profil
              TdNum(n.delta_pct, n.before_ms > 0 ? analysis::BoundedPct(n.delta_pct) : "-") +
              "</tr>\n";
     out += "</tbody></table></div>\n</section>\n";
+  }
+  if (d.memory.available) {
+    out += "<section id=\"memory\">\n<h2>Memory</h2>\n<p>" + Escape(d.memory.peak.name) + "</p>\n";
+    auto rows = [&](const char* id, const char* what,
+                    const std::vector<const memory::BytesDelta*>& list) {
+      out += fmt::format(
+          "<div class=\"tablewrap\"><table id=\"{}\" class=\"sortable\"><thead><tr><th>{}</th>"
+          "<th>change</th><th class=\"num\" data-sort=\"num\">before</th><th class=\"num\" "
+          "data-sort=\"num\">after</th><th class=\"num\" data-sort=\"num\">Δ</th></tr></thead>"
+          "<tbody>\n",
+          id, what);
+      for (const memory::BytesDelta* x : list)
+        out += "<tr><td class=\"name\">" + Escape(x->name) + "</td><td>" + Escape(x->change) +
+               "</td>" + TdNum(x->before, HumanBytes(x->before)) +
+               TdNum(x->after, HumanBytes(x->after)) +
+               TdNum(x->delta, (x->delta > 0 ? "+" : "") + HumanBytes(x->delta)) + "</tr>\n";
+      out += "</tbody></table></div>\n";
+    };
+    const memory::MemoryDiff& m = d.memory;
+    rows("memtotals", "",
+         {&m.peak, &m.arena, &m.weights, &m.packed_weights, &m.workspace, &m.peak_rss});
+    std::vector<const memory::BytesDelta*> tensors, steps;
+    for (const auto& x : m.at_peak) tensors.push_back(&x);
+    for (const auto& x : m.steps)
+      if (x.delta != 0) steps.push_back(&x);
+    out += "<h3>Tensors alive at the peak</h3>\n";
+    rows("memtensordiff", "tensor", tensors);
+    out += "<h3>Live bytes by step</h3>\n";
+    rows("memstepdiff", "step", steps);
+    out += "</section>\n";
   }
   out += "</main>\n<footer>opscope.diff · " +
          Escape(fmt::format("{} → {}", before_label, after_label)) + "</footer>\n";

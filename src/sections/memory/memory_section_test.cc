@@ -8,10 +8,13 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "analysis/diff.h"
+#include "base/testing/golden.h"
 #include "collect/model_profiler.h"
 #include "opscope/engine.h"
 #include "profile/profile_io.h"
 #include "report/format.h"
+#include "sections/memory/memory_diff.h"
 #include "sections/memory/memory_engine.h"
 
 namespace opscope::memory {
@@ -164,6 +167,73 @@ TEST(MemorySectionTest, EveryFormatShowsIt) {
       if (e["ts"] == 1.0) EXPECT_EQ(e["args"]["live"], 1500);
     }
   EXPECT_EQ(counters, 2);
+}
+
+// Goldens of the terminal table (alone and as the primary section, with a finding), the CSV and
+// the diff block (src/sections/memory/testdata; scripts/update-goldens.sh rewrites them).
+TEST(MemorySectionTest, Goldens) {
+  const std::string dir = std::string(OPSCOPE_SOURCE_DIR) + "/src/sections/memory/testdata/";
+  profile::Profile p = WithOps(Chain());
+  p.sections.Find<MemorySection>()->rss_bytes = 50e6;
+  p.sections.Find<MemorySection>()->peak_rss_bytes = 60e6;
+  profile::Finding f;
+  f.rule = "memory-peak-tensors";
+  f.severity = "info";
+  f.title = "a finding";
+  p.findings.push_back(f);
+  report::ReportOptions o;
+  o.only = {"memory"};
+  std::string out;
+  ASSERT_TRUE(report::RenderTables(p, o, &out).ok());
+  opscope::testing::ExpectMatchesGolden(dir + "chain.memory.txt", out);
+  ASSERT_TRUE(report::FindFormat("csv")->write(p, o, &out).ok());
+  opscope::testing::ExpectMatchesGolden(dir + "chain.memory.csv", out);
+  MemorySection m = Chain();
+  m.tensors[2].bytes = 800;
+  Derive(&m);
+  opscope::testing::ExpectMatchesGolden(dir + "chain.diff.txt",
+                                        FormatMemoryDiff(DiffMemory(p, WithOps(m)), 10));
+}
+
+// diff: the peak and totals before/after, steps matched by name, and the tensors at the peak
+// (a tensor that grew, one that appeared, one that left the peak).
+TEST(MemorySectionTest, DiffNamesWhatChangedAtThePeak) {
+  profile::Profile a = WithOps(Chain());
+  MemorySection m = Chain();
+  m.tensors[2].bytes = 800;  // b grows: the peak (step s1) grows by 400
+  m.tensors[2].shape = {200};
+  m.tensors.push_back(T("c", 50, 1, 1));  // appears at the peak
+  m.steps[3].name = "s3b";                // a step renamed: one gone, one new
+  Derive(&m);
+  profile::Profile b = WithOps(m);
+  b.sections.Find<MemorySection>()->steps[3].name = "s3b";
+  const MemoryDiff d = DiffMemory(a, b);
+  ASSERT_TRUE(d.available);
+  EXPECT_EQ(d.peak.before, 1500);
+  EXPECT_EQ(d.peak.after, 1950);
+  EXPECT_EQ(d.peak.name, "peak step 's1' → 's1'");
+  ASSERT_GE(d.at_peak.size(), 4u);
+  EXPECT_EQ(d.at_peak[0].name, "b");
+  EXPECT_EQ(d.at_peak[0].delta, 400);
+  EXPECT_EQ(d.at_peak[0].shape_before, "100");
+  EXPECT_EQ(d.at_peak[0].shape_after, "200");
+  EXPECT_EQ(d.at_peak[1].name, "c");
+  EXPECT_EQ(d.at_peak[1].change, "appeared");
+  bool gone = false, added = false;
+  for (const auto& s : d.steps) {
+    gone = gone || (s.name == "s3" && s.change == "disappeared");
+    added = added || (s.name == "s3b" && s.change == "appeared");
+  }
+  EXPECT_TRUE(gone && added);
+  const std::string text = FormatMemoryDiff(d, 10);
+  EXPECT_NE(text.find("activation peak"), std::string::npos) << text;
+  EXPECT_NE(text.find("shape 100 → 200"), std::string::npos) << text;
+  const auto j = nlohmann::json::parse(analysis::DiffToJson(analysis::DiffProfiles(a, b)));
+  EXPECT_EQ(j["memory"]["peak"]["delta_bytes"], 450);
+  // Without the section on one side, diff says nothing about memory.
+  b.sections.Erase(MemorySection::kKey);
+  EXPECT_FALSE(DiffMemory(a, b).available);
+  EXPECT_EQ(FormatMemoryDiff(DiffMemory(a, b), 10), "");
 }
 
 // The models at hand: the demo, the test models, and the third-party corpus once fetched.
