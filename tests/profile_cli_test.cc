@@ -479,6 +479,24 @@ TEST(ProfileCliTest, DemoModelEveryNodeOnceInEveryFormat) {
   EXPECT_GT(j["traceEvents"].size(), 2u * 20);
 }
 
+// `--sort mem`: the memory table instead of the hotspots, on `profile` and on `report` of the
+// saved profile (alone, and with a samples key beside it); an unknown key is still refused.
+TEST(ProfileCliTest, SortMemShowsTheMemoryTable) {
+  std::string model = kSrc + "/models/bev_demo.onnx", json = TempDir() + "/mem.json";
+  auto r = Profile({model, "--warmup", "0", "--runs", "2", "--sort", "mem", "-o", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("memory (", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("tensors alive at the peak"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Hot operators"), std::string::npos) << r.out;
+  for (const char* keys : {"mem", "memory,self"}) {
+    auto rep = RunShell(OpscopeBinary() + " report " + json + " --sort " + keys);
+    EXPECT_EQ(rep.exit_code, 0) << rep.err;
+    EXPECT_EQ(rep.out.rfind("memory (", 0), 0u) << keys << ": " << rep.out;
+  }
+  auto bad = Profile({model, "--sort", "size"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
 }  // namespace
 }  // namespace opscope::testing
 

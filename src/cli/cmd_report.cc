@@ -75,10 +75,11 @@ class ReportCommandCli : public Command {
       else
         sample_keys.push_back(k);
     }
-    if (Status st = report::ParseSortKeys(o.primary.empty() ? sort_ : Join(sample_keys, ","),
-                                          &o.samples.sort, &o.samples.group);
-        !st.ok())
-      return st;
+    if (o.primary.empty() || !sample_keys.empty())
+      if (Status st = report::ParseSortKeys(o.primary.empty() ? sort_ : Join(sample_keys, ","),
+                                            &o.samples.sort, &o.samples.group);
+          !st.ok())
+        return st;
     if (children_ && no_children_)
       return InvalidArgument("choose one of --children and --no-children");
     if (children_) o.samples.sort = report::SampleSort::kInclusive;

@@ -16,6 +16,8 @@
 #include "importers/model_join.h"
 #include "importers/tensorrt/layer_info.h"
 #include "importers/tensorrt/layer_names.h"
+#include "report/format.h"
+#include "sections/memory/memory_section.h"
 
 namespace opscope::importers {
 int FuzzImport(const char* format, const uint8_t* data, size_t size);
@@ -397,6 +399,38 @@ TEST(PytorchImport, LegacyCpuOnlyArray) {
   ASSERT_EQ(p->ops.size(), 2u);  // aten::linear (with t and addmm inside) and aten::relu
   EXPECT_NEAR(p->ops[0].runs_ms[0], 0.12025, 1e-9);
   Golden("pytorch_legacy_cpu", *p);
+}
+
+// profile_memory=True: the [memory] events become the memory section, each given to the
+// top-level op running on its thread; per run allocated/freed, the allocator's total while the
+// op ran; events outside every op and unusable ones are counted as degradations.
+TEST(PytorchImport, MemoryEventsBecomeTheMemorySection) {
+  auto p = ImportFile(Data("pytorch_memory.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const auto* m = p->sections.Find<memory::MemorySection>();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->device, "cpu");
+  ASSERT_EQ(m->steps.size(), p->ops.size());
+  ASSERT_EQ(m->steps.size(), 2u);
+  const memory::MemStep& conv = m->steps[0];
+  EXPECT_EQ(conv.name, p->ops[0].name);
+  EXPECT_EQ(p->ops[0].op_type, "aten::conv2d");
+  EXPECT_EQ(conv.allocated_bytes, (262144.0 * 2 + 524288) / 2);  // per run
+  EXPECT_EQ(conv.released_bytes, 262144.0 / 2);
+  EXPECT_EQ(conv.live_bytes, 2621440);         // the highest total while it ran, over the runs
+  EXPECT_EQ(m->steps[1].live_bytes, 2621440);  // relu of run 1 starts at that total
+  EXPECT_EQ(m->peak_step, 0);
+  EXPECT_EQ(m->peak_live_bytes, 2621440);
+  EXPECT_TRUE(profile::Validate(*p).ok());
+  std::string degr = Join(p->meta.degradations, "\n");
+  EXPECT_NE(degr.find("2 of 8 [memory] events of cpu happened outside"), std::string::npos) << degr;
+  EXPECT_NE(degr.find("1 [memory] event(s) had no usable time"), std::string::npos) << degr;
+  std::string table;
+  report::ReportOptions o;
+  o.only = {"memory"};
+  ASSERT_TRUE(report::RenderTables(*p, o, &table).ok());
+  EXPECT_NE(table.find("memory of cpu (PyTorch profiler [memory] events"), std::string::npos)
+      << table;
 }
 
 TEST(PytorchImport, TruncatedTraceIsAnError) {

@@ -35,6 +35,7 @@
 #include "base/strings.h"
 #include "importers/importer.h"
 #include "importers/json_scan.h"
+#include "sections/memory/memory_section.h"
 
 namespace opscope::importers {
 namespace {
@@ -97,6 +98,12 @@ struct Runtime {
   uint32_t name;
   bool driver;  // "cuda_driver" (cuLaunchKernel, ...), else the runtime API
 };
+// A `[memory]` instant event (profile_memory=True): an allocation (Bytes > 0) or a free
+// (Bytes < 0) and the allocator's total after it, on one device.
+struct MemEvent {
+  double ts;
+  int64_t tid, bytes, total, device_type, device_id;
+};
 struct Device {
   Cat cat;
   double ts, end, dur;  // dur kept as read: end - ts loses µs fractions at epoch-sized ts
@@ -121,6 +128,80 @@ int64_t AsInt(od::value v) {
   return 0;
 }
 
+// The memory section from the `[memory]` events: the device with the most events (a GPU trace's
+// CUDA allocator, else the CPU's), each event given to the top-level op running on its thread
+// then. Per op: bytes allocated and freed per run, and the allocator's total while it ran (the
+// total left by the last event before it, and every total inside it), the highest of its runs.
+template <typename OpIndex>
+void AddMemory(const std::vector<CpuOp>& ops, std::vector<MemEvent>& mems, size_t bad_mems,
+               size_t n_runs, const OpIndex& op_index, profile::Profile* p) {
+  if (bad_mems)
+    p->meta.degradations.push_back(
+        fmt::format("{} [memory] event(s) had no usable time or total and were skipped", bad_mems));
+  if (mems.empty()) return;
+  std::map<std::pair<int64_t, int64_t>, size_t> per_device;
+  for (const MemEvent& m : mems) ++per_device[{m.device_type, m.device_id}];
+  std::pair<int64_t, int64_t> device{0, 0};
+  size_t most = 0;
+  for (const auto& [d, n] : per_device)
+    if (n > most || (n == most && d.first == 1)) most = n, device = d;
+  std::vector<MemEvent> ev;
+  for (const MemEvent& m : mems)
+    if (m.device_type == device.first && m.device_id == device.second) ev.push_back(m);
+  std::vector<MemEvent>().swap(mems);
+  std::stable_sort(ev.begin(), ev.end(),
+                   [](const MemEvent& a, const MemEvent& b) { return a.ts < b.ts; });
+
+  memory::MemorySection m;
+  // Device Type is c10's DeviceType: 0 CPU, 1 CUDA; others by number.
+  m.device = device.first == 0   ? std::string("cpu")
+             : device.first == 1 ? fmt::format("cuda:{}", device.second)
+                                 : fmt::format("device type {}:{}", device.first, device.second);
+  m.source = "PyTorch profiler [memory] events (profile_memory=True)";
+  m.steps.resize(p->ops.size());
+  for (size_t i = 0; i < p->ops.size(); ++i) {
+    m.steps[i].name = p->ops[i].name;
+    m.steps[i].op = static_cast<int>(i);
+  }
+  size_t attributed = 0;
+  for (const CpuOp& o : ops) {
+    if (o.top != &o - ops.data()) continue;
+    const size_t at = op_index(o);
+    if (at >= m.steps.size()) continue;  // outside every ProfilerStep: not counted, as its time
+    memory::MemStep& st = m.steps[at];
+    // The total when the op starts: the last event before it.
+    auto it = std::lower_bound(ev.begin(), ev.end(), o.ts,
+                               [](const MemEvent& e, double t) { return e.ts < t; });
+    double live = it == ev.begin() ? 0 : static_cast<double>(std::prev(it)->total);
+    for (; it != ev.end() && it->ts <= o.end; ++it) {
+      if (it->tid != o.tid) continue;
+      ++attributed;
+      live = std::max(live, static_cast<double>(it->total));
+      if (it->bytes > 0)
+        st.allocated_bytes += static_cast<double>(it->bytes) / static_cast<double>(n_runs);
+      else
+        st.released_bytes += static_cast<double>(-it->bytes) / static_cast<double>(n_runs);
+    }
+    st.live_bytes = std::max(st.live_bytes, live);
+  }
+  for (size_t i = 0; i < m.steps.size(); ++i)
+    if (m.peak_step < 0 || m.steps[i].live_bytes > m.peak_live_bytes) {
+      m.peak_step = static_cast<int>(i);
+      m.peak_live_bytes = m.steps[i].live_bytes;
+    }
+  if (attributed < ev.size())
+    p->meta.degradations.push_back(fmt::format(
+        "{} of {} [memory] events of {} happened outside every top-level op on their thread "
+        "(allocations by the framework itself, or a thread without ops)",
+        ev.size() - attributed, ev.size(), m.device));
+  if (per_device.size() > 1)
+    p->meta.degradations.push_back(
+        fmt::format("[memory] events of {} devices: the memory section shows {} ({} events)",
+                    per_device.size(), m.device, ev.size()));
+  if (m.steps.empty()) return;
+  p->sections.Get<memory::MemorySection>() = std::move(m);
+}
+
 StatusOr<profile::Profile> Parse(const Source& src) {
   const std::string& origin = src.origin();
   std::string_view text = src.bytes();
@@ -137,6 +218,8 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::vector<Runtime> rts;
   std::vector<Device> devs;
   std::vector<std::pair<double, double>> steps;
+  std::vector<MemEvent> mems;
+  size_t bad_mems = 0;
   od::parser parser;
   size_t n_events = 0;
   std::unordered_map<std::string_view, uint32_t> dims_ids;  // raw "Input Dims" text -> id
@@ -148,10 +231,43 @@ StatusOr<profile::Profile> Parse(const Source& src) {
         auto at = [&] { return origin + ": event #" + std::to_string(n_events); };
         // Most events of a trace are not read here (python_function, flow events, ...): their
         // category decides without a parse.
+        std::string_view raw_name = json::RawField(el, "name");
+        if (raw_name == "\"[memory]\"")
+          return json::ParseElement(parser, el, at, [&](od::object& ev) -> Status {
+            MemEvent m{std::nan(""), 0, 0, -1, 0, 0};
+            for (auto field : ev) {
+              std::string_view key = field.unescaped_key();
+              if (key == "ts") {
+                double d = 0;
+                if (field.value().get_double().get(d) == simdjson::SUCCESS) m.ts = d;
+              } else if (key == "tid") {
+                m.tid = AsInt(field.value());
+              } else if (key == "args") {
+                od::object args;
+                if (field.value().get_object().get(args) != simdjson::SUCCESS) continue;
+                for (auto a : args) {
+                  std::string_view ak = a.unescaped_key();
+                  if (ak == "Bytes")
+                    m.bytes = AsInt(a.value());
+                  else if (ak == "Total Allocated")
+                    m.total = AsInt(a.value());
+                  else if (ak == "Device Type")
+                    m.device_type = AsInt(a.value());
+                  else if (ak == "Device Id")
+                    m.device_id = AsInt(a.value());
+                }
+              }
+            }
+            // An event without a time or a total says nothing usable: skipped, counted.
+            if (std::isfinite(m.ts) && m.ts >= 0 && m.ts <= 9e15 && m.total >= 0)
+              mems.push_back(m);
+            else
+              ++bad_mems;
+            return Status::Ok();
+          });
         std::string_view raw_cat = json::RawField(el, "cat");
         if (raw_cat.size() >= 2) {
           std::string_view c = raw_cat.substr(1, raw_cat.size() - 2);
-          std::string_view raw_name = json::RawField(el, "name");
           std::string_view n = raw_name.size() >= 2 ? raw_name.substr(1, raw_name.size() - 2) : "";
           if (CatOf(c, n) == Cat::kOther) return Status::Ok();
         }
@@ -367,6 +483,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   profile::Profile p = util::NewProfile("pytorch", origin);
   const bool gpu_time = kernels > 0;
   std::map<std::string, size_t> by_final_name;  // the same shapes written two ways: one row
+  std::vector<size_t> op_of_row(row_keys.size(), 0);
   for (size_t r = 0; r < row_keys.size(); ++r) {
     const auto& [name, dims] = row_keys[r];
     profile::OpRecord op;
@@ -389,12 +506,14 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     }
     op.name = ds.empty() ? n : n + " [" + ds + "]";
     if (auto it = by_final_name.find(op.name); it != by_final_name.end()) {
+      op_of_row[r] = it->second;
       auto& runs = p.ops[it->second].runs_ms;
       const auto& add = gpu_time ? gpu_ms[r] : cpu_ms[r];
       for (size_t k = 0; k < runs.size() && k < add.size(); ++k) runs[k] += add[k];
       continue;
     }
     by_final_name[op.name] = p.ops.size();
+    op_of_row[r] = p.ops.size();
     op.op_type = n;
     op.index = static_cast<int>(p.ops.size());
     op.input_shapes = std::move(shapes);
@@ -409,6 +528,12 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   }
   for (const auto& [a, b] : steps) p.e2e.runs_ms.push_back((b - a) / 1000.0);
   p.meta.runs = static_cast<int>(n_runs);
+  AddMemory(
+      ops, mems, bad_mems, n_runs,
+      [&](const CpuOp& o) {
+        return run_of(o.ts) < 0 ? SIZE_MAX : op_of_row[row_of.at({o.name, o.dims})];
+      },
+      &p);
   p.meta.extra["pytorch.events"] = std::to_string(n_events);
   p.meta.extra["pytorch.cpu_ops"] = std::to_string(ops.size());
   if (gpu_time) {

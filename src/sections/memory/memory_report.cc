@@ -49,6 +49,13 @@ std::vector<int> StepsByLive(const MemorySection& m) {
 
 std::vector<std::string> SummaryLines(const MemorySection& m) {
   std::vector<std::string> lines;
+  if (!m.source.empty()) {
+    // An import: its allocator's total, per op; nothing of weights or the process.
+    lines.push_back(fmt::format(
+        "peak {} allocated during op '{}' (#{} of {})", HumanBytes(m.peak_live_bytes),
+        report::EscapeControl(StepLabel(m, m.peak_step)), m.peak_step + 1, m.steps.size()));
+    return lines;
+  }
   const std::vector<int> alive = AliveAt(m, m.peak_step);
   lines.push_back(
       fmt::format("peak {} of activations live during step '{}' (#{} of {}), {} "
@@ -76,14 +83,20 @@ std::vector<std::string> SummaryLines(const MemorySection& m) {
 Status MemoryTable(const profile::Profile& p, const ReportOptions& o, std::string* out) {
   const MemorySection& m = *Of(p);
   const size_t top = o.top > 0 ? static_cast<size_t>(o.top) : 1000000;
-  std::string s = fmt::format("memory ({} steps a run executes):\n", m.steps.size());
+  std::string s = m.source.empty()
+                      ? fmt::format("memory ({} steps a run executes):\n", m.steps.size())
+                      : fmt::format("memory of {} ({}; {} ops):\n", report::EscapeControl(m.device),
+                                    report::EscapeControl(m.source), m.steps.size());
   for (const std::string& l : SummaryLines(m)) s += "  " + l + "\n";
 
   const std::vector<int> alive = AliveAt(m, m.peak_step);
-  s += fmt::format(
-      "\ntensors alive at the peak (largest first):\n{:<32}  {:>18}  {:>7}  {:>10}  "
-      "{:>6}  {:<24}  {:<24}  {}\n",
-      "tensor", "shape", "dtype", "bytes", "place", "written by", "last read by", "steps");
+  if (m.tensors.empty())
+    s += "  (the source names no tensors: live bytes are its allocator's total)\n";
+  else
+    s += fmt::format(
+        "\ntensors alive at the peak (largest first):\n{:<32}  {:>18}  {:>7}  {:>10}  "
+        "{:>6}  {:<24}  {:<24}  {}\n",
+        "tensor", "shape", "dtype", "bytes", "place", "written by", "last read by", "steps");
   for (size_t i = 0; i < alive.size() && i < top; ++i) {
     const LiveTensor& t = m.tensors[static_cast<size_t>(alive[i])];
     s += fmt::format(

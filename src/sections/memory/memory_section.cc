@@ -30,6 +30,8 @@ namespace opscope::memory {
   X(packed_weight_bytes);  \
   X(workspace_bytes)
 #define MEMORY_FIELDS(X)  \
+  X(device);              \
+  X(source);              \
   X(peak_step);           \
   X(peak_live_bytes);     \
   X(arena_bytes);         \

@@ -52,6 +52,11 @@ struct MemStep {
 struct MemorySection final : profile::SectionData {
   static constexpr char kKey[] = "memory";
 
+  // Whose memory and how it was measured: "" for opscope's engine (the host process, from the
+  // planner's buffers); an importer names its device ("cuda:0", "cpu") and its source
+  // ("PyTorch profiler [memory] events").
+  std::string device;
+  std::string source;
   std::vector<MemStep> steps;
   std::vector<LiveTensor> tensors;
   int peak_step = -1;  // the step with the most live bytes (the first of equals); -1: no steps
