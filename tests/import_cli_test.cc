@@ -407,7 +407,8 @@ TEST(ImportCliErrors, ExactLineAndExitStatus) {
        "choose one of --children and --no-children"},
       {{"report", out, "--sections", "ops,nope"},
        2,
-       "--sections 'nope': expected ops, stat, ranges, gpu, memory, samples or threadpool"},
+       "--sections 'nope': expected ops, stat, ranges, gpu, memory, samples, threadpool or "
+       "telemetry"},
       {{"report", out, "--group", "nope"},
        2,
        "--group 'nope': expected function, thread, module or op"},

@@ -276,7 +276,7 @@ CpuStamp ThisCpuStamp() {
   CpuStamp s;
   s.model = host.cpu_model;
   s.cpus = host.logical_cpus;
-  auto cpuinfo = ReadFile("/proc/cpuinfo");
+  auto cpuinfo = ReadFile(HostPath("/proc/cpuinfo"));
   if (!cpuinfo.ok()) return s;
   for (const std::string& line : Split(*cpuinfo, '\n')) {
     auto colon = line.find(':');
@@ -293,7 +293,8 @@ CpuStamp ThisCpuStamp() {
 size_t LastLevelCacheBytes() {
   size_t best = 0;
   for (int idx = 0; idx < 8; ++idx) {
-    std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
+    std::string base =
+        HostPath("/sys/devices/system/cpu/cpu0/cache/index") + std::to_string(idx) + "/";
     std::string size = Trim(ReadSysFile(base + "size"));
     std::string type = Trim(ReadSysFile(base + "type"));
     if (size.empty()) continue;

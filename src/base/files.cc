@@ -227,11 +227,24 @@ Status CheckWritable(const std::string& path) {
 }
 
 std::string ReadSysFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return Trim(ss.str());
+  // Non-blocking and regular files only: a FIFO or a device planted in a --sysroot tree (or a
+  // sysfs path that is not an attribute) is read as absent, never waited on.
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string out;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    constexpr size_t kMax = size_t{1} << 20;  // sysfs attributes are a page; cpuinfo is small
+    char buf[4096];
+    while (out.size() < kMax) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return Trim(out);
 }
 
 }  // namespace opscope

@@ -5,14 +5,30 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "base/files.h"
 #include "base/strings.h"
 
 namespace opscope {
 
+namespace {
+std::string& SysrootStorage() {
+  static std::string root;
+  return root;
+}
+}  // namespace
+
+void SetSysroot(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  SysrootStorage() = d == "/" ? "" : d;
+}
+const std::string& Sysroot() { return SysrootStorage(); }
+std::string HostPath(const std::string& path) { return Sysroot() + path; }
+
 static std::string CpuModelFromProc() {
-  std::ifstream in("/proc/cpuinfo");
+  std::istringstream in(ReadSysFile(HostPath("/proc/cpuinfo")));
   std::string line;
   std::string fallback;
   while (std::getline(in, line)) {
@@ -27,7 +43,7 @@ static std::string CpuModelFromProc() {
 }
 
 static double MhzFromProc() {
-  std::ifstream in("/proc/cpuinfo");
+  std::istringstream in(ReadSysFile(HostPath("/proc/cpuinfo")));
   std::string line;
   while (std::getline(in, line)) {
     if (StartsWith(line, "cpu MHz")) {
@@ -49,7 +65,7 @@ HostInfo ReadHostInfo() {
   }
   h.cpu_model = CpuModelFromProc();
   h.logical_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  const std::string cf = "/sys/devices/system/cpu/cpu0/cpufreq/";
+  const std::string cf = HostPath("/sys/devices/system/cpu/cpu0/cpufreq/");
   h.governor = ReadSysFile(cf + "scaling_governor");
   double khz;
   if (ParseDouble(ReadSysFile(cf + "scaling_cur_freq"), &khz))
@@ -66,7 +82,7 @@ ThermalSample ReadThermalSample() {
   std::error_code ec;
   double sum = 0;
   int n = 0;
-  for (const auto& e : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
+  for (const auto& e : fs::directory_iterator(HostPath("/sys/devices/system/cpu"), ec)) {
     std::string name = e.path().filename().string();
     if (!StartsWith(name, "cpu") || name.size() < 4 ||
         !isdigit(static_cast<unsigned char>(name[3])))
@@ -78,7 +94,7 @@ ThermalSample ReadThermalSample() {
     }
   }
   s.cpu_mhz_avg = n ? sum / n : MhzFromProc();
-  for (const auto& e : fs::directory_iterator("/sys/class/thermal", ec)) {
+  for (const auto& e : fs::directory_iterator(HostPath("/sys/class/thermal"), ec)) {
     if (!StartsWith(e.path().filename().string(), "thermal_zone")) continue;
     double milli;
     if (ParseDouble(ReadSysFile(e.path().string() + "/temp"), &milli) &&

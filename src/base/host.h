@@ -8,6 +8,15 @@
 
 namespace opscope {
 
+// The root that /proc, /sys and /etc describing this machine are read from: "" (the machine
+// itself), or the folder of `--sysroot DIR` (a copy of a board's files, for tests and for looking
+// at a board's state from elsewhere). Only what describes the machine goes through it (host
+// facts, doctor, machine, board telemetry); live processes (/proc/PID) are always this machine's.
+void SetSysroot(const std::string& dir);
+const std::string& Sysroot();
+// Sysroot() + path (path absolute, "/sys/...").
+std::string HostPath(const std::string& path);
+
 struct HostInfo {
   std::string hostname;
   std::string kernel;     // uname -r

@@ -13,6 +13,7 @@
 #include <limits>
 #include <string>
 
+#include "base/host.h"
 #include "base/strings.h"
 
 namespace opscope::cli {
@@ -67,6 +68,15 @@ inline CLI::Validator NonEmpty() {
   return CLI::Validator(
       [](std::string& text) -> std::string { return text.empty() ? "must not be empty" : ""; },
       "TEXT");
+}
+
+// --sysroot DIR: read the /proc, /sys and /etc that describe the machine (host facts, doctor,
+// machine, board telemetry) from DIR instead (base/host.h SetSysroot). DIR must be a folder.
+inline void AddSysrootOption(CLI::App* app) {
+  app->add_option_function<std::string>(
+         "--sysroot", [](const std::string& dir) { SetSysroot(dir); },
+         "Read the machine's /proc, /sys and /etc from DIR (a copy of a board's files)")
+      ->check(CLI::ExistingDirectory);
 }
 
 }  // namespace opscope::cli

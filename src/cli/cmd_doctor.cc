@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "collect/doctor.h"
 
@@ -37,7 +38,7 @@ class DoctorCommand : public Command {
     return "check this machine for measuring: perf permissions, PMU, governor, turbo, THP, NUMA, "
            "SMT, CUDA driver";
   }
-  void Setup(CLI::App* app) override {}
+  void Setup(CLI::App* app) override { AddSysrootOption(app); }
 
   CommandStatus Run() override {
     const auto checks = collect::RunDoctorChecks();

@@ -18,8 +18,10 @@
 #include "base/launch.h"
 #include "base/strings.h"
 #include "base/target_signals.h"
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "sections/telemetry/board_probe.h"
 #ifdef OPSCOPE_HAVE_GPU_LAYER
 #include "analysis/gpu_summary.h"
 #include "analysis/rules.h"
@@ -38,6 +40,7 @@ class GpuCommand : public Command {
   }
 
   void Setup(CLI::App* app) override {
+    AddSysrootOption(app);
     app->add_flag("--gpu-trace", gpu_trace_,
                   "also list every kernel and copy with start, duration, size, throughput");
     AddOutputOptions(app, &out_,
@@ -165,6 +168,7 @@ class GpuCommand : public Command {
 
     // Every rule that applies, as for any other profile (the debug-build, throttling and governor
     // rules, and gpu-kernel-bound with --metrics figures), then the GPU summary's own findings.
+    telemetry::DescribeInto(&p);
     analysis::Diagnose(&p, nullptr);
     analysis::SummaryOptions so;
     so.iteration_range = iteration_range_;

@@ -21,6 +21,7 @@ class MachineCommand : public Command {
     return "measure this machine's ceilings (peak GFLOP/s, memory GB/s) for the roofline";
   }
   void Setup(CLI::App* app) override {
+    AddSysrootOption(app);
     app->add_option("--machine", file_,
                     "machine file to write/read (default $XDG_CONFIG_HOME/opscope/machine.json)");
     app->add_option("--threads", threads_,

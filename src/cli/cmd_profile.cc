@@ -32,6 +32,7 @@ class ProfileCommand : public Command {
            "diagnosis";
   }
   void Setup(CLI::App* app) override {
+    AddSysrootOption(app);
     app->add_option("model", model_, "ONNX model file")->required();
     threads_opt_ = app->add_option(
         "--threads", threads_,

@@ -28,6 +28,7 @@ class RecordCommandCli : public Command {
     return "Sample the call stacks of a command and all its threads into a record file";
   }
   void Setup(CLI::App* app) override {
+    AddSysrootOption(app);
     app->add_option("-F,--freq", freq_text_,
                     "Sampling frequency in Hz, 1 to 100000, or max (the kernel's "
                     "perf_event_max_sample_rate, as perf record -F max; default 997)")

@@ -48,7 +48,7 @@ class ReportCommandCli : public Command {
                     "Caller/callee view of the functions matching NAME");
     app->add_option("--sections", sections_,
                     "Render only these sections, comma-separated: ops, stat, samples, ranges, gpu, "
-                    "memory, threadpool (default: every section the profile holds)");
+                    "memory, threadpool, telemetry (default: every section the profile holds)");
     app->add_option("--machine", machine_file_,
                     "Diagnose the profile again against these machine ceilings (a file of "
                     "`opscope machine`): per-op roofline verdicts, expected times and findings");

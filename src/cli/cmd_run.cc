@@ -35,6 +35,7 @@
 #include "collect/range_run.h"
 #include "collect/target_build.h"
 #include "profile/profile_io.h"
+#include "sections/telemetry/board_probe.h"
 
 extern char** environ;
 
@@ -48,6 +49,7 @@ class RunCommand : public Command {
     return "per-range profile of a program annotated with NVTX or opscope/annotate.h";
   }
   void Setup(CLI::App* app) override {
+    AddSysrootOption(app);
     app->add_option("-r,--runs", runs_, "measured runs of the program (default 1)")
         ->check(WholeNumberIn(1, 100000));
     app->add_option("-w,--warmup", warmup_, "warm-up runs, not measured (default 0)")
@@ -108,6 +110,7 @@ class RunCommand : public Command {
     if (!ran->exec_error.ok()) {
       return StartError(ran->exec_error);
     }
+    telemetry::DescribeInto(&p);
     analysis::Diagnose(&p, nullptr);  // ranges only: no op has FLOPs for a roofline
     if (Status st = profile::Validate(p); !st.ok()) return st;
 
@@ -146,6 +149,7 @@ class RunCommand : public Command {
     auto attached = collect::AttachRanges(ro, signals, &p);
     if (!attached.ok()) return attached.status();
     p.meta.source = attached->description;
+    telemetry::DescribeInto(&p);
     analysis::Diagnose(&p, nullptr);
     if (Status st = profile::Validate(p); !st.ok()) return st;
     report::ReportOptions o;

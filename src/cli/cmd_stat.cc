@@ -21,6 +21,7 @@
 #include "collect/counter_run.h"
 #include "collect/perf_event.h"
 #include "profile/profile_io.h"
+#include "sections/telemetry/board_probe.h"
 
 namespace opscope::cli {
 namespace {
@@ -33,6 +34,7 @@ class StatCommand : public Command {
            "verdict";
   }
   void Setup(CLI::App* app) override {
+    AddSysrootOption(app);
     app->add_option("-r,--repeat", repeat_,
                     "run the command N times; report mean, median, "
                     "trimmed mean, min, max, cv per event")
@@ -146,6 +148,7 @@ class StatCommand : public Command {
     for (const auto& run : p.stat->runs) p.e2e.runs_ms.push_back(run.wall_ms);
     profile::FinalizeStats(p);
     if (!attached) RecordTargetBuild(command_[0], &p.meta);
+    telemetry::DescribeInto(&p);
     analysis::Diagnose(&p, nullptr);
     Status valid = profile::Validate(p);
     if (!valid.ok()) return Internal("stat produced an invalid profile: " + valid.message());

@@ -11,8 +11,10 @@
 #include <map>
 
 #include "base/files.h"
+#include "base/host.h"
 #include "base/strings.h"
 #include "collect/perf_event.h"
+#include "sections/telemetry/board_probe.h"
 
 namespace opscope::collect {
 namespace {
@@ -92,6 +94,8 @@ DoctorCheck CheckPmu(int r) {
     return Make("PMU", Level::kWarn,
                 "hardware counters refused (" + std::string(strerror(err)) + ")",
                 "could not tell whether a PMU exists: fix the perf permissions first");
+  if (err == ENOSYS)
+    return Make("PMU", Level::kBad, "no perf_event_open (ENOSYS)", NoPerfEventsText());
   return Make("PMU", Level::kWarn,
               "no hardware counters (perf_event_open cycles: " + std::string(strerror(err)) + ")",
               "a VM or container without a virtual PMU: cycles become cpu-clock, and IPC, cache "
@@ -206,6 +210,41 @@ CudaProbe ProbeCuda() {
   return p;
 }
 
+DoctorCheck CheckBoard() {
+  const telemetry::TelemetrySection t = telemetry::BoardProbe::Discover().Describe();
+  if (t.channels.empty() && t.environment.empty())
+    return Make("board", Level::kNote,
+                "no board telemetry: no cpufreq policies, devfreq clocks, thermal zones, power "
+                "rails or NPU load readable" +
+                    (Sysroot().empty() ? std::string() : " under " + Sysroot()),
+                "profiles carry no clocks or temperatures of the board; on a Jetson or RK3588, "
+                "run as root for the debugfs clocks and NPU load");
+  std::vector<std::string> kinds;
+  std::map<std::string, int> count;
+  for (const auto& c : t.channels) ++count[c.kind];
+  for (const auto& [k, n] : count) kinds.push_back(std::to_string(n) + " " + k);
+  std::string finding = (t.board.empty() ? std::string("this machine") : t.board) +
+                        (t.platform.empty() ? "" : " (" + t.platform + ")") + ": " +
+                        Join(kinds, ", ") + " channel(s)";
+  Level level = Level::kOk;
+  std::string meaning = "sampled once per measured run into every profile (the telemetry section)";
+  auto env = [&](const char* k) {
+    auto it = t.environment.find(k);
+    return it == t.environment.end() ? std::string() : it->second;
+  };
+  if (!env("power mode").empty()) finding += "; power mode " + env("power mode");
+  if (!env("jetson_clocks").empty()) finding += "; jetson_clocks " + env("jetson_clocks");
+  if ((!env("power mode").empty() && env("power mode").find("MAXN") == std::string::npos) ||
+      StartsWith(env("jetson_clocks"), "off")) {
+    level = Level::kWarn;
+    meaning =
+        "times depend on the power mode and move with dynamic clocks: for comparable "
+        "numbers use `sudo nvpmodel -m 0` and `sudo jetson_clocks`, or state the mode "
+        "beside every figure";
+  }
+  return Make("board", level, finding, meaning);
+}
+
 DoctorCheck CheckCuda(const CudaProbe& p) {
   if (!p.loadable)
     return Make("CUDA driver", Level::kNote, "no NVIDIA driver (libcuda.so.1 not loadable)",
@@ -249,25 +288,26 @@ std::vector<DoctorCheck> RunDoctorChecks() {
   out.push_back(CheckKernelSymbols(access));
   out.push_back(CheckAttach(access));
   std::vector<std::string> governors;
-  for (const auto& cpu : ListDir("/sys/devices/system/cpu", "cpu")) {
+  for (const auto& cpu : ListDir(HostPath("/sys/devices/system/cpu"), "cpu")) {
     const std::string g =
-        Trim(ReadSysFile("/sys/devices/system/cpu/" + cpu + "/cpufreq/scaling_governor"));
+        Trim(ReadSysFile(HostPath("/sys/devices/system/cpu/") + cpu + "/cpufreq/scaling_governor"));
     if (!g.empty()) governors.push_back(g);
   }
   out.push_back(CheckGovernor(governors));
-  out.push_back(CheckTurbo(ReadSysFile("/sys/devices/system/cpu/intel_pstate/no_turbo"),
-                           ReadSysFile("/sys/devices/system/cpu/cpufreq/boost")));
-  out.push_back(CheckThp(ReadSysFile("/sys/kernel/mm/transparent_hugepage/enabled")));
+  out.push_back(CheckTurbo(ReadSysFile(HostPath("/sys/devices/system/cpu/intel_pstate/no_turbo")),
+                           ReadSysFile(HostPath("/sys/devices/system/cpu/cpufreq/boost"))));
+  out.push_back(CheckThp(ReadSysFile(HostPath("/sys/kernel/mm/transparent_hugepage/enabled"))));
   int nodes = 0;
-  for (const auto& n : ListDir("/sys/devices/system/node", "node"))
+  for (const auto& n : ListDir(HostPath("/sys/devices/system/node"), "node"))
     if (n.size() > 4 && std::isdigit(static_cast<unsigned char>(n[4])) &&
-        !Trim(ReadSysFile("/sys/devices/system/node/" + n + "/cpulist")).empty())
+        !Trim(ReadSysFile(HostPath("/sys/devices/system/node/") + n + "/cpulist")).empty())
       ++nodes;
   out.push_back(CheckNuma(nodes));
-  out.push_back(
-      CheckSmt(ReadSysFile("/sys/devices/system/cpu/smt/active"),
-               ReadSysFile("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")));
+  out.push_back(CheckSmt(
+      ReadSysFile(HostPath("/sys/devices/system/cpu/smt/active")),
+      ReadSysFile(HostPath("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list"))));
   out.push_back(CheckCuda(ProbeCuda()));
+  out.push_back(CheckBoard());
   return out;
 }
 

@@ -48,6 +48,9 @@ struct CudaProbe {
 };
 CudaProbe ProbeCuda();
 DoctorCheck CheckCuda(const CudaProbe& probe);
+// The board: its name, power mode and jetson_clocks (Jetson), clocks, temperatures, power rails
+// and NPU load found (sections/telemetry/board_probe.h); a note when nothing is exposed.
+DoctorCheck CheckBoard();
 
 // libdw's version as loaded (dwfl_version), for `opscope --version`.
 std::string LibdwVersion();

@@ -85,6 +85,8 @@ TEST(DoctorTest, Pmu) {
   EXPECT_EQ(none.level, Level::kWarn);
   EXPECT_NE(none.meaning.find("cpu-clock"), std::string::npos);
   EXPECT_NE(CheckPmu(-EACCES).meaning.find("permissions"), std::string::npos);
+  EXPECT_NE(CheckPmu(-ENOSYS).meaning.find("qemu-user"), std::string::npos);
+  EXPECT_EQ(CheckPmu(-ENOSYS).level, Level::kBad);
 }
 
 TEST(DoctorTest, GovernorTurboThpNumaSmt) {
@@ -129,7 +131,7 @@ TEST(DoctorTest, CudaDriver) {
 
 TEST(DoctorTest, RunsOnThisMachine) {
   auto checks = RunDoctorChecks();
-  ASSERT_EQ(checks.size(), 10u);
+  ASSERT_EQ(checks.size(), 11u);  // ... CUDA, board
   for (const auto& c : checks) {
     EXPECT_FALSE(c.area.empty());
     EXPECT_FALSE(c.finding.empty()) << c.area;

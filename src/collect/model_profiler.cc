@@ -13,6 +13,7 @@
 #include "engine/onnx_io.h"
 #include "profile/fused_split.h"
 #include "sections/memory/memory_engine.h"
+#include "sections/telemetry/board_probe.h"
 
 namespace opscope::collect {
 namespace {
@@ -110,13 +111,18 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   OpObserver* observer = extra.empty() ? static_cast<OpObserver*>(&timer) : &fan;
   std::vector<double> observed_ms, baseline_ms;
   std::vector<profile::ClockSample> clocks;
+  // The board's clocks, temperatures, power and accelerator load, once after each measured run.
+  const telemetry::BoardProbe board = telemetry::BoardProbe::Discover();
+  telemetry::TelemetrySection tele = board.Describe();
   for (int r = 0; r < opt.runs; ++r) {
     session->SetObserver(observer);
     int64_t t0 = NowNs();
     OPSCOPE_RETURN_IF_ERROR(session->Run());
-    observed_ms.push_back((NowNs() - t0) / 1e6);
+    const int64_t t1 = NowNs();
+    observed_ms.push_back((t1 - t0) / 1e6);
     ThermalSample ts = ReadThermalSample();
     clocks.push_back({r, ts.cpu_mhz_avg, ts.max_temp_c});
+    if (!board.empty()) board.Sample(&tele, r, t1);
     tick();
     session->SetObserver(nullptr);
     if (opt.measure_overhead) {
@@ -163,6 +169,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   p.e2e.runs_ms = observed_ms;
   p.clocks = std::move(clocks);
   p.sections.Get<memory::MemorySection>() = memory::FromSession(*session);
+  if (!board.empty()) p.sections.Get<telemetry::TelemetrySection>() = std::move(tele);
 
   p.ops.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {

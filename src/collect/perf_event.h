@@ -221,6 +221,8 @@ class CounterSet {
 
 // Human text for an errno from perf_event_open, for messages.
 std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener& opener);
+// Why nothing of perf works when perf_event_open itself is missing (ENOSYS), and what does.
+std::string NoPerfEventsText();
 
 // The fallback ladder, one rung at a time, shared by CounterSet (which also regroups an event
 // that changed rungs) and the sampler (OpenWithFallback). Given what the kernel answered for

@@ -22,8 +22,10 @@ namespace opscope::collect {
 
 namespace perf_internal {
 
+// ENOSYS is not one: the system call itself is missing (qemu-user, a kernel without
+// CONFIG_PERF_EVENTS, a seccomp filter), so software events fail too and no fallback helps.
 bool IsNoPmuError(int err) {
-  return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL || err == ENOSYS;
+  return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL;
 }
 
 std::string ErrnoName(int err) {
@@ -187,6 +189,15 @@ double ScaledValue(const RawCount& c) {
          static_cast<double>(c.running_ns);
 }
 
+std::string NoPerfEventsText() {
+  return "perf_event_open is not implemented here (ENOSYS): an emulator such as qemu-user, a "
+         "kernel built without CONFIG_PERF_EVENTS, or a seccomp filter blocking it (a container "
+         "runtime's profile: allow perf_event_open, or run with --security-opt "
+         "seccomp=unconfined). No counter, software or hardware, and no sampling works here; "
+         "`opscope profile` without --counters/--sample, `run`'s ranges, `gpu` and `import` "
+         "still do";
+}
+
 std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener& opener) {
   std::string ev = "perf_event_open for '" + spec.name + "'";
   if (err == EACCES || err == EPERM) {
@@ -201,6 +212,7 @@ std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener&
            "; run `sudo sysctl kernel.perf_event_paranoid=1` (or -1), run as root, or give opscope "
            "CAP_PERFMON (`sudo setcap cap_perfmon+ep $(command -v opscope)`)";
   }
+  if (err == ENOSYS) return ev + " failed: " + NoPerfEventsText();
   if (IsNoPmuError(err) && spec.NeedsPmu())
     return ev + " failed (" + ErrnoName(err) +
            "): this machine has no hardware PMU for it (VM, container) or the CPU lacks the event";

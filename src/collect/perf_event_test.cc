@@ -280,6 +280,19 @@ TEST(AttrTest, OneLadderForBothCallers) {
   EXPECT_EQ(NextFallback(-EOPNOTSUPP, a), Fallback::kUnsupported);
   a.type = PERF_TYPE_SOFTWARE;
   EXPECT_EQ(NextFallback(-ESRCH, a), Fallback::kFailed);
+  // ENOSYS (qemu-user, no CONFIG_PERF_EVENTS): no cpu-clock stand-in, which would fail the same
+  // way, and a message that says so instead of blaming a missing PMU.
+  a.type = PERF_TYPE_HARDWARE;
+  a.config = PERF_COUNT_HW_CPU_CYCLES;
+  EXPECT_EQ(NextFallback(-ENOSYS, a), Fallback::kFailed);
+  EventSpec cycles;
+  cycles.name = "cycles";
+  cycles.type = PERF_TYPE_HARDWARE;
+  const std::string text = PerfErrorText(ENOSYS, cycles, SystemOpener());
+  EXPECT_NE(text.find("not implemented here (ENOSYS): an emulator such as qemu-user"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("no hardware PMU"), std::string::npos) << text;
 }
 
 TEST(EventParseTest, GenericAndCacheAndRaw) {

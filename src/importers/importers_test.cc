@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "analysis/rules.h"
 #include "base/files.h"
 #include "base/strings.h"
 #include "base/testing/fuzz_corpus.h"
@@ -18,6 +19,7 @@
 #include "importers/tensorrt/layer_names.h"
 #include "report/format.h"
 #include "sections/memory/memory_section.h"
+#include "sections/telemetry/telemetry_section.h"
 
 namespace opscope::importers {
 int FuzzImport(const char* format, const uint8_t* data, size_t size);
@@ -440,6 +442,105 @@ TEST(PytorchImport, TruncatedTraceIsAnError) {
   EXPECT_NE(p.status().message().find("truncated"), std::string::npos) << p.status().message();
 }
 
+// --- tegrastats ---
+
+// JetPack 6 on an Orin: stamped samples, per-core CPU load and clock (off cores), EMC and GPU load
+// and clock (the larger GPC clock), temperatures without the -256C sensors, power rails' current
+// values; the telemetry section renders as counter tracks.
+TEST(TegrastatsImport, OrinLogBecomesTheTelemetrySection) {
+  auto p = ImportFile(Data("tegrastats_orin.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.kind, "import/tegrastats");
+  const auto* t = p->sections.Find<telemetry::TelemetrySection>();
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->sample_ns, (std::vector<int64_t>{0, 1'000'000'000, 3'000'000'000}));
+  EXPECT_EQ(t->Find("gpu load")->values, (std::vector<double>{0, 97, 98}));
+  EXPECT_EQ(t->Find("gpu clock")->values, (std::vector<double>{305, 1300, 1300}));
+  EXPECT_EQ(t->Find("emc clock")->values[1], 3199);
+  EXPECT_EQ(t->Find("cpu0 clock")->values[1], 2201);
+  EXPECT_EQ(t->Find("cpu4 load")->values[1], 0);  // "off"
+  EXPECT_EQ(t->Find("ram used")->max, 30536);
+  EXPECT_EQ(t->Find("power VDD_GPU_SOC")->values, (std::vector<double>{2408, 14876, 15102}));
+  EXPECT_EQ(t->Find("thermal tj")->values[2], 52.0);
+  EXPECT_EQ(t->environment.at("off: thermal CV0"), "in every sample (-256C)");
+  EXPECT_EQ(t->Find("thermal CV0"), nullptr);
+  EXPECT_EQ(t->Find("power NC"), nullptr);
+  EXPECT_EQ(t->Find("vic clock")->values[0], 729);
+  EXPECT_TRUE(p->meta.degradations.empty()) << Join(p->meta.degradations, "\n");
+  std::string trace;
+  ASSERT_TRUE(report::FindFormat("chrome")->write(*p, report::ReportOptions{}, &trace).ok());
+  EXPECT_NE(trace.find("\"gpu load (%)\""), std::string::npos);
+  std::string table;
+  ASSERT_TRUE(report::RenderTables(*p, report::ReportOptions{}, &table).ok());
+  EXPECT_NE(table.find("(tegrastats log), 3 samples"), std::string::npos) << table;
+}
+
+// JetPack 4 on a Nano: no stamps (one second apart, said), EMC/GR3D load without clocks, rails as
+// "cur/avg" without a unit.
+TEST(TegrastatsImport, Jetpack4LogWithoutStamps) {
+  auto p = ImportFile(Data("tegrastats_nano.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const auto* t = p->sections.Find<telemetry::TelemetrySection>();
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->sample_ns, (std::vector<int64_t>{0, 1'000'000'000}));
+  EXPECT_EQ(t->Find("gpu load")->values, (std::vector<double>{0, 99}));
+  EXPECT_EQ(t->Find("gpu clock"), nullptr);
+  EXPECT_EQ(t->Find("power POM_5V_IN")->values, (std::vector<double>{2242, 5921}));
+  EXPECT_EQ(t->Find("thermal PMIC")->values[0], 100);
+  EXPECT_NE(Join(p->meta.degradations, "\n").find("2 of 2 samples have no time stamp"),
+            std::string::npos);
+  EXPECT_FALSE(FromText("RAM is not a tegrastats line\n", "tegrastats").ok());
+}
+
+// --- RKNN ---
+
+// eval_perf's layer table with the runtime's log prefix: rows by FullName's node, placement,
+// cycles, MAC usage, work load, bytes; the last table of the log wins; the findings see the CPU
+// fallback and the layer waiting on DDR.
+TEST(RknnImport, Toolkit2LayerTableWithPlacementAndCycles) {
+  auto p = ImportFile(Data("rknn_bev_perf.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->meta.kind, "import/rknn");
+  ASSERT_EQ(p->ops.size(), 10u);
+  const profile::OpRecord& conv = p->ops[1];
+  EXPECT_EQ(conv.name, "backbone.conv1");
+  EXPECT_EQ(conv.op_type, "ConvRelu");
+  EXPECT_EQ(conv.source_nodes, (std::vector<std::string>{"backbone.conv1"}));
+  EXPECT_NEAR(conv.runs_ms[0], 3.412, 1e-12);
+  EXPECT_EQ(ShapeToString(conv.input_shapes[1]), "32x3x3x3");
+  EXPECT_EQ(conv.counters.at("rknn.npu_cycles"), 1622016);
+  EXPECT_EQ(conv.counters.at("rknn.mac_usage_pct"), 8.11);
+  EXPECT_EQ(conv.counters.at("rknn.core0_load_pct"), 100);
+  EXPECT_EQ(conv.bytes, 3168.0 * 1024);
+  EXPECT_EQ(p->ops[6].name, "lift.grid_sample");
+  EXPECT_EQ(p->ops[6].counters.at("rknn.cpu"), 1);
+  EXPECT_EQ(p->ops[4].output_shapes.size(), 1u);  // "(1,48,64,176),...": the list was cut
+  ASSERT_EQ(p->e2e.runs_ms.size(), 1u);
+  EXPECT_NEAR(p->e2e.runs_ms[0], 41.693, 1e-12);
+  EXPECT_EQ(p->meta.extra.at("rknn.cpu_layers"), "4");
+  analysis::Diagnose(&*p, nullptr);
+  std::string rules;
+  for (const auto& f : p->findings) rules += f.rule + ": " + f.title + " | " + f.evidence + "\n";
+  EXPECT_NE(rules.find("npu-cpu-fallback: layers that fell back to the CPU take 74.6%"),
+            std::string::npos)
+      << rules;
+  EXPECT_NE(rules.find("GridSample, Softmax"), std::string::npos) << rules;
+  EXPECT_NE(rules.find("npu-memory-bound"), std::string::npos) << rules;
+  EXPECT_NE(rules.find("depthnet.split (Split, DDR 281984 vs NPU 0 cycles)"), std::string::npos)
+      << rules;
+}
+
+TEST(RknnImport, Toolkit1PerformanceTable) {
+  auto p = ImportFile(Data("rknn1_perf.txt"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 5u);
+  EXPECT_EQ(p->ops[0].name, "convolution.relu.pooling.layer2_2");
+  EXPECT_EQ(p->ops[1].name, "convolution.relu.pooling.layer2_2#2");
+  EXPECT_EQ(p->ops[0].op_type, "convolution");
+  EXPECT_NEAR(p->e2e.runs_ms[0], 0.869, 1e-12);
+  EXPECT_FALSE(FromText("Network Layer Information Table\nID OpType Time(us)\n", "rknn").ok());
+}
+
 // --- TFLite ---
 
 TEST(TfliteImport, CurrentLayoutSkipsInitializationAndReadsDelegates) {
@@ -751,12 +852,12 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
 }
 
 TEST(ImportFuzz, RegressionCorpora) {
-  for (const char* fmt : {"ort", "tensorrt", "perf_script", "nsys", "pytorch", "tflite", "armnn",
-                          "nvprof", "nsys_stats"}) {
-    std::string name = fmt;
-    std::string format = name;
-    for (char& ch : format)
-      if (ch == '_') ch = '-';
+  // Every registered format (formats.def) has a corpus.
+  for (const Format* f : AllFormats()) {
+    std::string format = f->name;
+    std::string name = format;
+    for (char& ch : name)
+      if (ch == '-') ch = '_';
     int n =
         opscope::testing::ReplayFuzzCorpus("import_" + name + "_fuzz", [&](const std::string& b) {
           FuzzImport(format.c_str(), reinterpret_cast<const uint8_t*>(b.data()), b.size());

@@ -37,8 +37,11 @@ json Meta(const char* what, int pid, int tid, const std::string& name) {
 }
 
 Status WriteChrome(const profile::Profile& p, const ReportOptions& o, std::string* out) {
+  // Every section's tracks: `only` picks the tables a command prints, not what a timeline holds.
   Timeline tl;
-  for (const Section* s : PresentSections(p, o))
+  ReportOptions every = o;
+  every.only.clear();
+  for (const Section* s : PresentSections(p, every))
     if (s->timeline) s->timeline(p, o, tl);
   int64_t t0 = std::numeric_limits<int64_t>::max();
   for (const auto& e : tl.events()) t0 = std::min(t0, e.at_ns);

@@ -1,0 +1,312 @@
+#include "sections/telemetry/board_probe.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "base/host.h"
+#include "base/strings.h"
+#include "profile/profile.h"
+
+namespace opscope::telemetry {
+namespace {
+
+// How a Read's files become one value.
+enum How {
+  kHzToMhz = 0,      // one file in Hz
+  kKhzToMhz = 1,     // one file in kHz
+  kMilliToUnit = 2,  // m°C -> °C
+  kPlain = 3,        // the number as written (mW, %)
+  kMvMaToMw = 4,     // files[0] mV x files[1] mA / 1000
+  kNpuCore = 5,      // files[0] is the rknpu load text; meta.name ends with the core number
+};
+
+std::vector<std::string> List(const std::string& dir, const std::string& prefix = "") {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != ".." && StartsWith(n, prefix)) names.push_back(n);
+    }
+    closedir(d);
+  }
+  // thermal_zone2 before thermal_zone10.
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  return names;
+}
+
+bool Number(const std::string& path, double* v) { return ParseDouble(ReadSysFile(path), v); }
+
+// "NPU load:  Core0: 12%, Core1:  0%, Core2:  0%," -> {12, 0, 0}; "NPU load: 35%" -> {35}.
+std::vector<double> NpuLoads(const std::string& text) {
+  std::vector<double> out;
+  static const std::regex core(R"(Core\s*\d+\s*:\s*(\d+(?:\.\d+)?)\s*%)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), core); it != std::sregex_iterator();
+       ++it)
+    out.push_back(std::stod((*it)[1]));
+  if (out.empty()) {
+    static const std::regex one(R"(load\s*:\s*(\d+(?:\.\d+)?)\s*%)", std::regex::icase);
+    std::smatch m;
+    if (std::regex_search(text, m, one)) out.push_back(std::stod(m[1]));
+  }
+  return out;
+}
+
+std::string DevfreqName(const std::string& dir) {
+  std::string d = dir;
+  std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* gpu : {"ga10b", "gv11b", "gp10b", "gpu", "mali"})
+    if (d.find(gpu) != std::string::npos) return "gpu";
+  if (d.find("npu") != std::string::npos) return "npu";
+  if (d.find("dmc") != std::string::npos) return "dmc";
+  if (d.find("emc") != std::string::npos) return "emc";
+  if (d.find("dla") != std::string::npos) return "dla";
+  return dir;
+}
+
+}  // namespace
+
+BoardProbe BoardProbe::Discover() {
+  BoardProbe b;
+  const std::string model = ReadSysFile(HostPath("/proc/device-tree/model"));
+  // The device tree's strings end in NUL.
+  b.board_ = Trim(std::string(model.c_str()));
+  const std::string rknpu_load =
+      !ReadSysFile(HostPath("/sys/kernel/debug/rknpu/load")).empty()
+          ? HostPath("/sys/kernel/debug/rknpu/load")
+          : (!ReadSysFile(HostPath("/proc/rknpu/load")).empty() ? HostPath("/proc/rknpu/load")
+                                                                : "");
+  if (b.board_.find("Jetson") != std::string::npos ||
+      !ReadSysFile(HostPath("/etc/nv_tegra_release")).empty())
+    b.platform_ = "jetson";
+  else if (b.board_.find("Rockchip") != std::string::npos ||
+           b.board_.find("RK35") != std::string::npos || !rknpu_load.empty())
+    b.platform_ = "rockchip";
+
+  // CPU clusters.
+  const std::string cpufreq = HostPath("/sys/devices/system/cpu/cpufreq");
+  for (const std::string& pol : List(cpufreq, "policy")) {
+    const std::string dir = cpufreq + "/" + pol + "/";
+    double cur = 0, max = 0, min = 0;
+    if (!Number(dir + "scaling_cur_freq", &cur)) continue;
+    Number(dir + "cpuinfo_max_freq", &max);
+    Number(dir + "scaling_min_freq", &min);
+    std::string cpus = ReadSysFile(dir + "related_cpus");
+    std::replace(cpus.begin(), cpus.end(), ' ', ',');
+    Read r;
+    r.meta = {"cpu clock (cpus " + cpus + ")", "clock",    "MHz",
+              dir + "scaling_cur_freq",        max / 1000, min / 1000};
+    r.files = {dir + "scaling_cur_freq"};
+    r.how = kKhzToMhz;
+    b.reads_.push_back(r);
+    const std::string gov = ReadSysFile(dir + "scaling_governor");
+    if (!gov.empty()) b.environment_["cpu governor (cpus " + cpus + ")"] = gov;
+  }
+
+  // devfreq.
+  const std::string devfreq = HostPath("/sys/class/devfreq");
+  for (const std::string& dev : List(devfreq)) {
+    const std::string dir = devfreq + "/" + dev + "/";
+    double cur = 0, max = 0, min = 0;
+    if (!Number(dir + "cur_freq", &cur)) continue;
+    Number(dir + "max_freq", &max);
+    Number(dir + "min_freq", &min);
+    const std::string name = DevfreqName(dev);
+    Read r;
+    r.meta = {name + " clock", "clock", "MHz", dir + "cur_freq", max / 1e6, min / 1e6};
+    r.files = {dir + "cur_freq"};
+    r.how = kHzToMhz;
+    b.reads_.push_back(r);
+    const std::string gov = ReadSysFile(dir + "governor");
+    if (!gov.empty()) b.environment_[name + " governor"] = gov;
+    if (name == "gpu" && b.platform_ == "jetson" && max > 0)
+      b.environment_["jetson_clocks"] =
+          min >= max ? fmt::format("on (GPU clock floor at its ceiling, {:.0f} MHz)", max / 1e6)
+                     : fmt::format(
+                           "off (GPU clock floor {:.0f} MHz, ceiling {:.0f} MHz: it "
+                           "scales with load)",
+                           min / 1e6, max / 1e6);
+  }
+
+  // Jetson BPMP clocks (debugfs).
+  const std::string bpmp = HostPath("/sys/kernel/debug/bpmp/debug/clk/");
+  for (const char* clk : {"emc", "dla0_core", "dla1_core"}) {
+    double rate = 0, max = 0;
+    if (!Number(bpmp + clk + "/rate", &rate)) continue;
+    Number(bpmp + std::string(clk) + "/max_rate", &max);
+    std::string name = clk;
+    if (name != "emc") name = name.substr(0, 4);  // dla0, dla1
+    Read r;
+    r.meta = {name + " clock", "clock", "MHz", bpmp + clk + "/rate", max / 1e6, 0};
+    r.files = {bpmp + clk + "/rate"};
+    r.how = kHzToMhz;
+    b.reads_.push_back(r);
+  }
+
+  // Thermal zones.
+  const std::string thermal = HostPath("/sys/class/thermal");
+  for (const std::string& z : List(thermal, "thermal_zone")) {
+    const std::string dir = thermal + "/" + z + "/";
+    double t = 0;
+    if (!Number(dir + "temp", &t)) continue;
+    std::string type = ReadSysFile(dir + "type");
+    if (type.empty()) type = z;
+    double trip = 0;
+    for (int k = 0; k < 16; ++k) {
+      const std::string kind = ReadSysFile(dir + "trip_point_" + std::to_string(k) + "_type");
+      if (kind.empty()) break;
+      double tt = 0;
+      if ((kind == "passive" || (kind == "critical" && trip == 0)) &&
+          Number(dir + "trip_point_" + std::to_string(k) + "_temp", &tt) && tt > 0) {
+        trip = tt / 1000;
+        if (kind == "passive") break;
+      }
+    }
+    Read r;
+    r.meta = {"thermal " + type, "temperature", "°C", dir + "temp", trip, 0};
+    r.files = {dir + "temp"};
+    r.how = kMilliToUnit;
+    b.reads_.push_back(r);
+  }
+
+  // INA3221 power rails: hwmon, then the older iio driver.
+  const std::string hwmon = HostPath("/sys/class/hwmon");
+  for (const std::string& h : List(hwmon, "hwmon")) {
+    const std::string dir = hwmon + "/" + h + "/";
+    if (ReadSysFile(dir + "name") != "ina3221") continue;
+    for (int k = 1; k <= 3; ++k) {
+      const std::string label = ReadSysFile(dir + "in" + std::to_string(k) + "_label");
+      double mv = 0, ma = 0;
+      if (label.empty() || !Number(dir + "in" + std::to_string(k) + "_input", &mv) ||
+          !Number(dir + "curr" + std::to_string(k) + "_input", &ma))
+        continue;
+      Read r;
+      r.meta = {"power " + label,
+                "power",
+                "mW",
+                dir + "in" + std::to_string(k) + "_input x curr" + std::to_string(k) + "_input",
+                0,
+                0};
+      r.files = {dir + "in" + std::to_string(k) + "_input",
+                 dir + "curr" + std::to_string(k) + "_input"};
+      r.how = kMvMaToMw;
+      b.reads_.push_back(r);
+    }
+  }
+  const std::string ina = HostPath("/sys/bus/i2c/drivers/ina3221x");
+  for (const std::string& dev : List(ina)) {
+    for (const std::string& iio : List(ina + "/" + dev, "iio:device")) {
+      const std::string dir = ina + "/" + dev + "/" + iio + "/";
+      for (int k = 0; k < 3; ++k) {
+        const std::string label = ReadSysFile(dir + "rail_name_" + std::to_string(k));
+        double mw = 0;
+        if (label.empty() || !Number(dir + "in_power" + std::to_string(k) + "_input", &mw))
+          continue;
+        Read r;
+        r.meta = {
+            "power " + label, "power", "mW", dir + "in_power" + std::to_string(k) + "_input", 0, 0};
+        r.files = {dir + "in_power" + std::to_string(k) + "_input"};
+        r.how = kPlain;
+        b.reads_.push_back(r);
+      }
+    }
+  }
+
+  // RK3588 NPU load.
+  if (!rknpu_load.empty()) {
+    const std::vector<double> loads = NpuLoads(ReadSysFile(rknpu_load));
+    for (size_t k = 0; k < loads.size(); ++k) {
+      Read r;
+      r.meta = {loads.size() == 1 ? std::string("npu load") : fmt::format("npu load core{}", k),
+                "load",
+                "%",
+                rknpu_load,
+                100,
+                0};
+      r.files = {rknpu_load};
+      r.how = kNpuCore * 100 + static_cast<int>(k);
+      b.reads_.push_back(r);
+    }
+    const std::string version = ReadSysFile(HostPath("/sys/kernel/debug/rknpu/version"));
+    if (!version.empty()) b.environment_["rknpu driver"] = version;
+  }
+
+  // Jetson power mode.
+  const std::string status = ReadSysFile(HostPath("/var/lib/nvpmodel/status"));
+  std::smatch m;
+  static const std::regex pmode(R"(pmode\s*:\s*(\d+))");
+  if (std::regex_search(status, m, pmode)) {
+    const int id = std::stoi(m[1]);
+    std::string name;
+    const std::string conf = ReadSysFile(HostPath("/etc/nvpmodel.conf"));
+    static const std::regex model(R"(<\s*POWER_MODEL\s+ID\s*=\s*(\d+)\s+NAME\s*=\s*([^\s>]+))");
+    for (auto it = std::sregex_iterator(conf.begin(), conf.end(), model);
+         it != std::sregex_iterator(); ++it)
+      if (std::stoi((*it)[1]) == id) name = (*it)[2];
+    b.environment_["power mode"] =
+        name.empty() ? fmt::format("nvpmodel {}", id) : fmt::format("{} (nvpmodel {})", name, id);
+  }
+  if (!b.board_.empty()) b.environment_["board"] = b.board_;
+  return b;
+}
+
+TelemetrySection BoardProbe::Describe() const {
+  TelemetrySection t;
+  t.board = board_;
+  t.platform = platform_;
+  t.source = "sysfs";
+  t.environment = environment_;
+  for (const Read& r : reads_) t.channels.push_back(r.meta);
+  return t;
+}
+
+void BoardProbe::Sample(TelemetrySection* t, int32_t run, int64_t ns) const {
+  if (t->channels.size() != reads_.size()) return;
+  t->sample_ns.push_back(ns);
+  t->sample_runs.push_back(run);
+  for (size_t i = 0; i < reads_.size(); ++i) {
+    const Read& r = reads_[i];
+    Channel& c = t->channels[i];
+    double v = 0, a = 0, b = 0;
+    bool ok = false;
+    if (r.how >= kNpuCore * 100) {
+      const std::vector<double> loads = NpuLoads(ReadSysFile(r.files[0]));
+      const size_t k = static_cast<size_t>(r.how - kNpuCore * 100);
+      ok = k < loads.size();
+      if (ok) v = loads[k];
+    } else if (r.how == kMvMaToMw) {
+      ok = Number(r.files[0], &a) && Number(r.files[1], &b);
+      v = a * b / 1000;
+    } else {
+      ok = Number(r.files[0], &a);
+      v = r.how == kHzToMhz       ? a / 1e6
+          : r.how == kKhzToMhz    ? a / 1000
+          : r.how == kMilliToUnit ? a / 1000
+                                  : a;
+    }
+    if (!ok || !std::isfinite(v) || std::fabs(v) > 1e15) {
+      ++c.gaps;
+      v = c.values.empty() ? 0 : c.values.back();
+    }
+    c.values.push_back(v);
+  }
+}
+
+void DescribeInto(profile::Profile* p) {
+  if (p->sections.Find<TelemetrySection>()) return;
+  const BoardProbe probe = BoardProbe::Discover();
+  if (probe.empty()) return;
+  TelemetrySection t = probe.Describe();
+  // Described, not sampled: one reading at the end stands for the state the numbers were taken in.
+  probe.Sample(&t, -1, NowNs());
+  p->sections.Get<TelemetrySection>() = std::move(t);
+}
+
+}  // namespace opscope::telemetry

@@ -1,0 +1,223 @@
+// Board telemetry on fake /sys, /proc and /etc trees laid out as JetPack 6 on a Jetson AGX Orin
+// and Rockchip's BSP on an RK3588 lay them out: discovery, sampling, a planted FIFO that must not
+// hang, the section's JSON and Validate, its renderers and findings, and `profile` under
+// --sysroot sampling it once per measured run.
+#include "sections/telemetry/telemetry_section.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../../../tests/cli_util.h"
+#include "analysis/rules.h"
+#include "base/host.h"
+#include "collect/model_profiler.h"
+#include "profile/profile_io.h"
+#include "report/format.h"
+#include "sections/telemetry/board_probe.h"
+
+namespace opscope::telemetry {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeTree {
+ public:
+  explicit FakeTree(const std::string& name)
+      : root_(::testing::TempDir() + "/opscope_telemetry_" + name) {
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  ~FakeTree() {
+    SetSysroot("");
+    fs::remove_all(root_);
+  }
+  void Put(const std::string& path, const std::string& text) {
+    fs::create_directories(fs::path(root_ + path).parent_path());
+    std::ofstream(root_ + path, std::ios::binary) << text;
+  }
+  void Fifo(const std::string& path) {
+    fs::create_directories(fs::path(root_ + path).parent_path());
+    ASSERT_EQ(mkfifo((root_ + path).c_str(), 0600), 0);
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_;
+};
+
+// The committed trees (tests/boards/), copied so a test may change them.
+void CopyBoard(FakeTree& t, const std::string& board) {
+  fs::copy(std::string(OPSCOPE_SOURCE_DIR) + "/tests/boards/" + board, t.root(),
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+}
+void Orin(FakeTree& t) { CopyBoard(t, "jetson_agx_orin"); }
+
+TEST(TelemetryTest, JetsonOrinTreeIsDescribedAndSampled) {
+  FakeTree t("orin");
+  Orin(t);
+  t.Fifo("/sys/class/thermal/thermal_zone1/temp");  // must be skipped, not waited on
+  t.Put("/sys/devices/system/cpu/cpufreq/policy0/scaling_cur_freq", "729600\n");
+  SetSysroot(t.root());
+  const BoardProbe probe = BoardProbe::Discover();
+  TelemetrySection s = probe.Describe();
+  EXPECT_EQ(s.board, "NVIDIA Jetson AGX Orin Developer Kit");
+  EXPECT_EQ(s.platform, "jetson");
+  EXPECT_EQ(s.environment["power mode"], "MODE_30W (nvpmodel 2)");
+  EXPECT_EQ(s.environment["jetson_clocks"].rfind("off (GPU clock floor 306 MHz", 0), 0u)
+      << s.environment["jetson_clocks"];
+  EXPECT_EQ(s.environment["gpu governor"], "nvhost_podgov");
+  std::vector<std::string> names;
+  for (const Channel& c : s.channels) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu clock (cpus 0,1,2,3)", "gpu clock", "emc clock",
+                                             "dla0 clock", "thermal cpu-thermal",
+                                             "power VDD_GPU_SOC", "power VDD_CPU_CV"}));
+  probe.Sample(&s, 0, 1000);
+  t.Put("/sys/class/devfreq/17000000.ga10b/cur_freq", "1300500000\n");
+  t.Put("/sys/class/hwmon/hwmon1/curr1_input", "garbage\n");  // unreadable: previous value
+  probe.Sample(&s, 1, 2000);
+  const Channel* gpu = s.Find("gpu clock");
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->values, (std::vector<double>{306, 1300.5}));
+  EXPECT_EQ(gpu->max, 1300.5);
+  EXPECT_EQ(s.Find("thermal cpu-thermal")->max, 99);  // the passive trip, not the critical one
+  EXPECT_EQ(s.Find("thermal cpu-thermal")->values[0], 45.5);
+  EXPECT_EQ(s.Find("power VDD_GPU_SOC")->values, (std::vector<double>{6000, 6000}));
+  EXPECT_EQ(s.Find("power VDD_GPU_SOC")->gaps, 1);
+  EXPECT_EQ(s.Find("emc clock")->values[0], 3199);
+
+  profile::Profile p;
+  p.meta.kind = "profile";
+  p.sections.Get<TelemetrySection>() = s;
+  ASSERT_TRUE(profile::Validate(p).ok());
+  const auto findings = analysis::RunRules(p, nullptr);
+  std::string rules;
+  for (const auto& f : findings) rules += f.rule + ": " + f.title + "\n";
+  EXPECT_NE(rules.find("board-power-mode: the board was not at full speed: power mode "
+                       "MODE_30W (nvpmodel 2); jetson_clocks off"),
+            std::string::npos)
+      << rules;
+  // The CPU cluster at a third of its ceiling is news; the idle GPU of a CPU profile is not.
+  EXPECT_NE(rules.find("clock-below-ceiling: 1 clock(s)"), std::string::npos) << rules;
+  for (const auto& f : findings)
+    if (f.rule == "clock-below-ceiling")
+      EXPECT_EQ(f.evidence.rfind("cpu clock (cpus 0,1,2,3) median 730 of 2202 MHz", 0), 0u)
+          << f.evidence;
+
+  // JSON round trip, and Validate on a broken one.
+  const std::string text = profile::ToJsonString(p);
+  auto back = profile::FromJsonString(text, "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->sections.Find<TelemetrySection>()->Find("gpu clock")->values[1], 1300.5);
+  auto j = nlohmann::json::parse(text);
+  j["telemetry"]["channels"][0]["values"] = {1.0};
+  auto bad = profile::FromJsonString(j.dump(), "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("telemetry section: channel #0"), std::string::npos)
+      << bad.status().message();
+
+  // Renderers.
+  report::ReportOptions o;
+  std::string table, csv, html, trace;
+  ASSERT_TRUE(report::RenderTables(p, o, &table).ok());
+  EXPECT_NE(table.find("power mode: MODE_30W (nvpmodel 2)"), std::string::npos) << table;
+  EXPECT_NE(table.find("gpu clock"), std::string::npos) << table;
+  o.only = {"telemetry"};
+  ASSERT_TRUE(report::FindFormat("csv")->write(p, o, &csv).ok());
+  EXPECT_NE(csv.find("1,1,2000,gpu clock,MHz,1300.5"), std::string::npos) << csv;
+  ASSERT_TRUE(report::FindFormat("html")->write(p, report::ReportOptions{}, &html).ok());
+  EXPECT_NE(html.find("<section id=\"telemetry\">"), std::string::npos);
+  ASSERT_TRUE(report::FindFormat("chrome")->write(p, report::ReportOptions{}, &trace).ok());
+  int counters = 0;
+  const auto doc = nlohmann::json::parse(trace);
+  for (const auto& e : doc["traceEvents"])
+    counters += e["ph"] == "C" && e["name"] == "gpu clock (MHz)";
+  EXPECT_EQ(counters, 2) << trace.substr(0, 1500);
+}
+
+TEST(TelemetryTest, Rk3588TreeHasClustersNpuLoadAndDevfreq) {
+  FakeTree t("rk3588");
+  CopyBoard(t, "rk3588");
+  SetSysroot(t.root());
+  const BoardProbe probe = BoardProbe::Discover();
+  TelemetrySection s = probe.Describe();
+  probe.Sample(&s, 0, 10);
+  EXPECT_EQ(s.platform, "rockchip");
+  EXPECT_EQ(s.environment["rknpu driver"], "RKNPU driver: v0.9.6");
+  std::vector<std::string> names;
+  for (const Channel& c : s.channels) names.push_back(c.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"cpu clock (cpus 0,1,2,3)", "cpu clock (cpus 4,5)",
+                                      "cpu clock (cpus 6,7)", "dmc clock", "gpu clock", "npu clock",
+                                      "npu load core0", "npu load core1", "npu load core2"}));
+  EXPECT_EQ(s.Find("npu load core2")->values[0], 47);
+  EXPECT_EQ(s.Find("cpu clock (cpus 4,5)")->values[0], 408);
+  EXPECT_EQ(s.Find("cpu clock (cpus 4,5)")->max, 2400);
+  EXPECT_EQ(s.Find("dmc clock")->values[0], 2112);
+}
+
+// `profile` under --sysroot: one sample per measured run, at the run's end, in the profile.
+TEST(TelemetryTest, ProfileSamplesTheBoardOncePerRun) {
+  FakeTree t("orin_profile");
+  Orin(t);
+  SetSysroot(t.root());
+  collect::ModelProfileOptions opt;
+  opt.model_path = std::string(OPSCOPE_SOURCE_DIR) + "/models/bev_demo.onnx";
+  opt.warmup = 0;
+  opt.runs = 3;
+  opt.measure_overhead = false;
+  auto p = collect::ProfileModel(opt);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const TelemetrySection* s = p->sections.Find<TelemetrySection>();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->sample_runs, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(s->Find("gpu clock")->values.size(), 3u);
+  EXPECT_EQ(p->meta.cpu_model, "");  // the fake tree has no cpuinfo: host facts follow --sysroot
+}
+
+// The command line: `doctor --sysroot` names the board and warns about its power mode;
+// `profile --sysroot` carries the telemetry into the JSON and the Chrome trace; a --sysroot that
+// is not a folder is a usage error.
+TEST(TelemetryTest, SysrootOptionOnDoctorAndProfile) {
+  FakeTree t("orin_cli");
+  Orin(t);
+  using opscope::testing::OpscopeBinary;
+  using opscope::testing::RunCommand;
+  auto d = RunCommand({OpscopeBinary(), "doctor", "--sysroot", t.root()});
+  EXPECT_NE(d.out.find("NVIDIA Jetson AGX Orin Developer Kit (jetson): 4 clock, 2 power, 1 "
+                       "temperature channel(s); power mode MODE_30W (nvpmodel 2)"),
+            std::string::npos)
+      << d.out << d.err;
+  const std::string json = t.root() + "/p.json", trace = t.root() + "/p.trace.json";
+  auto p = RunCommand({OpscopeBinary(), "profile",
+                       std::string(OPSCOPE_SOURCE_DIR) + "/models/bev_demo.onnx", "--sysroot",
+                       t.root() + "/", "--runs", "2", "--warmup", "0", "--no-overhead", "-o", json,
+                       "-o", trace});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  auto j = nlohmann::json::parse(opscope::testing::ReadAll(json));
+  EXPECT_EQ(j["telemetry"]["environment"]["power mode"], "MODE_30W (nvpmodel 2)");
+  EXPECT_EQ(j["telemetry"]["sample_runs"].size(), 2u);
+  bool board_finding = false;
+  for (const auto& f : j["findings"]) board_finding |= f["rule"] == "board-power-mode";
+  EXPECT_TRUE(board_finding) << j["findings"].dump();
+  EXPECT_NE(opscope::testing::ReadAll(trace).find("\"gpu clock (MHz)\""), std::string::npos);
+  auto bad = RunCommand({OpscopeBinary(), "doctor", "--sysroot", t.root() + "/nope"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--sysroot"), std::string::npos) << bad.err;
+}
+
+// Nothing to describe (this VM): no section.
+TEST(TelemetryTest, AnEmptyTreeMakesNoSection) {
+  FakeTree t("empty");
+  SetSysroot(t.root());
+  EXPECT_TRUE(BoardProbe::Discover().empty());
+  profile::Profile p;
+  DescribeInto(&p);
+  EXPECT_EQ(p.sections.Find<TelemetrySection>(), nullptr);
+}
+
+}  // namespace
+}  // namespace opscope::telemetry
