@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "analysis/hygiene.h"
+#include "analysis/rules.h"
+#include "profile/profile_io.h"
+#include "report/format.h"
 
 namespace opscope::analysis {
 namespace {
@@ -105,6 +108,58 @@ TEST(DiagHygiene, ClockSamplesRoundTripAndValidate) {
   EXPECT_FALSE(profile::Validate(p).ok());
   // Profiles without samples do not write the key at all.
   EXPECT_EQ(profile::ToJsonString(profile::Profile{}).find("clocks"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace opscope::analysis
+
+namespace opscope::analysis {
+namespace {
+
+// Diagnose stores the whole-profile verdicts (noise, throttling, build, whether ceilings were
+// known); they survive the JSON, and the renderers read the stored ones rather than deriving them
+// again (a changed stored sentence is what the page and the run table print).
+TEST(DiagHygiene, VerdictsAreStoredOnceAndRead) {
+  profile::Profile p;
+  p.meta.kind = "run";
+  p.meta.build_type = "Release";
+  p.e2e.runs_ms = {10, 10.1, 9.9, 10, 30};
+  p.clocks = {{0, 2000, 50}, {1, 2000, 51}, {2, 1500, 60}, {3, 1500, 61}, {4, 1500, 62}};
+  profile::Range r;
+  r.name = "network";
+  r.start_ns = 0;
+  r.end_ns = 1000;
+  r.run = 0;
+  p.ranges = {r};
+  profile::FinalizeStats(p);
+  Diagnose(&p, nullptr);
+  ASSERT_TRUE(p.verdicts.has_value());
+  EXPECT_FALSE(p.verdicts->ceilings);
+  EXPECT_EQ(p.verdicts->build, "release");
+  EXPECT_TRUE(p.verdicts->throttled);
+  EXPECT_NEAR(p.verdicts->freq_drop_pct, 25, 1e-9);
+  EXPECT_EQ(p.verdicts->outlier_runs, std::vector<int>{4});
+  EXPECT_FALSE(p.verdicts->noise.empty());
+  auto back = profile::FromJsonString(profile::ToJsonString(p), "v.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_TRUE(back->verdicts.has_value());
+  EXPECT_EQ(back->verdicts->noise_words, p.verdicts->noise_words);
+  EXPECT_EQ(back->verdicts->outlier_runs, std::vector<int>{4});
+
+  back->verdicts->noise_words = "STORED WORDS";
+  back->verdicts->throttling = "STORED CLOCKS";
+  std::string table, html;
+  ASSERT_TRUE(report::RenderTables(*back, report::ReportOptions{}, &table).ok());
+  EXPECT_NE(table.find("whole program: STORED WORDS"), std::string::npos) << table;
+  EXPECT_NE(table.find("clocks: STORED CLOCKS"), std::string::npos) << table;
+  ASSERT_TRUE(report::FindFormat("html")->write(*back, report::ReportOptions{}, &html).ok());
+  EXPECT_NE(html.find("STORED WORDS"), std::string::npos);
+
+  back->verdicts->outlier_runs = {9};
+  EXPECT_FALSE(profile::Validate(*back).ok());
+  back->verdicts.reset();  // an older profile: derived again
+  ASSERT_TRUE(report::RenderTables(*back, report::ReportOptions{}, &table).ok());
+  EXPECT_NE(table.find("whole program: " + p.verdicts->noise_words), std::string::npos) << table;
 }
 
 }  // namespace

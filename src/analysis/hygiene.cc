@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "base/strings.h"
@@ -156,6 +157,32 @@ void BuildVerdictToMeta(const BuildVerdict& v, profile::Meta* meta) {
   meta->extra[kTargetBuildKey] = v.kind;
   meta->extra[kTargetOptKey] = v.opt_level;
   meta->extra[kTargetEvidenceKey] = v.evidence;
+}
+
+profile::Verdicts ComputeVerdicts(const profile::Profile& p) {
+  profile::Verdicts v;
+  v.ceilings = false;
+  for (const auto& op : p.ops) v.ceilings = v.ceilings || op.roofline.has_value();
+  if (!p.e2e.runs_ms.empty()) {
+    const RepeatReport r = AnalyzeRepeats(p.e2e.runs_ms);
+    v.noise = r.verdict;
+    v.cv = std::isfinite(r.stats.cv) && r.stats.cv >= 0 ? r.stats.cv : 0;
+    v.outlier_runs = r.outlier_runs;
+    v.noise_words = r.words;
+  }
+  const ThrottleReport t = DetectThrottling(p.clocks);
+  v.throttled = t.throttled;
+  v.freq_drop_pct = std::isfinite(t.freq_drop_pct) ? t.freq_drop_pct : 0;
+  v.temp_rise_c = std::isfinite(t.temp_rise_c) ? t.temp_rise_c : 0;
+  v.throttling = t.summary;
+  const BuildVerdict b = ClassifyBuildType(p.meta.build_type);
+  v.build = b.kind;
+  v.build_evidence = b.evidence;
+  return v;
+}
+
+profile::Verdicts VerdictsOf(const profile::Profile& p) {
+  return p.verdicts ? *p.verdicts : ComputeVerdicts(p);
 }
 
 }  // namespace opscope::analysis

@@ -61,6 +61,12 @@ BuildVerdict ClassifyProducers(const StatusOr<std::vector<std::string>>& produce
 // release.
 BuildVerdict ClassifyBuildType(const std::string& cmake_build_type);
 
+// The whole-profile verdicts Diagnose stores (profile::Verdicts): noise, throttling, build.
+// Renderers call it for profiles written before they were stored.
+profile::Verdicts ComputeVerdicts(const profile::Profile& p);
+// p.verdicts when stored, else ComputeVerdicts(p).
+profile::Verdicts VerdictsOf(const profile::Profile& p);
+
 // Meta::extra keys used to carry the target's verdict from `stat`/`record`/`run` to the rules.
 inline constexpr char kTargetBuildKey[] = "target.build";  // "release"/"debug"/"unknown"
 inline constexpr char kTargetOptKey[] = "target.opt_level";

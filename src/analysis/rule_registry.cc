@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analysis/hygiene.h"
 #include "analysis/roofline.h"
 #include "analysis/rules.h"
 #include "base/strings.h"
@@ -62,6 +63,7 @@ void Diagnose(profile::Profile* p, const MachineCeilings* ceilings) {
     for (auto& op : p->ops) op.roofline.reset();
   }
   p->findings = RunRules(*p, ceilings);
+  p->verdicts = ComputeVerdicts(*p);
 }
 
 namespace rule_util {

@@ -3,9 +3,7 @@
 // the roofs of a board (--device, --peak-gflops/--peak-gbps). It writes through the output
 // registry like every command (cli/output.h): the tables on standard output, `-o FILE` in the
 // format its extension names, an unknown extension refused.
-//
-// This file also installs importers' reader into profile::LoadProfile (SetForeignLoader), so
-// `report`, `diff` and every other command that loads a profile read those files directly.
+// `report` and `diff` read the same files directly (importers::LoadProfileFile).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -27,8 +25,6 @@
 
 namespace opscope::cli {
 namespace {
-
-const bool kForeignLoaderInstalled = (profile::SetForeignLoader(&importers::ImportIfForeign), true);
 
 const char* RuntimeName(const std::string& format) {
   if (format == "ort") return "ONNX Runtime";

@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "collect/symbolize.h"
+#include "importers/importer.h"
 #include "profile/profile_io.h"
 #include "report/samples_report.h"
 
@@ -117,7 +118,7 @@ class ReportCommandCli : public Command {
     if (Status st = PrepareOutput(out_, "table"); !st.ok()) return st;
     o.color = report::WritesToStream(out_.targets) && UseColor(1);
 
-    auto loaded = collect::LoadAnyProfile(file_);
+    auto loaded = importers::LoadProfileFile(file_);
     if (!loaded.ok()) return loaded.status();
     profile::Profile& p = *loaded;
     if (!machine_file_.empty()) {

@@ -52,25 +52,4 @@ StatusOr<profile::Profile> LoadRecording(const std::string& path) {
   return p;
 }
 
-StatusOr<profile::Profile> LoadAnyProfile(const std::string& path) {
-  OPSCOPE_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
-  char head[8] = {};
-  ssize_t n = ::read(fd, head, sizeof head);
-  ::close(fd);
-  if (n < 0) return NotFound(path + ": cannot read: " + std::strerror(errno));
-  std::string_view first(head, static_cast<size_t>(n));
-  if (RecordReader::Sniff(first) ||
-      (n > 0 && n < 8 && std::string_view(kRecordMagic, static_cast<size_t>(n)) == first))
-    return LoadRecording(path);
-  if (n == 0) return DataLoss(path + ": file is empty (not a profile)");
-  // Other tools' profiles (`opscope import` formats), detected by content.
-  if (auto foreign = profile::LoadForeignProfile(path)) return std::move(*foreign);
-  size_t i = 0;
-  while (i < first.size() && std::isspace(static_cast<unsigned char>(first[i]))) ++i;
-  if (i < first.size() && first[i] != '{')
-    return Unsupported(path +
-                       ": not an opscope profile (neither a record file nor a JSON profile)");
-  return profile::LoadProfile(path);
-}
-
 }  // namespace opscope::collect

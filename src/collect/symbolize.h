@@ -31,9 +31,6 @@ StatusOr<profile::SampleSection> Symbolize(const RecordReader& reader);
 // binaries must still be where they were). Validated.
 StatusOr<profile::Profile> LoadRecording(const std::string& path);
 
-// Any profile opscope writes: a record file (sniffed by its magic) or a JSON profile.
-StatusOr<profile::Profile> LoadAnyProfile(const std::string& path);
-
 // "ns::f(int)" for "_ZN2ns1fEi"; other names unchanged.
 std::string Demangle(const std::string& name);
 

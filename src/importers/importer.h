@@ -72,6 +72,9 @@ struct Format {
   const char* description;  // "ONNX Runtime profiler JSON (enable_profiling)"
   int (*sniff)(std::string_view head, const std::string& path);
   StatusOr<profile::Profile> (*parse)(const Source& source);
+  // The parse result is opscope's own profile, already finalized and validated: Import leaves
+  // its statistics as they were written (a hand-made profile may have stats without runs).
+  bool native = false;
 };
 
 // Every format, in formats.def order.
@@ -88,10 +91,11 @@ StatusOr<const Format*> Detect(std::string_view head, const std::string& path);
 StatusOr<profile::Profile> Import(const Source& source, const Format* format);
 StatusOr<profile::Profile> ImportFile(const std::string& path, const Format* format = nullptr);
 
-// For profile::LoadForeignProfile: nullopt when no importer recognises PATH's head (so the
-// caller's own message stands), else the import's result.
-std::optional<StatusOr<profile::Profile>> ImportIfForeign(const std::string& path,
-                                                          std::string_view head);
+// Every command that reads a profile file (report, diff, the HTML renderer) reads it here: the
+// registry's sniffers decide, opscope's own formats (`opscope` JSON, `opscope-record`) being two
+// of its entries. A `{` file no sniffer claims is read as an opscope profile, so its error says
+// what is wrong with it; anything else names the formats it is not.
+StatusOr<profile::Profile> LoadProfileFile(const std::string& path);
 
 // Helpers shared by format files.
 namespace util {

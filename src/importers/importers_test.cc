@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "analysis/rules.h"
 #include "base/files.h"
@@ -17,6 +18,7 @@
 #include "importers/model_join.h"
 #include "importers/tensorrt/layer_info.h"
 #include "importers/tensorrt/layer_names.h"
+#include "profile/profile_io.h"
 #include "report/format.h"
 #include "sections/memory/memory_section.h"
 #include "sections/telemetry/telemetry_section.h"
@@ -492,6 +494,43 @@ TEST(TegrastatsImport, Jetpack4LogWithoutStamps) {
   EXPECT_FALSE(FromText("RAM is not a tegrastats line\n", "tegrastats").ok());
 }
 
+// --- one loader for every profile file ---
+
+// report/diff/html_render read any file through LoadProfileFile: opscope's JSON and record files
+// are registry entries like the foreign formats (their stats left as written), a `{` file no
+// sniffer claims is read as an opscope profile for its message, anything else names the formats.
+TEST(LoadProfileFile, NativeAndForeignByContent) {
+  const std::string dir = ::testing::TempDir() + "/opscope_load_any";
+  std::filesystem::create_directories(dir);
+  auto json =
+      LoadProfileFile(std::string(OPSCOPE_SOURCE_DIR) + "/src/analysis/testdata/model_before.json");
+  ASSERT_TRUE(json.ok()) << json.status().message();
+  EXPECT_EQ(json->meta.kind, "profile");
+  auto direct = profile::LoadProfile(std::string(OPSCOPE_SOURCE_DIR) +
+                                     "/src/analysis/testdata/model_before.json");
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(profile::ToJsonString(*json), profile::ToJsonString(*direct));
+  auto ort = LoadProfileFile(Data("ort_bev_all.json"));
+  ASSERT_TRUE(ort.ok()) << ort.status().message();
+  EXPECT_EQ(ort->meta.kind, "import/ort");
+  EXPECT_EQ(*Detect("OPSREC\x01", "x.rec"), FindFormat("opscope-record"));
+  EXPECT_EQ(*Detect("OPS", "x.rec"), FindFormat("opscope-record"));
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << text;
+    return dir + "/" + name;
+  };
+  auto empty = LoadProfileFile(write("empty.json", ""));
+  EXPECT_EQ(empty.status().message(), dir + "/empty.json: file is empty (not a profile)");
+  auto braces = LoadProfileFile(write("half.json", "{\"schema\": \"opscope.prof"));
+  EXPECT_NE(braces.status().message().find("not valid JSON"), std::string::npos)
+      << braces.status().message();
+  auto text = LoadProfileFile(write("notes.txt", "hello\n"));
+  EXPECT_NE(text.status().message().find("not an opscope profile (neither a record file nor a "
+                                         "JSON profile) nor a format opscope imports (opscope, "),
+            std::string::npos)
+      << text.status().message();
+}
+
 // --- RKNN ---
 
 // eval_perf's layer table with the runtime's log prefix: rows by FullName's node, placement,
@@ -658,7 +697,9 @@ TEST(Detect, ByContentNotExtension) {
     EXPECT_STREQ(Detect(ReadFile(Data(f)).value(), f).value()->name, "tensorrt") << f;
   EXPECT_STREQ(Detect(ReadFile(Data("perf_script_threads.txt")).value(), "x.json").value()->name,
                "perf-script");
-  auto none = Detect("{\"schema\": \"opscope.profile/1\"}", "p.json");
+  // opscope's own profile is an entry of the registry too.
+  EXPECT_STREQ(Detect("{\"schema\": \"opscope.profile/1\"}", "p.json").value()->name, "opscope");
+  auto none = Detect("{\"something\": \"else\"}", "p.json");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("--from"), std::string::npos);
 }

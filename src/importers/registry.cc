@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -93,7 +94,7 @@ StatusOr<profile::Profile> Import(const Source& source, const Format* format) {
   }
   if (!parsed.ok()) return parsed.status();
   profile::Profile p = std::move(*parsed);
-  profile::FinalizeStats(p);
+  if (!format->native) profile::FinalizeStats(p);
   OPSCOPE_RETURN_IF_ERROR(
       profile::Validate(p).WithPrefix(source.origin() + " (" + format->name + ")"));
   return p;
@@ -104,16 +105,20 @@ StatusOr<profile::Profile> ImportFile(const std::string& path, const Format* for
   return Import(*src, format);
 }
 
-std::optional<StatusOr<profile::Profile>> ImportIfForeign(const std::string& path,
-                                                          std::string_view head) {
-  auto f = Detect(head, path);
-  if (!f.ok()) {
-    // Two formats claiming the file is worth saying; no format at all leaves the caller's message.
-    if (f.status().message().find("at once") != std::string::npos)
-      return StatusOr<profile::Profile>(f.status());
-    return std::nullopt;
-  }
-  return ImportFile(path, *f);
+StatusOr<profile::Profile> LoadProfileFile(const std::string& path) {
+  OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<Source> src, Source::Open(path));
+  const std::string_view bytes = src->bytes();
+  if (bytes.empty()) return DataLoss(path + ": file is empty (not a profile)");
+  auto f = Detect(bytes.substr(0, kSniffBytes), path);
+  if (f.ok()) return Import(*src, *f);
+  if (f.status().message().find("at once") != std::string::npos) return f.status();
+  size_t i = 0;
+  while (i < bytes.size() && i < 4096 && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
+  if (i < bytes.size() && bytes[i] == '{') return Import(*src, FindFormat("opscope"));
+  return Unsupported(path +
+                     ": not an opscope profile (neither a record file nor a JSON profile) "
+                     "nor a format opscope imports (" +
+                     FormatNames() + ")");
 }
 
 // --- Source ---

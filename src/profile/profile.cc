@@ -218,6 +218,14 @@ Status Validate(const Profile& p) {
     if (!Finite(c.cpu_mhz) || c.cpu_mhz < 0 || !Finite(c.temp_c))
       return bad("clock sample of run " + std::to_string(c.run) +
                  " has an invalid frequency or temperature");
+  if (p.verdicts) {
+    const Verdicts& v = *p.verdicts;
+    if (!Finite(v.cv) || v.cv < 0 || !Finite(v.freq_drop_pct) || !Finite(v.temp_rise_c))
+      return bad("verdicts hold a non-finite or negative number");
+    for (int r : v.outlier_runs)
+      if (r < 0 || static_cast<size_t>(r) >= p.e2e.runs_ms.size())
+        return bad("verdicts name outlier run " + std::to_string(r) + ", not a measured run");
+  }
   for (const auto& [key, section] : p.sections.all())
     if (Status st = section->Validate(p); !st.ok()) return bad(key + " section: " + st.message());
   return Status::Ok();

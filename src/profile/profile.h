@@ -141,6 +141,26 @@ struct ClockSample {
   double temp_c = 0;
 };
 
+// analysis::Diagnose's verdicts on the whole profile (JSON "verdicts", docs/profile-format.md), so
+// every renderer and every script reads one answer instead of deriving it again. Absent in
+// profiles written before they were stored (renderers then derive them).
+struct Verdicts {
+  bool ceilings = false;  // diagnosed against machine ceilings: ops carry their roofline verdict
+  // Run-to-run noise of the end-to-end times: "stable", "noisy", "unstable"; "" without runs.
+  std::string noise;
+  double cv = 0;                  // coefficient of variation of the measured runs, 0..
+  std::vector<int> outlier_runs;  // far-out runs (Tukey, k = 3), indices into e2e.runs_ms
+  std::string noise_words;        // "12 runs, median 4.31 ms, trimmed mean 4.33 ms, CV 1.2%: ..."
+  // Clocks and temperature over the measured runs (Profile::clocks).
+  bool throttled = false;
+  double freq_drop_pct = 0;  // (first - min) / first, percent
+  double temp_rise_c = 0;    // max - first
+  std::string throttling;    // one sentence; "" when nothing was sampled
+  // opscope's own build ("release", "debug", "unknown") and why.
+  std::string build;
+  std::string build_evidence;
+};
+
 struct Profile {
   Meta meta;
   E2E e2e;
@@ -153,6 +173,7 @@ struct Profile {
   std::optional<GpuSection> gpu;         // opscope gpu
   std::vector<Finding> findings;         // analysis: advice with evidence
   std::vector<ClockSample> clocks;       // per-run clock/temperature samples (hygiene)
+  std::optional<Verdicts> verdicts;      // analysis::Diagnose
   SectionSet sections;                   // the typed sections (memory, ...): section_data.h
 };
 

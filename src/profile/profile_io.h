@@ -2,7 +2,6 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,20 +17,14 @@ void StreamJson(const Profile& p, int indent, const std::function<void(std::stri
 // Parses and validates; a truncated or foreign file gets a DataLoss/Unsupported status saying so.
 StatusOr<Profile> FromJsonString(const std::string& text, const std::string& origin);
 
-Status SaveProfile(const Profile& p, const std::string& path);
-// Reads PATH as an opscope profile, or — when a foreign loader recognises it — as another tool's
-// profile (importers/, through SetForeignLoader).
-StatusOr<Profile> LoadProfile(const std::string& path);
+// The same over bytes held elsewhere (a mapped file), parsed as they are read; `release(n)` is
+// called as the first n bytes are done with (importers' Source::ReleaseBefore).
+StatusOr<Profile> FromJsonBytes(std::string_view text, const std::string& origin,
+                                const std::function<void(size_t)>& release = nullptr);
 
-// Other tools' profile formats (ONNX Runtime, TensorRT, perf script, ...) are read by importers/,
-// a layer above this one; the command-line program installs its reader here, so every command
-// that loads a profile accepts those files too. The loader gets PATH and its first bytes (up to
-// kForeignSniffBytes) and returns nullopt for a file it does not recognise.
-inline constexpr size_t kForeignSniffBytes = 64 * 1024;
-using ForeignLoader = std::optional<StatusOr<Profile>> (*)(const std::string& path,
-                                                           std::string_view head);
-void SetForeignLoader(ForeignLoader loader);
-// nullopt when no loader is installed, PATH cannot be read, or the loader does not recognise it.
-std::optional<StatusOr<Profile>> LoadForeignProfile(const std::string& path);
+Status SaveProfile(const Profile& p, const std::string& path);
+// Reads PATH as an opscope JSON profile. Commands load any profile file (record files and other
+// tools' formats too) through importers/importer.h LoadProfileFile.
+StatusOr<Profile> LoadProfile(const std::string& path);
 
 }  // namespace opscope::profile

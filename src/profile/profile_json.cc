@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -158,6 +159,21 @@ void from_json(const nlohmann::json& j, OpEvent& v) {
 void to_json(nlohmann::json& j, const Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_PUT); }
 void from_json(const nlohmann::json& j, Overhead& v) { OVERHEAD_FIELDS(OPSCOPE_JSON_GET); }
 
+#define VERDICTS_FIELDS(X) \
+  X(ceilings);             \
+  X(noise);                \
+  X(cv);                   \
+  X(outlier_runs);         \
+  X(noise_words);          \
+  X(throttled);            \
+  X(freq_drop_pct);        \
+  X(temp_rise_c);          \
+  X(throttling);           \
+  X(build);                \
+  X(build_evidence)
+void to_json(nlohmann::json& j, const Verdicts& v) { VERDICTS_FIELDS(OPSCOPE_JSON_PUT); }
+void from_json(const nlohmann::json& j, Verdicts& v) { VERDICTS_FIELDS(OPSCOPE_JSON_GET); }
+
 void to_json(nlohmann::json& j, const ClockSample& v) {
   OPSCOPE_JSON_PUT(run);
   OPSCOPE_JSON_PUT(cpu_mhz);
@@ -208,6 +224,7 @@ void ProfileToJson(nlohmann::json& j, const Profile& p, const std::string& slot)
       GpuSectionWithSlots(j["gpu"], *p.gpu, slot);
   }
   for (const auto& [key, section] : p.sections.all()) section->ToJson(j[key]);
+  if (p.verdicts) j["verdicts"] = *p.verdicts;
   j["findings"] = p.findings;
   if (!p.clocks.empty()) j["clocks"] = p.clocks;
 }
@@ -281,6 +298,8 @@ void from_json(const nlohmann::json& j, Profile& p) {
   if (auto it = j.find("gpu"); it != j.end() && !it->is_null()) p.gpu = it->get<GpuSection>();
   get("findings", p.findings);
   get("clocks", p.clocks);
+  if (auto it = j.find("verdicts"); it != j.end() && !it->is_null())
+    p.verdicts = it->get<Verdicts>();
   for (const auto& [key, type] : SectionTypes())
     if (auto it = j.find(key); it != j.end() && !it->is_null())
       p.sections.Set(key, type.from_json(*it));
@@ -342,6 +361,45 @@ StatusOr<Profile> FromJsonString(const std::string& text, const std::string& ori
   return FromDocument(j, std::move(records), origin);
 }
 
+namespace {
+// An istream over bytes that stay where they are (a mapped file), served a window at a time so
+// that what was read can be released (the file's pages need not stay resident).
+class ViewBuf : public std::streambuf {
+ public:
+  ViewBuf(std::string_view v, const std::function<void(size_t)>& release)
+      : v_(v), release_(release) {}
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (pos_ >= v_.size()) return traits_type::eof();
+    if (release_ && pos_ > 0) release_(pos_);
+    constexpr size_t kWindow = size_t{1} << 20;
+    const size_t n = std::min(kWindow, v_.size() - pos_);
+    char* b = const_cast<char*>(v_.data()) + pos_;
+    setg(b, b, b + n);
+    pos_ += n;
+    return traits_type::to_int_type(*b);
+  }
+
+ private:
+  std::string_view v_;
+  const std::function<void(size_t)>& release_;
+  size_t pos_ = 0;
+};
+}  // namespace
+
+StatusOr<Profile> FromJsonBytes(std::string_view text, const std::string& origin,
+                                const std::function<void(size_t)>& release) {
+  OPSCOPE_RETURN_IF_ERROR(NotARecordFile(text.substr(0, 6), origin));
+  ViewBuf buf(text, release);
+  std::istream in(&buf);
+  nlohmann::json j;
+  StreamedRecords records;
+  ParseProfileStreamed(in, &j, &records);
+  return FromDocument(j, std::move(records), origin);
+}
+
 StatusOr<Profile> FromJsonStringWholeTree(const std::string& text, const std::string& origin) {
   OPSCOPE_RETURN_IF_ERROR(NotARecordFile(text, origin));
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -358,29 +416,7 @@ Status SaveProfile(const Profile& p, const std::string& path) {
   });
 }
 
-namespace {
-ForeignLoader g_foreign_loader = nullptr;
-}  // namespace
-
-void SetForeignLoader(ForeignLoader loader) { g_foreign_loader = loader; }
-
-std::optional<StatusOr<Profile>> LoadForeignProfile(const std::string& path) {
-  if (!g_foreign_loader) return std::nullopt;
-  auto fd = OpenRegularFile(path);
-  if (!fd.ok()) return std::nullopt;  // LoadProfile says why
-  std::string head(kForeignSniffBytes, '\0');
-  ssize_t got;
-  do got = ::read(*fd, head.data(), head.size());
-  while (got < 0 && errno == EINTR);
-  ::close(*fd);
-  const size_t n = got > 0 ? static_cast<size_t>(got) : 0;
-  head.resize(n);
-  if (n == 0 || head.rfind("OPSREC", 0) == 0) return std::nullopt;
-  return g_foreign_loader(path, head);
-}
-
 StatusOr<Profile> LoadProfile(const std::string& path) {
-  if (auto foreign = LoadForeignProfile(path)) return std::move(*foreign);
   // Parsed as it is read (profile_stream.cc): neither the text nor its whole document tree is
   // held. The checks and messages are ReadFile's.
   {

@@ -30,6 +30,8 @@ void from_json(const nlohmann::json& j, OpEvent& v);
 void to_json(nlohmann::json& j, const Overhead& v);
 void from_json(const nlohmann::json& j, Overhead& v);
 void to_json(nlohmann::json& j, const ClockSample& v);
+void to_json(nlohmann::json& j, const Verdicts& v);
+void from_json(const nlohmann::json& j, Verdicts& v);
 void from_json(const nlohmann::json& j, ClockSample& v);
 
 void to_json(nlohmann::json& j, const StatSection& v);  // stat_json.cc

@@ -75,16 +75,15 @@ Status RangeTable(const profile::Profile& p, const ReportOptions& o, std::string
   analysis::RangeReport rep = analysis::SummarizeRanges(p);
   *out = FormatRangeTable(rep, o.color, o.wide);
   if (!o.findings) return Status::Ok();
+  const profile::Verdicts verdicts = analysis::VerdictsOf(p);
   if (profile::IsAttachedSpan(p) && p.e2e.runs_ms.size() == 1) {
     *out += "\nattached span: " + HumanMs(p.e2e.runs_ms[0]) + " of " +
             p.meta.extra.at(profile::kAttachedKey) +
             " (one span of a running program, not repeated runs)\n";
   } else {
-    analysis::RepeatReport rr = analysis::AnalyzeRepeats(p.e2e.runs_ms);
-    *out += "\nwhole program: " + rr.words + "\n";
+    *out += "\nwhole program: " + verdicts.noise_words + "\n";
   }
-  analysis::ThrottleReport tr = analysis::DetectThrottling(p.clocks);
-  if (!tr.summary.empty()) *out += "clocks: " + tr.summary + "\n";
+  if (!verdicts.throttling.empty()) *out += "clocks: " + verdicts.throttling + "\n";
   if (p.overhead)
     *out += fmt::format("opscope overhead: {:.2f}% ({})\n", p.overhead->pct, p.overhead->method);
   auto extra = [&](const char* key) {

@@ -5,6 +5,7 @@
 
 #include "base/files.h"
 #include "collect/symbolize.h"
+#include "importers/importer.h"
 #include "report/format.h"
 
 int main(int argc, char** argv) {
@@ -12,7 +13,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: html_render PROFILE OUT.html\n");
     return 2;
   }
-  auto p = opscope::collect::LoadAnyProfile(argv[1]);
+  auto p = opscope::importers::LoadProfileFile(argv[1]);
   if (!p.ok()) {
     std::fprintf(stderr, "html_render: %s\n", std::string(p.status().message()).c_str());
     return 1;

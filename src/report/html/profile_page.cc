@@ -69,9 +69,9 @@ std::string Header(const profile::Profile& p) {
   row("host", Escape(host));
   std::string build = "opscope " + m.tool_version;
   if (!m.build_type.empty()) build += ", " + m.build_type + " build";
-  auto bv = analysis::ClassifyBuildType(m.build_type);
+  const profile::Verdicts verdicts = analysis::VerdictsOf(p);
   std::string build_html = Escape(build);
-  if (!m.build_type.empty() && bv.kind != "release")
+  if (!m.build_type.empty() && verdicts.build != "release")
     build_html +=
         " <span class=\"bad\">(not a release build: its times are not representative)</span>";
   if (auto it = m.extra.find(analysis::kTargetBuildKey); it != m.extra.end()) {
@@ -93,20 +93,18 @@ std::string Header(const profile::Profile& p) {
            " (one span of a running program: no run-to-run statistics)</p>\n</div></div>\n";
   } else if (!p.e2e.runs_ms.empty()) {
     const Stats& s = p.e2e.stats;
-    auto rep = analysis::AnalyzeRepeats(p.e2e.runs_ms);
-    std::string cls = rep.verdict;
+    std::string cls = verdicts.noise;
     std::replace(cls.begin(), cls.end(), ' ', '-');
     out += "<div class=\"latency\"><div>\n";
     out += "<p><b>End-to-end latency</b>: median " + Ms(s.median) + ", trimmed mean " +
            Ms(s.trimmed_mean) + ", min " + Ms(s.min) + ", max " + Ms(s.max) + ", p90 " + Ms(s.p90) +
            Escape(fmt::format(", CV {:.1f}%", s.cv * 100)) +
            Escape(fmt::format("; {:.1f} inferences/s", p.e2e.throughput_per_s)) + "</p>\n";
-    out += "<p>Noise: <span class=\"verdict " + Escape(cls) + "\">" + Escape(rep.verdict) +
-           "</span> — " + Escape(rep.words) + "</p>\n";
-    auto th = analysis::DetectThrottling(p.clocks);
-    if (!th.summary.empty())
-      out += std::string("<p class=\"") + (th.throttled ? "bad" : "muted") +
-             "\">Clocks: " + Escape(th.summary) + "</p>\n";
+    out += "<p>Noise: <span class=\"verdict " + Escape(cls) + "\">" + Escape(verdicts.noise) +
+           "</span> — " + Escape(verdicts.noise_words) + "</p>\n";
+    if (!verdicts.throttling.empty())
+      out += std::string("<p class=\"") + (verdicts.throttled ? "bad" : "muted") +
+             "\">Clocks: " + Escape(verdicts.throttling) + "</p>\n";
     out += "</div>\n" + LatencyHistogram("latency-chart", p.e2e.runs_ms) + "</div>\n";
   }
   if (p.overhead) {
