@@ -53,10 +53,10 @@ int main(int argc, char** argv) {
     op.bytes = matmul ? 4.0 * (128 * 768 * 2 + 768 * 768) : 4.0 * 128 * 768 * 2;
     for (int r = 0; r < runs; ++r) op.runs_ms.push_back(base * noise(rng));
     if (type == std::string("Add") && i % 10 == 1) {
-      op.status = "fused";
+      op.status = profile::OpStatus::kFused;
       op.step = p.ops.back().name;
       op.fused_with = {p.ops.back().name};
-      p.ops.back().status = "fused";
+      p.ops.back().status = profile::OpStatus::kFused;
       p.ops.back().step = p.ops.back().name;
       p.ops.back().fused_with = {op.name};
     }

@@ -459,8 +459,8 @@ TEST(ProfileCliTest, DemoModelEveryNodeOnceInEveryFormat) {
     EXPECT_EQ(p->ops[i].name, m.graph().node(i).name());
   int folded = 0, fused = 0;
   for (const auto& op : p->ops) {
-    folded += op.status == "folded";
-    fused += op.status == "fused";
+    folded += op.status == profile::OpStatus::kFolded;
+    fused += op.status == profile::OpStatus::kFused;
     EXPECT_EQ(op.runs_ms.size(), 3u);
   }
   EXPECT_GT(folded, 0) << "ConstantOfShape should be folded at load";

@@ -219,7 +219,7 @@ TEST(DiffGroups, JoinedRowsGroupByTheirStep) {
     profile::OpRecord op;
     op.name = n;
     op.op_type = "Conv";
-    op.status = "fused";
+    op.status = profile::OpStatus::kFused;
     op.step = step;
     op.runs_ms = {ms};
     return op;

@@ -237,7 +237,7 @@ TEST(DiagRoofline, FusedNodesAreJudgedByTheirStepAsAWhole) {
   MachineCeilings c = Ceilings();
   const double peak = c.PeakGflops(2);
   auto fused = [](profile::OpRecord op, const std::string& step) {
-    op.status = "fused";
+    op.status = profile::OpStatus::kFused;
     op.step = step;
     return op;
   };

@@ -301,7 +301,7 @@ TEST(DiagRules, QuantConversionNamesUnfusedQdqNodesWithTheirShare) {
     ops.back().int_ops = 4e8;
   }
   profile::OpRecord fused = testing::MakeOp("q_fused", "QuantizeLinear", 0.1, 1e3, 1e3);
-  fused.status = "fused";
+  fused.status = profile::OpStatus::kFused;
   ops.push_back(fused);
   auto p = testing::MakeProfile(ops, Steady(20.1));
   auto c = Ceilings();
@@ -315,7 +315,7 @@ TEST(DiagRules, QuantConversionNamesUnfusedQdqNodesWithTheirShare) {
   EXPECT_NEAR(q->numbers.at("share"), 4.0 / 20.1, 1e-3);
   // All conversions fused (QDQ model): no finding.
   for (auto& op : p.ops)
-    if (op.op_type == "DynamicQuantizeLinear") op.status = "fused";
+    if (op.op_type == "DynamicQuantizeLinear") op.status = profile::OpStatus::kFused;
   EXPECT_EQ(FindRule(RunRules(p, &c), "quant-conversion"), nullptr);
 }
 

@@ -49,7 +49,7 @@ static std::string InShape(const profile::OpRecord& op) {
 }
 
 static double OpMs(const profile::OpRecord& op) {
-  return op.status == "folded" ? 0 : op.stats.trimmed_mean;
+  return op.status == profile::OpStatus::kFolded ? 0 : op.stats.trimmed_mean;
 }
 
 static void SortByAbs(std::vector<NodeDelta>& v) {
@@ -101,7 +101,7 @@ std::vector<Layer> LayersOf(const profile::Profile& p) {
     std::vector<std::string> nodes = op.source_nodes;
     if (nodes.empty()) {
       nodes = {op.name};
-      if (op.status == "fused" && !op.step.empty()) layer = op.step;
+      if (op.status == profile::OpStatus::kFused && !op.step.empty()) layer = op.step;
     }
     auto [it, fresh] = at.emplace(layer, out.size());
     if (fresh) out.push_back({layer, {}, 0});

@@ -11,7 +11,8 @@ namespace opscope::analysis {
 
 ChangeCi NodeChangeCi(const profile::OpRecord& before, const profile::OpRecord& after) {
   ChangeCi c;
-  if (before.status == "folded" || after.status == "folded") return c;
+  if (before.status == profile::OpStatus::kFolded || after.status == profile::OpStatus::kFolded)
+    return c;
   if (before.runs_ms.size() < 2 || after.runs_ms.size() < 2) return c;
   if (ComputeStats(before.runs_ms).trimmed_mean <= 0) return c;
   BootstrapChangeCi(before.runs_ms, after.runs_ms, &c.low_pct, &c.high_pct);
@@ -64,7 +65,8 @@ StatusOr<GateVerdict> EvaluateGate(const profile::Profile& before, const profile
       auto it = amap.find(b.name);
       if (it == amap.end()) continue;
       const profile::OpRecord& a = *it->second;
-      if (b.status == "folded" || a.status == "folded") continue;
+      if (b.status == profile::OpStatus::kFolded || a.status == profile::OpStatus::kFolded)
+        continue;
       const double tb = b.stats.trimmed_mean, ta = a.stats.trimmed_mean;
       if (tb <= 0) continue;
       const double pct = (ta - tb) / tb * 100;

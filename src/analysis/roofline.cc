@@ -77,7 +77,7 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
   std::map<std::string, StepTotal> steps;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const profile::OpRecord& op = p.ops[i];
-    if (op.status != "fused" || op.step.empty()) continue;
+    if (op.status != profile::OpStatus::kFused || op.step.empty()) continue;
     auto [it, fresh] = steps.try_emplace(op.step);
     if (fresh) it->second.first = i;
     it->second.work += op.int_ops > 0 ? op.int_ops : op.flops;
@@ -96,7 +96,7 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
     const char* iunit = integer ? "op/B" : "FLOP/B";
     if (work <= 0 && op.bytes <= 0 && !dm) continue;
     double t_ms = op.stats.trimmed_mean > 0 ? op.stats.trimmed_mean : op.stats.median;
-    if (op.status == "folded" || t_ms <= 0) continue;
+    if (op.status == profile::OpStatus::kFolded || t_ms <= 0) continue;
     RooflinePoint r;
     r.op = static_cast<int>(i);
     r.name = op.name;
@@ -125,7 +125,8 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
       double gflops = r.achieved_gflops, gbps = r.achieved_gbps, bytes = op.bytes;
       std::string what;
       bool judge = true;
-      if (auto st = steps.find(op.status == "fused" ? op.step : std::string()); st != steps.end()) {
+      if (auto st = steps.find(op.status == profile::OpStatus::kFused ? op.step : std::string());
+          st != steps.end()) {
         judge = st->second.first == i && st->second.ms > 0;
         if (judge) {
           gflops = st->second.work / (st->second.ms / 1e3) / 1e9;

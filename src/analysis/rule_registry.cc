@@ -71,7 +71,7 @@ namespace rule_util {
 std::vector<const profile::OpRecord*> OpsByShare(const profile::Profile& p) {
   std::vector<const profile::OpRecord*> v;
   for (const auto& op : p.ops)
-    if (op.status != "folded") v.push_back(&op);
+    if (op.status != profile::OpStatus::kFolded) v.push_back(&op);
   std::stable_sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->share > b->share; });
   return v;
 }
@@ -83,7 +83,7 @@ std::string OpBrief(const profile::OpRecord& op) {
 double SumOfOpsMs(const profile::Profile& p) {
   double s = 0;
   for (const auto& op : p.ops)
-    if (op.status != "folded") s += op.stats.trimmed_mean;
+    if (op.status != profile::OpStatus::kFolded) s += op.stats.trimmed_mean;
   return s;
 }
 

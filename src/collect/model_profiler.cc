@@ -184,7 +184,8 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     op.flops = n.flops;
     op.bytes = n.bytes;
     op.int_ops = n.int_ops;
-    op.status = n.status;
+    if (!profile::ParseOpStatus(n.status, &op.status))
+      return Internal("node '" + n.name + "' has unknown status '" + n.status + "'");
     op.runs_ms.assign(opt.runs, 0.0);
     if (n.status == "folded") {
       op.attribution = "folded: computed once at load time, no run time";
@@ -220,10 +221,10 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
                                   (st.channels_last_out ? st.layout_out : "NCHW") + " out";
     for (size_t k = 0; k < st.nodes.size(); ++k) {
       profile::OpRecord& op = p.ops[st.nodes[k]];
-      if (op.status == "folded") continue;
+      if (op.status == profile::OpStatus::kFolded) continue;
       double frac = w[k] / wsum;
       if (st.nodes.size() > 1) {
-        op.status = "fused";
+        op.status = profile::OpStatus::kFused;
         op.step = st.name;
         for (int other : st.nodes)
           if (other != st.nodes[k]) op.fused_with.push_back(nodes[other].name);

@@ -59,8 +59,8 @@ std::string Dump(const profile::Profile& p) {
   for (const auto& d : p.meta.degradations) out += "degradation " + d + "\n";
   for (const auto& op : p.ops) {
     out += fmt::format("op {} | {} | {} | in {} | out {} | flops {:.0f} bytes {:.0f} | runs",
-                       op.name, op.op_type, op.status, Shapes(op.input_shapes),
-                       Shapes(op.output_shapes), op.flops, op.bytes);
+                       op.name, op.op_type, profile::OpStatusName(op.status),
+                       Shapes(op.input_shapes), Shapes(op.output_shapes), op.flops, op.bytes);
     for (double v : op.runs_ms) out += fmt::format(" {:.4f}", v);
     out += " | " + op.attribution;
     if (!op.fused_with.empty()) out += " | with " + Join(op.fused_with, ",");
@@ -615,7 +615,7 @@ TEST(TfliteImport, DelegateRowJoinsItsNodes) {
   EXPECT_EQ(sum->matched_rows, 7u);
   bool conv2 = false;
   for (const auto& op : p->ops)
-    conv2 = conv2 || (op.name == "bev_encoder.conv2" && op.status == "fused");
+    conv2 = conv2 || (op.name == "bev_encoder.conv2" && op.status == profile::OpStatus::kFused);
   EXPECT_TRUE(conv2);
 }
 
@@ -740,7 +740,7 @@ TEST(ModelJoin, OrtFusedNodesMapBackToTheirChain) {
     if (op.name == "backbone.conv1.bn") bn = &op;
   }
   ASSERT_TRUE(conv && bn);
-  EXPECT_EQ(conv->status, "fused");
+  EXPECT_EQ(conv->status, profile::OpStatus::kFused);
   EXPECT_EQ(conv->op_type, "Conv");
   EXPECT_GT(conv->flops, 0);
   EXPECT_EQ(bn->stats.median, 0);  // folded into the Conv's weights: no share of the time
@@ -758,7 +758,7 @@ TEST(ModelJoin, OrtExactNamesAreOneToOne) {
   ASSERT_TRUE(sum.ok()) << sum.status().message();
   for (const auto& op : p->ops)
     if (op.name == "depth.softmax") {
-      EXPECT_EQ(op.status, "executed");
+      EXPECT_EQ(op.status, profile::OpStatus::kExecuted);
       EXPECT_GT(op.bytes, 0);
     }
 }

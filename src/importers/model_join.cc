@@ -269,7 +269,7 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
     // lacks), so they are used only when the engine could not load the model.
     if (c.only && !c.only->layout.empty()) op.layout = c.only->layout;
     op.runs_ms = std::move(c.runs_ms);
-    op.status = c.fused ? "fused" : "executed";
+    op.status = c.fused ? profile::OpStatus::kFused : profile::OpStatus::kExecuted;
     op.step = c.rows.size() == 1 ? c.rows[0] : Join(c.rows, " | ");
     std::sort(c.fused_with.begin(), c.fused_with.end());
     c.fused_with.erase(std::unique(c.fused_with.begin(), c.fused_with.end()), c.fused_with.end());

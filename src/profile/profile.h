@@ -76,6 +76,13 @@ struct OpRoofline {
   double measured_over_expected = 0;  // trimmed mean / expected_ms (0 when expected_ms is 0)
 };
 
+// How an op ran: "executed" as its own step; "fused" inside another op's step (its time is a part
+// of that step's, see OpRecord::attribution); "folded" at load time (constant folding, no run
+// time). The JSON names are OpStatusName's.
+enum class OpStatus { kExecuted, kFused, kFolded };
+const char* OpStatusName(OpStatus s);
+bool ParseOpStatus(const std::string& name, OpStatus* out);
+
 struct OpRecord {
   std::string name;
   std::string op_type;
@@ -91,10 +98,9 @@ struct OpRecord {
   std::vector<double> runs_ms;  // time per measured run
   Stats stats;                  // over runs_ms
   double share = 0;             // of the sum of all ops' trimmed means, 0..1
-  // "executed": ran as its own step; "fused": ran inside step `step` together with
-  // `fused_with`, and its time is a part of that step's (see `attribution`); "folded": computed
-  // at load time (constant folding), zero run time.
-  std::string status = "executed";
+  // Executed as its own step; fused: ran inside step `step` together with `fused_with`, its time
+  // a part of that step's (see `attribution`); folded: computed at load time, zero run time.
+  OpStatus status = OpStatus::kExecuted;
   std::string step;                     // name of the execution step that ran it
   std::vector<std::string> fused_with;  // other source nodes of the same step
   // A row that is a runtime's layer rather than an ONNX node (an import without --model): the

@@ -90,13 +90,13 @@ void from_json(const nlohmann::json& j, E2E& v) {
   X(runs_ms);        \
   X(stats);          \
   X(share);          \
-  X(status);         \
   X(step);           \
   X(fused_with);     \
   X(attribution);    \
   X(counters)
 void to_json(nlohmann::json& j, const OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_PUT);
+  j["status"] = OpStatusName(v.status);
   if (!v.layout.empty()) OPSCOPE_JSON_PUT(layout);
   if (!v.source_nodes.empty()) OPSCOPE_JSON_PUT(source_nodes);
   if (v.int_ops > 0) j["ops"] = v.int_ops;
@@ -112,6 +112,12 @@ void to_json(nlohmann::json& j, const OpRecord& v) {
 }
 void from_json(const nlohmann::json& j, OpRecord& v) {
   OP_FIELDS(OPSCOPE_JSON_GET);
+  if (auto it = j.find("status"); it != j.end() && !it->is_null()) {
+    const std::string name = it->get<std::string>();
+    if (!ParseOpStatus(name, &v.status))
+      throw nlohmann::json::type_error::create(
+          302, "op '" + v.name + "' has unknown status '" + name + "'", &j);
+  }
   OPSCOPE_JSON_GET(layout);
   OPSCOPE_JSON_GET(source_nodes);
   if (auto it = j.find("ops"); it != j.end()) v.int_ops = it->get<double>();

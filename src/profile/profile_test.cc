@@ -33,7 +33,7 @@ Profile Sample() {
   OpRecord b;
   b.name = "relu";
   b.op_type = "Relu";
-  b.status = "fused";
+  b.status = profile::OpStatus::kFused;
   b.step = "conv";
   b.runs_ms = {0.5, 0.5, 0.5};
   p.ops = {a, b};

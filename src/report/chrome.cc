@@ -72,8 +72,10 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions& o, std::strin
   std::map<int, int> run_tid;  // run -> dispatching tid
   for (const auto& e : p.op_events) {
     const auto& op = p.ops[static_cast<size_t>(e.op)];
-    json args = {
-        {"op_type", op.op_type}, {"run", e.run}, {"status", op.status}, {"thread", thread_note}};
+    json args = {{"op_type", op.op_type},
+                 {"run", e.run},
+                 {"status", profile::OpStatusName(op.status)},
+                 {"thread", thread_note}};
     std::vector<std::string> in, outs;
     for (const auto& s : op.input_shapes) in.push_back(ShapeToString(s));
     for (const auto& s : op.output_shapes) outs.push_back(ShapeToString(s));
@@ -81,7 +83,7 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions& o, std::strin
     args["output_shapes"] = Join(outs, ", ");
     if (op.flops > 0) args["flops"] = op.flops;
     if (op.bytes > 0) args["bytes"] = op.bytes;
-    if (!op.step.empty() && op.status == "fused") {
+    if (!op.step.empty() && op.status == profile::OpStatus::kFused) {
       args["step"] = op.step;
       args["estimated"] = true;
       args["attribution"] = op.attribution;

@@ -40,7 +40,7 @@ Status OpsCsv(const profile::Profile& p, const ReportOptions&, std::string* out)
     std::vector<std::string> row = {std::to_string(op.index),
                                     CsvText(op.name),
                                     CsvText(op.op_type),
-                                    CsvText(op.status),
+                                    CsvText(profile::OpStatusName(op.status)),
                                     CsvText(op.step),
                                     Shapes(op.input_shapes),
                                     Shapes(op.output_shapes),

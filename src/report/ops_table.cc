@@ -90,7 +90,7 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
     const double work = integer ? op->int_ops : op->flops;
     const std::string mark = integer ? " int" : "";
     // An op with no timed run (an imported row without times) has no time, not 0 us.
-    const bool timed = !op->runs_ms.empty() || op->status == "folded";
+    const bool timed = !op->runs_ms.empty() || op->status == profile::OpStatus::kFolded;
     t.AddRow({std::to_string(i + 1), EscapeControl(op->name), EscapeControl(op->op_type),
               ShapesCell(op->input_shapes), ShapesCell(op->output_shapes),
               timed ? HumanMs(op->stats.median) : "no runs",
@@ -98,7 +98,7 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
               F("%.1f%%", cum * 100), HumanCount(work) + mark, HumanBytes(op->bytes),
               sec > 0 && work > 0 ? F("%.2f", work / sec / 1e9) + mark : "-",
               sec > 0 && op->bytes > 0 ? F("%.2f", op->bytes / sec / 1e9) : "-"});
-    if (op->status == "fused")
+    if (op->status == profile::OpStatus::kFused)
       t.AddNote("   fused in step '" + EscapeControl(op->step) + "' with " +
                 EscapeControl(Join(op->fused_with, ", ")) + "; " + EscapeControl(op->attribution));
     else if (imported && !op->attribution.empty())
@@ -114,7 +114,7 @@ void Hotspots(const profile::Profile& p, const ReportOptions& o, std::string* ou
   *out += t.Render(o.color);
   if (any_int) *out += "\"int\": integer operations (G ops/s) of a quantized kernel, not FLOPs.\n";
   int folded = 0;
-  for (const auto& op : p.ops) folded += op.status == "folded";
+  for (const auto& op : p.ops) folded += op.status == profile::OpStatus::kFolded;
   if (folded) *out += std::to_string(folded) + " node(s) folded at load time (zero run time).\n";
 }
 

@@ -55,7 +55,7 @@ profile::Profile SmallProfile() {
   size_t bn = add("bn1", "BatchNormalization", {1.0, 1.1, 1.05}, 16384, 65536);
   size_t relu = add("relu1", "Relu", {0.5, 0.55, 0.52}, 8192, 65536);
   for (size_t i : {conv, bn, relu}) {
-    p.ops[i].status = "fused";
+    p.ops[i].status = profile::OpStatus::kFused;
     p.ops[i].step = "conv1";
     p.ops[i].attribution = "split by estimated cost";
   }
@@ -66,7 +66,7 @@ profile::Profile SmallProfile() {
   p.ops[tr].output_shapes = {{1, 32, 32, 8}};
   p.ops[tr].step = "to_nhwc";
   size_t shape = add("shape", "Shape", {0, 0, 0}, 0, 32);
-  p.ops[shape].status = "folded";
+  p.ops[shape].status = profile::OpStatus::kFolded;
   p.ops[shape].attribution = "folded: computed once at load time, no run time";
   for (int r = 0; r < 3; ++r) {
     int64_t t = 1000000 + r * 20000000;

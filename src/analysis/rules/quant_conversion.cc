@@ -24,11 +24,11 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   int fused = 0;
   for (const profile::OpRecord* op : rule_util::OpsByShare(ctx.profile)) {
     if (!IsConversion(op->op_type)) continue;
-    if (op->status == "fused") {
+    if (op->status == profile::OpStatus::kFused) {
       ++fused;
       continue;
     }
-    if (op->status != "executed") continue;
+    if (op->status != profile::OpStatus::kExecuted) continue;
     share += op->share;
     ms += op->stats.trimmed_mean;
     bytes += op->bytes;

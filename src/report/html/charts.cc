@@ -16,7 +16,7 @@ namespace opscope::report::html {
 namespace {
 
 double OpMs(const profile::OpRecord& op) {
-  return op.status == "folded" ? 0 : op.stats.trimmed_mean;
+  return op.status == profile::OpStatus::kFolded ? 0 : op.stats.trimmed_mean;
 }
 
 const char* ClassCss(analysis::BoundClass c) {

@@ -53,11 +53,11 @@ profile::Profile ModelProfile() {
   p.ops.push_back(Op("head.transpose", "Transpose", {3.5, 3.6, 3.55}, 0, 6e4));
   p.ops.push_back(Op("shape_of", "Shape", {0, 0, 0}));
   for (int i : {0, 1}) {
-    p.ops[i].status = "fused";
+    p.ops[i].status = profile::OpStatus::kFused;
     p.ops[i].step = "backbone/conv1/Conv";
     p.ops[i].attribution = "split by estimated cost";
   }
-  p.ops[3].status = "folded";
+  p.ops[3].status = profile::OpStatus::kFolded;
   for (size_t i = 0; i < p.ops.size(); ++i) p.ops[i].index = static_cast<int>(i);
   for (int run = 0; run < 3; ++run) {
     int64_t t = 1000000 * run * 20;

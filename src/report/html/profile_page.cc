@@ -36,7 +36,7 @@ std::string StageOf(const std::string& node_name) {
 namespace {
 
 double OpMs(const profile::OpRecord& op) {
-  return op.status == "folded" ? 0 : op.stats.trimmed_mean;
+  return op.status == profile::OpStatus::kFolded ? 0 : op.stats.trimmed_mean;
 }
 
 std::string Td(const std::string& html, const char* cls = nullptr) {
@@ -309,8 +309,8 @@ std::string OpTable(const profile::Profile& p) {
     RowData r;
     r.name = op.name;
     r.type = op.op_type;
-    r.status = op.status;
-    if (op.status == "fused") r.status += " · " + op.attribution;
+    r.status = profile::OpStatusName(op.status);
+    if (op.status == profile::OpStatus::kFused) r.status += " · " + op.attribution;
     if (!op.layout.empty()) r.status += " · " + op.layout;
     std::vector<std::string> sh;
     for (const auto& s : op.output_shapes) sh.push_back(ShapeToString(s));
@@ -388,7 +388,7 @@ std::string OpTable(const profile::Profile& p) {
   out += "</tbody></table></div>\n";
   out += rows.after;
   int folded = 0;
-  for (const auto& op : p.ops) folded += op.status == "folded";
+  for (const auto& op : p.ops) folded += op.status == profile::OpStatus::kFolded;
   if (folded)
     out += fmt::format("<p class=\"muted\">{} node(s) folded at load time (zero run time).</p>\n",
                        folded);
