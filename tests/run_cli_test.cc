@@ -207,7 +207,7 @@ TEST(RunCli, DebugBuiltTargetIsReported) {
   EXPECT_EQ(dbg.meta.extra["target.opt_level"], "-O0");
   const auto* f = FindRule(dbg, "debug-build");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, "critical");
+  EXPECT_EQ(f->severity, profile::Severity::kCritical);
   EXPECT_NE(f->evidence.find("-O0"), std::string::npos) << f->evidence;
 
   auto rel = RunJson("-- " + Bin("run_target_O2"));

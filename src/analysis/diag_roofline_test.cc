@@ -225,7 +225,7 @@ TEST(DiagRoofline, OpsAboveTheCeilingsAreFlagged) {
   for (const auto& x : p.findings)
     if (x.rule == "ceilings-exceeded") found = &x;
   ASSERT_NE(found, nullptr);
-  EXPECT_EQ(found->severity, "warning");
+  EXPECT_EQ(found->severity, profile::Severity::kWarning);
   EXPECT_EQ(found->ops, (std::vector<std::string>{"conv_fast", "add_dram"}));
   EXPECT_NE(found->suggestion.find("opscope machine"), std::string::npos);
 }

@@ -73,7 +73,7 @@ TEST(DiagRules, DataMovementShare) {
   ASSERT_NE(x, nullptr) << FormatFindings(f, false);
   EXPECT_EQ(x->ops, (std::vector<std::string>{"Transpose_7", "Reshape_8"}));
   EXPECT_NEAR(x->numbers.at("share"), 5.0 / 30, 1e-9);
-  EXPECT_EQ(x->severity, "warning");
+  EXPECT_EQ(x->severity, profile::Severity::kWarning);
   EXPECT_NE(x->suggestion.find("strided copy"), std::string::npos);
 }
 
@@ -130,7 +130,7 @@ TEST(DiagRules, E2EGap) {
   const auto* x = FindRule(f, "e2e-overhead-gap");
   ASSERT_NE(x, nullptr) << FormatFindings(f, false);
   EXPECT_NEAR(x->numbers.at("gap_fraction"), 0.5, 0.01);
-  EXPECT_EQ(x->severity, "critical");
+  EXPECT_EQ(x->severity, profile::Severity::kCritical);
 }
 
 TEST(DiagRules, HighVarianceSaysWhy) {
@@ -142,7 +142,7 @@ TEST(DiagRules, HighVarianceSaysWhy) {
   const auto* x = FindRule(f, "high-variance");
   ASSERT_NE(x, nullptr) << FormatFindings(f, false);
   EXPECT_GT(x->numbers.at("cv"), 0.15);
-  EXPECT_EQ(x->severity, "critical");
+  EXPECT_EQ(x->severity, profile::Severity::kCritical);
   EXPECT_NE(x->suggestion.find("no warm-up"), std::string::npos);
 }
 
@@ -164,11 +164,11 @@ TEST(DiagRules, ThrottlingTraceIsReported) {
   auto f = RunRules(p, nullptr);
   const auto* x = FindRule(f, "throttling");
   ASSERT_NE(x, nullptr) << FormatFindings(f, false);
-  EXPECT_EQ(x->severity, "critical");
+  EXPECT_EQ(x->severity, profile::Severity::kCritical);
   EXPECT_NEAR(x->numbers.at("freq_drop_pct"), 25, 1e-9);
   EXPECT_NEAR(x->numbers.at("temp_rise_c"), 21, 1e-9);
   EXPECT_NE(x->evidence.find("affected runs: 4, 5, 6, 7"), std::string::npos) << x->evidence;
-  EXPECT_EQ(f.front().severity, "critical");
+  EXPECT_EQ(f.front().severity, profile::Severity::kCritical);
 }
 
 TEST(DiagRules, DebugBuilds) {
@@ -181,7 +181,7 @@ TEST(DiagRules, DebugBuilds) {
   for (const auto& x : f)
     if (x.rule == "debug-build") {
       ++n;
-      EXPECT_EQ(x.severity, "critical");
+      EXPECT_EQ(x.severity, profile::Severity::kCritical);
     }
   EXPECT_EQ(n, 2) << FormatFindings(f, false);
 }
@@ -308,7 +308,8 @@ TEST(DiagRules, QuantConversionNamesUnfusedQdqNodesWithTheirShare) {
   auto f = RunRules(p, &c);
   const profile::Finding* q = FindRule(f, "quant-conversion");
   ASSERT_NE(q, nullptr);
-  EXPECT_EQ(q->severity, "warning");  // 4 of 20.1 ms = 19.9%, just under the critical 20%
+  EXPECT_EQ(q->severity,
+            profile::Severity::kWarning);  // 4 of 20.1 ms = 19.9%, just under the critical 20%
   EXPECT_NE(q->evidence.find("DynamicQuantizeLinear×4"), std::string::npos) << q->evidence;
   EXPECT_NE(q->evidence.find("1 other Q/DQ node(s) were fused"), std::string::npos) << q->evidence;
   EXPECT_EQ(q->ops.size(), 4u);

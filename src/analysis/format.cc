@@ -14,11 +14,11 @@ std::string FormatFindings(const std::vector<profile::Finding>& findings, bool c
   std::string bold = color ? "\x1b[1m" : "", reset = color ? "\x1b[0m" : "";
   std::string out = bold + fmt::format("Findings ({})", findings.size()) + reset + "\n";
   for (const auto& f : findings) {
-    std::string sev = f.severity;
+    std::string sev = profile::SeverityName(f.severity);
     if (color) {
-      const char* c = f.severity == "critical"  ? "\x1b[31m"
-                      : f.severity == "warning" ? "\x1b[33m"
-                                                : "\x1b[36m";
+      const char* c = f.severity == profile::Severity::kCritical  ? "\x1b[31m"
+                      : f.severity == profile::Severity::kWarning ? "\x1b[33m"
+                                                                  : "\x1b[36m";
       sev = c + sev + reset;
     }
     out += fmt::format("  [{}] {}: {}\n", sev, f.rule, f.title);

@@ -455,7 +455,7 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
   for (const RepeatedCopy& r : s.repeated_copies) {
     profile::Finding f;
     f.rule = "gpu-repeated-copy";
-    f.severity = "warning";
+    f.severity = profile::Severity::kWarning;
     f.title = fmt::format("the same {} host-to-device copy is repeated {}",
                           HumanBytes(static_cast<double>(r.bytes_each)),
                           n_iter ? "every iteration" : fmt::format("{} times", r.count));
@@ -499,7 +499,8 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
     if (d.pageable_count == 0) continue;
     profile::Finding f;
     f.rule = "gpu-pageable-copy";
-    f.severity = d.pageable_bytes >= (1 << 20) ? "warning" : "info";
+    f.severity =
+        d.pageable_bytes >= (1 << 20) ? profile::Severity::kWarning : profile::Severity::kInfo;
     f.title = fmt::format("{} {} copies use pageable host memory", d.pageable_count, d.kind);
     f.evidence = fmt::format(
         "{} of {} {} copies ({}) from/to pageable memory at {:.2f} GB/s{}", d.pageable_count,
@@ -537,7 +538,7 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
     if (cpu_share >= 0.3) {
       profile::Finding f;
       f.rule = "gpu-waits-for-cpu";
-      f.severity = cpu_share >= 0.5 ? "warning" : "info";
+      f.severity = cpu_share >= 0.5 ? profile::Severity::kWarning : profile::Severity::kInfo;
       f.title = fmt::format("the GPU is idle {} {} while the CPU works",
                             Pct(sp.cpu_only_ns, sp.window_ns), where);
       f.evidence = evidence;
@@ -551,7 +552,7 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
     if (wait_share >= 0.3) {
       profile::Finding f;
       f.rule = "cpu-waits-for-gpu";
-      f.severity = "info";
+      f.severity = profile::Severity::kInfo;
       f.title = fmt::format("the CPU waits for the GPU {} {}",
                             Pct(sp.gpu_only_ns + sp.both_wait_ns, sp.window_ns), where);
       f.evidence =
@@ -583,7 +584,7 @@ std::vector<profile::Finding> GpuFindings(const profile::Profile& p, const GpuSu
       continue;
     profile::Finding f;
     f.rule = "gpu-low-occupancy";
-    f.severity = "info";
+    f.severity = profile::Severity::kInfo;
     f.title = fmt::format("kernel {} can keep only {:.0f}% of the SM's warps busy", name,
                           100 * k.occupancy);
     f.evidence = fmt::format(

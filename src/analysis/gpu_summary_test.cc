@@ -220,11 +220,11 @@ TEST(GpuSummaryTest, Findings) {
   std::map<std::string, const profile::Finding*> by_rule;
   for (const auto& f : findings) by_rule[f.rule] = &f;
   ASSERT_TRUE(by_rule.count("gpu-repeated-copy"));
-  EXPECT_EQ(by_rule["gpu-repeated-copy"]->severity, "warning");
+  EXPECT_EQ(by_rule["gpu-repeated-copy"]->severity, profile::Severity::kWarning);
   EXPECT_NE(by_rule["gpu-repeated-copy"]->title.find("every iteration"), std::string::npos);
   EXPECT_EQ(by_rule["gpu-repeated-copy"]->numbers.at("iterations"), 5);
   ASSERT_TRUE(by_rule.count("gpu-pageable-copy"));
-  EXPECT_EQ(by_rule["gpu-pageable-copy"]->severity, "warning");
+  EXPECT_EQ(by_rule["gpu-pageable-copy"]->severity, profile::Severity::kWarning);
   ASSERT_TRUE(by_rule.count("gpu-waits-for-cpu"));
   ASSERT_TRUE(by_rule.count("cpu-waits-for-gpu"));
   ASSERT_TRUE(by_rule.count("gpu-low-occupancy"));

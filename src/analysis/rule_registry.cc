@@ -24,12 +24,6 @@ const std::vector<const Rule*>& AllRules() {
   return all;
 }
 
-static int SeverityRank(const std::string& s) {
-  if (s == "critical") return 0;
-  if (s == "warning") return 1;
-  return 2;
-}
-
 std::vector<profile::Finding> RunRules(const profile::Profile& p, const MachineCeilings* ceilings) {
   RuleContext ctx{p, nullptr, {}};
   if (ceilings && ceilings->Usable()) {
@@ -46,7 +40,7 @@ std::vector<profile::Finding> RunRules(const profile::Profile& p, const MachineC
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return SeverityRank(a.severity) < SeverityRank(b.severity);
+    return a.severity < b.severity;  // kCritical first
   });
   return out;
 }

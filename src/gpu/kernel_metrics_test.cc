@@ -210,12 +210,12 @@ TEST(KernelMetricsTraceTest, RuleGroupsHotKernelsByBound) {
   ASSERT_EQ(f.size(), 2u);  // bias_small is under 5% of the measured time: no finding of its own
   EXPECT_NE(f[0].title.find("1 memory-bound GPU kernel(s) take 39.9%"), std::string::npos)
       << f[0].title;
-  EXPECT_EQ(f[0].severity, "warning");
+  EXPECT_EQ(f[0].severity, profile::Severity::kWarning);
   EXPECT_EQ(f[0].ops, std::vector<std::string>{
                           "attn_scores(__half const*, __half const*, float*, int, int, int)"});
   EXPECT_NE(f[1].title.find("1 compute-bound GPU kernel(s) take 59.9%"), std::string::npos)
       << f[1].title;
-  EXPECT_EQ(f[1].severity, "info");
+  EXPECT_EQ(f[1].severity, profile::Severity::kInfo);
 
   // Make the tiny kernel hot: a latency-bound finding that blames occupancy.
   for (auto& k : p.gpu->kernels)

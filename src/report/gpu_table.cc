@@ -239,8 +239,8 @@ std::string FormatGpuReport(const profile::Profile& p, const analysis::GpuSummar
   if (findings && !p.findings.empty()) {
     out += "Findings:\n";
     for (const auto& f : p.findings)
-      out += fmt::format(" [{}] {}\n     evidence: {}\n     do: {}\n", f.severity, f.title,
-                         f.evidence, f.suggestion);
+      out += fmt::format(" [{}] {}\n     evidence: {}\n     do: {}\n",
+                         profile::SeverityName(f.severity), f.title, f.evidence, f.suggestion);
     out += "\n";
   }
   if (findings && !p.meta.degradations.empty()) {

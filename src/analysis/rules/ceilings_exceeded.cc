@@ -17,7 +17,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     lines.push_back(fmt::format("{} ({}) {}", r.name, r.op_type, r.above_roof));
   }
   if (lines.empty()) return;
-  f.severity = "warning";
+  f.severity = profile::Severity::kWarning;
   f.title =
       fmt::format("{} op(s) run above the machine ceilings: the ceilings are wrong", lines.size());
   f.evidence = Join(lines, "; ");

@@ -29,7 +29,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
                     r->pct_of_roof, r->counter_confirmation));
     if (r->pct_of_roof < kPoorKernelPct) poor.push_back(r->name);
   }
-  f.severity = share >= 0.25 ? "warning" : "info";
+  f.severity = share >= 0.25 ? profile::Severity::kWarning : profile::Severity::kInfo;
   f.title =
       fmt::format("{} compute-bound hot op(s) take {:.1f}% of op time", hot.size(), share * 100);
   f.evidence = Join(lines, "; ");

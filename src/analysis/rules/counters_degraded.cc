@@ -22,7 +22,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   }
   if (!missing.empty()) {
     profile::Finding f;
-    f.severity = "info";
+    f.severity = profile::Severity::kInfo;
     f.title = "hardware counters unavailable: bound classes rest on time, FLOPs and bytes only";
     f.evidence = Join(missing, "; ");
     f.suggestion =
@@ -34,7 +34,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   }
   if (!multiplexed.empty()) {
     profile::Finding f;
-    f.severity = "warning";
+    f.severity = profile::Severity::kWarning;
     f.title = "counters were multiplexed: their values are scaled estimates";
     f.evidence = Join(multiplexed, "; ");
     f.suggestion =

@@ -7,7 +7,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   const std::string& g = ctx.profile.meta.governor;
   if (g.empty() || g == "performance" || g == "userspace") return;
   profile::Finding f;
-  f.severity = "info";
+  f.severity = profile::Severity::kInfo;
   f.title = "cpufreq governor is '" + g + "'";
   f.evidence = "the '" + g +
                "' governor raises and lowers the clock with load, so short runs "

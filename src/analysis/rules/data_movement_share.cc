@@ -26,7 +26,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   if (dm.empty()) return;
   if (share < kWarnShare && dm.front()->share < kSingleOpShare) return;
   profile::Finding f;
-  f.severity = share >= kCriticalShare ? "critical" : "warning";
+  f.severity = share >= kCriticalShare ? profile::Severity::kCritical : profile::Severity::kWarning;
   f.title = fmt::format("data-movement ops take {:.1f}% of op time", share * 100);
   std::vector<std::string> types, top;
   for (const auto& [t, n] : by_type) types.push_back(fmt::format("{}×{}", t, n));

@@ -10,7 +10,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     BuildVerdict own = ClassifyBuildType(m.build_type);
     if (own.kind == "debug") {
       profile::Finding f;
-      f.severity = m.kind == "profile" ? "critical" : "warning";
+      f.severity = m.kind == "profile" ? profile::Severity::kCritical : profile::Severity::kWarning;
       f.title = "opscope itself is a debug build";
       f.evidence =
           "opscope was built with " + own.evidence +
@@ -28,7 +28,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   std::string evidence = ev == m.extra.end() ? "" : ev->second;
   if (it->second == "debug") {
     profile::Finding f;
-    f.severity = "critical";
+    f.severity = profile::Severity::kCritical;
     f.title = "the profiled program is a debug (unoptimised) build";
     f.evidence = evidence;
     f.suggestion =
@@ -38,7 +38,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     out->push_back(std::move(f));
   } else if (it->second == "unknown") {
     profile::Finding f;
-    f.severity = "info";
+    f.severity = profile::Severity::kInfo;
     f.title = "the profiled program's build type is unknown";
     f.evidence = evidence;
     f.suggestion =

@@ -18,7 +18,7 @@ static void ApplyRanges(const profile::Profile& p, std::vector<profile::Finding>
   double gap = e2e - staged;
   if (e2e <= 0 || gap < kMinGapMs || gap / e2e < kMinGapFraction) return;
   profile::Finding f;
-  f.severity = gap / e2e >= 0.4 ? "warning" : "info";
+  f.severity = gap / e2e >= 0.4 ? profile::Severity::kWarning : profile::Severity::kInfo;
   if (profile::IsAttachedSpan(p)) {
     // A span of a running program: no start-up in it, and a stage that straddles either end of
     // the span is not recorded at all (range_attach.h), which also counts as unannotated here.
@@ -62,7 +62,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   double gap = e2e - ops;
   if (e2e <= 0 || gap < kMinGapMs || gap / e2e < kMinGapFraction) return;
   profile::Finding f;
-  f.severity = gap / e2e >= 0.4 ? "critical" : "warning";
+  f.severity = gap / e2e >= 0.4 ? profile::Severity::kCritical : profile::Severity::kWarning;
   f.title = fmt::format("{:.0f}% of the end-to-end time is outside the ops", gap / e2e * 100);
   f.evidence = fmt::format(
       "end-to-end {} per run, ops sum to {}: {} ({:.1f}%) is spent between "

@@ -91,14 +91,14 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     f.evidence = Join(lines, "; ");
     const std::string b = bound;
     if (b == "memory") {
-      f.severity = share >= 0.25 ? "warning" : "info";
+      f.severity = share >= 0.25 ? profile::Severity::kWarning : profile::Severity::kInfo;
       f.suggestion =
           "the kernel waits on memory, not arithmetic: fuse it with its producer or consumer so "
           "intermediates stay on chip, tile it through shared memory (attention: a flash-attention "
           "style kernel), use fp16/bf16/int8 to move fewer bytes, and make warps read contiguous, "
           "aligned addresses";
     } else if (b == "latency") {
-      f.severity = share >= 0.25 ? "warning" : "info";
+      f.severity = share >= 0.25 ? profile::Severity::kWarning : profile::Severity::kInfo;
       f.suggestion =
           low_occupancy
               ? "neither compute nor memory is busy and too few warps are resident to hide "
@@ -110,7 +110,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
                 "(instruction-level parallelism) to hide latency";
       if (low_occupancy) f.title += " (low achieved occupancy)";
     } else {
-      f.severity = "info";
+      f.severity = profile::Severity::kInfo;
       f.suggestion =
           "arithmetic sets the time: use tensor cores (fp16/bf16/tf32/int8 with cuBLAS/cuDNN or "
           "TensorRT), avoid fp64 and special functions in inner loops, or do less work "

@@ -18,7 +18,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   if (runs.size() < 3) {
     if (!runs.empty() || p.meta.runs > 0) {
       profile::Finding f;
-      f.severity = "info";
+      f.severity = profile::Severity::kInfo;
       f.title = "too few runs to judge the variance";
       f.evidence = fmt::format("{} measured run(s)", runs.size());
       f.suggestion = "use at least 5 measured runs (-r 10) after warm-up";
@@ -30,7 +30,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   RepeatReport rep = AnalyzeRepeats(runs);
   if (rep.stats.cv < kNoisyCv && rep.outlier_runs.empty()) return;
   profile::Finding f;
-  f.severity = rep.stats.cv >= 0.15 ? "critical" : "warning";
+  f.severity = rep.stats.cv >= 0.15 ? profile::Severity::kCritical : profile::Severity::kWarning;
   f.title = rep.stats.cv >= kNoisyCv
                 ? fmt::format("run-to-run variation is high (CV {:.1f}%): results are {}",
                               rep.stats.cv * 100, rep.verdict)

@@ -24,7 +24,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   }
   if (n < kMinCount || share < kMinShare) return;
   profile::Finding f;
-  f.severity = share >= 0.5 ? "critical" : "warning";
+  f.severity = share >= 0.5 ? profile::Severity::kCritical : profile::Severity::kWarning;
   f.title = fmt::format("{} small ops (< {}) take {:.1f}% of op time", n, HumanMs(kSmallOpMs),
                         share * 100);
   f.ops = names;

@@ -31,7 +31,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     low_bw |= r->pct_of_roof < 50;
     confirmed |= StartsWith(r->counter_confirmation, "confirmed");
   }
-  f.severity = share >= 0.25 ? "critical" : "warning";
+  f.severity = share >= 0.25 ? profile::Severity::kCritical : profile::Severity::kWarning;
   f.title =
       fmt::format("{} memory-bound hot op(s) take {:.1f}% of op time", hot.size(), share * 100);
   f.evidence = Join(lines, "; ");

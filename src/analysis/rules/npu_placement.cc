@@ -39,7 +39,7 @@ void CpuFallback(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   std::vector<std::string> t;
   for (const auto& [type, n] : types) t.push_back(n > 1 ? fmt::format("{}×{}", type, n) : type);
   f.rule = "npu-cpu-fallback";
-  f.severity = share >= 0.25 ? "critical" : "warning";
+  f.severity = share >= 0.25 ? profile::Severity::kCritical : profile::Severity::kWarning;
   f.title = fmt::format("layers that fell back to the CPU take {:.1f}% of the time", share * 100);
   f.evidence = fmt::format(
       "{} layer(s) ran on the CPU, not the NPU ({}): {} per frame, {:.1f}% of the layer time; "
@@ -72,7 +72,7 @@ void MemoryBound(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   }
   if (share < kMinShare) return;
   f.rule = "npu-memory-bound";
-  f.severity = share >= 0.25 ? "warning" : "info";
+  f.severity = share >= 0.25 ? profile::Severity::kWarning : profile::Severity::kInfo;
   f.title = fmt::format("NPU layers waiting on DDR take {:.1f}% of the time", share * 100);
   f.evidence = fmt::format("{} per frame in layers whose DDR cycles exceed their NPU cycles: {}",
                            HumanMs(ms), Join(briefs, "; "));

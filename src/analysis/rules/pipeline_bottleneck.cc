@@ -34,7 +34,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   if (big->share_of_top < kDominantShare) return;
   profile::Finding f;
   bool pre_post = LooksLike(big->name, {"pre", "post", "decode", "resize", "load", "nms", "io"});
-  f.severity = "warning";
+  f.severity = profile::Severity::kWarning;
   f.title = pre_post ? fmt::format("'{}', not the network, is the bottleneck", big->name)
                      : fmt::format("stage '{}' dominates the pipeline", big->name);
   f.ops = {big->name};

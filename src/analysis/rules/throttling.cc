@@ -11,7 +11,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   ThrottleReport t = DetectThrottling(ctx.profile.clocks);
   if (!t.throttled) return;
   profile::Finding f;
-  f.severity = "critical";
+  f.severity = profile::Severity::kCritical;
   f.title = "the machine throttled during the measurement";
   std::vector<std::string> runs;
   for (int r : t.affected_runs) runs.push_back(std::to_string(r));

@@ -68,7 +68,7 @@ profile::Profile ModelProfile() {
   }
   profile::Finding f;
   f.rule = "data-movement-share";
-  f.severity = "critical";
+  f.severity = profile::Severity::kCritical;
   f.title = "data movement";
   f.evidence = "head.transpose moves data";
   f.ops = {"head.transpose", "not-an-op"};

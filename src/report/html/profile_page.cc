@@ -131,8 +131,9 @@ std::string Findings(const profile::Profile& p, const std::map<std::string, int>
   if (p.findings.empty())
     out += "<p class=\"muted\">No rule found anything to report in this profile.</p>\n";
   for (const auto& f : p.findings) {
-    out += "<div class=\"finding " + Escape(f.severity) + "\">\n";
-    out += "<p><span class=\"sev\">" + Escape(f.severity) + "</span><b>" + Escape(f.title) +
+    const std::string severity = profile::SeverityName(f.severity);
+    out += "<div class=\"finding " + severity + "\">\n";
+    out += "<p><span class=\"sev\">" + severity + "</span><b>" + Escape(f.title) +
            "</b> <span class=\"rule\">" + Escape(f.rule) + "</span></p>\n";
     if (!f.evidence.empty()) out += "<p><i>evidence:</i> " + Escape(f.evidence) + "</p>\n";
     if (!f.suggestion.empty()) out += "<p><i>do:</i> " + Escape(f.suggestion) + "</p>\n";

@@ -54,7 +54,7 @@ void PeakTensors(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   if (share < kFewShare) return;
   profile::Finding f;
   f.rule = "memory-peak-tensors";
-  f.severity = "info";
+  f.severity = profile::Severity::kInfo;
   f.title = fmt::format("{} tensor(s) make {:.0f}% of the {} activation peak", k, share * 100,
                         HumanBytes(m->peak_live_bytes));
   f.evidence = fmt::format("at step {} '{}', {} tensors are alive; the largest: {}",
@@ -97,7 +97,7 @@ void LongLived(const RuleContext& ctx, std::vector<profile::Finding>* out) {
     if (!t->producer.empty() && f.ops.size() < 8) f.ops.push_back(t->producer);
   }
   f.rule = "memory-long-lived";
-  f.severity = "info";
+  f.severity = profile::Severity::kInfo;
   f.title = fmt::format("{} large tensor(s) stay alive across most of the run ({})", hits.size(),
                         HumanBytes(bytes));
   f.evidence = Join(briefs, "; ");
@@ -121,7 +121,7 @@ void WeightCopies(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   std::stable_sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.first > b.first; });
   profile::Finding f;
   f.rule = "memory-weight-copies";
-  f.severity = "info";
+  f.severity = profile::Severity::kInfo;
   f.title = fmt::format("kernels keep {} of repacked weights beside the model's {}",
                         HumanBytes(m->packed_weight_bytes), HumanBytes(m->weight_bytes));
   std::vector<std::string> top;
@@ -152,7 +152,7 @@ void RssGap(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   if (gap < kRssGapBytes || m->peak_rss_bytes < kRssRatio * model) return;
   profile::Finding f;
   f.rule = "memory-rss-gap";
-  f.severity = "info";
+  f.severity = profile::Severity::kInfo;
   f.title = fmt::format("the process peaked at {}, {} above what the model holds",
                         HumanBytes(m->peak_rss_bytes), HumanBytes(gap));
   f.evidence = fmt::format(

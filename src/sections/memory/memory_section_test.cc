@@ -178,7 +178,7 @@ TEST(MemorySectionTest, Goldens) {
   p.sections.Find<MemorySection>()->peak_rss_bytes = 60e6;
   profile::Finding f;
   f.rule = "memory-peak-tensors";
-  f.severity = "info";
+  f.severity = profile::Severity::kInfo;
   f.title = "a finding";
   p.findings.push_back(f);
   report::ReportOptions o;

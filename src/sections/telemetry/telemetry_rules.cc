@@ -30,7 +30,7 @@ void PowerMode(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   if ((mode.empty() || maxn) && (clocks.empty() || pinned)) return;
   profile::Finding f;
   f.rule = "board-power-mode";
-  f.severity = "warning";
+  f.severity = profile::Severity::kWarning;
   std::vector<std::string> what;
   if (!mode.empty() && !maxn) what.push_back("power mode " + mode);
   if (!clocks.empty() && !pinned) what.push_back("jetson_clocks " + clocks);
@@ -70,7 +70,7 @@ void BelowCeiling(const RuleContext& ctx, std::vector<profile::Finding>* out) {
   if (low.empty()) return;
   profile::Finding f;
   f.rule = "clock-below-ceiling";
-  f.severity = worst < 0.6 ? "warning" : "info";
+  f.severity = worst < 0.6 ? profile::Severity::kWarning : profile::Severity::kInfo;
   f.title = fmt::format("{} clock(s) ran below their ceiling during the runs", low.size());
   f.evidence = Join(low, "; ");
   f.suggestion =
