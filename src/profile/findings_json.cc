@@ -1,3 +1,4 @@
+#include "profile/enum_names.h"
 #include "profile/json_fields.h"
 #include "profile/profile_json.h"
 
@@ -23,12 +24,8 @@ const char* SeverityName(Severity s) {
 }
 
 bool ParseSeverity(const std::string& name, Severity* out) {
-  for (Severity s : {Severity::kCritical, Severity::kWarning, Severity::kInfo})
-    if (name == SeverityName(s)) {
-      *out = s;
-      return true;
-    }
-  return false;
+  static constexpr Severity kAll[] = {Severity::kCritical, Severity::kWarning, Severity::kInfo};
+  return ParseByName(name, kAll, &SeverityName, out);
 }
 
 void to_json(nlohmann::json& j, const Finding& v) {

@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/host.h"
 #include "base/version.h"
+#include "profile/enum_names.h"
 
 namespace opscope::profile {
 
@@ -30,13 +31,10 @@ const char* BoundClassName(BoundClass c) {
 }
 
 bool ParseBoundClass(const std::string& name, BoundClass* out) {
-  for (BoundClass c : {BoundClass::kCompute, BoundClass::kMemory, BoundClass::kLatency,
-                       BoundClass::kDataMovement, BoundClass::kUnknown})
-    if (name == BoundClassName(c)) {
-      *out = c;
-      return true;
-    }
-  return false;
+  static constexpr BoundClass kAll[] = {BoundClass::kCompute, BoundClass::kMemory,
+                                        BoundClass::kLatency, BoundClass::kDataMovement,
+                                        BoundClass::kUnknown};
+  return ParseByName(name, kAll, &BoundClassName, out);
 }
 
 const char* OpStatusName(OpStatus s) {
@@ -52,12 +50,8 @@ const char* OpStatusName(OpStatus s) {
 }
 
 bool ParseOpStatus(const std::string& name, OpStatus* out) {
-  for (OpStatus s : {OpStatus::kExecuted, OpStatus::kFused, OpStatus::kFolded})
-    if (name == OpStatusName(s)) {
-      *out = s;
-      return true;
-    }
-  return false;
+  static constexpr OpStatus kAll[] = {OpStatus::kExecuted, OpStatus::kFused, OpStatus::kFolded};
+  return ParseByName(name, kAll, &OpStatusName, out);
 }
 
 namespace {

@@ -58,6 +58,23 @@ Status WriteStream(std::string_view text, FILE* stream, bool flush) {
   return Status::Ok();
 }
 
+namespace {
+
+void Wrote(const OutputTarget& t, FILE* status) {
+  if (status)
+    std::fprintf(status, "opscope: wrote %s (%s)\n", EscapeControl(t.path).c_str(), t.format->name);
+}
+
+// One rendered target: the data stream, or the file written atomically and said on `status`.
+Status WriteText(const OutputTarget& t, const std::string& text, FILE* stream, FILE* status) {
+  if (t.path.empty()) return WriteStream(text, stream);
+  OPSCOPE_RETURN_IF_ERROR(WriteFileAtomic(t.path, text));
+  Wrote(t, status);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& targets,
                     const ReportOptions& o, FILE* stream, FILE* status) {
   // One failed output does not cost the others: each is attempted, the first error returned.
@@ -103,19 +120,10 @@ Status WriteOutputs(const profile::Profile& p, const std::vector<OutputTarget>& 
         keep(std::move(st));
         continue;
       }
-      if (t.path.empty()) {
-        keep(WriteStream(text, stream));
-        continue;
-      }
-      if (Status st = WriteFileAtomic(t.path, text); !st.ok()) {
-        keep(std::move(st));
-        continue;
-      }
+      keep(WriteText(t, text, stream, status));
+      continue;
     }
-    if (t.path.empty()) continue;
-    if (status)
-      std::fprintf(status, "opscope: wrote %s (%s)\n", EscapeControl(t.path).c_str(),
-                   t.format->name);
+    if (!t.path.empty()) Wrote(t, status);
   }
   if (status) std::fflush(status);
   return first;
@@ -136,17 +144,7 @@ Status WriteRenderedOutputs(
       keep(std::move(st));
       continue;
     }
-    if (t.path.empty()) {
-      keep(WriteStream(text, stream));
-      continue;
-    }
-    if (Status st = WriteFileAtomic(t.path, text); !st.ok()) {
-      keep(std::move(st));
-      continue;
-    }
-    if (status)
-      std::fprintf(status, "opscope: wrote %s (%s)\n", EscapeControl(t.path).c_str(),
-                   t.format->name);
+    keep(WriteText(t, text, stream, status));
   }
   if (status) std::fflush(status);
   return first;
