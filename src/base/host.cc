@@ -3,9 +3,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include "base/files.h"
 #include "base/strings.h"
@@ -27,17 +31,54 @@ void SetSysroot(const std::string& dir) {
 const std::string& Sysroot() { return SysrootStorage(); }
 std::string HostPath(const std::string& path) { return Sysroot() + path; }
 
+std::string ArmCoreName(unsigned implementer, unsigned part) {
+  if (implementer == 0x41) {
+    static const std::map<unsigned, const char*> kArm = {
+        {0xd03, "Cortex-A53"},   {0xd04, "Cortex-A35"},  {0xd05, "Cortex-A55"},
+        {0xd07, "Cortex-A57"},   {0xd08, "Cortex-A72"},  {0xd09, "Cortex-A73"},
+        {0xd0a, "Cortex-A75"},   {0xd0b, "Cortex-A76"},  {0xd0c, "Neoverse-N1"},
+        {0xd0d, "Cortex-A77"},   {0xd40, "Neoverse-V1"}, {0xd41, "Cortex-A78"},
+        {0xd42, "Cortex-A78AE"}, {0xd44, "Cortex-X1"},   {0xd46, "Cortex-A510"},
+        {0xd47, "Cortex-A710"},  {0xd48, "Cortex-X2"},   {0xd49, "Neoverse-N2"},
+        {0xd4b, "Cortex-A78C"},  {0xd4d, "Cortex-A715"}, {0xd4e, "Cortex-X3"}};
+    if (auto it = kArm.find(part); it != kArm.end()) return it->second;
+  }
+  if (implementer == 0x4e && part == 0x004) return "Carmel";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "implementer 0x%02x part 0x%03x", implementer, part);
+  return buf;
+}
+
+// x86: "model name". arm64 kernels write no model name, only each core's implementer and part:
+// named cores, counted by type in order ("4x Cortex-A55 + 4x Cortex-A76"; one type: its name).
 static std::string CpuModelFromProc() {
   std::istringstream in(ReadSysFile(HostPath("/proc/cpuinfo")));
   std::string line;
   std::string fallback;
+  unsigned implementer = 0;
+  std::vector<std::pair<std::string, int>> cores;  // name, count
   while (std::getline(in, line)) {
     auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     std::string key = Trim(line.substr(0, colon));
     std::string val = Trim(line.substr(colon + 1));
     if (key == "model name" || key == "Model") return val;
-    if (key == "Hardware" || key == "CPU part") fallback = val;
+    if (key == "Hardware") fallback = val;
+    if (key == "CPU implementer") implementer = std::strtoul(val.c_str(), nullptr, 16);
+    if (key == "CPU part") {
+      const std::string name = ArmCoreName(implementer, std::strtoul(val.c_str(), nullptr, 16));
+      if (!cores.empty() && cores.back().first == name)
+        ++cores.back().second;
+      else
+        cores.push_back({name, 1});
+    }
+  }
+  if (cores.size() == 1) return cores[0].first;
+  if (!cores.empty()) {
+    std::string out;
+    for (const auto& [name, n] : cores)
+      out += (out.empty() ? "" : " + ") + std::to_string(n) + "x " + name;
+    return out;
   }
   return fallback;
 }

@@ -17,15 +17,20 @@ const std::string& Sysroot();
 // Sysroot() + path (path absolute, "/sys/...").
 std::string HostPath(const std::string& path);
 
+// The name of an Arm core from MIDR_EL1's implementer and part number ("Cortex-A76" for 0x41,
+// 0xd0b; NVIDIA's "Carmel"), or "implementer 0x.. part 0x..." when not known.
+std::string ArmCoreName(unsigned implementer, unsigned part);
+
 struct HostInfo {
   std::string hostname;
-  std::string kernel;     // uname -r
-  std::string arch;       // uname -m
-  std::string cpu_model;  // "AMD EPYC 7B13", "ARMv8 Processor rev 1 (v8l)", ...
-  int logical_cpus = 0;   // online CPUs
-  std::string governor;   // cpufreq governor of cpu0, empty if no cpufreq
-  double cpu_mhz = 0;     // current frequency of cpu0 (cpufreq, else /proc/cpuinfo), 0 if unknown
-  double max_mhz = 0;     // cpuinfo_max_freq of cpu0, 0 if unknown
+  std::string kernel;  // uname -r
+  std::string arch;    // uname -m
+  // "AMD EPYC 7B13"; on arm64, the cores by name: "Cortex-A78AE", "4x Cortex-A55 + 4x Cortex-A76"
+  std::string cpu_model;
+  int logical_cpus = 0;  // online CPUs
+  std::string governor;  // cpufreq governor of cpu0, empty if no cpufreq
+  double cpu_mhz = 0;    // current frequency of cpu0 (cpufreq, else /proc/cpuinfo), 0 if unknown
+  double max_mhz = 0;    // cpuinfo_max_freq of cpu0, 0 if unknown
 };
 
 HostInfo ReadHostInfo();

@@ -232,6 +232,8 @@ DoctorCheck CheckBoard() {
     auto it = t.environment.find(k);
     return it == t.environment.end() ? std::string() : it->second;
   };
+  if (!env("cores").empty()) finding += "; cores " + env("cores");
+  if (!env("cpu PMUs").empty()) finding += "; PMUs " + env("cpu PMUs");
   if (!env("power mode").empty()) finding += "; power mode " + env("power mode");
   if (!env("jetson_clocks").empty()) finding += "; jetson_clocks " + env("jetson_clocks");
   if ((!env("power mode").empty() && env("power mode").find("MAXN") == std::string::npos) ||

@@ -4,7 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <regex>
 
 #include "base/clock.h"
@@ -69,6 +73,92 @@ std::string DevfreqName(const std::string& dir) {
   if (d.find("emc") != std::string::npos) return "emc";
   if (d.find("dla") != std::string::npos) return "dla";
   return dir;
+}
+
+// "0-3", "4,6,7" from sorted CPU numbers.
+std::string CpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += j > i ? fmt::format("{}-{}", cpus[i], cpus[j]) : std::to_string(cpus[i]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// The core type of every CPU, from midr_el1 (sysfs) or /proc/cpuinfo's "CPU implementer" and
+// "CPU part" (arm64 kernels), with cpu_capacity when the kernel has it:
+// "4x Cortex-A55 (cpus 0-3, capacity 414), 4x Cortex-A76 (cpus 4-7, capacity 1024)". "" on
+// machines that say neither (x86).
+std::string CoreTypes() {
+  std::map<int, std::string> core;  // cpu -> name
+  std::map<int, std::string> capacity;
+  const std::string base = HostPath("/sys/devices/system/cpu/");
+  for (const std::string& c : List(base, "cpu")) {
+    int n = 0;
+    if (c.size() < 4 || !std::isdigit(static_cast<unsigned char>(c[3])) ||
+        std::sscanf(c.c_str(), "cpu%d", &n) != 1)
+      continue;
+    const std::string midr = ReadSysFile(base + c + "/regs/identification/midr_el1");
+    if (!midr.empty()) {
+      const unsigned long long v = std::strtoull(midr.c_str(), nullptr, 16);
+      core[n] = ArmCoreName(static_cast<unsigned>((v >> 24) & 0xff),
+                            static_cast<unsigned>((v >> 4) & 0xfff));
+    }
+    const std::string cap = ReadSysFile(base + c + "/cpu_capacity");
+    if (!cap.empty()) capacity[n] = cap;
+  }
+  if (core.empty()) {
+    int cpu = -1;
+    unsigned implementer = 0;
+    for (const std::string& line : Split(ReadSysFile(HostPath("/proc/cpuinfo")), '\n')) {
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const std::string key = Trim(line.substr(0, colon)), val = Trim(line.substr(colon + 1));
+      if (key == "processor") cpu = std::atoi(val.c_str());
+      if (key == "CPU implementer") implementer = std::strtoul(val.c_str(), nullptr, 16);
+      if (key == "CPU part" && cpu >= 0)
+        core[cpu] = ArmCoreName(implementer, std::strtoul(val.c_str(), nullptr, 16));
+    }
+  }
+  if (core.empty()) return "";
+  // Group by name (and capacity), in CPU order of first appearance.
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (const auto& [cpu, name] : core) {
+    const std::string key = name + (capacity.count(cpu) ? "|" + capacity[cpu] : "");
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == key; });
+    if (it == groups.end())
+      groups.push_back({key, {cpu}});
+    else
+      it->second.push_back(cpu);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [key, cpus] : groups) {
+    const size_t bar = key.find('|');
+    std::string text =
+        fmt::format("{}x {} (cpus {}", cpus.size(), key.substr(0, bar), CpuList(cpus));
+    if (bar != std::string::npos) text += ", capacity " + key.substr(bar + 1);
+    parts.push_back(text + ")");
+  }
+  return Join(parts, ", ");
+}
+
+// The CPU PMUs the kernel registered (one per core type on big.LITTLE: armv8_cortex_a55,
+// armv8_cortex_a76) with the CPUs each covers: a counter bound to one stops counting while its
+// thread runs on the other cluster.
+std::string CpuPmus() {
+  const std::string dir = HostPath("/sys/bus/event_source/devices/");
+  std::vector<std::string> out;
+  for (const std::string& d : List(dir)) {
+    if (!StartsWith(d, "armv8") && !StartsWith(d, "armv7") && !StartsWith(d, "arm_cortex") &&
+        d != "cpu_core" && d != "cpu_atom")
+      continue;
+    const std::string cpus = ReadSysFile(dir + d + "/cpus");
+    out.push_back(cpus.empty() ? d : d + " (cpus " + cpus + ")");
+  }
+  return Join(out, ", ");
 }
 
 }  // namespace
@@ -253,6 +343,8 @@ BoardProbe BoardProbe::Discover() {
     b.environment_["power mode"] =
         name.empty() ? fmt::format("nvpmodel {}", id) : fmt::format("{} (nvpmodel {})", name, id);
   }
+  if (const std::string cores = CoreTypes(); !cores.empty()) b.environment_["cores"] = cores;
+  if (const std::string pmus = CpuPmus(); !pmus.empty()) b.environment_["cpu PMUs"] = pmus;
   if (!b.board_.empty()) b.environment_["board"] = b.board_;
   return b;
 }

@@ -147,6 +147,10 @@ TEST(TelemetryTest, Rk3588TreeHasClustersNpuLoadAndDevfreq) {
   probe.Sample(&s, 0, 10);
   EXPECT_EQ(s.platform, "rockchip");
   EXPECT_EQ(s.environment["rknpu driver"], "RKNPU driver: v0.9.6");
+  // big.LITTLE: core types from MIDR_EL1 with their capacities, and one PMU per core type.
+  EXPECT_EQ(s.environment["cores"],
+            "4x Cortex-A55 (cpus 0-3, capacity 414), 4x Cortex-A76 (cpus 4-7, capacity 1024)");
+  EXPECT_EQ(s.environment["cpu PMUs"], "armv8_cortex_a55 (cpus 0-3), armv8_cortex_a76 (cpus 4-7)");
   std::vector<std::string> names;
   for (const Channel& c : s.channels) names.push_back(c.name);
   EXPECT_EQ(names,
@@ -175,7 +179,8 @@ TEST(TelemetryTest, ProfileSamplesTheBoardOncePerRun) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->sample_runs, (std::vector<int32_t>{0, 1, 2}));
   EXPECT_EQ(s->Find("gpu clock")->values.size(), 3u);
-  EXPECT_EQ(p->meta.cpu_model, "");  // the fake tree has no cpuinfo: host facts follow --sysroot
+  // Host facts follow --sysroot: the Orin tree's cpuinfo names its cores by part number only.
+  EXPECT_EQ(p->meta.cpu_model, "Cortex-A78AE");
 }
 
 // The command line: `doctor --sysroot` names the board and warns about its power mode;
@@ -188,7 +193,8 @@ TEST(TelemetryTest, SysrootOptionOnDoctorAndProfile) {
   using opscope::testing::RunCommand;
   auto d = RunCommand({OpscopeBinary(), "doctor", "--sysroot", t.root()});
   EXPECT_NE(d.out.find("NVIDIA Jetson AGX Orin Developer Kit (jetson): 4 clock, 2 power, 1 "
-                       "temperature channel(s); power mode MODE_30W (nvpmodel 2)"),
+                       "temperature channel(s); cores 4x Cortex-A78AE (cpus 0-3); PMUs "
+                       "armv8_pmuv3_0 (cpus 0-3); power mode MODE_30W (nvpmodel 2)"),
             std::string::npos)
       << d.out << d.err;
   const std::string json = t.root() + "/p.json", trace = t.root() + "/p.trace.json";
