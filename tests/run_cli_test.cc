@@ -11,6 +11,7 @@
 #include "analysis/range_stats.h"
 #include "diag_cli_util.h"
 #include "profile/profile_io.h"
+#include "sections/telemetry/telemetry_section.h"
 
 namespace opscope {
 namespace {
@@ -41,6 +42,18 @@ const profile::Finding* FindRule(const profile::Profile& p, const std::string& i
   for (const auto& f : p.findings)
     if (f.rule == id) return &f;
   return nullptr;
+}
+
+// `run --sysroot`: the board is sampled after each measured run (not after the warm-up), so the
+// trace has its counter tracks beside the ranges.
+TEST(RunCli, BoardTelemetryIsSampledAfterEachMeasuredRun) {
+  auto p = RunJson("-w 1 -r 3 --sysroot " OPSCOPE_SOURCE_DIR "/tests/boards/rk3588 -- " +
+                   std::string(OPSCOPE_BINARY_DIR "/examples/pipeline_example 1"));
+  const auto* t = p.sections.Find<telemetry::TelemetrySection>();
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->sample_runs, (std::vector<int32_t>{0, 1, 2}));
+  ASSERT_NE(t->Find("npu load core2"), nullptr);
+  EXPECT_EQ(t->Find("npu load core2")->values, (std::vector<double>{47, 47, 47}));
 }
 
 TEST(RunCli, PipelineExampleShowsThreeStagesPreprocessingFirst) {

@@ -17,6 +17,7 @@
 #include "collect/range_folder.h"
 #include "collect/ranges_reader.h"
 #include "profile/profile_io.h"
+#include "sections/telemetry/board_probe.h"
 
 namespace opscope::collect {
 namespace {
@@ -146,6 +147,9 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
   RangeRunResult result;
   std::string death;  // how the last run that died of a signal ended, for the empty-profile note
   const int total = o.warmup + o.runs;
+  // The board's clocks, temperatures, power and accelerator load after each measured run.
+  const telemetry::BoardProbe board = telemetry::BoardProbe::Discover();
+  telemetry::TelemetrySection tele = board.Describe();
   for (int i = 0; i < total && signals->received() == 0; ++i) {
     const int run = i - o.warmup;
     const std::string prefix = fmt::format("run{}", i);
@@ -178,6 +182,7 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
                       "was recorded",
                       run, SignalName(signals->received())));
     if (run < 0) continue;
+    if (!board.empty()) board.Sample(&tele, run, NowNs());
     p->e2e.runs_ms.push_back(ms);
     std::vector<profile::Range> ranges;
     std::vector<RangeFileInfo> infos;
@@ -203,6 +208,8 @@ StatusOr<RangeRunResult> RunRanges(const RangeRunOptions& o, TargetSignals* sign
   }
   if (const std::string left = tmp->Remove(); !left.empty()) note(left);
   result.measured = static_cast<int>(p->e2e.runs_ms.size());
+  if (!board.empty() && !tele.sample_ns.empty())
+    p->sections.Get<telemetry::TelemetrySection>() = std::move(tele);
   p->meta.runs = result.measured;
   if (p->ranges.empty() && !death.empty())
     note("no ranges recorded: the program " + death +
