@@ -531,6 +531,40 @@ TEST(LoadProfileFile, NativeAndForeignByContent) {
       << text.status().message();
 }
 
+// ONNX Runtime writes each node's activation_size, parameter_size and output_size: the memory
+// section per node (outputs allocated, weights, inputs + outputs as what it touches), which
+// stays pointed at the right ops when --model joins the rows to the graph.
+TEST(OrtImport, NodeSizesBecomeTheMemorySection) {
+  auto p = ImportFile(Data("ort_bev_memory.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const auto* m = p->sections.Find<memory::MemorySection>();
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(m->steps.size(), p->ops.size());
+  EXPECT_EQ(m->device, "CPUExecutionProvider");
+  const memory::MemStep* conv1 = nullptr;
+  for (const auto& st : m->steps)
+    if (st.name == "backbone.conv1.relu_nchwc") conv1 = &st;
+  ASSERT_NE(conv1, nullptr);
+  EXPECT_EQ(conv1->weight_bytes, 1792);
+  EXPECT_EQ(conv1->live_bytes, 811008 + conv1->allocated_bytes);
+  EXPECT_EQ(p->ops[static_cast<size_t>(conv1->op)].name, conv1->name);
+  EXPECT_GT(m->peak_live_bytes, 0);
+  // Joined to the model: the rows change, the steps follow them.
+  auto joined = ImportFile(Data("ort_bev_memory.json"));
+  ASSERT_TRUE(joined.ok());
+  ModelJoinOptions jo;
+  jo.model_path = std::string(OPSCOPE_SOURCE_DIR) + "/models/bev_demo.onnx";
+  auto sum = JoinModel(&*joined, jo);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_TRUE(profile::Validate(*joined).ok()) << profile::Validate(*joined).message();
+  const auto* jm = joined->sections.Find<memory::MemorySection>();
+  for (const auto& st : jm->steps)
+    if (st.op >= 0)
+      EXPECT_TRUE(joined->ops[static_cast<size_t>(st.op)].name == st.name ||
+                  joined->ops[static_cast<size_t>(st.op)].step == st.name)
+          << st.name;
+}
+
 // --- RKNN ---
 
 // eval_perf's layer table with the runtime's log prefix: rows by FullName's node, placement,

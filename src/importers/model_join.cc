@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "opscope/engine.h"
 #include "opscope/node_name.h"
 #include "profile/fused_split.h"
+#include "sections/memory/memory_section.h"
 
 namespace opscope::importers {
 namespace {
@@ -288,6 +290,22 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
   }
   p->ops = std::move(ops);
   p->op_events.clear();  // row indices changed; imported timelines are not kept per node
+  // The memory section's steps name the rows they were: point them at the op of that name now,
+  // or at the first op the row became (its `step`), else at none.
+  if (auto* mem = p->sections.Find<memory::MemorySection>()) {
+    std::map<std::string, int> by_name, by_step;
+    for (size_t i = 0; i < p->ops.size(); ++i) {
+      by_name.emplace(p->ops[i].name, static_cast<int>(i));
+      if (!p->ops[i].step.empty()) by_step.emplace(p->ops[i].step, static_cast<int>(i));
+    }
+    for (memory::MemStep& st : mem->steps) {
+      st.op = -1;
+      if (auto a = by_name.find(st.name); a != by_name.end())
+        st.op = a->second;
+      else if (auto b = by_step.find(st.name); b != by_step.end())
+        st.op = b->second;
+    }
+  }
   sum.matched_share = total > 0 ? matched / total : 1;
 
   p->meta.extra["import.model"] = opt.model_path;

@@ -31,6 +31,7 @@
 #include "base/strings.h"
 #include "importers/importer.h"
 #include "importers/json_scan.h"
+#include "sections/memory/memory_section.h"
 
 namespace opscope::importers {
 namespace {
@@ -57,6 +58,9 @@ struct NodeRow {
   std::vector<std::vector<int64_t>> in_shapes, out_shapes;
   int64_t index = -1;
   bool parallel = false;  // thread_scheduling_stats showed sub-threads
+  // Bytes of the node's input activations, its initializer inputs and its outputs (ORT's
+  // sequential executor writes them per kernel event); -1 when the file has none.
+  double activation_bytes = -1, parameter_bytes = -1, output_bytes = -1;
 };
 
 // One node event's "thread_scheduling_stats" (ORT's ThreadPoolProfiler::Stop, written as a JSON
@@ -203,6 +207,13 @@ StatusOr<profile::Profile> Parse(const Source& src) {
                   // negative index is no index.
                   if (std::isfinite(d) && d >= 0 && d < 9e18)
                     args_row.index = static_cast<int64_t>(d);
+                } else if (ak == "activation_size" || ak == "parameter_size" ||
+                           ak == "output_size") {
+                  const double d = ReadNumber(a.value());
+                  if (std::isfinite(d) && d >= 0 && d < 1e18)
+                    (ak[0] == 'a'   ? args_row.activation_bytes
+                     : ak[0] == 'p' ? args_row.parameter_bytes
+                                    : args_row.output_bytes) = d;
                 } else if (ak == "thread_scheduling_stats") {
                   has_tstats = ReadThreadStats(a.value(), &tstats);
                   args_row.parallel = has_tstats && (tstats.loops > 0 || !tstats.sub.empty());
@@ -268,6 +279,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
             if (r.in_shapes.empty()) r.in_shapes = std::move(args_row.in_shapes);
             if (r.out_shapes.empty()) r.out_shapes = std::move(args_row.out_shapes);
             r.parallel = r.parallel || args_row.parallel;
+            r.activation_bytes = std::max(r.activation_bytes, args_row.activation_bytes);
+            r.parameter_bytes = std::max(r.parameter_bytes, args_row.parameter_bytes);
+            r.output_bytes = std::max(r.output_bytes, args_row.output_bytes);
           }
           int32_t stats_at = -1;
           if (has_tstats) {
@@ -396,6 +410,31 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       op.counters["ort.wait_us"] = u.wait_us * per;
     }
     p.ops.push_back(std::move(op));
+  }
+  // The memory section, from the per-node sizes: what each node reads and writes (its inputs,
+  // weights and outputs); which tensors stay alive between nodes is not in the file.
+  if (std::any_of(rows.begin(), rows.end(), [](const NodeRow& r) { return r.output_bytes >= 0; })) {
+    memory::MemorySection m;
+    m.device = providers.size() == 1 ? providers.begin()->first : "";
+    m.source =
+        "ONNX Runtime profiler (activation_size, parameter_size, output_size per node: live is "
+        "the node's inputs and outputs, not every tensor alive then)";
+    for (size_t k = 0; k < order.size(); ++k) {
+      const NodeRow& r = rows[order[k]];
+      memory::MemStep st;
+      st.name = r.name;
+      st.op = static_cast<int>(k);
+      st.allocated_bytes = std::max(0.0, r.output_bytes);
+      st.weight_bytes = std::max(0.0, r.parameter_bytes);
+      st.live_bytes = std::max(0.0, r.activation_bytes) + st.allocated_bytes;
+      m.weight_bytes += st.weight_bytes;
+      if (m.peak_step < 0 || st.live_bytes > m.peak_live_bytes) {
+        m.peak_step = static_cast<int>(k);
+        m.peak_live_bytes = st.live_bytes;
+      }
+      m.steps.push_back(std::move(st));
+    }
+    p.sections.Get<memory::MemorySection>() = std::move(m);
   }
   std::vector<std::string> prov;
   for (const auto& [name, n] : providers) prov.push_back(name + ":" + std::to_string(n));
