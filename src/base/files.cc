@@ -1,9 +1,11 @@
 #include "base/files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -227,24 +229,37 @@ Status CheckWritable(const std::string& path) {
 }
 
 std::string ReadSysFile(const std::string& path) {
-  // Non-blocking and regular files only: a FIFO or a device planted in a --sysroot tree (or a
-  // sysfs path that is not an attribute) is read as absent, never waited on.
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return "";
-  struct stat st {};
+  // Regular files only (OpenRegularFile): a FIFO or device planted in a --sysroot tree, or a
+  // sysfs path that is not an attribute, reads as absent, never waited on.
+  auto fd = OpenRegularFile(path);
+  if (!fd.ok()) return "";
   std::string out;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    constexpr size_t kMax = size_t{1} << 20;  // sysfs attributes are a page; cpuinfo is small
-    char buf[4096];
-    while (out.size() < kMax) {
-      ssize_t n = read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
+  constexpr size_t kMax = size_t{1} << 20;  // sysfs attributes are a page; cpuinfo is small
+  char buf[4096];
+  while (out.size() < kMax) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
   }
-  close(fd);
+  close(*fd);
   return Trim(out);
+}
+
+std::vector<std::string> ListDirectory(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != ".." && StartsWith(n, prefix)) names.push_back(n);
+    }
+    closedir(d);
+  }
+  // Shorter first, so thermal_zone2 comes before thermal_zone10 and cpu2 before cpu10.
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  return names;
 }
 
 }  // namespace opscope

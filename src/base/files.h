@@ -4,6 +4,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -25,7 +26,10 @@ Status WriteFileAtomicStreamed(const std::string& path,
 // Checks that PATH can be created/overwritten (its folder exists and is writable) before any
 // long work starts.
 Status CheckWritable(const std::string& path);
-// Reads a small sysfs/procfs file; empty string if absent or unreadable.
+// Reads a small sysfs/procfs file; empty string if absent, unreadable or not a regular file.
 std::string ReadSysFile(const std::string& path);
+// The entries of DIR whose names start with `prefix` (not . and ..), shorter names first, then
+// alphabetically (cpu2 before cpu10); empty when DIR cannot be read.
+std::vector<std::string> ListDirectory(const std::string& dir, const std::string& prefix = "");
 
 }  // namespace opscope

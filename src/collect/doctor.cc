@@ -1,6 +1,5 @@
 #include "collect/doctor.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <fmt/format.h>
@@ -23,17 +22,6 @@ using Level = DoctorCheck::Level;
 
 DoctorCheck Make(std::string area, Level level, std::string finding, std::string meaning) {
   return DoctorCheck{std::move(area), level, std::move(finding), std::move(meaning)};
-}
-
-std::vector<std::string> ListDir(const std::string& dir, const std::string& prefix) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (StartsWith(e->d_name, prefix)) names.push_back(e->d_name);
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 }  // namespace
@@ -290,7 +278,7 @@ std::vector<DoctorCheck> RunDoctorChecks() {
   out.push_back(CheckKernelSymbols(access));
   out.push_back(CheckAttach(access));
   std::vector<std::string> governors;
-  for (const auto& cpu : ListDir(HostPath("/sys/devices/system/cpu"), "cpu")) {
+  for (const auto& cpu : ListDirectory(HostPath("/sys/devices/system/cpu"), "cpu")) {
     const std::string g =
         Trim(ReadSysFile(HostPath("/sys/devices/system/cpu/") + cpu + "/cpufreq/scaling_governor"));
     if (!g.empty()) governors.push_back(g);
@@ -300,7 +288,7 @@ std::vector<DoctorCheck> RunDoctorChecks() {
                            ReadSysFile(HostPath("/sys/devices/system/cpu/cpufreq/boost"))));
   out.push_back(CheckThp(ReadSysFile(HostPath("/sys/kernel/mm/transparent_hugepage/enabled"))));
   int nodes = 0;
-  for (const auto& n : ListDir(HostPath("/sys/devices/system/node"), "node"))
+  for (const auto& n : ListDirectory(HostPath("/sys/devices/system/node"), "node"))
     if (n.size() > 4 && std::isdigit(static_cast<unsigned char>(n[4])) &&
         !Trim(ReadSysFile(HostPath("/sys/devices/system/node/") + n + "/cpulist")).empty())
       ++nodes;

@@ -428,12 +428,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       st.weight_bytes = std::max(0.0, r.parameter_bytes);
       st.live_bytes = std::max(0.0, r.activation_bytes) + st.allocated_bytes;
       m.weight_bytes += st.weight_bytes;
-      if (m.peak_step < 0 || st.live_bytes > m.peak_live_bytes) {
-        m.peak_step = static_cast<int>(k);
-        m.peak_live_bytes = st.live_bytes;
-      }
       m.steps.push_back(std::move(st));
     }
+    memory::SetPeak(&m);
     p.sections.Get<memory::MemorySection>() = std::move(m);
   }
   std::vector<std::string> prov;

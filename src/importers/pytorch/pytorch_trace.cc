@@ -184,11 +184,7 @@ void AddMemory(const std::vector<CpuOp>& ops, std::vector<MemEvent>& mems, size_
     }
     st.live_bytes = std::max(st.live_bytes, live);
   }
-  for (size_t i = 0; i < m.steps.size(); ++i)
-    if (m.peak_step < 0 || m.steps[i].live_bytes > m.peak_live_bytes) {
-      m.peak_step = static_cast<int>(i);
-      m.peak_live_bytes = m.steps[i].live_bytes;
-    }
+  memory::SetPeak(&m);
   if (attributed < ev.size())
     p->meta.degradations.push_back(fmt::format(
         "{} of {} [memory] events of {} happened outside every top-level op on their thread "

@@ -209,11 +209,12 @@ StatusOr<profile::Profile> Parse(const Source& src) {
           ch.Set(name + " clock", "clock", "MHz", mhz, t);
           ++i;
         }
-      } else if (std::regex_match(t, m, temp)) {
+      } else if (t.back() == 'C' && t.find('@') != std::string::npos &&
+                 std::regex_match(t, m, temp)) {  // the cheap test first: a regex per token is slow
         const double c = std::stod(m[2]);
         // -256C: the sensor is off in this power mode.
         ch.Set("thermal " + m[1].str(), "temperature", "°C", c <= -256 ? NAN : c, m[1].str());
-      } else if (!next.empty() && std::regex_match(next, m, rail_value) &&
+      } else if (next.find('/') != std::string::npos && std::regex_match(next, m, rail_value) &&
                  std::isupper(static_cast<unsigned char>(t[0])) && t != "RAM" && t != "SWAP" &&
                  t != "IRAM") {
         ++i;

@@ -19,10 +19,6 @@ namespace {
 // with the largest changes and says so for the rest.
 constexpr size_t kMaxNodeIntervals = 600;
 
-std::string TdNum(double sort, const std::string& text) {
-  return "<td class=\"num\" data-v=\"" + Num(sort) + "\">" + Escape(text) + "</td>";
-}
-
 std::string Side(const char* which, const std::string& label, const profile::Profile& p) {
   std::string s = "<code>" + Escape(label) + "</code>";
   std::vector<std::string> bits;

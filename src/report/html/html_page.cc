@@ -47,6 +47,14 @@ std::string Escape(std::string_view raw) {
   return out;
 }
 
+std::string Td(const std::string& html, const char* cls) {
+  return cls ? fmt::format("<td class=\"{}\">{}</td>", cls, html) : "<td>" + html + "</td>";
+}
+
+std::string TdNum(double sort, const std::string& text) {
+  return "<td class=\"num\" data-v=\"" + Num(sort) + "\">" + Escape(text) + "</td>";
+}
+
 std::string Num(double v, int decimals) {
   if (!std::isfinite(v)) return "0";
   std::string s = fmt::format("{:.{}f}", v, decimals);

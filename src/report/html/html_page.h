@@ -26,6 +26,11 @@ std::string Escape(std::string_view s);
 // A number for an attribute or a sort key: fixed, at most `decimals` decimals, "0" for non-finite.
 std::string Num(double v, int decimals = 6);
 
+// Table cells of the page's sortable tables: `html` as it is (already escaped, with a class when
+// given), and a number cell whose `sort` value the script sorts by and whose `text` is shown.
+std::string Td(const std::string& html, const char* cls = nullptr);
+std::string TdNum(double sort, const std::string& text);
+
 // "<!DOCTYPE html>..." up to and including <body>, with the policy, the style sheet and `title`.
 std::string PageBegin(const std::string& title);
 // The script and the closing tags.

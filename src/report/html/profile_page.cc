@@ -39,12 +39,6 @@ double OpMs(const profile::OpRecord& op) {
   return op.status == profile::OpStatus::kFolded ? 0 : op.stats.trimmed_mean;
 }
 
-std::string Td(const std::string& html, const char* cls = nullptr) {
-  return cls ? fmt::format("<td class=\"{}\">{}</td>", cls, html) : "<td>" + html + "</td>";
-}
-std::string TdNum(double sort, const std::string& text) {
-  return "<td class=\"num\" data-v=\"" + Num(sort) + "\">" + Escape(text) + "</td>";
-}
 std::string Pct(double frac) { return fmt::format("{:.1f}%", frac * 100); }
 std::string Rate(double v) { return v > 0 ? fmt::format("{:.2f}", v) : "-"; }
 

@@ -3,16 +3,6 @@
 #include <fmt/format.h>
 
 namespace opscope::report::html {
-namespace {
-
-std::string Td(const std::string& html, const char* cls = nullptr) {
-  return cls ? fmt::format("<td class=\"{}\">{}</td>", cls, html) : "<td>" + html + "</td>";
-}
-std::string TdNum(double sort, const std::string& text) {
-  return "<td class=\"num\" data-v=\"" + Num(sort) + "\">" + Escape(text) + "</td>";
-}
-
-}  // namespace
 
 Cell TextCell(std::string text, std::string cls) {
   Cell c;

@@ -83,9 +83,6 @@ MemorySection FromSession(const engine::Session& session) {
   m.naive_bytes = static_cast<double>(map.naive_bytes);
   m.weight_bytes = static_cast<double>(map.weight_bytes);
   Derive(&m);
-  const ProcessMemory pm = ReadProcessMemory();
-  m.rss_bytes = pm.rss_bytes;
-  m.peak_rss_bytes = pm.peak_rss_bytes;
   return m;
 }
 

@@ -8,7 +8,8 @@ namespace opscope::memory {
 
 // The section of `session` after its runs: its tensors' lifetimes over the steps a run executes
 // (profile ops are the session's nodes, so a step's `op` is its anchor node), each step's
-// weights, packed copies and workspace, and the process's RSS and peak RSS read now.
+// weights, packed copies and workspace. The process's RSS and peak RSS are the caller's to read
+// (ReadProcessMemory), as late as its profile is complete.
 MemorySection FromSession(const engine::Session& session);
 
 // VmRSS and VmHWM of /proc/self/status, in bytes (0 when unreadable).

@@ -154,11 +154,9 @@ Status MemoryCsv(const profile::Profile& p, const ReportOptions& o, std::string*
   return Status::Ok();
 }
 
-std::string TdNum(double v, const std::string& text) {
-  return "<td class=\"num\" data-v=\"" + report::html::Num(v) + "\">" + report::html::Escape(text) +
-         "</td>";
-}
-std::string Td(const std::string& text) { return "<td>" + report::html::Escape(text) + "</td>"; }
+using report::html::TdNum;
+// A text cell: escaped.
+std::string Td(const std::string& text) { return report::html::Td(report::html::Escape(text)); }
 
 // The live-bytes curve over the steps (a step function: one level per step), the peak marked.
 std::string Curve(const MemorySection& m) {

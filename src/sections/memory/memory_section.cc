@@ -123,19 +123,24 @@ void Derive(MemorySection* m) {
     if (t.place != "output" && !t.last_consumer.empty()) m->steps[b].released_bytes += t.bytes;
   }
   double l = 0, ar = 0;
-  m->peak_step = -1;
-  m->peak_live_bytes = 0;
   for (size_t s = 0; s < n; ++s) {
     l += live[s];
     ar += arena[s];
     // Sums of doubles that are whole numbers below 2^53: exact, so no drift below zero.
     m->steps[s].live_bytes = l;
     m->steps[s].arena_live_bytes = ar;
-    if (m->peak_step < 0 || l > m->peak_live_bytes) {
-      m->peak_step = static_cast<int>(s);
-      m->peak_live_bytes = l;
-    }
   }
+  SetPeak(m);
+}
+
+void SetPeak(MemorySection* m) {
+  m->peak_step = -1;
+  m->peak_live_bytes = 0;
+  for (size_t s = 0; s < m->steps.size(); ++s)
+    if (m->peak_step < 0 || m->steps[s].live_bytes > m->peak_live_bytes) {
+      m->peak_step = static_cast<int>(s);
+      m->peak_live_bytes = m->steps[s].live_bytes;
+    }
 }
 
 std::vector<int> AliveAt(const MemorySection& m, int step) {

@@ -80,6 +80,9 @@ struct MemorySection final : profile::SectionData {
 // Fills every step's allocated, released, live and arena-live bytes and the peak from `tensors`
 // (whose step indices must be in range).
 void Derive(MemorySection* m);
+// The peak from the steps' live bytes (the first of equals): for sources that know live bytes
+// per step but no tensors (importers).
+void SetPeak(MemorySection* m);
 
 // The tensors alive during `step`, largest first (indices into m.tensors).
 std::vector<int> AliveAt(const MemorySection& m, int step);

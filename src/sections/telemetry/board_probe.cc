@@ -1,6 +1,5 @@
 #include "sections/telemetry/board_probe.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,22 +28,6 @@ enum How {
   kMvMaToMw = 4,     // files[0] mV x files[1] mA / 1000
   kNpuCore = 5,      // files[0] is the rknpu load text; meta.name ends with the core number
 };
-
-std::vector<std::string> List(const std::string& dir, const std::string& prefix = "") {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != ".." && StartsWith(n, prefix)) names.push_back(n);
-    }
-    closedir(d);
-  }
-  // thermal_zone2 before thermal_zone10.
-  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-    return a.size() != b.size() ? a.size() < b.size() : a < b;
-  });
-  return names;
-}
 
 bool Number(const std::string& path, double* v) { return ParseDouble(ReadSysFile(path), v); }
 
@@ -96,7 +79,7 @@ std::string CoreTypes() {
   std::map<int, std::string> core;  // cpu -> name
   std::map<int, std::string> capacity;
   const std::string base = HostPath("/sys/devices/system/cpu/");
-  for (const std::string& c : List(base, "cpu")) {
+  for (const std::string& c : ListDirectory(base, "cpu")) {
     int n = 0;
     if (c.size() < 4 || !std::isdigit(static_cast<unsigned char>(c[3])) ||
         std::sscanf(c.c_str(), "cpu%d", &n) != 1)
@@ -151,7 +134,7 @@ std::string CoreTypes() {
 std::string CpuPmus() {
   const std::string dir = HostPath("/sys/bus/event_source/devices/");
   std::vector<std::string> out;
-  for (const std::string& d : List(dir)) {
+  for (const std::string& d : ListDirectory(dir)) {
     if (!StartsWith(d, "armv8") && !StartsWith(d, "armv7") && !StartsWith(d, "arm_cortex") &&
         d != "cpu_core" && d != "cpu_atom")
       continue;
@@ -182,7 +165,7 @@ BoardProbe BoardProbe::Discover() {
 
   // CPU clusters.
   const std::string cpufreq = HostPath("/sys/devices/system/cpu/cpufreq");
-  for (const std::string& pol : List(cpufreq, "policy")) {
+  for (const std::string& pol : ListDirectory(cpufreq, "policy")) {
     const std::string dir = cpufreq + "/" + pol + "/";
     double cur = 0, max = 0, min = 0;
     if (!Number(dir + "scaling_cur_freq", &cur)) continue;
@@ -202,7 +185,7 @@ BoardProbe BoardProbe::Discover() {
 
   // devfreq.
   const std::string devfreq = HostPath("/sys/class/devfreq");
-  for (const std::string& dev : List(devfreq)) {
+  for (const std::string& dev : ListDirectory(devfreq)) {
     const std::string dir = devfreq + "/" + dev + "/";
     double cur = 0, max = 0, min = 0;
     if (!Number(dir + "cur_freq", &cur)) continue;
@@ -242,7 +225,7 @@ BoardProbe BoardProbe::Discover() {
 
   // Thermal zones.
   const std::string thermal = HostPath("/sys/class/thermal");
-  for (const std::string& z : List(thermal, "thermal_zone")) {
+  for (const std::string& z : ListDirectory(thermal, "thermal_zone")) {
     const std::string dir = thermal + "/" + z + "/";
     double t = 0;
     if (!Number(dir + "temp", &t)) continue;
@@ -268,7 +251,7 @@ BoardProbe BoardProbe::Discover() {
 
   // INA3221 power rails: hwmon, then the older iio driver.
   const std::string hwmon = HostPath("/sys/class/hwmon");
-  for (const std::string& h : List(hwmon, "hwmon")) {
+  for (const std::string& h : ListDirectory(hwmon, "hwmon")) {
     const std::string dir = hwmon + "/" + h + "/";
     if (ReadSysFile(dir + "name") != "ina3221") continue;
     for (int k = 1; k <= 3; ++k) {
@@ -291,8 +274,8 @@ BoardProbe BoardProbe::Discover() {
     }
   }
   const std::string ina = HostPath("/sys/bus/i2c/drivers/ina3221x");
-  for (const std::string& dev : List(ina)) {
-    for (const std::string& iio : List(ina + "/" + dev, "iio:device")) {
+  for (const std::string& dev : ListDirectory(ina)) {
+    for (const std::string& iio : ListDirectory(ina + "/" + dev, "iio:device")) {
       const std::string dir = ina + "/" + dev + "/" + iio + "/";
       for (int k = 0; k < 3; ++k) {
         const std::string label = ReadSysFile(dir + "rail_name_" + std::to_string(k));

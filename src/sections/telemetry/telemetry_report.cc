@@ -92,14 +92,11 @@ Status TelemetryHtml(const profile::Profile& p, const ReportOptions&, std::strin
          "<th class=\"num\" data-sort=\"num\">ceiling</th></tr></thead><tbody>\n";
     for (const Channel& c : t.channels) {
       const Range3 r = Summarize(c);
-      auto num = [&](double v, const std::string& text) {
-        return "<td class=\"num\" data-v=\"" + report::html::Num(v) + "\">" + Escape(text) +
-               "</td>";
-      };
       s += "<tr><td class=\"name\">" + Escape(c.name) + "</td><td><code>" + Escape(c.source) +
-           "</code></td>" + num(r.min, Value(r.min, c.unit)) +
-           num(r.median, Value(r.median, c.unit)) + num(r.max, Value(r.max, c.unit)) +
-           num(c.max, c.max > 0 ? Value(c.max, c.unit) : "-") + "</tr>\n";
+           "</code></td>" + report::html::TdNum(r.min, Value(r.min, c.unit)) +
+           report::html::TdNum(r.median, Value(r.median, c.unit)) +
+           report::html::TdNum(r.max, Value(r.max, c.unit)) +
+           report::html::TdNum(c.max, c.max > 0 ? Value(c.max, c.unit) : "-") + "</tr>\n";
     }
     s += "</tbody></table></div>\n";
   }
