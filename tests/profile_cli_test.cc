@@ -509,6 +509,8 @@ TEST(ProfileCliTest, CountersAndSamplesPerNode) {
   std::string json = TempDir() + "/sampled.json";
   auto r = Profile({kSrc + "/tests/models/twin_matmul.onnx", "--threads", "1", "--warmup", "2",
                     "--runs", "30", "--counters", "--sample", "-F", "2003", "-o", json});
+  if (r.exit_code != 0 && r.err.find("(ENOSYS)") != std::string::npos)
+    GTEST_SKIP() << "no perf_event_open here (qemu-user?): " << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto p = profile::LoadProfile(json);
   ASSERT_TRUE(p.ok()) << p.status().message();

@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include "collect/perf_skip_testing.h"
+
 namespace opscope::collect {
 namespace {
 
@@ -20,6 +22,7 @@ double Value(const profile::StatRun& run, const std::string& event) {
 }
 
 TEST(RunCountedTest, CountsAndPassesExitStatus) {
+  OPSCOPE_SKIP_WITHOUT_PERF_EVENTS();
   auto r = RunCounted({"sh", "-c", "exit 3"}, SoftwareEvents(), SystemOpener());
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->exec_error.ok());
@@ -31,6 +34,7 @@ TEST(RunCountedTest, CountsAndPassesExitStatus) {
 }
 
 TEST(RunCountedTest, ChildrenOfTheCommandAreCounted) {
+  OPSCOPE_SKIP_WITHOUT_PERF_EVENTS();
   // dd touches its 16 MiB buffer: >= 4096 page faults, in a child of sh (`; true` keeps sh from
   // exec'ing dd in place).
   auto big =
@@ -44,6 +48,7 @@ TEST(RunCountedTest, ChildrenOfTheCommandAreCounted) {
 }
 
 TEST(RunCountedTest, SignalIsReportedWithCounts) {
+  OPSCOPE_SKIP_WITHOUT_PERF_EVENTS();
   auto r = RunCounted({"sh", "-c", "kill -SEGV $$"}, SoftwareEvents(), SystemOpener());
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->run.term_signal, SIGSEGV);
@@ -93,6 +98,7 @@ TEST(RunCountedTest, PermissionErrorDoesNotRunTheCommand) {
 }
 
 TEST(RunCountedTest, NoPmuFallbackIsRecorded) {
+  OPSCOPE_SKIP_WITHOUT_PERF_EVENTS();
   // On a machine without a PMU the real kernel refuses cycles; with one it counts them. Either
   // way the run succeeds and, when it fell back, says so.
   auto r = RunCounted({"true"}, *ParseEventList("cycles,task-clock"), SystemOpener());

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "collect/perf_skip_testing.h"
+
 namespace opscope::collect {
 namespace {
 
@@ -100,6 +102,7 @@ int EventIndex(const OpCounters& c, const std::string& name) {
 }
 
 TEST(OpCountersTest, PerStepCountsMatchWholeRunAndScaleWithWork) {
+  OPSCOPE_SKIP_WITHOUT_PERF_EVENTS();
   FakePool pool;
   OpCounters::Options o;
   o.num_steps = 3;
@@ -166,6 +169,7 @@ TEST(OpCountersTest, PerStepCountsMatchWholeRunAndScaleWithWork) {
 // Nested steps (a control-flow node's subgraph steps run inside its step): the parent's counts
 // span its whole step, its subgraph's work included; the child's only its own.
 TEST(OpCountersTest, NestedStepsCountTheParentInclusively) {
+  OPSCOPE_SKIP_WITHOUT_PERF_EVENTS();
   FakePool pool;
   OpCounters::Options o;
   o.num_steps = 2;
@@ -193,6 +197,7 @@ TEST(OpCountersTest, NestedStepsCountTheParentInclusively) {
 }
 
 TEST(OpCountersTest, BadArguments) {
+  OPSCOPE_SKIP_WITHOUT_PERF_EVENTS();
   OpCounters::Options o;
   o.tids = {static_cast<pid_t>(syscall(SYS_gettid))};
   EXPECT_FALSE(OpCounters::Create(o).ok());  // no steps

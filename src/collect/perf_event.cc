@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/files.h"
+#include "base/host.h"
 #include "base/strings.h"
 #include "collect/perf_event_internal.h"
 
@@ -18,6 +20,7 @@ namespace opscope::collect {
 
 using perf_internal::AddOnce;
 using perf_internal::ErrnoName;
+using perf_internal::IsNoPmuError;
 
 // ---------------------------------------------------------------------------------------------
 // CounterSet
@@ -29,6 +32,7 @@ CounterSet& CounterSet::operator=(CounterSet&& o) noexcept {
     slots_ = std::move(o.slots_);
     fds_ = std::move(o.fds_);
     pages_ = std::move(o.pages_);
+    slot_of_ = std::move(o.slot_of_);
     groups_ = std::move(o.groups_);
     buffer_ = std::move(o.buffer_);
     user_only_ = o.user_only_;
@@ -48,7 +52,56 @@ void CounterSet::CloseAll() {
     if (fd >= 0) close(fd);
   pages_.clear();
   fds_.clear();
+  slot_of_.clear();
   groups_.clear();
+}
+
+std::vector<CorePmu> CorePmus() {
+  const std::string dir = HostPath("/sys/bus/event_source/devices/");
+  std::vector<CorePmu> out;
+  for (const std::string& d : ListDirectory(dir)) {
+    const bool arm =
+        StartsWith(d, "armv8") || StartsWith(d, "armv7") || StartsWith(d, "arm_cortex");
+    if (!arm && d != "cpu_core" && d != "cpu_atom") continue;
+    int64_t type = 0;
+    if (!ParseInt64(Trim(ReadSysFile(dir + d + "/type")), &type) || type < 0 || type > 0xffffffffLL)
+      type = 0;
+    out.push_back({d, static_cast<uint32_t>(type), Trim(ReadSysFile(dir + d + "/cpus")), arm});
+  }
+  return out;
+}
+
+std::vector<CorePmu> HybridCorePmus() {
+  std::vector<CorePmu> out;
+  for (CorePmu& p : CorePmus())
+    if (p.type > 0 && !p.cpus.empty()) out.push_back(std::move(p));
+  if (out.size() < 2) out.clear();
+  return out;
+}
+
+int64_t Armv8CommonEvent(uint64_t hw_id) {
+  switch (hw_id) {
+    case PERF_COUNT_HW_CPU_CYCLES:
+      return 0x11;  // CPU_CYCLES
+    case PERF_COUNT_HW_INSTRUCTIONS:
+      return 0x08;  // INST_RETIRED
+    case PERF_COUNT_HW_CACHE_REFERENCES:
+      return 0x04;  // L1D_CACHE
+    case PERF_COUNT_HW_CACHE_MISSES:
+      return 0x03;  // L1D_CACHE_REFILL
+    case PERF_COUNT_HW_BRANCH_INSTRUCTIONS:
+      return 0x21;  // BR_RETIRED
+    case PERF_COUNT_HW_BRANCH_MISSES:
+      return 0x10;  // BR_MIS_PRED
+    case PERF_COUNT_HW_BUS_CYCLES:
+      return 0x1d;  // BUS_CYCLES
+    case PERF_COUNT_HW_STALLED_CYCLES_FRONTEND:
+      return 0x23;  // STALL_FRONTEND
+    case PERF_COUNT_HW_STALLED_CYCLES_BACKEND:
+      return 0x24;  // STALL_BACKEND
+    default:
+      return -1;
+  }
 }
 
 StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector<EventSpec>& events,
@@ -56,10 +109,11 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
                                       std::vector<std::string>* degradations) {
   CounterSet set;
   set.slots_.resize(events.size());
-  set.fds_.assign(events.size(), -1);
-  set.pages_.assign(events.size(), nullptr);
+  const std::vector<CorePmu> pmus = HybridCorePmus();
   int sw_group = -1;  // index into groups_
-  int hw_group = -1;
+  // Hardware groups: [0] for events of the one PMU (and raw or PMU-typed ones), [1 + p] for the
+  // members on core PMU p of a hybrid machine.
+  std::vector<int> hw_group(pmus.size() + 1, -1);
   std::vector<std::string> no_pmu_names;
   const long page = sysconf(_SC_PAGESIZE);
 
@@ -85,25 +139,117 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
     int group_fd = leader ? -1 : set.groups_[group].leader_fd;
     return opener.Open(attr, target.pid, target.cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
   };
+  // The group a new member joins: the current one of its kind while it has room.
+  auto group_for = [&](bool hardware, size_t pmu_key) -> int {
+    int* g = hardware ? &hw_group[pmu_key] : &sw_group;
+    if (hardware && *g >= 0 && set.groups_[*g].members.size() >= kMaxHardwareGroup) *g = -1;
+    if (*g < 0) {
+      set.groups_.emplace_back();
+      *g = static_cast<int>(set.groups_.size()) - 1;
+    }
+    return *g;
+  };
+  auto add_member = [&](size_t slot, int fd, int group) {
+    Group& g = set.groups_[group];
+    if (g.leader_fd < 0) g.leader_fd = fd;
+    const size_t m = set.fds_.size();
+    uint64_t id = 0;
+    if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) id = ~0ull - m;  // fake fds (tests)
+    g.members.push_back(static_cast<int>(m));
+    g.ids.push_back(id);
+    set.fds_.push_back(fd);
+    set.slot_of_.push_back(static_cast<int>(slot));
+    void* pg = nullptr;
+    if (target.map_for_rdpmc && set.slots_[slot].spec.NeedsPmu()) {
+      pg = mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, 0);
+      if (pg == MAP_FAILED) pg = nullptr;
+    }
+    set.pages_.push_back(pg);
+    Slot& s = set.slots_[slot];
+    if (!s.supported) s.group = group;
+    s.supported = true;
+  };
+  // Errors after the ladder that end the whole set.
+  auto fatal = [&](int fd, const EventSpec& spec) -> Status {
+    // No system call at all: every other event fails the same way, software ones included, so
+    // say that once instead of "try software events".
+    if (fd == -ENOSYS) return Unavailable(PerfErrorText(ENOSYS, spec, opener));
+    if (fd == -ESRCH) return NotFound(PerfErrorText(ESRCH, spec, opener));
+    if (fd == -EMFILE || fd == -ENFILE) return ResourceExhausted(PerfErrorText(-fd, spec, opener));
+    return Status::Ok();
+  };
 
   for (size_t i = 0; i < events.size(); ++i) {
     Slot& slot = set.slots_[i];
     slot.requested = events[i].name;
     slot.spec = events[i];
-    int* group_index = slot.spec.NeedsPmu() ? &hw_group : &sw_group;
-    if (slot.spec.NeedsPmu() && hw_group >= 0 &&
-        set.groups_[hw_group].slot_of_member.size() >= kMaxHardwareGroup)
-      hw_group = -1;
-    if (*group_index < 0) {
-      set.groups_.emplace_back();
-      *group_index = static_cast<int>(set.groups_.size()) - 1;
+    // Several core PMUs: a generic hardware event once on each (the extended type, the PMU's in
+    // config's upper 32 bits, PERF_PMU_TYPE_SHIFT; on an Arm kernel without it, the PMU's own
+    // type with the Armv8 common event number).
+    const bool generic =
+        (slot.spec.type == PERF_TYPE_HARDWARE || slot.spec.type == PERF_TYPE_HW_CACHE) &&
+        (slot.spec.config >> 32) == 0;
+    if (!pmus.empty() && generic) {
+      std::vector<std::string> refused;
+      for (size_t p = 0; p < pmus.size(); ++p) {
+        const int group = group_for(true, p + 1);
+        EventSpec spec = slot.spec;
+        int fd = -1;
+        for (;;) {
+          spec = slot.spec;
+          spec.config |= uint64_t{pmus[p].type} << 32;
+          fd = open_one(spec, group);
+          const int64_t arm_event =
+              slot.spec.type == PERF_TYPE_HARDWARE ? Armv8CommonEvent(slot.spec.config) : -1;
+          if (fd < 0 && IsNoPmuError(-fd) && pmus[p].arm && arm_event >= 0) {
+            spec.type = pmus[p].type;
+            spec.config = static_cast<uint64_t>(arm_event);
+            fd = open_one(spec, group);
+          }
+          perf_event_attr asked{};
+          asked.type = spec.type;
+          asked.config = spec.config;
+          asked.exclude_kernel = spec.exclude_kernel || set.user_only_;
+          const Fallback next = NextFallback(fd, asked);
+          if (next == Fallback::kUserOnly) {
+            set.user_only_ = true;
+            AddOnce(degradations, UserOnlyDegradation(opener));
+            continue;
+          }
+          if (next == Fallback::kRefused)
+            return PermissionDenied(PerfErrorText(-fd, slot.spec, opener));
+          break;
+        }
+        OPSCOPE_RETURN_IF_ERROR(fatal(fd, slot.spec));
+        if (fd < 0) {
+          refused.push_back(pmus[p].name + " (" + ErrnoName(-fd) + ")");
+          continue;
+        }
+        add_member(i, fd, group);
+        slot.pmus.push_back(pmus[p].name);
+      }
+      if (slot.supported) {
+        if (!refused.empty()) {
+          slot.note = "counted on " + Join(slot.pmus, ", ") + " only; refused by " +
+                      Join(refused, ", ") + ": it misses the time its threads ran there";
+          AddOnce(degradations, slot.requested + " " + slot.note);
+        }
+        continue;
+      }
+      // No core PMU took it: the ladder below, as on a machine with one PMU, and the kernel
+      // binds it to one of them.
+      slot.note = "not per core PMU (" + Join(refused, ", ") +
+                  "): counted by the one PMU the kernel picks, which stops while its threads run "
+                  "on another cluster, and scaled as if multiplexed";
     }
+    const std::string hybrid_note = slot.note;
+    int group = group_for(slot.spec.NeedsPmu(), 0);
     int fd = -1;
     bool dropped = false;
     // Climb the ladder until the kernel accepts, or the event is dropped. Each rung is taken at
     // most once per event, whatever order the kernel reports the problems in.
     for (;;) {
-      fd = open_one(slot.spec, *group_index);
+      fd = open_one(slot.spec, group);
       perf_event_attr asked{};
       asked.type = slot.spec.type;
       asked.config = slot.spec.config;
@@ -126,11 +272,7 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
         slot.spec = clock;
         slot.note = "cpu-clock stands in for " + slot.requested + " (no hardware PMU)";
         AddOnce(degradations, CpuClockDegradation(slot.requested, -fd));
-        if (sw_group < 0) {
-          set.groups_.emplace_back();
-          sw_group = static_cast<int>(set.groups_.size()) - 1;
-        }
-        group_index = &sw_group;
+        group = group_for(false, 0);
         continue;
       }
       if (next == Fallback::kUnsupported) {
@@ -142,39 +284,31 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
       break;
     }
     if (dropped) continue;
-    if (fd == -ESRCH) return NotFound(PerfErrorText(ESRCH, slot.spec, opener));
-    if (fd == -EMFILE || fd == -ENFILE)
-      return ResourceExhausted(PerfErrorText(-fd, slot.spec, opener));
+    OPSCOPE_RETURN_IF_ERROR(fatal(fd, slot.spec));
     if (fd < 0) {
       slot.note = PerfErrorText(-fd, slot.spec, opener);
       AddOnce(degradations, slot.requested + " not counted: " + slot.note);
       continue;
     }
-    Group& g = set.groups_[*group_index];
-    if (g.leader_fd < 0) g.leader_fd = fd;
-    uint64_t id = 0;
-    if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) id = ~0ull - i;  // fake fds (tests)
-    g.slot_of_member.push_back(static_cast<int>(i));
-    g.ids.push_back(id);
-    slot.supported = true;
-    slot.group = *group_index;
-    set.fds_[i] = fd;
-    if (target.map_for_rdpmc && slot.spec.NeedsPmu()) {
-      void* p = mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, 0);
-      set.pages_[i] = p == MAP_FAILED ? nullptr : p;
-    }
+    add_member(i, fd, group);
+    if (!hybrid_note.empty() && slot.note == hybrid_note)
+      AddOnce(degradations, slot.requested + ": " + hybrid_note);
   }
   if (!no_pmu_names.empty())
     AddOnce(degradations, "not counted (no hardware PMU here, or the CPU lacks them): " +
                               Join(no_pmu_names, ", "));
   // Drop groups that ended up empty (every member refused).
   std::vector<Group> kept;
-  for (Group& g : set.groups_) {
+  std::vector<int> index_of(set.groups_.size(), -1);
+  for (size_t k = 0; k < set.groups_.size(); ++k) {
+    Group& g = set.groups_[k];
     if (g.leader_fd < 0) continue;
-    for (int s : g.slot_of_member) set.slots_[s].group = static_cast<int>(kept.size());
-    g.buffer_words = 3 + 2 * g.slot_of_member.size();
+    index_of[k] = static_cast<int>(kept.size());
+    g.buffer_words = 3 + 2 * g.members.size();
     kept.push_back(std::move(g));
   }
+  for (Slot& s : set.slots_)
+    if (s.group >= 0) s.group = index_of[static_cast<size_t>(s.group)];
   set.groups_ = std::move(kept);
   size_t words = 0;
   for (const Group& g : set.groups_) words = std::max(words, g.buffer_words);

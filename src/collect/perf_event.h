@@ -98,6 +98,8 @@ PerfEventOpener& SystemOpener();
 //  - paranoid >= 3 and not privileged: everything fails with EACCES;
 //  - paranoid >= 2 and not privileged: events that count kernel space fail with EACCES;
 //  - no_pmu: hardware/hw-cache/raw/PMU-type events fail with ENOENT;
+//  - no_syscall: every call fails with ENOSYS (qemu-user; checked first);
+//  - no_extended_type: hardware/hw-cache events naming a PMU in config's upper bits: ENOENT;
 // checked in that order, as the kernel does (pmu_first swaps the last two, to check that the
 // ladder does not depend on the order).
 // Successful calls return a real fd (of /dev/null) so the caller can close it as usual; reading
@@ -113,6 +115,10 @@ class RecordingPerfEventOpener : public PerfEventOpener {
     int result;  // fd or -errno
   };
   bool no_pmu = false;
+  bool no_syscall = false;
+  // A kernel without the extended hardware type (Arm before it had one): a generic event with a
+  // PMU type in config's upper 32 bits fails with ENOENT.
+  bool no_extended_type = false;
   int paranoid = -1;
   bool privileged = true;
   bool pmu_first = false;
@@ -136,6 +142,25 @@ class RecordingPerfEventOpener : public PerfEventOpener {
  private:
   std::vector<Call> calls_;
 };
+
+// A CPU PMU of a machine with several core types: one per cluster on big.LITTLE
+// (armv8_cortex_a55, armv8_cortex_a76), cpu_core and cpu_atom on x86 hybrids.
+struct CorePmu {
+  std::string name;
+  uint32_t type = 0;  // /sys/bus/event_source/devices/NAME/type
+  std::string cpus;   // its CPUs, "0-3"
+  bool arm = false;   // an Arm PMU (takes the Armv8 common event numbers as its own config)
+};
+// The CPU PMUs the kernel registered (/sys/bus/event_source/devices: armv8_*, armv7_*,
+// arm_cortex*, cpu_core, cpu_atom; x86's plain `cpu` is not listed), read through base/host.h
+// HostPath so --sysroot fakes them. `type` is 0 where unreadable.
+std::vector<CorePmu> CorePmus();
+// The core PMUs with a type when there are several; empty on a machine with one core type,
+// where a generic event needs no PMU named.
+std::vector<CorePmu> HybridCorePmus();
+// The Armv8 PMUv3 common event number for a generic hardware event (PERF_COUNT_HW_*), as the
+// kernel's arm_pmuv3 driver maps it; -1 when there is none.
+int64_t Armv8CommonEvent(uint64_t hw_id);
 
 // Where a CounterSet counts.
 struct CounterTarget {
@@ -161,13 +186,17 @@ inline constexpr size_t kMaxHardwareGroup = 4;
 
 class CounterSet {
  public:
-  // One requested event and what became of it.
+  // One requested event and what became of it. On a machine with several core PMUs a generic
+  // hardware event is opened once per PMU (as perf does on hybrids: an event of one PMU does not
+  // count while its thread runs on another cluster) and read as one: counts and running times
+  // summed, so a thread that moved between clusters is not extrapolated as if multiplexed.
   struct Slot {
     std::string requested;   // the name the caller asked for
     EventSpec spec;          // what is counted (cpu-clock when it stands in for cycles)
     bool supported = false;  // false: nothing is counted; `note` says why
     std::string note;
-    int group = -1;
+    int group = -1;                 // the group of its first member
+    std::vector<std::string> pmus;  // the core PMUs it is counted on (empty: not per PMU)
   };
 
   CounterSet() = default;
@@ -203,17 +232,22 @@ class CounterSet {
  private:
   struct Group {
     int leader_fd = -1;
-    std::vector<int> slot_of_member;  // slot index in read order
-    std::vector<uint64_t> ids;        // kernel ids, same order
+    std::vector<int> members;   // member index (fds_) in read order
+    std::vector<uint64_t> ids;  // kernel ids, same order
     size_t buffer_words = 0;
   };
   void CloseAll();
   Status ReadGroup(const Group& g, std::span<RawCount> out) const;
   bool ReadGroupRdpmc(const Group& g, std::span<RawCount> out) const;
 
+  // Adds one member's reading into its slot's (count and running time summed, enabled maxed).
+  void Accumulate(size_t member, const RawCount& c, std::span<RawCount> out) const;
+
   std::vector<Slot> slots_;
-  std::vector<int> fds_;      // per slot, -1 when unsupported
-  std::vector<void*> pages_;  // per slot, mmap'd page or nullptr
+  // Members: one opened event each (one per slot, or one per core PMU of a hybrid slot).
+  std::vector<int> fds_;      // its fd
+  std::vector<void*> pages_;  // its mmap'd page or nullptr
+  std::vector<int> slot_of_;  // its slot
   std::vector<Group> groups_;
   mutable std::vector<uint64_t> buffer_;
   bool user_only_ = false;
@@ -223,6 +257,10 @@ class CounterSet {
 std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener& opener);
 // Why nothing of perf works when perf_event_open itself is missing (ENOSYS), and what does.
 std::string NoPerfEventsText();
+// False where the perf_event_open system call itself is missing (ENOSYS: qemu-user, a kernel
+// without CONFIG_PERF_EVENTS, a seccomp filter), found by opening a disabled task-clock on this
+// thread. Tests of the real kernel skip then, with NoPerfEventsText() as the reason.
+bool PerfEventOpenImplemented();
 
 // The fallback ladder, one rung at a time, shared by CounterSet (which also regroups an event
 // that changed rungs) and the sampler (OpenWithFallback). Given what the kernel answered for

@@ -121,7 +121,13 @@ int RecordingPerfEventOpener::Open(const perf_event_attr& attr, pid_t pid, int c
   // The kernel checks privilege (perf_allow_kernel) before it looks the PMU up.
   const bool kernel_refused = !privileged && paranoid >= 2 && !attr.exclude_kernel;
   const bool pmu_missing = no_pmu && probe.NeedsPmu();
-  if (!privileged && paranoid >= 3) {
+  const bool extended = (attr.type == PERF_TYPE_HARDWARE || attr.type == PERF_TYPE_HW_CACHE) &&
+                        (attr.config >> 32) != 0;
+  if (no_syscall) {
+    result = -ENOSYS;
+  } else if (no_extended_type && extended) {
+    result = -ENOENT;
+  } else if (!privileged && paranoid >= 3) {
     result = -EACCES;
   } else if (kernel_refused || pmu_missing) {
     result = (pmu_missing && (pmu_first || !kernel_refused)) ? -ENOENT : -EACCES;
@@ -196,6 +202,22 @@ std::string NoPerfEventsText() {
          "seccomp=unconfined). No counter, software or hardware, and no sampling works here; "
          "`opscope profile` without --counters/--sample, `run`'s ranges, `gpu` and `import` "
          "still do";
+}
+
+bool PerfEventOpenImplemented() {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.disabled = 1;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  const long fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  if (fd >= 0) {
+    close(static_cast<int>(fd));
+    return true;
+  }
+  return errno != ENOSYS;
 }
 
 std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener& opener) {

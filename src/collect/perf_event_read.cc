@@ -43,9 +43,16 @@ Status CounterSet::ReadGroup(const Group& g, std::span<RawCount> out) const {
       if (it == g.ids.end()) continue;
       m = static_cast<size_t>(it - g.ids.begin());
     }
-    out[static_cast<size_t>(g.slot_of_member[m])] = RawCount{value, enabled, running};
+    Accumulate(static_cast<size_t>(g.members[m]), RawCount{value, enabled, running}, out);
   }
   return Status::Ok();
+}
+
+void CounterSet::Accumulate(size_t member, const RawCount& c, std::span<RawCount> out) const {
+  RawCount& o = out[static_cast<size_t>(slot_of_[member])];
+  o.value += c.value;
+  o.enabled_ns = std::max(o.enabled_ns, c.enabled_ns);
+  o.running_ns += c.running_ns;
 }
 
 Status CounterSet::Read(std::span<RawCount> out) const {
@@ -104,12 +111,15 @@ static bool ReadOne(const perf_event_mmap_page* pc, RawCount* out) {
 
 bool CounterSet::ReadGroupRdpmc(const Group& g, std::span<RawCount> out) const {
 #if defined(__x86_64__) || defined(__i386__)
-  for (int s : g.slot_of_member) {
-    const void* page = pages_[static_cast<size_t>(s)];
-    if (!page ||
-        !ReadOne(static_cast<const perf_event_mmap_page*>(page), &out[static_cast<size_t>(s)]))
-      return false;
+  // All or nothing: a group that falls back to read() must not have been added in part.
+  RawCount counts[kMaxHardwareGroup];
+  if (g.members.size() > kMaxHardwareGroup) return false;
+  for (size_t k = 0; k < g.members.size(); ++k) {
+    const void* page = pages_[static_cast<size_t>(g.members[k])];
+    if (!page || !ReadOne(static_cast<const perf_event_mmap_page*>(page), &counts[k])) return false;
   }
+  for (size_t k = 0; k < g.members.size(); ++k)
+    Accumulate(static_cast<size_t>(g.members[k]), counts[k], out);
   return true;
 #else
   (void)g;

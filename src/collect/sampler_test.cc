@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "collect/perf_skip_testing.h"
 #include "collect/unwind.h"
 
 namespace opscope::collect {
@@ -197,6 +198,7 @@ __attribute__((noinline)) uint64_t SpinForSampler(int ms) {
 
 // The in-process sampler really samples this process, including a thread started after Start().
 void CheckInProcess(CallGraph cg) {
+  OPSCOPE_SKIP_WITHOUT_PERF_EVENTS();
   SamplerOptions o;
   o.frequency_hz = 1999;
   o.call_graph = cg;
