@@ -228,6 +228,22 @@ TEST(DiagCli, MachineMeasuresToXdgConfig) {
   EXPECT_EQ(j["schema"], "opscope.machine/2");
 }
 
+// `machine --cpus`: the measurement pinned to the CPUs given, one all-core thread per CPU, and the
+// file says which CPUs (one file per cluster on a big.LITTLE board). A CPU that is not online is
+// a usage error naming the flag.
+TEST(DiagCli, MachineCpusPinsTheMeasurement) {
+  const std::string file = Tmp() + "/machine_cpu0.json";
+  auto r = RunShell(Opscope() + " machine --quick --force --cpus 0 --machine " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(testing::ReadAll(file));
+  EXPECT_EQ(j["pinned_cpus"], "0");
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_NE(r.out.find("measured on cpus                   0"), std::string::npos) << r.out;
+  auto bad = RunShell(Opscope() + " machine --quick --cpus 0-4095 --machine " + file);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--cpus '0-4095': CPU "), std::string::npos) << bad.err;
+}
+
 // Stamped ceilings from another CPU are refused by `profile`, naming the file and both CPUs.
 TEST(DiagCli, ProfileRefusesCeilingsFromAnotherCpu) {
   std::string f = Tmp() + "/other_cpu_machine.json";

@@ -26,7 +26,7 @@ double MachineCeilings::PeakGopsInt8(int threads) const {
 #define CEILING_FIELDS(X)                                                                      \
   X(peak_gflops_all) X(peak_gflops_one) X(peak_gops_int8_all) X(peak_gops_int8_one)           \
   X(triad_gbps) X(llc_gbps) X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method)      \
-  X(cpu_flags) X(cpus) X(spread_pct) X(spread_of) X(repeats)
+  X(cpu_flags) X(cpus) X(spread_pct) X(spread_of) X(repeats) X(pinned_cpus) X(core_types)
 // clang-format on
 
 std::string CeilingsToJson(const MachineCeilings& c) {
@@ -77,6 +77,7 @@ void CeilingsToMeta(const MachineCeilings& c, profile::Meta* meta) {
   meta->extra["machine.cpu_model"] = c.cpu_model;
   meta->extra["machine.measured_at"] = c.measured_at;
   meta->extra["machine.method"] = c.method;
+  if (!c.pinned_cpus.empty()) meta->extra["machine.pinned_cpus"] = c.pinned_cpus;
   if (!c.verification.empty()) meta->extra["machine.verification"] = c.verification;
 }
 
@@ -104,6 +105,7 @@ std::optional<MachineCeilings> CeilingsFromMeta(const profile::Meta& meta) {
   c.cpu_model = str("machine.cpu_model");
   c.measured_at = str("machine.measured_at");
   c.method = str("machine.method");
+  c.pinned_cpus = str("machine.pinned_cpus");
   c.verification = str("machine.verification");
   if (!c.Usable()) return std::nullopt;
   return c;

@@ -35,6 +35,11 @@ struct MachineCeilings {
   // (CpuStamp::flags) and online CPUs. Files written before the stamp existed have neither.
   std::string cpu_flags;
   int cpus = 0;
+  // `machine --cpus`: the CPUs the measurement was pinned to ("4-7"; "" for all) and their core
+  // types ("4x Cortex-A76 (cpus 4-7, capacity 1024)"; "" where the machine does not say). On a
+  // big.LITTLE board, one file per cluster holds that cluster's ceilings.
+  std::string pinned_cpus;
+  std::string core_types;
   // Noise of the measurement: for each figure, how far the median repeat fell below the best one,
   // percent (the largest of the four figures). 0 when not measured.
   double spread_pct = 0;

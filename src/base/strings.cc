@@ -29,6 +29,18 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
+std::string CpuRanges(const std::vector<int>& cpus) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    parts.push_back(j == i ? std::to_string(cpus[i])
+                           : std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]));
+    i = j + 1;
+  }
+  return Join(parts, ",");
+}
+
 std::string_view TrimmedView(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
   if (b == s.npos) return {};

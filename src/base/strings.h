@@ -10,6 +10,8 @@ namespace opscope {
 
 std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty = false);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+// Sorted CPU numbers as the kernel writes CPU lists: {0, 1, 2, 3, 6} -> "0-3,6".
+std::string CpuRanges(const std::vector<int>& cpus);
 std::string Trim(std::string_view s);
 // The same without a copy: a view into `s`.
 std::string_view TrimmedView(std::string_view s);

@@ -11,6 +11,8 @@
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "collect/attach.h"
+#include "sections/telemetry/board_probe.h"
 
 namespace opscope::cli {
 
@@ -33,6 +35,9 @@ class MachineCommand : public Command {
     app->add_option("--peak-gbps", peak_gbps_, "memory bandwidth in GB/s given by hand")
         ->check(PositiveFinite());
     app->add_option("--cpu-model", cpu_model_, "CPU model to record with hand-given ceilings");
+    app->add_option("--cpus", cpus_,
+                    "measure on these CPUs only, e.g. 4-7 for one cluster of a big.LITTLE board "
+                    "(the all-core figures then use one thread per CPU given)");
     app->add_flag("--quick", quick_, "shorter measurement (less stable)");
     app->add_flag("--force", force_,
                   "store the ceilings even when the repeats disagree (a noisy machine)");
@@ -67,13 +72,25 @@ class MachineCommand : public Command {
       } else {
         analysis::MeasureOptions o;
         o.threads = threads_;
+        std::vector<int> pinned_list;
+        if (!cpus_.empty()) {
+          auto cpus = collect::ParseCpuList(cpus_, collect::OnlineCpus(), "--cpus");
+          if (!cpus.ok()) return cpus.status();
+          if (Status st = collect::PinProcess(*cpus); !st.ok()) return st;
+          if (o.threads == 0) o.threads = static_cast<int>(cpus->size());
+          pinned_list = *cpus;
+          c.pinned_cpus = CpuRanges(pinned_list);
+        }
         if (quick_) {
           o.seconds_per_test = 0.05;
           o.repeats = 3;
         }
         std::fprintf(stderr, "opscope: measuring peak FLOP/s and memory bandwidth (%s)...\n",
                      quick_ ? "quick" : "about 10 s");
+        const std::string pinned = c.pinned_cpus;
         c = analysis::MeasureMachine(o);
+        c.pinned_cpus = pinned;
+        c.core_types = telemetry::DescribeCores(telemetry::ReadCoreClusters(), pinned_list);
         if (peak_gflops_ > 0) c.peak_gflops_all = c.peak_gflops_one = peak_gflops_;
         if (peak_gbps_ > 0) c.triad_gbps = peak_gbps_;
         if (peak_gflops_ > 0 || peak_gbps_ > 0) c.method = "measured+manual";
@@ -114,6 +131,9 @@ class MachineCommand : public Command {
         out += fmt::format("{:<34} {:>10.1f} FLOP/byte\n", "ridge point",
                            c.peak_gflops_all / c.triad_gbps);
       out += fmt::format("{:<34} {}\n", "cpu", c.cpu_model);
+      if (!c.pinned_cpus.empty())
+        out += fmt::format("{:<34} {}{}\n", "measured on cpus", c.pinned_cpus,
+                           c.core_types.empty() ? "" : " (" + c.core_types + ")");
       out += fmt::format("{:<34} {} {}\n", "method", c.method, c.measured_at);
       if (c.repeats > 0)
         out += fmt::format("{:<34} {:.1f}% ({}; median below best of {} repeats)\n", "noise",
@@ -131,7 +151,7 @@ class MachineCommand : public Command {
   }
 
  private:
-  std::string file_, cpu_model_, format_ = "table";
+  std::string file_, cpu_model_, format_ = "table", cpus_;
   int threads_ = 0;
   double peak_gflops_ = 0, peak_gbps_ = 0;
   bool quick_ = false, show_ = false, force_ = false;

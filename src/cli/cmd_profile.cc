@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "collect/attach.h"
 #include "collect/model_profiler.h"
 #include "collect/op_counters.h"
 #include "collect/perf_event.h"
@@ -46,6 +47,9 @@ class ProfileCommand : public Command {
     AddOutputOptions(app, &out_,
                      ".json is the profile, .html the report, .trace.json a timeline, "
                      ".csv one row per node, .folded/.svg/.pb.gz the op scopes by time");
+    app->add_option("--cpus", cpus_,
+                    "Run on these CPUs only, e.g. 4-7 for the big cores of an RK3588 (every "
+                    "engine thread; the thread count defaults to their number)");
     app->add_flag("--wide", wide_, "Show long names whole");
     app->add_option("--sort", sort_,
                     "What the terminal table shows: time (the op hotspots, default) or mem (the "
@@ -100,6 +104,12 @@ class ProfileCommand : public Command {
   }
 
   CommandStatus Run() override {
+    // Pinned first: the thread-count checks and default below count the CPUs left to use.
+    if (!cpus_.empty()) {
+      auto cpus = collect::ParseCpuList(cpus_, collect::OnlineCpus(), "--cpus");
+      if (!cpus.ok()) return cpus.status();
+      if (Status st = collect::PinProcess(*cpus); !st.ok()) return st;
+    }
     if (threads_opt_->count() > 0 && (threads_ < 1 || threads_ > engine::MaxThreads()))
       return InvalidArgument(
           "--threads must be between 1 and " + std::to_string(engine::MaxThreads()) + " (" +
@@ -243,7 +253,7 @@ class ProfileCommand : public Command {
   std::string sort_ = "time";
   bool no_fuse_ = false, no_channels_last_ = false, no_overhead_ = false, counters_ = false,
        sample_ = false;
-  std::string events_, call_graph_ = "fp", machine_file_;
+  std::string events_, call_graph_ = "fp", machine_file_, cpus_;
   double freq_ = 997, peak_gflops_ = 0, peak_gbps_ = 0;
 };
 

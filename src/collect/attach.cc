@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -18,22 +20,6 @@
 #include "collect/perf_access.h"
 
 namespace opscope::collect {
-namespace {
-
-std::string CpuRanges(const std::vector<int>& cpus) {
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    parts.push_back(j == i ? std::to_string(cpus[i])
-                           : std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]));
-    i = j + 1;
-  }
-  return Join(parts, ",");
-}
-
-}  // namespace
-
 StatusOr<std::vector<pid_t>> ParsePidList(std::string_view text, const std::string& flag) {
   std::vector<pid_t> out;
   for (const std::string& part : Split(text, ',')) {
@@ -66,9 +52,10 @@ std::vector<int> OnlineCpus() {
   return cpus;
 }
 
-StatusOr<std::vector<int>> ParseCpuList(std::string_view text, const std::vector<int>& online) {
+StatusOr<std::vector<int>> ParseCpuList(std::string_view text, const std::vector<int>& online,
+                                        const std::string& flag) {
   std::set<int> cpus;
-  const std::string bad = "-C '" + std::string(text) +
+  const std::string bad = flag + " '" + std::string(text) +
                           "': expected CPUs like 0-3,6 among the online CPUs " + CpuRanges(online);
   for (const std::string& part : Split(text, ',')) {
     auto range = Split(Trim(part), '-');
@@ -80,12 +67,29 @@ StatusOr<std::vector<int>> ParseCpuList(std::string_view text, const std::vector
     if (a < 0 || b < a || b > std::numeric_limits<int>::max()) return InvalidArgument(bad);
     for (int64_t c = a; c <= b; ++c) {
       if (std::find(online.begin(), online.end(), static_cast<int>(c)) == online.end())
-        return InvalidArgument("-C '" + std::string(text) + "': CPU " + std::to_string(c) +
+        return InvalidArgument(flag + " '" + std::string(text) + "': CPU " + std::to_string(c) +
                                " is not online (online: " + CpuRanges(online) + ")");
       cpus.insert(static_cast<int>(c));
     }
   }
   return std::vector<int>(cpus.begin(), cpus.end());
+}
+
+Status PinProcess(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    if (c < 0 || c >= CPU_SETSIZE)
+      return InvalidArgument("CPU " + std::to_string(c) + " is past the " +
+                             std::to_string(CPU_SETSIZE) + " CPUs opscope can pin to");
+    CPU_SET(c, &set);
+  }
+  for (pid_t tid : ThreadsOf(getpid()))
+    if (sched_setaffinity(tid, sizeof set, &set) != 0 && errno != ESRCH)
+      return Internal(
+          std::string("cannot pin to the CPUs given (sched_setaffinity: ") + std::strerror(errno) +
+          "); a cgroup's cpuset may forbid them: see /proc/self/status Cpus_allowed_list");
+  return Status::Ok();
 }
 
 std::vector<pid_t> ThreadsOf(pid_t pid) {

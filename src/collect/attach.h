@@ -39,8 +39,12 @@ struct AttachSpec {
 
 // "12,34" -> {12, 34}. InvalidArgument naming `flag` for anything but positive whole numbers.
 StatusOr<std::vector<pid_t>> ParsePidList(std::string_view text, const std::string& flag);
-// "0-3,6" -> {0, 1, 2, 3, 6}; every CPU must be online (`online`).
-StatusOr<std::vector<int>> ParseCpuList(std::string_view text, const std::vector<int>& online);
+// "0-3,6" -> {0, 1, 2, 3, 6}; every CPU must be online (`online`). Errors name `flag`.
+StatusOr<std::vector<int>> ParseCpuList(std::string_view text, const std::vector<int>& online,
+                                        const std::string& flag = "-C");
+// Pins every thread of this process, and so every thread it starts later (the engine's pool,
+// OpenMP's), to `cpus` (`--cpus` of profile and machine).
+Status PinProcess(const std::vector<int>& cpus);
 // The online CPUs (/sys/devices/system/cpu/online).
 std::vector<int> OnlineCpus();
 

@@ -122,7 +122,10 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     observed_ms.push_back((t1 - t0) / 1e6);
     ThermalSample ts = ReadThermalSample();
     clocks.push_back({r, ts.cpu_mhz_avg, ts.max_temp_c});
-    if (!board.empty()) board.Sample(&tele, r, t1);
+    if (!board.empty()) {
+      board.Sample(&tele, r, t1);
+      if (telemetry::TracksPlacement(tele)) telemetry::SamplePlacement(&tele);
+    }
     tick();
     session->SetObserver(nullptr);
     if (opt.measure_overhead) {

@@ -1,6 +1,7 @@
 #include "sections/telemetry/board_probe.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cctype>
@@ -14,6 +15,7 @@
 #include "base/files.h"
 #include "base/host.h"
 #include "base/strings.h"
+#include "collect/perf_event.h"
 #include "profile/profile.h"
 
 namespace opscope::telemetry {
@@ -58,26 +60,63 @@ std::string DevfreqName(const std::string& dir) {
   return dir;
 }
 
-// "0-3", "4,6,7" from sorted CPU numbers.
-std::string CpuList(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += j > i ? fmt::format("{}-{}", cpus[i], cpus[j]) : std::to_string(cpus[i]);
-    i = j + 1;
+}  // namespace
+
+std::string DescribeCores(const std::vector<CoreCluster>& clusters, const std::vector<int>& only) {
+  std::vector<std::string> parts;
+  for (const CoreCluster& c : clusters) {
+    std::vector<int> cpus;
+    for (int32_t cpu : c.cpus)
+      if (only.empty() || std::find(only.begin(), only.end(), cpu) != only.end())
+        cpus.push_back(cpu);
+    if (cpus.empty()) continue;
+    std::string text = fmt::format("{}x {} (cpus {}", cpus.size(), c.name, CpuRanges(cpus));
+    if (c.capacity > 0) text += fmt::format(", capacity {}", c.capacity);
+    parts.push_back(text + ")");
   }
-  return out;
+  return Join(parts, ", ");
 }
 
-// The core type of every CPU, from midr_el1 (sysfs) or /proc/cpuinfo's "CPU implementer" and
-// "CPU part" (arm64 kernels), with cpu_capacity when the kernel has it:
-// "4x Cortex-A55 (cpus 0-3, capacity 414), 4x Cortex-A76 (cpus 4-7, capacity 1024)". "" on
-// machines that say neither (x86).
-std::string CoreTypes() {
+namespace {
+
+// The CPUs a CPU-list file names ("0-3,8"), empty when unreadable.
+std::vector<int32_t> ReadCpuListFile(const std::string& path) {
+  std::vector<int32_t> cpus;
+  for (const std::string& part : Split(Trim(ReadSysFile(path)), ',')) {
+    int a = 0, b = 0;
+    const int n = std::sscanf(part.c_str(), "%d-%d", &a, &b);
+    if (n < 1 || a < 0) continue;
+    if (n == 1) b = a;
+    for (int c = a; c <= b && c - a < 4096; ++c) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// The process's CPU affinity, sorted; empty when it cannot be read.
+std::vector<int> Affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// The CPU PMUs the kernel registered (one per core type on big.LITTLE: armv8_cortex_a55,
+// armv8_cortex_a76) with the CPUs each covers.
+std::string CpuPmus() {
+  std::vector<std::string> out;
+  for (const collect::CorePmu& p : collect::CorePmus())
+    out.push_back(p.cpus.empty() ? p.name : p.name + " (cpus " + p.cpus + ")");
+  return Join(out, ", ");
+}
+
+}  // namespace
+
+std::vector<CoreCluster> ReadCoreClusters() {
   std::map<int, std::string> core;  // cpu -> name
-  std::map<int, std::string> capacity;
+  std::map<int, int64_t> capacity;
   const std::string base = HostPath("/sys/devices/system/cpu/");
   for (const std::string& c : ListDirectory(base, "cpu")) {
     int n = 0;
@@ -90,8 +129,8 @@ std::string CoreTypes() {
       core[n] = ArmCoreName(static_cast<unsigned>((v >> 24) & 0xff),
                             static_cast<unsigned>((v >> 4) & 0xfff));
     }
-    const std::string cap = ReadSysFile(base + c + "/cpu_capacity");
-    if (!cap.empty()) capacity[n] = cap;
+    int64_t cap = 0;
+    if (ParseInt64(ReadSysFile(base + c + "/cpu_capacity"), &cap) && cap > 0) capacity[n] = cap;
   }
   if (core.empty()) {
     int cpu = -1;
@@ -106,45 +145,44 @@ std::string CoreTypes() {
         core[cpu] = ArmCoreName(implementer, std::strtoul(val.c_str(), nullptr, 16));
     }
   }
-  if (core.empty()) return "";
-  // Group by name (and capacity), in CPU order of first appearance.
-  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  if (core.empty()) {
+    // x86 hybrids (Alder Lake and later) register one PMU per core type, each with its CPUs.
+    const std::string dev = HostPath("/sys/bus/event_source/devices/");
+    for (const auto& [pmu, name] :
+         {std::pair<const char*, const char*>{"cpu_core", "P-core"}, {"cpu_atom", "E-core"}})
+      for (int32_t cpu : ReadCpuListFile(dev + pmu + "/cpus")) core[cpu] = name;
+  }
+  // Grouped by name and capacity, in CPU order of first appearance.
+  std::vector<CoreCluster> clusters;
   for (const auto& [cpu, name] : core) {
-    const std::string key = name + (capacity.count(cpu) ? "|" + capacity[cpu] : "");
-    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == key; });
-    if (it == groups.end())
-      groups.push_back({key, {cpu}});
+    const int64_t cap = capacity.count(cpu) ? capacity[cpu] : 0;
+    auto it = std::find_if(clusters.begin(), clusters.end(), [&](const CoreCluster& c) {
+      return c.name == name && c.capacity == cap;
+    });
+    if (it == clusters.end())
+      clusters.push_back({name, {cpu}, cap});
     else
-      it->second.push_back(cpu);
+      it->cpus.push_back(cpu);
   }
-  std::vector<std::string> parts;
-  for (const auto& [key, cpus] : groups) {
-    const size_t bar = key.find('|');
-    std::string text =
-        fmt::format("{}x {} (cpus {}", cpus.size(), key.substr(0, bar), CpuList(cpus));
-    if (bar != std::string::npos) text += ", capacity " + key.substr(bar + 1);
-    parts.push_back(text + ")");
-  }
-  return Join(parts, ", ");
+  return clusters;
 }
 
-// The CPU PMUs the kernel registered (one per core type on big.LITTLE: armv8_cortex_a55,
-// armv8_cortex_a76) with the CPUs each covers: a counter bound to one stops counting while its
-// thread runs on the other cluster.
-std::string CpuPmus() {
-  const std::string dir = HostPath("/sys/bus/event_source/devices/");
-  std::vector<std::string> out;
-  for (const std::string& d : ListDirectory(dir)) {
-    if (!StartsWith(d, "armv8") && !StartsWith(d, "armv7") && !StartsWith(d, "arm_cortex") &&
-        d != "cpu_core" && d != "cpu_atom")
-      continue;
-    const std::string cpus = ReadSysFile(dir + d + "/cpus");
-    out.push_back(cpus.empty() ? d : d + " (cpus " + cpus + ")");
+std::vector<int32_t> ThreadCpus(std::vector<std::string>* names) {
+  std::vector<int32_t> cpus;
+  for (const std::string& task : ListDirectory("/proc/self/task")) {
+    // Field 39 of stat is the CPU the thread last ran on; the name (field 2) may hold spaces and
+    // parentheses, so fields are counted after its last ')'.
+    const std::string stat = ReadSysFile("/proc/self/task/" + task + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    const std::vector<std::string> f = Split(Trim(stat.substr(close + 1)), ' ');
+    int64_t cpu = -1;
+    if (f.size() < 37 || !ParseInt64(f[36], &cpu) || cpu < 0 || cpu > 1 << 20) continue;
+    names->push_back(task + " " + Trim(ReadSysFile("/proc/self/task/" + task + "/comm")));
+    cpus.push_back(static_cast<int32_t>(cpu));
   }
-  return Join(out, ", ");
+  return cpus;
 }
-
-}  // namespace
 
 BoardProbe BoardProbe::Discover() {
   BoardProbe b;
@@ -326,7 +364,14 @@ BoardProbe BoardProbe::Discover() {
     b.environment_["power mode"] =
         name.empty() ? fmt::format("nvpmodel {}", id) : fmt::format("{} (nvpmodel {})", name, id);
   }
-  if (const std::string cores = CoreTypes(); !cores.empty()) b.environment_["cores"] = cores;
+  b.clusters_ = ReadCoreClusters();
+  if (!b.clusters_.empty()) b.environment_["cores"] = DescribeCores(b.clusters_);
+  // Pinned: the affinity leaves out online CPUs (`--cpus`, taskset, a cgroup's cpuset). Both are
+  // this process's own facts, read from the real /sys and /proc whatever --sysroot says.
+  const std::vector<int> affinity = Affinity();
+  std::vector<int> online;
+  for (int32_t c : ReadCpuListFile("/sys/devices/system/cpu/online")) online.push_back(c);
+  if (!affinity.empty() && !online.empty() && affinity != online) b.pinned_ = CpuRanges(affinity);
   if (const std::string pmus = CpuPmus(); !pmus.empty()) b.environment_["cpu PMUs"] = pmus;
   if (!b.board_.empty()) b.environment_["board"] = b.board_;
   return b;
@@ -339,7 +384,13 @@ TelemetrySection BoardProbe::Describe() const {
   t.source = "sysfs";
   t.environment = environment_;
   for (const Read& r : reads_) t.channels.push_back(r.meta);
+  t.clusters = clusters_;
+  t.pinned_cpus = pinned_;
   return t;
+}
+
+bool TracksPlacement(const TelemetrySection& t) {
+  return t.Heterogeneous() || !t.pinned_cpus.empty();
 }
 
 void BoardProbe::Sample(TelemetrySection* t, int32_t run, int64_t ns) const {
@@ -372,6 +423,25 @@ void BoardProbe::Sample(TelemetrySection* t, int32_t run, int64_t ns) const {
     }
     c.values.push_back(v);
   }
+}
+
+void SamplePlacement(TelemetrySection* t) {
+  if (t->thread_cpus.size() >= t->sample_ns.size()) return;  // one row per sample
+  // The threads seen so far keep their columns; a new one gets a column of -1 before it.
+  std::vector<std::string> names;
+  const std::vector<int32_t> cpus = ThreadCpus(&names);
+  std::vector<int32_t> row(t->threads.size(), -1);
+  for (size_t k = 0; k < names.size(); ++k) {
+    auto it = std::find(t->threads.begin(), t->threads.end(), names[k]);
+    if (it == t->threads.end()) {
+      t->threads.push_back(names[k]);
+      for (auto& earlier : t->thread_cpus) earlier.push_back(-1);
+      row.push_back(cpus[k]);
+    } else {
+      row[static_cast<size_t>(it - t->threads.begin())] = cpus[k];
+    }
+  }
+  t->thread_cpus.push_back(std::move(row));
 }
 
 void DescribeInto(profile::Profile* p) {

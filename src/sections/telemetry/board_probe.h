@@ -34,7 +34,7 @@ class BoardProbe {
  public:
   // Looks once; cheap to keep and to Sample many times.
   static BoardProbe Discover();
-  bool empty() const { return reads_.empty() && environment_.empty(); }
+  bool empty() const { return reads_.empty() && environment_.empty() && pinned_.empty(); }
 
   // A section with the board, the environment and the channels, no samples yet.
   TelemetrySection Describe() const;
@@ -50,8 +50,29 @@ class BoardProbe {
   std::string board_, platform_;
   std::map<std::string, std::string> environment_;
   std::vector<Read> reads_;
+  std::vector<CoreCluster> clusters_;
+  std::string pinned_;
   friend struct ProbeAccess;
 };
+
+// The core types of this machine's CPUs: from midr_el1 (sysfs) or /proc/cpuinfo's "CPU
+// implementer" and "CPU part" on arm64, with cpu_capacity when the kernel has it; from the
+// cpu_core/cpu_atom PMUs on x86 hybrids. Empty where the machine says neither (most x86).
+std::vector<CoreCluster> ReadCoreClusters();
+// "4x Cortex-A55 (cpus 0-3, capacity 414), 4x Cortex-A76 (cpus 4-7, capacity 1024)": the clusters,
+// or only their CPUs among `only` when it is not empty.
+std::string DescribeCores(const std::vector<CoreCluster>& clusters,
+                          const std::vector<int>& only = {});
+// Each thread of this process ("TID comm" into `names`) and the CPU it last ran on
+// (/proc/self/task/TID/stat, field 39).
+std::vector<int32_t> ThreadCpus(std::vector<std::string>* names);
+
+// Thread placement matters, and is recorded, when the machine mixes core types or the process is
+// pinned to some of its CPUs.
+bool TracksPlacement(const TelemetrySection& t);
+// After Sample: appends the CPU each of this process's threads last ran on (the engine's threads:
+// only for work done in this process, i.e. `profile`).
+void SamplePlacement(TelemetrySection* t);
 
 // Adds the board's description (no samples) to `p` when there is anything to describe and the
 // profile has no telemetry yet: what every command records.

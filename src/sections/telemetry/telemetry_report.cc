@@ -3,6 +3,7 @@
 // track per channel.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -22,7 +23,33 @@ const TelemetrySection* Of(const profile::Profile& p) {
 }
 bool HasTelemetry(const profile::Profile& p) {
   const TelemetrySection* t = Of(p);
-  return t && (!t->channels.empty() || !t->environment.empty());
+  return t && (!t->channels.empty() || !t->environment.empty() || !t->pinned_cpus.empty() ||
+               !t->threads.empty());
+}
+
+// "pinned to cpus 1" and one line per thread: where it ran over the samples, e.g.
+// "12345 opscope: Cortex-A76 cpu 5 x4, Cortex-A55 cpu 1 x1".
+std::vector<std::pair<std::string, std::string>> PlacementLines(const TelemetrySection& t) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!t.pinned_cpus.empty()) out.push_back({"pinned to cpus", t.pinned_cpus});
+  for (size_t k = 0; k < t.threads.size(); ++k) {
+    std::vector<std::pair<int32_t, int>> seen;  // cpu, samples
+    for (const auto& row : t.thread_cpus) {
+      if (k >= row.size() || row[k] < 0) continue;
+      auto it = std::find_if(seen.begin(), seen.end(), [&](auto& s) { return s.first == row[k]; });
+      if (it == seen.end())
+        seen.push_back({row[k], 1});
+      else
+        ++it->second;
+    }
+    std::vector<std::string> parts;
+    for (const auto& [cpu, n] : seen) {
+      const CoreCluster* c = t.ClusterOf(cpu);
+      parts.push_back(fmt::format("{}cpu {} x{}", c ? c->name + " " : "", cpu, n));
+    }
+    if (!parts.empty()) out.push_back({"thread " + t.threads[k], Join(parts, ", ")});
+  }
+  return out;
 }
 
 std::string Value(double v, const std::string& unit) {
@@ -45,6 +72,8 @@ Status TelemetryTable(const profile::Profile& p, const ReportOptions& o, std::st
   std::string s = report::EscapeControl(Heading(t)) + ":\n";
   for (const auto& [k, v] : t.environment)
     if (k != "board") s += "  " + report::EscapeControl(k) + ": " + report::EscapeControl(v) + "\n";
+  for (const auto& [k, v] : PlacementLines(t))
+    s += "  " + report::EscapeControl(k) + ": " + report::EscapeControl(v) + "\n";
   if (!t.channels.empty()) {
     s += fmt::format("{:<36}  {:>11}  {:>11}  {:>11}  {:>11}\n", "channel", "min", "median", "max",
                      "ceiling");
@@ -83,6 +112,8 @@ Status TelemetryHtml(const profile::Profile& p, const ReportOptions&, std::strin
   std::string s = "<section id=\"telemetry\">\n<h2>Board</h2>\n<p>" + Escape(Heading(t)) +
                   "</p>\n<dl class=\"meta\">\n";
   for (const auto& [k, v] : t.environment)
+    s += "<dt>" + Escape(k) + "</dt><dd>" + Escape(v) + "</dd>\n";
+  for (const auto& [k, v] : PlacementLines(t))
     s += "<dt>" + Escape(k) + "</dt><dd>" + Escape(v) + "</dd>\n";
   s += "</dl>\n";
   if (!t.channels.empty()) {

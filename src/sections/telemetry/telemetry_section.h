@@ -27,6 +27,15 @@ struct Channel {
   int64_t gaps = 0;
 };
 
+// CPUs of one core type: a cluster of a big.LITTLE SoC ("Cortex-A55", cpus 0-3, capacity 414), or
+// an x86 hybrid's P- or E-cores. `capacity` is the kernel's cpu_capacity (1024 for the biggest
+// core), 0 when it does not say.
+struct CoreCluster {
+  std::string name;
+  std::vector<int32_t> cpus;
+  int64_t capacity = 0;
+};
+
 struct TelemetrySection final : profile::SectionData {
   static constexpr char kKey[] = "telemetry";
 
@@ -41,12 +50,28 @@ struct TelemetrySection final : profile::SectionData {
   std::vector<int64_t> sample_ns;
   std::vector<int32_t> sample_runs;
   std::vector<Channel> channels;
+  // The machine's core types (empty where it does not say, as on most x86), and the CPUs the
+  // process was pinned to (`--cpus`, "" when not).
+  std::vector<CoreCluster> clusters;
+  std::string pinned_cpus;
+  // Where the threads ran: threads[k] names thread k ("12345 opscope"); thread_cpus[i][k] is the
+  // CPU it last ran on at sample i (-1: not alive then). Recorded where the placement matters
+  // (several core types, or pinned); empty otherwise.
+  std::vector<std::string> threads;
+  std::vector<std::vector<int32_t>> thread_cpus;
 
   std::unique_ptr<profile::SectionData> Clone() const override;
   void ToJson(nlohmann::json& j) const override;
   Status Validate(const profile::Profile& p) const override;
 
   const Channel* Find(const std::string& name) const;
+  // The cluster CPU `cpu` belongs to, null when none lists it.
+  const CoreCluster* ClusterOf(int32_t cpu) const;
+  // True when the clusters differ in size of core (capacity, or failing that a little core's
+  // name): where running on the wrong one changes the numbers.
+  bool Heterogeneous() const;
+  // Whether `c` is one of the smaller core types (false on a machine with one type).
+  bool IsLittle(const CoreCluster& c) const;
 };
 
 // min, median and max of a channel's values (0s when it has none).

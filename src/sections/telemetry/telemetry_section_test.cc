@@ -5,7 +5,9 @@
 #include "sections/telemetry/telemetry_section.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "../../../tests/cli_util.h"
 #include "analysis/rules.h"
 #include "base/host.h"
+#include "base/strings.h"
 #include "collect/model_profiler.h"
 #include "profile/profile_io.h"
 #include "report/format.h"
@@ -215,14 +218,221 @@ TEST(TelemetryTest, SysrootOptionOnDoctorAndProfile) {
   EXPECT_NE(bad.err.find("--sysroot"), std::string::npos) << bad.err;
 }
 
-// Nothing to describe (this VM): no section.
+// The process's own affinity, and whether it leaves out online CPUs (a cpuset may do that).
+std::vector<int> Allowed() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+bool ProcessIsPinned() {
+  std::string online;
+  std::getline(std::ifstream("/sys/devices/system/cpu/online"), online);
+  return CpuRanges(Allowed()) != online;
+}
+
+// Nothing to describe (this VM): no section, unless this process is pinned to some of the CPUs,
+// which the section then says and nothing else.
 TEST(TelemetryTest, AnEmptyTreeMakesNoSection) {
   FakeTree t("empty");
   SetSysroot(t.root());
-  EXPECT_TRUE(BoardProbe::Discover().empty());
+  EXPECT_EQ(BoardProbe::Discover().empty(), !ProcessIsPinned());
   profile::Profile p;
   DescribeInto(&p);
-  EXPECT_EQ(p.sections.Find<TelemetrySection>(), nullptr);
+  const TelemetrySection* s = p.sections.Find<TelemetrySection>();
+  if (!ProcessIsPinned()) {
+    EXPECT_EQ(s, nullptr);
+  } else {
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->pinned_cpus, CpuRanges(Allowed()));
+    EXPECT_TRUE(s->channels.empty());
+  }
+}
+
+// big.LITTLE: the RK3588 tree's clusters, structured (MIDR and cpu_capacity), and the core types
+// of a subset of its CPUs as `machine --cpus` records them.
+TEST(TelemetryTest, CoreClustersFromMidrAndCapacity) {
+  FakeTree t("rk3588_clusters");
+  CopyBoard(t, "rk3588");
+  SetSysroot(t.root());
+  const std::vector<CoreCluster> c = ReadCoreClusters();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].name, "Cortex-A55");
+  EXPECT_EQ(c[0].cpus, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(c[0].capacity, 414);
+  EXPECT_EQ(c[1].name, "Cortex-A76");
+  EXPECT_EQ(c[1].capacity, 1024);
+  EXPECT_EQ(DescribeCores(c, {5, 6}), "2x Cortex-A76 (cpus 5-6, capacity 1024)");
+  TelemetrySection s = BoardProbe::Discover().Describe();
+  EXPECT_TRUE(s.Heterogeneous());
+  EXPECT_TRUE(s.IsLittle(s.clusters[0]));
+  EXPECT_FALSE(s.IsLittle(s.clusters[1]));
+  EXPECT_EQ(s.ClusterOf(6)->name, "Cortex-A76");
+  EXPECT_EQ(s.ClusterOf(8), nullptr);
+  // An x86 hybrid names its core types through its two CPU PMUs; without capacities the E-cores
+  // are the little ones by name.
+  FakeTree x("x86_hybrid");
+  x.Put("/sys/bus/event_source/devices/cpu_core/cpus", "0-7\n");
+  x.Put("/sys/bus/event_source/devices/cpu_atom/cpus", "8-15\n");
+  SetSysroot(x.root());
+  TelemetrySection h;
+  h.clusters = ReadCoreClusters();
+  ASSERT_EQ(h.clusters.size(), 2u);
+  EXPECT_EQ(h.clusters[1].name, "E-core");
+  EXPECT_EQ(h.clusters[1].cpus.size(), 8u);
+  EXPECT_TRUE(h.IsLittle(h.clusters[1]));
+  EXPECT_FALSE(h.IsLittle(h.clusters[0]));
+}
+
+// A section with the RK3588's clusters and three threads over four samples.
+TelemetrySection PlacedThreads(std::vector<std::vector<int32_t>> rows) {
+  TelemetrySection s;
+  s.source = "sysfs";
+  s.clusters = {{"Cortex-A55", {0, 1, 2, 3}, 414}, {"Cortex-A76", {4, 5, 6, 7}, 1024}};
+  s.threads = {"100 opscope", "101 opscope", "102 opscope"};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    s.sample_ns.push_back(static_cast<int64_t>(i) * 1000);
+    s.sample_runs.push_back(static_cast<int32_t>(i));
+  }
+  s.thread_cpus = std::move(rows);
+  return s;
+}
+
+std::vector<profile::Finding> FindingsOf(TelemetrySection s) {
+  profile::Profile p;
+  p.sections.Get<TelemetrySection>() = std::move(s);
+  std::vector<profile::Finding> out;
+  for (const profile::Finding& f : analysis::RunRules(p, nullptr))
+    if (f.rule == "little-cores" || f.rule == "cluster-migration") out.push_back(f);
+  return out;
+}
+
+// Threads on the A55s are a warning naming them, with the big cores to pin to; a thread that
+// changed cluster between runs is a note; all on the A76s is nothing to say.
+TEST(TelemetryTest, LittleCoreAndMigrationFindings) {
+  auto f = FindingsOf(PlacedThreads({{4, 1, -1}, {5, 1, 6}, {4, 2, 6}, {0, 3, 7}}));
+  ASSERT_EQ(f.size(), 2u);
+  const profile::Finding& little = f[0].rule == "little-cores" ? f[0] : f[1];
+  const profile::Finding& moved = f[0].rule == "little-cores" ? f[1] : f[0];
+  EXPECT_EQ(little.rule, "little-cores");
+  EXPECT_EQ(little.title, "2 thread(s) ran on the little cores");
+  EXPECT_NE(little.evidence.find("thread 101 opscope on Cortex-A55 (cpu 1), Cortex-A55 (cpu 2), "
+                                 "Cortex-A55 (cpu 3) after 4 of 4 runs"),
+            std::string::npos)
+      << little.evidence;
+  EXPECT_NE(little.evidence.find("thread 100 opscope on Cortex-A55 (cpu 0) after 1 of 4 runs"),
+            std::string::npos)
+      << little.evidence;
+  EXPECT_NE(little.suggestion.find("--cpus 4-7"), std::string::npos) << little.suggestion;
+  EXPECT_DOUBLE_EQ(little.numbers.at("little_share"), 5.0 / 11);
+  EXPECT_EQ(moved.rule, "cluster-migration");
+  EXPECT_NE(moved.evidence.find("thread 100 opscope moved 1 time(s) (Cortex-A76 -> Cortex-A55)"),
+            std::string::npos)
+      << moved.evidence;
+  EXPECT_EQ(moved.numbers.at("threads_moved"), 1);
+  EXPECT_TRUE(FindingsOf(PlacedThreads({{4, 5, 6}, {5, 4, 7}})).empty());
+  // One core type (or no core types at all): nothing to say about placement.
+  TelemetrySection one = PlacedThreads({{0, 1, 2}, {3, 0, 1}});
+  one.clusters.pop_back();
+  EXPECT_TRUE(FindingsOf(one).empty());
+}
+
+// The placement fields survive JSON, and Validate refuses rows that do not match.
+TEST(TelemetryTest, PlacementJsonAndValidate) {
+  TelemetrySection s = PlacedThreads({{4, 1, -1}, {5, 1, 6}});
+  s.pinned_cpus = "1,4-7";
+  profile::Profile p;
+  p.sections.Get<TelemetrySection>() = s;
+  auto back = profile::FromJsonString(profile::ToJsonString(p), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const TelemetrySection* r = back->sections.Find<TelemetrySection>();
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->thread_cpus, s.thread_cpus);
+  EXPECT_EQ(r->threads, s.threads);
+  EXPECT_EQ(r->pinned_cpus, "1,4-7");
+  EXPECT_EQ(r->clusters[1].capacity, 1024);
+  EXPECT_TRUE(s.Validate(p).ok());
+  TelemetrySection short_row = s;
+  short_row.thread_cpus[1].pop_back();
+  EXPECT_NE(short_row.Validate(p).message().find("a row of thread_cpus has 2 CPUs for 3 threads"),
+            std::string::npos);
+  TelemetrySection extra_row = s;
+  extra_row.thread_cpus.push_back({4, 4, 4});
+  EXPECT_FALSE(extra_row.Validate(p).ok());
+  TelemetrySection bad_cluster = s;
+  bad_cluster.clusters[0].cpus.clear();
+  EXPECT_FALSE(bad_cluster.Validate(p).ok());
+  // Rendered: the pinning and each thread's CPUs.
+  std::string table;
+  report::ReportOptions o;
+  o.only = {"telemetry"};
+  ASSERT_TRUE(report::RenderTables(p, o, &table).ok());
+  EXPECT_NE(table.find("  pinned to cpus: 1,4-7\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("  thread 101 opscope: Cortex-A55 cpu 1 x2\n"), std::string::npos) << table;
+}
+
+// This process's threads: each with the CPU it last ran on, which the process may use.
+TEST(TelemetryTest, ThreadCpusOfThisProcess) {
+  std::vector<std::string> names;
+  const std::vector<int32_t> cpus = ThreadCpus(&names);
+  ASSERT_FALSE(cpus.empty());
+  ASSERT_EQ(names.size(), cpus.size());
+  EXPECT_EQ(names[0].substr(0, names[0].find(' ')), std::to_string(getpid()));
+  const std::vector<int> allowed = Allowed();
+  EXPECT_NE(std::find(allowed.begin(), allowed.end(), cpus[0]), allowed.end());
+  // Sampled into a section that tracks placement: one row per sample, new threads get columns.
+  TelemetrySection s;
+  s.pinned_cpus = "0";
+  s.sample_ns = {1};
+  s.sample_runs = {0};
+  SamplePlacement(&s);
+  SamplePlacement(&s);  // a second call for the same sample adds nothing
+  ASSERT_EQ(s.thread_cpus.size(), 1u);
+  EXPECT_EQ(s.thread_cpus[0].size(), s.threads.size());
+}
+
+// `profile --cpus`: every engine thread pinned, which the profile records with where each ran;
+// under the RK3588 tree the CPU used is one of its A55s, so little-cores fires. A CPU that is not
+// online is a usage error naming the flag.
+TEST(TelemetryTest, ProfileCpusPinsAndRecordsPlacement) {
+  const std::vector<int> allowed = Allowed();
+  if (allowed.empty()) GTEST_SKIP() << "sched_getaffinity failed";
+  const int cpu = allowed.back();
+  if (cpu > 3) GTEST_SKIP() << "needs one of CPUs 0-3 (the RK3588 tree's little cores) allowed";
+  FakeTree t("rk3588_pinned");
+  CopyBoard(t, "rk3588");
+  using opscope::testing::OpscopeBinary;
+  using opscope::testing::RunCommand;
+  const std::string json = t.root() + "/p.json";
+  auto p = RunCommand({OpscopeBinary(), "profile",
+                       std::string(OPSCOPE_SOURCE_DIR) + "/tests/models/twin_matmul.onnx", "--cpus",
+                       std::to_string(cpu), "--sysroot", t.root(), "--runs", "3", "--warmup", "1",
+                       "--no-overhead", "-o", json});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  auto j = nlohmann::json::parse(opscope::testing::ReadAll(json));
+  EXPECT_EQ(j["meta"]["threads"], 1);
+  const auto& tele = j["telemetry"];
+  EXPECT_EQ(tele["pinned_cpus"], std::to_string(cpu));
+  ASSERT_EQ(tele["thread_cpus"].size(), 3u);
+  int seen = 0;
+  for (const auto& row : tele["thread_cpus"])
+    for (const auto& c : row) {
+      if (c.get<int>() < 0) continue;
+      EXPECT_EQ(c.get<int>(), cpu);
+      ++seen;
+    }
+  EXPECT_GE(seen, 3);
+  bool little = false;
+  for (const auto& f : j["findings"]) little |= f["rule"] == "little-cores";
+  EXPECT_TRUE(little) << j["findings"].dump();
+  auto bad = RunCommand({OpscopeBinary(), "profile",
+                         std::string(OPSCOPE_SOURCE_DIR) + "/tests/models/twin_matmul.onnx",
+                         "--cpus", "4095"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--cpus '4095': CPU 4095 is not online"), std::string::npos) << bad.err;
 }
 
 }  // namespace
