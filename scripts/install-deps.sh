@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package that opscope's build, tests and benchmarks need.
+# Installs every Debian 12 package that opscope's build, tests and benchmarks need; with --arm64
+# also the cross compilers, qemu-user and debootstrap of the aarch64 cross build
+# (scripts/test-arm64.sh; the sysroot's own arm64 packages come from make-arm64-sysroot.sh).
 # Idempotent: packages already installed are skipped, and apt is not touched at all when
 # nothing is missing. Needs root (or sudo) only when something must be installed.
 # `install-deps.sh --list` prints the list and exits (tests/deps_closure.py checks that every
@@ -15,7 +17,17 @@ PACKAGES=(
   linux-perf nodejs npm chromium git clang-format-14 time
 )
 
-if [[ "${1:-}" == --list ]]; then
+ARM64_PACKAGES=(g++-aarch64-linux-gnu qemu-user-static debootstrap)
+
+list=0
+for arg in "$@"; do
+  case "$arg" in
+    --list) list=1 ;;
+    --arm64) PACKAGES+=("${ARM64_PACKAGES[@]}") ;;
+    *) echo "install-deps: unknown option '$arg' (--list, --arm64)" >&2; exit 2 ;;
+  esac
+done
+if ((list)); then
   printf '%s\n' "${PACKAGES[@]}"
   exit 0
 fi

@@ -17,7 +17,7 @@ extern char** environ;
 
 namespace opscope::testing {
 
-std::string OpscopeBinary() { return std::string(OPSCOPE_BINARY_DIR) + "/opscope"; }
+std::string OpscopeBinary() { return OPSCOPE_CLI_BINARY; }
 
 int StartInOwnGroup(const std::vector<std::string>& argv, const std::string& out_file,
                     const std::string& err_file) {

@@ -17,6 +17,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
 CommandResult RunShell(const std::string& cmd);
 // The bytes of a file; empty if it cannot be read.
 std::string ReadAll(const std::string& path);
+// The opscope binary as tests start it: the build's own, or in a cross build (the arm64 preset)
+// a script that runs it under the emulator, so argv[0] and /bin/sh command lines work alike.
 std::string OpscopeBinary();
 
 // For signal tests: starts argv in a process group of its own (pid == pgid) with every signal at

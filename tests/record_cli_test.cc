@@ -18,7 +18,7 @@
 
 namespace {
 
-const std::string kOpscope = OPSCOPE_BINARY_DIR "/opscope";
+const std::string kOpscope = opscope::testing::OpscopeBinary();
 const std::string kTests = OPSCOPE_BINARY_DIR "/tests";
 
 using Result = opscope::testing::CommandResult;

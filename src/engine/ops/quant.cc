@@ -11,7 +11,9 @@
 // opsets 19 and 21 are refused with a message (the engine has no tensor type for them), and so is
 // a `saturate` attribute, which only concerns float8 outputs. Division by the scale (not
 // multiplication by its inverse) matches the ONNX reference and ONNX Runtime bit for bit.
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <cstring>

@@ -2,7 +2,9 @@
 // quant_common.h).
 #include "engine/ops/quant_common.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstring>

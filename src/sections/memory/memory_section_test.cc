@@ -320,7 +320,11 @@ TEST(MemorySectionTest, ProfileOfTheDemoModelCarriesIt) {
   ASSERT_NE(m, nullptr);
   EXPECT_GT(m->peak_live_bytes, 0);
   EXPECT_GT(m->weight_bytes, 0);
+#if defined(__x86_64__)
+  // oneDNN's x86 kernels repack the convolution weights into blocked layouts; its arm64 build in
+  // Debian 12 (no SVE, no Arm Compute Library) runs reference kernels on the plain weights.
   EXPECT_GT(m->packed_weight_bytes, 0);
+#endif
   struct rusage ru {};
   ASSERT_EQ(getrusage(RUSAGE_SELF, &ru), 0);
   const double maxrss = static_cast<double>(ru.ru_maxrss) * 1024;
