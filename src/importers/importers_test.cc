@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "analysis/rules.h"
 #include "base/files.h"
@@ -137,6 +138,32 @@ TEST(OrtImport, WithoutModelRunCountsOccurrences) {
   ASSERT_EQ(p->ops[0].runs_ms.size(), 2u);
   EXPECT_NEAR(p->ops[0].runs_ms[1], 0.012, 1e-12);
   EXPECT_TRUE(p->e2e.runs_ms.empty());
+}
+
+// A Loop's body nodes run inside its kernel: their events lie within the Loop's on the same
+// thread. The Loop row is exclusive of them (it used to hold their time too, counted twice); an
+// If nested in the body is exclusive of its own branch; another thread's event that overlaps
+// is not nested, nor is an ordinary event that starts where the previous one ended.
+TEST(OrtImport, ControlFlowParentsAreExclusiveOfTheirBodies) {
+  auto p = FromText(R"([
+    {"cat":"Session","ph":"X","ts":0,"dur":1000,"name":"model_run"},
+    {"cat":"Node","ph":"X","tid":1,"ts":10,"dur":100,"name":"loop_kernel_time","args":{"op_name":"Loop"}},
+    {"cat":"Node","ph":"X","tid":1,"ts":20,"dur":30,"name":"body_add_kernel_time","args":{"op_name":"Add"}},
+    {"cat":"Node","ph":"X","tid":1,"ts":60,"dur":40,"name":"body_if_kernel_time","args":{"op_name":"If"}},
+    {"cat":"Node","ph":"X","tid":1,"ts":65,"dur":25,"name":"branch_mul_kernel_time","args":{"op_name":"Mul"}},
+    {"cat":"Node","ph":"X","tid":2,"ts":30,"dur":10,"name":"other_kernel_time","args":{"op_name":"Relu"}},
+    {"cat":"Node","ph":"X","tid":1,"ts":110,"dur":0,"name":"after_kernel_time","args":{"op_name":"Identity"}},
+    {"cat":"Node","ph":"X","tid":1,"ts":110,"dur":20,"name":"next_kernel_time","args":{"op_name":"Conv"}}])");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  std::map<std::string, double> ms;
+  for (const auto& op : p->ops) ms[op.name] = op.runs_ms.at(0);
+  EXPECT_NEAR(ms["loop"], (100 - 30 - 40) / 1000.0, 1e-12);
+  EXPECT_NEAR(ms["body_if"], (40 - 25) / 1000.0, 1e-12);
+  EXPECT_NEAR(ms["body_add"], 0.030, 1e-12);
+  EXPECT_NEAR(ms["branch_mul"], 0.025, 1e-12);
+  EXPECT_NEAR(ms["other"], 0.010, 1e-12);
+  EXPECT_NEAR(ms["next"], 0.020, 1e-12);
+  EXPECT_EQ(p->meta.extra["ort.nested_events"].substr(0, 2), "3 ");
 }
 
 TEST(OrtImport, UnnamedNodesGetEngineStyleNames) {
@@ -781,6 +808,86 @@ TEST(ModelJoin, OrtFusedNodesMapBackToTheirChain) {
   EXPECT_NE(conv->attribution.find("split by estimated cost"), std::string::npos);
   EXPECT_GT(sum->matched_share, 0.5);
   Golden("ort_bev_all.model", *p);
+}
+
+double MeanOf(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// ONNX Runtime 1.30 (level "all", CPU EP) on tests/models/control_flow.onnx: a Loop whose body
+// holds an If. The body's node events lie inside the Loop's and the branches' inside the If's;
+// the parents are exclusive of them and the body nodes join their model nodes under the engine's
+// names ("Loop_0/body/early"), so the whole time is attributed and nothing is counted twice (it
+// was 63.9% with the If and its branches unmatched, and the Loop's time holding theirs).
+TEST(ModelJoin, OrtControlFlowBodiesJoinTheirNodes) {
+  auto p = ImportFile(Data("ort_control_flow_all.json"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_NE(p->meta.extra["ort.nested_events"].find("node events ran inside another node's"),
+            std::string::npos);
+  double before = 0;
+  for (const auto& op : p->ops) before += MeanOf(op.runs_ms);
+  ModelJoinOptions o;
+  o.model_path = std::string(OPSCOPE_SOURCE_DIR) + "/tests/models/control_flow.onnx";
+  o.runtime = "ONNX Runtime";
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_DOUBLE_EQ(sum->matched_share, 1.0);
+  EXPECT_TRUE(sum->unmatched.empty());
+  std::map<std::string, const profile::OpRecord*> by;
+  double after = 0;
+  for (const auto& op : p->ops) {
+    by[op.name] = &op;
+    after += MeanOf(op.runs_ms);
+  }
+  EXPECT_NEAR(after, before, 1e-9);
+  ASSERT_TRUE(by.count("Loop_0/body/early"));
+  ASSERT_TRUE(by.count("Loop_0/body/If_0"));
+  ASSERT_TRUE(by.count("Loop_0/body/If_0/then_branch/fast_mm") ||
+              by.count("Loop_0/body/If_0/else_branch/fast_mm"));
+  // The Loop's own time is what is left of its event after its body's.
+  EXPECT_LT(MeanOf(by["Loop_0"]->runs_ms), 0.217);
+}
+
+// ONNX Runtime's renamings as its transformers write them (onnxruntime 1.30): GemmActivation's
+// "fused <node>", the trailing-slash "<node>/LayerNormFusion/", a layout copy's "<node>_token_N";
+// and an inserted "Transpose_token_N" (named after its op type, no model node) charged to the row
+// that reads its output, a ReorderOutput to the row that wrote its input, however far back.
+TEST(ModelJoin, OrtRenamingsAndInsertedLayoutRows) {
+  auto p = FromText(R"([
+    {"cat":"Session","ph":"X","ts":0,"dur":1000,"name":"model_run"},
+    {"cat":"Node","ph":"X","ts":10,"dur":10,"name":"backbone.conv1_token_7_kernel_time","args":{"op_name":"Conv"}},
+    {"cat":"Node","ph":"X","ts":20,"dur":10,"name":"depthnet_kernel_time","args":{"op_name":"Conv",
+      "input_type_shape":[{"float":[6,64,16,44]}],"output_type_shape":[{"float":[6,64,16,44]}]}},
+    {"cat":"Node","ph":"X","ts":30,"dur":10,"name":"Transpose_token_2_kernel_time","args":{"op_name":"Transpose",
+      "input_type_shape":[{"float":[1,32,128,128]}],"output_type_shape":[{"float":[1,128,128,32]}]}},
+    {"cat":"Node","ph":"X","ts":40,"dur":10,"name":"bev_encoder.conv1.relu/LayerNormFusion/_kernel_time","args":{"op_name":"Relu",
+      "input_type_shape":[{"float":[1,128,128,32]}]}},
+    {"cat":"Node","ph":"X","ts":50,"dur":10,"name":"fused head.regression_kernel_time","args":{"op_name":"FusedConv"}},
+    {"cat":"Node","ph":"X","ts":60,"dur":10,"name":"ReorderOutput_token_9_kernel_time","args":{"op_name":"ReorderOutput",
+      "input_type_shape":[{"float":[6,64,16,44]}],"output_type_shape":[{"float":[6,64,16,44]}]}}])");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ModelJoinOptions o;
+  o.model_path = Model();
+  o.runtime = "ONNX Runtime";
+  auto sum = JoinModel(&*p, o);
+  ASSERT_TRUE(sum.ok()) << sum.status().message();
+  EXPECT_DOUBLE_EQ(sum->matched_share, 1.0);
+  std::map<std::string, const profile::OpRecord*> by;
+  for (const auto& op : p->ops) by[op.name] = &op;
+  ASSERT_TRUE(by.count("backbone.conv1") && by.count("bev_encoder.conv1.relu") &&
+              by.count("head.regression") && by.count("depthnet"));
+  EXPECT_EQ(by["backbone.conv1"]->step, "backbone.conv1_token_7");
+  EXPECT_EQ(by["head.regression"]->step, "fused head.regression");
+  EXPECT_NE(by["bev_encoder.conv1.relu"]->attribution.find("plus 'Transpose_token_2' (Transpose"),
+            std::string::npos)
+      << by["bev_encoder.conv1.relu"]->attribution;
+  EXPECT_NE(by["depthnet"]->attribution.find("plus 'ReorderOutput_token_9' (ReorderOutput"),
+            std::string::npos)
+      << by["depthnet"]->attribution;
+  EXPECT_NEAR(MeanOf(by["depthnet"]->runs_ms), 0.020, 1e-12);
+  EXPECT_EQ(by.count("Transpose_token_2"), 0u);
 }
 
 TEST(ModelJoin, OrtExactNamesAreOneToOne) {

@@ -4,7 +4,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -38,36 +40,79 @@ StatusOr<ModelGraph> ReadGraph(const std::string& path) {
   if (bytes.empty() || !model.ParseFromString(bytes))
     return DataLoss("--model " + path + ": not an ONNX model (protobuf parse failed)");
   ModelGraph g;
-  const auto& graph = model.graph();
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const auto& n = graph.node(i);
-    GraphNode gn;
-    gn.name = engine::NodeName(n.name(), n.op_type(), static_cast<long>(i));
-    gn.op_type = n.op_type();
-    for (const auto& s : n.input()) gn.inputs.push_back(s);
-    for (const auto& s : n.output()) gn.outputs.push_back(s);
-    g.by_name.emplace(gn.name, i);
-    for (const auto& o : gn.outputs)
-      if (!o.empty()) g.producer.emplace(o, i);
-    g.nodes.push_back(std::move(gn));
-  }
+  // Every node, with the nodes of If branches and Loop/Scan bodies after their parent, named as
+  // the engine names them ("<parent>/<attribute>/<node>"); a body node is also found by its own
+  // name, which is what runtimes (ONNX Runtime) report for it, unless a node outside has it.
+  std::function<void(const onnx::GraphProto&, const std::string&)> add =
+      [&](const onnx::GraphProto& graph, const std::string& prefix) {
+        for (int i = 0; i < graph.node_size(); ++i) {
+          const auto& n = graph.node(i);
+          const int at = static_cast<int>(g.nodes.size());
+          GraphNode gn;
+          gn.name = prefix + engine::NodeName(n.name(), n.op_type(), static_cast<long>(i));
+          gn.op_type = n.op_type();
+          for (const auto& s : n.input()) gn.inputs.push_back(s);
+          for (const auto& s : n.output()) gn.outputs.push_back(s);
+          g.by_name.emplace(gn.name, at);
+          for (const auto& o : gn.outputs)
+            if (!o.empty()) g.producer.emplace(o, at);
+          const std::string name = gn.name;
+          g.nodes.push_back(std::move(gn));
+          for (const auto& a : n.attribute())
+            if (a.type() == onnx::AttributeProto::GRAPH) add(a.g(), name + "/" + a.name() + "/");
+        }
+        if (!prefix.empty())
+          for (int i = 0; i < graph.node_size(); ++i)
+            if (!graph.node(i).name().empty())
+              g.by_name.emplace(graph.node(i).name(),
+                                g.by_name.at(prefix + engine::NodeName(graph.node(i).name(),
+                                                                       graph.node(i).op_type(),
+                                                                       static_cast<long>(i))));
+      };
+  add(model.graph(), "");
   if (g.nodes.empty()) return DataLoss("--model " + path + ": the model's graph has no nodes");
   return g;
 }
 
+// "conv1_token_4" -> "conv1"; the name unchanged when it has no such suffix.
+std::string WithoutToken(const std::string& name) {
+  const size_t at = name.rfind("_token_");
+  if (at == std::string::npos || at == 0 || at + 7 >= name.size()) return name;
+  for (size_t i = at + 7; i < name.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return name;
+  return name.substr(0, at);
+}
+
+// The model node a runtime's row name stands for, undoing ONNX Runtime's renamings (as its
+// graph transformers write them, 1.x):
+//   "<node>_nchwc"                 the NCHWc transformer's converted node;
+//   "<node>/<Kind>Fusion" and "<node>/<Kind>Fusion/"  a fusion named after its anchor node
+//                                  (MatMulAddFusion, GatherSliceToSplitFusion; LayerNormFusion,
+//                                  QuickGeluFusion, MatmulTransposeFusion end in '/');
+//   "fused <node>"                 GemmActivationFusion's FusedGemm;
+//   "<node>_token_<N>"             a copy made by the layout transformer (NHWC QLinearConv,
+//                                  NhwcMaxPool) or a second node of the same generated name.
+// Each step is tried only when the name as it stands is not a node (or a tensor) of the model.
 int Resolve(const ModelGraph& g, std::string name) {
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 6; ++attempt) {
     if (auto it = g.by_name.find(name); it != g.by_name.end()) return it->second;
     if (auto it = g.producer.find(name); it != g.producer.end()) return it->second;
-    // ONNX Runtime's NCHWc transformer renames the nodes it converts; its fusions name the
-    // fused node "<node>/<Kind>Fusion" (MatMulAddFusion, ...).
     if (EndsWith(name, "_nchwc")) {
       name = name.substr(0, name.size() - 6);
       continue;
     }
-    if (size_t slash = name.rfind('/');
-        slash != std::string::npos && slash > 0 && EndsWith(name, "Fusion")) {
-      name = name.substr(0, slash);
+    std::string trimmed = EndsWith(name, "/") ? name.substr(0, name.size() - 1) : name;
+    if (size_t slash = trimmed.rfind('/');
+        slash != std::string::npos && slash > 0 && EndsWith(trimmed, "Fusion")) {
+      name = trimmed.substr(0, slash);
+      continue;
+    }
+    if (StartsWith(name, "fused ") && name.size() > 6) {
+      name = name.substr(6);
+      continue;
+    }
+    if (std::string base = WithoutToken(name); base != name) {
+      name = base;
       continue;
     }
     break;
@@ -87,6 +132,56 @@ struct Group {
   std::vector<int> nodes;
   bool region = false;
 };
+
+// A layout node ONNX Runtime inserted and named after its op type (GenerateNodeName:
+// "Transpose", "Reshape_token_34"; the NHWC and NCHWc transformers), which no model node is.
+bool InsertedLayout(const profile::OpRecord& op) {
+  return (op.op_type == "Transpose" || op.op_type == "Reshape") &&
+         WithoutToken(op.name) == op.op_type;
+}
+
+// The model node an inserted row serves. One that prepares an input (ReorderInput, a copy from
+// the host, a transpose or reshape whose output the next matched row reads) goes to the first
+// node of the nearest following matched row that reads its output shape; the others (ReorderOutput
+// restoring a tensor's layout, ...) to the last node of the nearest preceding matched row that
+// wrote its input shape. Without a row of that shape, the nearest matched one within a few rows;
+// -1 when there is none.
+int ServedNode(const std::vector<profile::OpRecord>& rows, const std::vector<Group>& groups,
+               const std::vector<char>& inserted, size_t i) {
+  constexpr size_t kReach = 12;
+  const profile::OpRecord& row = rows[i];
+  auto has = [](const std::vector<std::vector<int64_t>>& shapes,
+                const std::vector<std::vector<int64_t>>& of) {
+    if (of.empty() || of[0].empty()) return false;
+    return std::find(shapes.begin(), shapes.end(), of[0]) != shapes.end();
+  };
+  // The nearest matched row in direction `dir` (with the shape test when `shaped`).
+  auto find = [&](int dir, bool shaped) -> int {
+    // By shape, as far as it takes (ORT drains many NCHWc tensors in one place); by position, a
+    // few rows only.
+    const size_t reach = shaped ? rows.size() : kReach;
+    for (size_t k = 1; k <= reach; ++k) {
+      if (dir < 0 && k > i) break;
+      const size_t j = dir < 0 ? i - k : i + k;
+      if (j >= rows.size()) break;
+      if (inserted[j] || groups[j].nodes.empty()) continue;
+      if (!shaped || (dir > 0 ? has(rows[j].input_shapes, row.output_shapes)
+                              : has(rows[j].output_shapes, row.input_shapes)))
+        return static_cast<int>(j);
+    }
+    return -1;
+  };
+  const bool input_side = row.op_type == "ReorderInput" || row.op_type == "MemcpyFromHost";
+  const bool output_side = row.op_type == "ReorderOutput" || row.op_type == "MemcpyToHost";
+  int j = -1;
+  if (!output_side) j = find(+1, true);
+  if (j < 0 && !input_side) j = find(-1, true);
+  if (j < 0) j = input_side ? find(+1, false) : find(-1, false);
+  if (j < 0) j = input_side ? find(-1, false) : find(+1, false);
+  if (j < 0) return -1;
+  const Group& grp = groups[static_cast<size_t>(j)];
+  return static_cast<size_t>(j) > i ? grp.nodes.front() : grp.nodes.back();
+}
 
 Group MatchRow(const ModelGraph& g, const profile::OpRecord& row,
                const std::vector<std::string>* sources) {
@@ -190,14 +285,39 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
   std::map<int, Claim> claims;
   std::vector<profile::OpRecord> leftover;
   double matched = 0;
+  // Every row's match first: an inserted row is charged to the node of a neighbouring row.
+  std::vector<Group> groups;
+  std::vector<char> inserted;
   for (const auto& row : p->ops) {
     const std::vector<std::string>* src = nullptr;
     if (auto it = opt.sources.find(row.name); it != opt.sources.end()) src = &it->second;
-    Group grp = InsertedByRuntime(row) ? Group{} : MatchRow(g, row, src);
+    const bool ins = InsertedByRuntime(row);
+    groups.push_back(ins ? Group{} : MatchRow(g, row, src));
+    inserted.push_back(ins || (groups.back().nodes.empty() && InsertedLayout(row)));
+  }
+  for (size_t i = 0; i < p->ops.size(); ++i) {
+    const profile::OpRecord& row = p->ops[i];
+    Group grp = groups[i];
     const double row_ms = MeanOf(row.runs_ms);
+    if (inserted[i]) {
+      if (const int n = ServedNode(p->ops, groups, inserted, i); n >= 0) {
+        ++sum.matched_rows;
+        matched += row_ms;
+        Claim& c = claims[n];
+        if (c.runs_ms.empty()) c.runs_ms.assign(runs, 0.0);
+        for (size_t r = 0; r < row.runs_ms.size() && r < runs; ++r) c.runs_ms[r] += row.runs_ms[r];
+        c.rows.push_back(row.name);
+        c.only = nullptr;
+        if (!c.attribution.empty()) c.attribution += "; ";
+        c.attribution +=
+            fmt::format("plus '{}' ({}, {:.2f}% of the time), inserted by {} for it", row.name,
+                        row.op_type, total > 0 ? row_ms / total * 100 : 0, opt.runtime);
+        continue;
+      }
+    }
     if (grp.nodes.empty()) {
       profile::OpRecord r = row;
-      if (InsertedByRuntime(row)) {
+      if (inserted[i]) {
         r.attribution = "inserted by " + opt.runtime + " (layout/device copy): no ONNX node";
       } else {
         r.attribution = "unmatched: no node of the model is named after this row";

@@ -84,7 +84,49 @@ struct NodeEvent {
   int32_t row;
   double ts_us, dur_us;
   int32_t stats = -1;  // index into the stats list, -1 when the event had none
+  int64_t tid = 0;
 };
+
+// The nodes of an If, Loop or Scan body run inside their parent's kernel, so their events lie
+// within the parent's event on the same thread and the parent's duration already holds them.
+// Makes every parent exclusive of the events nested in it (its own body's nodes, which may be
+// parents themselves), as opscope's engine reports subgraphs; returns how many were nested.
+// Only control-flow rows (`parent_row`) hold others: two ordinary events that touch or overlap
+// by a rounding are not nested.
+size_t MakeParentsExclusive(std::vector<NodeEvent>* events, const std::vector<bool>& parent_row) {
+  std::vector<size_t> order(events->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const NodeEvent &x = (*events)[a], &y = (*events)[b];
+    if (x.tid != y.tid) return x.tid < y.tid;
+    if (x.ts_us != y.ts_us) return x.ts_us < y.ts_us;
+    return x.dur_us > y.dur_us;  // the enclosing one first
+  });
+  std::vector<size_t> open;  // events that may still hold later ones, innermost last
+  std::vector<double> nested(events->size(), 0);
+  size_t count = 0;
+  int64_t tid = 0;
+  for (size_t i : order) {
+    const NodeEvent& e = (*events)[i];
+    if (open.empty() || e.tid != tid) open.clear();
+    tid = e.tid;
+    while (!open.empty()) {
+      const NodeEvent& top = (*events)[open.back()];
+      if (e.ts_us >= top.ts_us && e.ts_us < top.ts_us + top.dur_us &&
+          e.ts_us + e.dur_us <= top.ts_us + top.dur_us)
+        break;
+      open.pop_back();
+    }
+    if (!open.empty()) {
+      nested[open.back()] += e.dur_us;
+      ++count;
+    }
+    if (parent_row[static_cast<size_t>(e.row)]) open.push_back(i);
+  }
+  for (size_t i = 0; i < events->size(); ++i)
+    (*events)[i].dur_us = std::max(0.0, (*events)[i].dur_us - nested[i]);
+  return count;
+}
 
 // Reads thread_scheduling_stats; false when the value is empty or not the layout above.
 bool ReadThreadStats(od::value v, ThreadStats* out) {
@@ -173,7 +215,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
         return json::ParseElement(parser, element, at, [&](od::object& ev) -> Status {
           std::string_view cat;
           std::string name;
-          double ts = 0, dur = 0;
+          double ts = 0, dur = 0, tid = 0;
           bool has_dur = false;
           NodeRow args_row;
           ThreadStats tstats;
@@ -190,6 +232,8 @@ StatusOr<profile::Profile> Parse(const Source& src) {
             } else if (key == "dur") {
               dur = ReadNumber(field.value());
               has_dur = true;
+            } else if (key == "tid") {
+              tid = ReadNumber(field.value());
             } else if (key == "args") {
               for (auto a : field.value().get_object()) {
                 std::string_view ak = a.unescaped_key();
@@ -288,7 +332,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
             stats_at = static_cast<int32_t>(thread_stats.size());
             thread_stats.push_back(std::move(tstats));
           }
-          events.push_back({it->second, ts, dur, stats_at});
+          const int64_t thread =
+              std::isfinite(tid) && std::fabs(tid) < 9e18 ? static_cast<int64_t>(tid) : 0;
+          events.push_back({it->second, ts, dur, stats_at, thread});
           return Status::Ok();
         });
       },
@@ -302,6 +348,15 @@ StatusOr<profile::Profile> Parse(const Source& src) {
                     ": the ONNX Runtime profile has no node events (\"cat\":\"Node\", "
                     "\"..._kernel_time\"): was the session run after profiling was enabled?");
 
+  std::vector<bool> control_flow(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r)
+    control_flow[r] =
+        rows[r].op_type == "If" || rows[r].op_type == "Loop" || rows[r].op_type == "Scan";
+  if (const size_t nested = MakeParentsExclusive(&events, control_flow); nested > 0)
+    p.meta.extra["ort.nested_events"] =
+        std::to_string(nested) +
+        " node events ran inside another node's event (If/Loop/Scan bodies): the parents' "
+        "times exclude them, so no time is counted twice";
   // Runs: by model_run interval, else by occurrence.
   std::sort(runs.begin(), runs.end());
   size_t n_runs = runs.size();
