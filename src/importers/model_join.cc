@@ -133,6 +133,63 @@ struct Group {
   bool region = false;
 };
 
+// A runtime's quantized kernel (ONNX Runtime's QDQ fusions make QLinearConv, QLinearMatMul,
+// QGemm, NhwcMaxPool ... out of DequantizeLinear -> op -> QuantizeLinear).
+bool QuantizedKernel(const std::string& op_type) {
+  for (const char* prefix : {"QLinear", "Nhwc", "QGemm", "QAttention", "QOrdered"})
+    if (StartsWith(op_type, prefix)) return true;
+  return op_type == "MatMulInteger" || op_type == "ConvInteger" || op_type == "MatMulNBits" ||
+         op_type == "DynamicQuantizeMatMul";
+}
+
+// A quantized kernel's row also ran the DequantizeLinear nodes feeding its nodes and the
+// QuantizeLinear after them (through a Relu or Clip) when those have no row of their own: they
+// join its group, after its nodes (post-ops in the cost split).
+void AbsorbQdqNeighbours(const ModelGraph& g, const std::vector<profile::OpRecord>& rows,
+                         std::vector<Group>* groups) {
+  std::vector<char> claimed(g.nodes.size(), 0);
+  for (const Group& grp : *groups)
+    for (int n : grp.nodes) claimed[static_cast<size_t>(n)] = 1;
+  std::unordered_map<std::string, std::vector<int>> consumers;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (const auto& in : g.nodes[n].inputs)
+      if (!in.empty()) consumers[in].push_back(static_cast<int>(n));
+  auto take = [&](Group& grp, int n) {
+    claimed[static_cast<size_t>(n)] = 1;
+    grp.nodes.push_back(n);
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Group& grp = (*groups)[i];
+    if (grp.nodes.empty() || !QuantizedKernel(rows[i].op_type)) continue;
+    const std::vector<int> own = grp.nodes;
+    for (int n : own) {
+      for (const auto& in : g.nodes[static_cast<size_t>(n)].inputs) {
+        auto p = g.producer.find(in);
+        if (p != g.producer.end() && !claimed[static_cast<size_t>(p->second)] &&
+            g.nodes[static_cast<size_t>(p->second)].op_type == "DequantizeLinear")
+          take(grp, p->second);
+      }
+      int cur = n;
+      for (int step = 0; step < 3; ++step) {
+        const auto& outs = g.nodes[static_cast<size_t>(cur)].outputs;
+        if (outs.empty()) break;
+        auto c = consumers.find(outs[0]);
+        if (c == consumers.end() || c->second.size() != 1) break;
+        const int next = c->second[0];
+        const std::string& type = g.nodes[static_cast<size_t>(next)].op_type;
+        if (claimed[static_cast<size_t>(next)]) break;
+        if (type == "QuantizeLinear") {
+          take(grp, next);
+          break;
+        }
+        if (type != "Relu" && type != "Clip") break;
+        take(grp, next);
+        cur = next;
+      }
+    }
+  }
+}
+
 // A layout node ONNX Runtime inserted and named after its op type (GenerateNodeName:
 // "Transpose", "Reshape_token_34"; the NHWC and NCHWc transformers), which no model node is.
 bool InsertedLayout(const profile::OpRecord& op) {
@@ -140,11 +197,11 @@ bool InsertedLayout(const profile::OpRecord& op) {
          WithoutToken(op.name) == op.op_type;
 }
 
-// The model node an inserted row serves. One that prepares an input (ReorderInput, a copy from
-// the host, a transpose or reshape whose output the next matched row reads) goes to the first
-// node of the nearest following matched row that reads its output shape; the others (ReorderOutput
-// restoring a tensor's layout, ...) to the last node of the nearest preceding matched row that
-// wrote its input shape. Without a row of that shape, the nearest matched one within a few rows;
+// The model node an inserted row serves: the anchor of a matched row. One that prepares an input
+// (ReorderInput, a copy from the host, a transpose or reshape whose output the next matched row
+// reads) serves the nearest following matched row that reads its output shape; the others
+// (ReorderOutput restoring a tensor's layout, ...) the nearest preceding one that wrote its input
+// shape. Without a row of that shape, the nearest matched one within a few rows;
 // -1 when there is none.
 int ServedNode(const std::vector<profile::OpRecord>& rows, const std::vector<Group>& groups,
                const std::vector<char>& inserted, size_t i) {
@@ -179,8 +236,8 @@ int ServedNode(const std::vector<profile::OpRecord>& rows, const std::vector<Gro
   if (j < 0) j = input_side ? find(+1, false) : find(-1, false);
   if (j < 0) j = input_side ? find(-1, false) : find(+1, false);
   if (j < 0) return -1;
-  const Group& grp = groups[static_cast<size_t>(j)];
-  return static_cast<size_t>(j) > i ? grp.nodes.front() : grp.nodes.back();
+  // The row's anchor (its first node: the Conv of Conv+BatchNormalization+Relu).
+  return groups[static_cast<size_t>(j)].nodes.front();
 }
 
 Group MatchRow(const ModelGraph& g, const profile::OpRecord& row,
@@ -295,6 +352,7 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
     groups.push_back(ins ? Group{} : MatchRow(g, row, src));
     inserted.push_back(ins || (groups.back().nodes.empty() && InsertedLayout(row)));
   }
+  AbsorbQdqNeighbours(g, p->ops, &groups);
   for (size_t i = 0; i < p->ops.size(); ++i) {
     const profile::OpRecord& row = p->ops[i];
     Group grp = groups[i];
