@@ -266,15 +266,7 @@ std::vector<DoctorCheck> RunDoctorChecks() {
   std::vector<DoctorCheck> out;
   const PerfAccess access = ReadPerfAccess();
   out.push_back(CheckPerfPermissions(access));
-  perf_event_attr cycles{};
-  cycles.size = sizeof cycles;
-  cycles.type = PERF_TYPE_HARDWARE;
-  cycles.config = PERF_COUNT_HW_CPU_CYCLES;
-  cycles.exclude_kernel = 1;
-  cycles.exclude_hv = 1;
-  const int fd = SystemOpener().Open(cycles, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-  out.push_back(CheckPmu(fd));
-  if (fd >= 0) close(fd);
+  out.push_back(CheckPmu(ProbePerfEvent(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES)));
   out.push_back(CheckKernelSymbols(access));
   out.push_back(CheckAttach(access));
   std::vector<std::string> governors;

@@ -169,6 +169,19 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
     if (!s.supported) s.group = group;
     s.supported = true;
   };
+  // What the ladder does next for `fd`, the result of opening `spec`.
+  auto rung = [&](int fd, const EventSpec& spec) {
+    perf_event_attr asked{};
+    asked.type = spec.type;
+    asked.config = spec.config;
+    asked.exclude_kernel = spec.exclude_kernel || set.user_only_;
+    return NextFallback(fd, asked);
+  };
+  // Rung 2: kernel counting refused -> user space only, for this and every later event.
+  auto go_user_only = [&] {
+    set.user_only_ = true;
+    AddOnce(degradations, UserOnlyDegradation(opener));
+  };
   // Errors after the ladder that end the whole set.
   auto fatal = [&](int fd, const EventSpec& spec) -> Status {
     // No system call at all: every other event fails the same way, software ones included, so
@@ -206,14 +219,9 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
             spec.config = static_cast<uint64_t>(arm_event);
             fd = open_one(spec, group);
           }
-          perf_event_attr asked{};
-          asked.type = spec.type;
-          asked.config = spec.config;
-          asked.exclude_kernel = spec.exclude_kernel || set.user_only_;
-          const Fallback next = NextFallback(fd, asked);
+          const Fallback next = rung(fd, spec);
           if (next == Fallback::kUserOnly) {
-            set.user_only_ = true;
-            AddOnce(degradations, UserOnlyDegradation(opener));
+            go_user_only();
             continue;
           }
           if (next == Fallback::kRefused)
@@ -250,15 +258,9 @@ StatusOr<CounterSet> CounterSet::Open(PerfEventOpener& opener, const std::vector
     // most once per event, whatever order the kernel reports the problems in.
     for (;;) {
       fd = open_one(slot.spec, group);
-      perf_event_attr asked{};
-      asked.type = slot.spec.type;
-      asked.config = slot.spec.config;
-      asked.exclude_kernel = slot.spec.exclude_kernel || set.user_only_;
-      const Fallback next = NextFallback(fd, asked);
-      // Rung 2: kernel counting refused -> user space only, for this and every later event.
+      const Fallback next = rung(fd, slot.spec);
       if (next == Fallback::kUserOnly) {
-        set.user_only_ = true;
-        AddOnce(degradations, UserOnlyDegradation(opener));
+        go_user_only();
         continue;
       }
       if (next == Fallback::kRefused)

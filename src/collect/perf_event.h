@@ -257,9 +257,12 @@ class CounterSet {
 std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener& opener);
 // Why nothing of perf works when perf_event_open itself is missing (ENOSYS), and what does.
 std::string NoPerfEventsText();
+// Opens a disabled event of `type`/`config` on this thread, user space only, and closes it: 0 when
+// the kernel took it, else -errno. What doctor and the tests ask the real kernel.
+int ProbePerfEvent(uint32_t type, uint64_t config);
 // False where the perf_event_open system call itself is missing (ENOSYS: qemu-user, a kernel
-// without CONFIG_PERF_EVENTS, a seccomp filter), found by opening a disabled task-clock on this
-// thread. Tests of the real kernel skip then, with NoPerfEventsText() as the reason.
+// without CONFIG_PERF_EVENTS, a seccomp filter), found by probing task-clock. Tests of the real
+// kernel skip then, with NoPerfEventsText() as the reason.
 bool PerfEventOpenImplemented();
 
 // The fallback ladder, one rung at a time, shared by CounterSet (which also regroups an event

@@ -204,20 +204,22 @@ std::string NoPerfEventsText() {
          "still do";
 }
 
-bool PerfEventOpenImplemented() {
+int ProbePerfEvent(uint32_t type, uint64_t config) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.type = type;
+  attr.config = config;
   attr.disabled = 1;
   attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
-  const long fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-  if (fd >= 0) {
-    close(static_cast<int>(fd));
-    return true;
-  }
-  return errno != ENOSYS;
+  const int fd = SystemOpener().Open(attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return fd;
+  close(fd);
+  return 0;
+}
+
+bool PerfEventOpenImplemented() {
+  return ProbePerfEvent(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK) != -ENOSYS;
 }
 
 std::string PerfErrorText(int err, const EventSpec& spec, const PerfEventOpener& opener) {
