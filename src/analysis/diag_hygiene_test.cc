@@ -55,6 +55,16 @@ TEST(DiagHygiene, Repeats) {
   EXPECT_NE(r.words.find("outlier run(s) 5"), std::string::npos);
 }
 
+// One or two runs have no spread to speak of (one run's CV is 0): no verdict, not "stable".
+TEST(DiagHygiene, FewerThanThreeRunsHaveNoNoiseEstimate) {
+  for (const std::vector<double>& runs : {std::vector<double>{10}, std::vector<double>{10, 10}}) {
+    auto r = AnalyzeRepeats(runs);
+    EXPECT_EQ(r.verdict, "no estimate");
+    EXPECT_NE(r.words.find("too few for a noise estimate"), std::string::npos) << r.words;
+  }
+  EXPECT_EQ(AnalyzeRepeats(std::vector<double>{10, 10, 10}).verdict, "stable");
+}
+
 TEST(DiagHygiene, Producers) {
   auto d =
       ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O0", "GNU AS 2.40"});

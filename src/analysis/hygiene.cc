@@ -74,6 +74,14 @@ RepeatReport AnalyzeRepeats(std::span<const double> runs_ms) {
   RepeatReport r;
   r.stats = ComputeStats(runs_ms);
   for (size_t i : FindOutliers(runs_ms)) r.outlier_runs.push_back(static_cast<int>(i));
+  // Fewer than 3 runs say nothing about the spread (one run has a CV of 0): no verdict, rather
+  // than a "stable" no measurement earned.
+  if (r.stats.n < 3) {
+    r.verdict = "no estimate";
+    r.words = fmt::format("{} run{}, median {}: too few for a noise estimate (3 or more)",
+                          r.stats.n, r.stats.n == 1 ? "" : "s", HumanMs(r.stats.median));
+    return r;
+  }
   r.verdict = VarianceVerdict(r.stats.cv);
   r.words = fmt::format("{} runs, median {}, trimmed mean {}, CV {:.1f}%: {}", r.stats.n,
                         HumanMs(r.stats.median), HumanMs(r.stats.trimmed_mean), r.stats.cv * 100,

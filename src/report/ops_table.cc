@@ -58,8 +58,8 @@ void Header(const profile::Profile& p, const ReportOptions& o, std::string* out)
     *out += "end-to-end latency: median " + HumanMs(s.median) + ", trimmed mean " +
             HumanMs(s.trimmed_mean) + ", min " + HumanMs(s.min) + ", max " + HumanMs(s.max) +
             ", p90 " + HumanMs(s.p90) + F(", CV %.1f%%", s.cv * 100) + " (" +
-            VarianceVerdict(s.cv) + ")" +
-            F("; throughput %.1f inferences/s", p.e2e.throughput_per_s) + "\n";
+            (s.n < 3 ? std::string("too few runs for a noise estimate") : VarianceVerdict(s.cv)) +
+            ")" + F("; throughput %.1f inferences/s", p.e2e.throughput_per_s) + "\n";
   }
   for (const auto& d : m.degradations) *out += "note: " + EscapeControl(d) + "\n";
 }
