@@ -55,7 +55,7 @@ TEST_P(ImportCli, ImportsReportsAndDiffs) {
   EXPECT_EQ(j["meta"]["kind"], std::string("import/") + c.format);
   if (c.join) {
     EXPECT_NE(r.err.find("opscope: model join:"), std::string::npos) << r.err;
-    EXPECT_EQ(j["meta"]["extra"]["machine.method"], "device table: orin-nx (data-sheet peaks)");
+    EXPECT_EQ(j["meta"]["machine"]["method"], "device table: orin-nx (data-sheet peaks)");
   }
   // report reads both the foreign file (detected by content) and the import.
   CommandResult rep = RunCommand({OpscopeBinary(), "report", Data(c.file)});

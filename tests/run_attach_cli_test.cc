@@ -504,7 +504,7 @@ TEST(RunAttachCli, AnAttachedSpanIsReportedAsSuch) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string desc = "pid " + std::to_string(app.pid) + " (run_attach_app)";
   profile::Profile p = Load(json);
-  EXPECT_EQ(p.meta.extra[profile::kAttachedKey], desc);
+  EXPECT_EQ(p.meta.attached, desc);
   for (const std::string& text : {r.out, RunShell(Opscope() + " report " + json).out}) {
     EXPECT_EQ(text.find("whole program"), std::string::npos) << text;
     EXPECT_EQ(text.find("too few runs"), std::string::npos) << "no -r to advise\n" << text;

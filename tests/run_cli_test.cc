@@ -216,16 +216,18 @@ TEST(RunCli, ExitsWithTheProgramsStatus) {
 
 TEST(RunCli, DebugBuiltTargetIsReported) {
   auto dbg = RunJson("-- " + Bin("run_target_O0"));
-  EXPECT_EQ(dbg.meta.extra["target.build"], "debug");
-  EXPECT_EQ(dbg.meta.extra["target.opt_level"], "-O0");
+  ASSERT_TRUE(dbg.meta.target.has_value());
+  EXPECT_EQ(dbg.meta.target->kind, "debug");
+  EXPECT_EQ(dbg.meta.target->opt_level, "-O0");
   const auto* f = FindRule(dbg, "debug-build");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, profile::Severity::kCritical);
   EXPECT_NE(f->evidence.find("-O0"), std::string::npos) << f->evidence;
 
   auto rel = RunJson("-- " + Bin("run_target_O2"));
-  EXPECT_EQ(rel.meta.extra["target.build"], "release");
-  EXPECT_EQ(rel.meta.extra["target.opt_level"], "-O2");
+  ASSERT_TRUE(rel.meta.target.has_value());
+  EXPECT_EQ(rel.meta.target->kind, "release");
+  EXPECT_EQ(rel.meta.target->opt_level, "-O2");
   EXPECT_EQ(FindRule(rel, "debug-build"), nullptr);
 }
 

@@ -9,6 +9,7 @@
 #include "analysis/machine.h"
 #include "analysis/machine_measure.h"
 #include "analysis/rules.h"
+#include "profile/profile_io.h"
 
 namespace opscope::analysis {
 namespace {
@@ -51,13 +52,19 @@ TEST(DiagMachine, BadJson) {
 }
 
 TEST(DiagMachine, MetaRoundTripAndMismatch) {
-  profile::Meta m;
-  CeilingsToMeta(Sample(), &m);
-  auto back = CeilingsFromMeta(m);
-  ASSERT_TRUE(back.has_value());
-  EXPECT_NEAR(back->peak_gflops_one, 80.25, 1e-9);
-  EXPECT_EQ(back->method, "measured");
-  EXPECT_FALSE(CeilingsFromMeta(profile::Meta{}).has_value());
+  // The ceilings travel in the profile's JSON as a typed meta.machine object.
+  profile::Profile p;
+  p.meta.kind = "profile";
+  p.meta.machine = Sample();
+  auto back = profile::FromJsonString(profile::ToJsonString(p), "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_TRUE(back->meta.machine.has_value());
+  EXPECT_NEAR(back->meta.machine->peak_gflops_one, 80.25, 1e-9);
+  EXPECT_EQ(back->meta.machine->method, "measured");
+  EXPECT_EQ(back->meta.machine->cpu_model, Sample().cpu_model);
+  EXPECT_TRUE(back->meta.extra.empty());
+  EXPECT_FALSE(profile::FromJsonString(profile::ToJsonString(profile::Profile{}), "test")
+                   ->meta.machine.has_value());
   EXPECT_EQ(CeilingsMismatch(Sample(), "AMD EPYC 7B13"), "");
   EXPECT_NE(CeilingsMismatch(Sample(), "Cortex-A78AE").find("measured on 'AMD EPYC 7B13'"),
             std::string::npos);
@@ -164,7 +171,8 @@ TEST(DiagMachine, UnstampedOldFileIsUsedButUnverified) {
   profile::Profile p;
   p.meta.cpu_model = "AMD EPYC";
   Diagnose(&p, &**c);
-  EXPECT_EQ(p.meta.extra["machine.verification"], (*c)->verification);
+  ASSERT_TRUE(p.meta.machine.has_value());
+  EXPECT_EQ(p.meta.machine->verification, (*c)->verification);
   bool noted = false;
   for (const auto& d : p.meta.degradations) noted |= d.find("unverified") != std::string::npos;
   EXPECT_TRUE(noted);

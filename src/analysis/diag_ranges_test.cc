@@ -161,7 +161,7 @@ TEST(DiagRanges, GoldenAttachedSpan) {
   profile::Profile p = RunProfile();
   p.meta.runs = 1;
   p.meta.source = "pid 4242 (pipeline)";
-  p.meta.extra[profile::kAttachedKey] = p.meta.source;
+  p.meta.attached = p.meta.source;
   for (auto& r : p.ranges) r.run = 0;
   p.e2e.runs_ms = {400};
   profile::FinalizeStats(p);

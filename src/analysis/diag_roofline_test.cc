@@ -309,11 +309,11 @@ TEST(DiagMachine, Int8CeilingRoundTripsAndIsMeasured) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->peak_gops_int8_all, 123.5);
   EXPECT_EQ(back->PeakGopsInt8(1), 61.25);
-  profile::Meta meta;
-  CeilingsToMeta(c, &meta);
-  auto m = CeilingsFromMeta(meta);
-  ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->peak_gops_int8_all, 123.5);
+  profile::Profile p;
+  p.meta.machine = c;
+  auto m = profile::FromJsonString(profile::ToJsonString(p), "test");
+  ASSERT_TRUE(m.ok() && m->meta.machine.has_value());
+  EXPECT_EQ(m->meta.machine->peak_gops_int8_all, 123.5);
   // A file without the field (written before it existed) reads as 0 = unknown.
   auto old = CeilingsFromJson(
       "{\"schema\": \"opscope.machine/2\", \"peak_gflops_all\": 3, "

@@ -175,7 +175,7 @@ TEST(DiagRules, DebugBuilds) {
   auto p = Clean();
   p.meta.build_type = "Debug";
   BuildVerdictToMeta(ClassifyProducers({"GNU C++17 12.2.0 -mtune=generic -march=x86-64 -g -O0"}),
-                     &p.meta);
+                     "/usr/bin/app", &p.meta);
   auto f = RunRules(p, nullptr);
   int n = 0;
   for (const auto& x : f)
@@ -249,7 +249,8 @@ TEST(DiagRules, DiagnoseCopiesCeilingsAndNotesMismatch) {
   p.e2e.runs_ms = Steady(50.0);
   profile::FinalizeStats(p);
   Diagnose(&p, &c);
-  EXPECT_EQ(p.meta.extra.at("machine.triad_gbps"), "10");
+  ASSERT_TRUE(p.meta.machine.has_value());
+  EXPECT_EQ(p.meta.machine->triad_gbps, 10);
   ASSERT_EQ(p.meta.degradations.size(), 1u);
   EXPECT_NE(p.meta.degradations[0].find("measured on 'AMD EPYC'"), std::string::npos);
   EXPECT_FALSE(p.findings.empty());

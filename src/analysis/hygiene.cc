@@ -161,10 +161,8 @@ BuildVerdict ClassifyBuildType(const std::string& t) {
   return v;
 }
 
-void BuildVerdictToMeta(const BuildVerdict& v, profile::Meta* meta) {
-  meta->extra[kTargetBuildKey] = v.kind;
-  meta->extra[kTargetOptKey] = v.opt_level;
-  meta->extra[kTargetEvidenceKey] = v.evidence;
+void BuildVerdictToMeta(const BuildVerdict& v, const std::string& path, profile::Meta* meta) {
+  meta->target = profile::TargetBuild{path, v.kind, v.opt_level, v.evidence};
 }
 
 profile::Verdicts ComputeVerdicts(const profile::Profile& p) {

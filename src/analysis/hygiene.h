@@ -67,10 +67,8 @@ profile::Verdicts ComputeVerdicts(const profile::Profile& p);
 // p.verdicts when stored, else ComputeVerdicts(p).
 profile::Verdicts VerdictsOf(const profile::Profile& p);
 
-// Meta::extra keys used to carry the target's verdict from `stat`/`record`/`run` to the rules.
-inline constexpr char kTargetBuildKey[] = "target.build";  // "release"/"debug"/"unknown"
-inline constexpr char kTargetOptKey[] = "target.opt_level";
-inline constexpr char kTargetEvidenceKey[] = "target.build_evidence";
-void BuildVerdictToMeta(const BuildVerdict& v, profile::Meta* meta);
+// Stores the target's verdict (from `stat`/`record`/`run`) in meta.target for the rules and the
+// reports; `path` is the executable it was read from ("" if unresolved).
+void BuildVerdictToMeta(const BuildVerdict& v, const std::string& path, profile::Meta* meta);
 
 }  // namespace opscope::analysis

@@ -12,28 +12,11 @@
 
 namespace opscope::analysis {
 
-double MachineCeilings::PeakGflops(int threads) const {
-  if (threads == 1 && peak_gflops_one > 0) return peak_gflops_one;
-  return peak_gflops_all > 0 ? peak_gflops_all : peak_gflops_one;
-}
-
-double MachineCeilings::PeakGopsInt8(int threads) const {
-  if (threads == 1 && peak_gops_int8_one > 0) return peak_gops_int8_one;
-  return peak_gops_int8_all > 0 ? peak_gops_int8_all : peak_gops_int8_one;
-}
-
-// clang-format off
-#define CEILING_FIELDS(X)                                                                      \
-  X(peak_gflops_all) X(peak_gflops_one) X(peak_gops_int8_all) X(peak_gops_int8_one)           \
-  X(triad_gbps) X(llc_gbps) X(llc_bytes) X(threads) X(cpu_model) X(measured_at) X(method)      \
-  X(cpu_flags) X(cpus) X(spread_pct) X(spread_of) X(repeats) X(pinned_cpus) X(core_types)
-// clang-format on
-
 std::string CeilingsToJson(const MachineCeilings& c) {
   nlohmann::json j;
   j["schema"] = "opscope.machine/2";
 #define PUT(f) j[#f] = c.f;
-  CEILING_FIELDS(PUT)
+  OPSCOPE_CEILING_FILE_FIELDS(PUT)
 #undef PUT
   return profile::DumpJson(j, 1) + "\n";
 }
@@ -51,7 +34,7 @@ StatusOr<MachineCeilings> CeilingsFromJson(const std::string& text, const std::s
   try {
 #define GET(f) \
   if (j.contains(#f) && !j[#f].is_null()) j[#f].get_to(c.f);
-    CEILING_FIELDS(GET)
+    OPSCOPE_CEILING_FILE_FIELDS(GET)
 #undef GET
   } catch (const nlohmann::json::exception& e) {
     return DataLoss(origin + ": malformed machine file: " + e.what());
@@ -59,55 +42,6 @@ StatusOr<MachineCeilings> CeilingsFromJson(const std::string& text, const std::s
   if (c.peak_gflops_all < 0 || c.peak_gflops_one < 0 || c.triad_gbps < 0 || c.llc_gbps < 0 ||
       c.peak_gops_int8_all < 0 || c.peak_gops_int8_one < 0)
     return DataLoss(origin + ": negative ceiling; re-create it with `opscope machine`");
-  return c;
-}
-
-void CeilingsToMeta(const MachineCeilings& c, profile::Meta* meta) {
-  auto num = [](double v) { return fmt::format("{:.6g}", v); };
-  meta->extra["machine.peak_gflops_all"] = num(c.peak_gflops_all);
-  meta->extra["machine.peak_gflops_one"] = num(c.peak_gflops_one);
-  if (c.peak_gops_int8_all > 0 || c.peak_gops_int8_one > 0) {
-    meta->extra["machine.peak_gops_int8_all"] = num(c.peak_gops_int8_all);
-    meta->extra["machine.peak_gops_int8_one"] = num(c.peak_gops_int8_one);
-  }
-  meta->extra["machine.triad_gbps"] = num(c.triad_gbps);
-  meta->extra["machine.llc_gbps"] = num(c.llc_gbps);
-  meta->extra["machine.llc_bytes"] = num(c.llc_bytes);
-  meta->extra["machine.threads"] = std::to_string(c.threads);
-  meta->extra["machine.cpu_model"] = c.cpu_model;
-  meta->extra["machine.measured_at"] = c.measured_at;
-  meta->extra["machine.method"] = c.method;
-  if (!c.pinned_cpus.empty()) meta->extra["machine.pinned_cpus"] = c.pinned_cpus;
-  if (!c.verification.empty()) meta->extra["machine.verification"] = c.verification;
-}
-
-std::optional<MachineCeilings> CeilingsFromMeta(const profile::Meta& meta) {
-  auto it = meta.extra.find("machine.triad_gbps");
-  if (it == meta.extra.end()) return std::nullopt;
-  MachineCeilings c;
-  auto num = [&](const char* key, double* out) {
-    auto f = meta.extra.find(key);
-    if (f != meta.extra.end()) ParseDouble(f->second, out);
-  };
-  auto str = [&](const char* key) {
-    auto f = meta.extra.find(key);
-    return f == meta.extra.end() ? std::string() : f->second;
-  };
-  num("machine.peak_gflops_all", &c.peak_gflops_all);
-  num("machine.peak_gflops_one", &c.peak_gflops_one);
-  num("machine.peak_gops_int8_all", &c.peak_gops_int8_all);
-  num("machine.peak_gops_int8_one", &c.peak_gops_int8_one);
-  num("machine.triad_gbps", &c.triad_gbps);
-  num("machine.llc_gbps", &c.llc_gbps);
-  num("machine.llc_bytes", &c.llc_bytes);
-  int64_t threads = 0;
-  if (ParseInt64(str("machine.threads"), &threads)) c.threads = static_cast<int>(threads);
-  c.cpu_model = str("machine.cpu_model");
-  c.measured_at = str("machine.measured_at");
-  c.method = str("machine.method");
-  c.pinned_cpus = str("machine.pinned_cpus");
-  c.verification = str("machine.verification");
-  if (!c.Usable()) return std::nullopt;
   return c;
 }
 

@@ -47,7 +47,7 @@ std::vector<profile::Finding> RunRules(const profile::Profile& p, const MachineC
 
 void Diagnose(profile::Profile* p, const MachineCeilings* ceilings) {
   if (ceilings && ceilings->Usable()) {
-    CeilingsToMeta(*ceilings, &p->meta);
+    p->meta.machine = *ceilings;
     std::string mismatch = CeilingsMismatch(*ceilings, p->meta.cpu_model);
     if (!mismatch.empty() && ceilings->method != "manual") p->meta.degradations.push_back(mismatch);
     if (StartsWith(ceilings->verification, "unverified: "))

@@ -38,7 +38,7 @@ const std::vector<const Rule*>& AllRules();
 std::vector<profile::Finding> RunRules(const profile::Profile& p, const MachineCeilings* ceilings);
 
 // What a command calls last on a profile it made (`profile`, `stat`, `record`, `run`, `import`):
-// copies usable ceilings into meta.extra ("machine.*", see machine.h), records a degradation when
+// stores usable ceilings in meta.machine, records a degradation when
 // they were measured on another CPU model, and replaces p->findings with RunRules' result.
 void Diagnose(profile::Profile* p, const MachineCeilings* ceilings);
 

@@ -21,10 +21,8 @@
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/output.h"
-#include "sections/telemetry/board_probe.h"
 #ifdef OPSCOPE_HAVE_GPU_LAYER
 #include "analysis/gpu_summary.h"
-#include "analysis/rules.h"
 #include "gpu/launch.h"
 #include "profile/profile_io.h"
 #endif
@@ -166,26 +164,27 @@ class GpuCommand : public Command {
     }
     if (!keep_dir_.empty()) p.meta.extra["trace_dir"] = dir;
 
-    // Every rule that applies, as for any other profile (the debug-build, throttling and governor
-    // rules, and gpu-kernel-bound with --metrics figures), then the GPU summary's own findings.
-    telemetry::DescribeInto(&p);
-    analysis::Diagnose(&p, nullptr);
-    analysis::SummaryOptions so;
-    so.iteration_range = iteration_range_;
-    analysis::GpuSummary summary = analysis::Summarize(p, so);
-    auto findings = analysis::GpuFindings(p, summary);
-    p.findings.insert(p.findings.end(), findings.begin(), findings.end());
     if (metrics_ && p.gpu && p.gpu->metrics_passes == 0 && !p.gpu->kernels.empty())
       p.meta.degradations.push_back(
           "--metrics: no kernel metrics were recorded; the tracer's messages above say which CUPTI "
           "call failed");
-    if (Status s = profile::Validate(p); !s.ok()) return s;
+    // Every rule that applies, as for any other profile (the debug-build, throttling and governor
+    // rules, and gpu-kernel-bound with --metrics figures), then the GPU summary's own findings.
+    FinishOptions f;
+    f.on_this_machine = from_dir_.empty();  // --from: traces that may come from another machine
+    f.more_findings = [&](profile::Profile* q) {
+      analysis::SummaryOptions so;
+      so.iteration_range = iteration_range_;
+      analysis::GpuSummary summary = analysis::Summarize(*q, so);
+      auto findings = analysis::GpuFindings(*q, summary);
+      q->findings.insert(q->findings.end(), findings.begin(), findings.end());
+    };
     report::ReportOptions ro;
     ro.only = {"gpu"};
     ro.gpu_trace = gpu_trace_;
     ro.iteration_range = iteration_range_;
     ro.wide = wide_;
-    if (Status s = EmitProfile(p, out_, ro); !s.ok()) return s;
+    if (Status s = FinishProfile(&p, f, out_, ro); !s.ok()) return s;
     return run->exit_code;
   }
 #endif

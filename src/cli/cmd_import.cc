@@ -11,7 +11,6 @@
 #include <map>
 
 #include "analysis/machine.h"
-#include "analysis/rules.h"
 #include "base/files.h"
 #include "base/strings.h"
 #include "cli/checks.h"
@@ -66,7 +65,7 @@ void MergeRuns(profile::Profile* a, profile::Profile&& b, const std::string& ori
       a->samples->samples.push_back(std::move(s));
     }
   }
-  a->meta.extra["import.file"] += " " + origin;
+  if (a->meta.import) a->meta.import->files.push_back(origin);
 }
 
 class ImportCommand : public Command {
@@ -153,7 +152,7 @@ class ImportCommand : public Command {
                                file + " next to the --exportProfile file");
       auto one = importers::Import(**src, format);
       if (!one.ok()) return one.status();
-      std::string this_fmt = one->meta.extra["import.format"];
+      std::string this_fmt = one->meta.import ? one->meta.import->format : "";
       if (i == 0) {
         p = std::move(*one);
         fmt_name = this_fmt;
@@ -203,7 +202,7 @@ class ImportCommand : public Command {
       if (!sum->unmatched.empty())
         join_line +=
             fmt::format("\nunmatched: {} rows, {:.1f}% of the time: {}", sum->unmatched.size(),
-                        unmatched * 100, p.meta.extra["import.unmatched"]);
+                        unmatched * 100, Join(p.meta.import->unmatched, ", "));
     } else if (!shapes.empty()) {
       return InvalidArgument("--shape applies to --model: give the model too");
     }
@@ -223,8 +222,6 @@ class ImportCommand : public Command {
       c.method = "manual";
       have_ceilings = true;
     }
-    analysis::Diagnose(&p, have_ceilings ? &c : nullptr);
-    if (Status st = profile::Validate(p); !st.ok()) return st.WithPrefix("internal");
     // What was read and how it joined, as status lines: standard output holds only data.
     std::string said = fmt::format("opscope: imported {} ({})", Join(files_, " "), fmt_name);
     if (p.meta.runs > 0) said += fmt::format(", {} runs", p.meta.runs);
@@ -238,7 +235,10 @@ class ImportCommand : public Command {
     o.samples.top = top_;
     o.color = report::WritesToStream(out_.targets) && UseColor(1);
     o.title = "opscope: " + Join(files_, " ");
-    if (Status st = EmitProfile(p, out_, o); !st.ok()) return st;
+    FinishOptions f;
+    f.on_this_machine = false;  // the file was written elsewhere: this board says nothing of it
+    f.ceilings = have_ceilings ? &c : nullptr;
+    if (Status st = FinishProfile(&p, f, out_, o); !st.ok()) return st;
     return 0;
   }
 

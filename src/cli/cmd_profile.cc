@@ -6,7 +6,6 @@
 
 #include "analysis/hygiene.h"
 #include "analysis/machine_measure.h"
-#include "analysis/rules.h"
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
@@ -222,20 +221,19 @@ class ProfileCommand : public Command {
     bar.Finish();
     if (remove_perf_map) unlink(perf_map.c_str());
     if (!p.ok()) return p.status();
-    if (ceilings->has_value()) {
-      analysis::Diagnose(&*p, &**ceilings);
-    } else {
+    FinishOptions f;
+    if (ceilings->has_value())
+      f.ceilings = &**ceilings;
+    else
       p->meta.degradations.push_back(
           "no machine ceilings: roofline classes unavailable (run `opscope machine` once, or give "
           "--peak-gflops and --peak-gbps)");
-      analysis::Diagnose(&*p, nullptr);
-    }
     report::ReportOptions ro;
     ro.top = top_;
     ro.color = UseColor(1) && out_.format.empty();
     ro.wide = wide_;
     ro.only = {sort_ == "time" ? "ops" : "memory"};
-    st = EmitProfile(*p, out_, ro);
+    st = FinishProfile(&*p, f, out_, ro);
     if (!st.ok()) return st;
     return 0;
   }

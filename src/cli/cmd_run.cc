@@ -18,7 +18,6 @@
 #include "analysis/format.h"
 #include "analysis/hygiene.h"
 #include "analysis/range_stats.h"
-#include "analysis/rules.h"
 #include "base/clock.h"
 #include "base/files.h"
 #include "base/host.h"
@@ -35,7 +34,6 @@
 #include "collect/range_run.h"
 #include "collect/target_build.h"
 #include "profile/profile_io.h"
-#include "sections/telemetry/board_probe.h"
 
 extern char** environ;
 
@@ -110,16 +108,13 @@ class RunCommand : public Command {
     if (!ran->exec_error.ok()) {
       return StartError(ran->exec_error);
     }
-    telemetry::DescribeInto(&p);
-    analysis::Diagnose(&p, nullptr);  // ranges only: no op has FLOPs for a roofline
-    if (Status st = profile::Validate(p); !st.ok()) return st;
-
     (void)verdict;  // recorded in p.meta; the range section prints it
     report::ReportOptions o;
     o.color = UseColor(1);
     o.wide = wide_;
     o.only = {"ranges"};
-    if (Status st = EmitProfile(p, out_, o); !st.ok()) return st;
+    // Ranges only: no op has FLOPs for a roofline, so no ceilings.
+    if (Status st = FinishProfile(&p, FinishOptions{}, out_, o); !st.ok()) return st;
     return TargetExitCode(ran->exit_code, signals.received());
   }
 
@@ -149,14 +144,11 @@ class RunCommand : public Command {
     auto attached = collect::AttachRanges(ro, signals, &p);
     if (!attached.ok()) return attached.status();
     p.meta.source = attached->description;
-    telemetry::DescribeInto(&p);
-    analysis::Diagnose(&p, nullptr);
-    if (Status st = profile::Validate(p); !st.ok()) return st;
     report::ReportOptions o;
     o.color = UseColor(1);
     o.wide = wide_;
     o.only = {"ranges"};
-    if (Status st = EmitProfile(p, out_, o); !st.ok()) return st;
+    if (Status st = FinishProfile(&p, FinishOptions{}, out_, o); !st.ok()) return st;
     return 0;
   }
 

@@ -8,7 +8,6 @@
 #include <cstdio>
 
 #include "analysis/format.h"
-#include "analysis/rules.h"
 #include "base/files.h"
 #include "base/strings.h"
 #include "base/target_signals.h"
@@ -21,7 +20,6 @@
 #include "collect/counter_run.h"
 #include "collect/perf_event.h"
 #include "profile/profile_io.h"
-#include "sections/telemetry/board_probe.h"
 
 namespace opscope::cli {
 namespace {
@@ -148,13 +146,15 @@ class StatCommand : public Command {
     for (const auto& run : p.stat->runs) p.e2e.runs_ms.push_back(run.wall_ms);
     profile::FinalizeStats(p);
     if (!attached) RecordTargetBuild(command_[0], &p.meta);
-    telemetry::DescribeInto(&p);
-    analysis::Diagnose(&p, nullptr);
-    Status valid = profile::Validate(p);
-    if (!valid.ok()) return Internal("stat produced an invalid profile: " + valid.message());
-
-    Status out = Emit(p);
-    if (!out.ok()) return out;
+    // Data goes to stderr (the command's stdout is its own) or to the -o files; the terminal
+    // gets the table when every target is a file.
+    report::ReportOptions o;
+    o.separator = sep_.empty() ? "," : sep_;
+    o.color = UseColor(2);
+    o.only = {"stat"};
+    FinishOptions f;
+    f.stream = stderr;
+    if (Status st = FinishProfile(&p, f, out_, o); !st.ok()) return st;
     return exit_code;
   }
 
@@ -165,16 +165,6 @@ class StatCommand : public Command {
     m.source = command_.empty() ? "attached" : ShellJoin(command_);
     m.extra["perf_event_paranoid"] = std::to_string(collect::SystemOpener().Paranoid());
     if (!events_.empty()) m.extra["events"] = Join(events_, ",");
-  }
-
-  // Data goes to stderr (the command's stdout is its own) or to the -o files; the terminal gets
-  // the table when every target is a file.
-  Status Emit(const profile::Profile& p) {
-    report::ReportOptions o;
-    o.separator = sep_.empty() ? "," : sep_;
-    o.color = UseColor(2);
-    o.only = {"stat"};
-    return EmitProfile(p, out_, o, stderr);
   }
 
   // -p/-t/-a/-C: what to attach to, checked (processes exist, permissions) before anything opens.

@@ -1,5 +1,8 @@
 #include "cli/output.h"
 
+#include "analysis/rules.h"
+#include "sections/telemetry/board_probe.h"
+
 namespace opscope::cli {
 
 void AddOutputOptions(CLI::App* app, OutputChoice* out, const std::string& what) {
@@ -26,6 +29,16 @@ Status EmitProfile(const profile::Profile& p, const OutputChoice& out,
     OPSCOPE_RETURN_IF_ERROR(report::WriteStream(t, stream));
   }
   return report::WriteOutputs(p, out.targets, o, stream, stderr);
+}
+
+Status FinishProfile(profile::Profile* p, const FinishOptions& f, const OutputChoice& out,
+                     const report::ReportOptions& o) {
+  if (f.on_this_machine) telemetry::DescribeInto(p);
+  analysis::Diagnose(p, f.ceilings);
+  if (f.more_findings) f.more_findings(p);
+  if (Status st = profile::Validate(*p); !st.ok())
+    return st.WithPrefix(p->meta.source.empty() ? p->meta.kind : p->meta.source);
+  return EmitProfile(*p, out, o, f.stream);
 }
 
 }  // namespace opscope::cli

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,25 @@ void AddOutputOptions(CLI::App* app, OutputChoice* out, const std::string& what)
 
 // Resolves the formats and checks the output paths before any work starts.
 Status PrepareOutput(OutputChoice& out, const std::string& default_format);
+
+// How a command's profile is finished (FinishProfile).
+struct FinishOptions {
+  // Whether the profile was measured on this machine (not imported or re-read): its board
+  // telemetry is described into it unless the source already sampled it.
+  bool on_this_machine = true;
+  // The machine ceilings for the roofline; null when none are known.
+  const profile::MachineCeilings* ceilings = nullptr;
+  // Findings only the command can make (`gpu`: its summary's), added after the rules.
+  std::function<void(profile::Profile*)> more_findings;
+  FILE* stream = stdout;  // where the table goes (stat: stderr, the program owns stdout)
+};
+
+// The one tail of every command that makes a profile (profile, stat, run, gpu, import): the
+// board telemetry, Diagnose (every rule that applies), Validate (an invalid profile is an error
+// naming the source, never written), then EmitProfile. Commands differ only in what they
+// collected and in `f`.
+Status FinishProfile(profile::Profile* p, const FinishOptions& f, const OutputChoice& out,
+                     const report::ReportOptions& o);
 
 // Writes the profile to every target. When every target is a file and none of them is the
 // table, the terminal table is also printed on `stream` (what the command shows by default).

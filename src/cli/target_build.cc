@@ -9,8 +9,7 @@ analysis::BuildVerdict RecordTargetBuild(const std::string& argv0, profile::Meta
   analysis::BuildVerdict verdict =
       exe.ok() ? analysis::ClassifyProducers(collect::ReadDwarfProducers(*exe))
                : analysis::ClassifyProducers(StatusOr<std::vector<std::string>>(exe.status()));
-  analysis::BuildVerdictToMeta(verdict, meta);
-  if (exe.ok()) meta->extra["target.path"] = *exe;
+  analysis::BuildVerdictToMeta(verdict, exe.ok() ? *exe : std::string(), meta);
   return verdict;
 }
 

@@ -458,7 +458,7 @@ StatusOr<RangeAttachResult> AttachRanges(const RangeAttachOptions& o, const Targ
     p->ranges.push_back(std::move(r));
   }
   p->e2e.runs_ms.push_back(ms);
-  p->meta.extra[profile::kAttachedKey] = result.description;
+  p->meta.attached = result.description;
   ThermalSample ts = ReadThermalSample();
   p->clocks.push_back(profile::ClockSample{0, ts.cpu_mhz_avg, ts.max_temp_c});
   p->meta.runs = 1;

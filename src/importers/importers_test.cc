@@ -53,10 +53,18 @@ std::string Dump(const profile::Profile& p) {
   out += "e2e";
   for (double v : p.e2e.runs_ms) out += fmt::format(" {:.4f}", v);
   out += "\n";
-  for (const auto& [k, v] : p.meta.extra) {
-    if (k == "import.file" || k == "import.model" || k.rfind("machine.", 0) == 0) continue;
-    out += "extra " + k + " = " + v + "\n";
+  if (const auto& i = p.meta.import) {  // the files and the model's path vary: not shown
+    out += "meta import.format = " + i->format + "\n";
+    if (!i->model.empty()) {
+      out += fmt::format("meta import.matched_rows = {} of {}\n", i->matched_rows, i->rows);
+      out += fmt::format("meta import.matched_share = {:.1f}%\n", i->matched_share * 100);
+      out += fmt::format("meta import.model_nodes_timed = {} of {}\n", i->model_nodes_timed,
+                         i->model_nodes);
+      if (!i->unmatched.empty())
+        out += "meta import.unmatched = " + Join(i->unmatched, ", ") + "\n";
+    }
   }
+  for (const auto& [k, v] : p.meta.extra) out += "extra " + k + " = " + v + "\n";
   for (const auto& d : p.meta.degradations) out += "degradation " + d + "\n";
   for (const auto& op : p.ops) {
     out += fmt::format("op {} | {} | {} | in {} | out {} | flops {:.0f} bytes {:.0f} | runs",

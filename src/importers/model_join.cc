@@ -486,15 +486,17 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
   }
   sum.matched_share = total > 0 ? matched / total : 1;
 
-  p->meta.extra["import.model"] = opt.model_path;
+  if (!p->meta.import) p->meta.import.emplace();
+  profile::ImportProvenance& prov = *p->meta.import;
+  prov.model = opt.model_path;
   // A joined profile is a profile of the model (so `diff` of two runtimes' imports of the same
   // model compares like with like); the file it came from stays in import.file.
   p->meta.source = opt.model_path;
-  p->meta.extra["import.matched_rows"] =
-      std::to_string(sum.matched_rows) + " of " + std::to_string(sum.rows);
-  p->meta.extra["import.matched_share"] = fmt::format("{:.1f}%", sum.matched_share * 100);
-  p->meta.extra["import.model_nodes_timed"] =
-      std::to_string(sum.nodes_matched) + " of " + std::to_string(sum.model_nodes);
+  prov.rows = sum.rows;
+  prov.matched_rows = sum.matched_rows;
+  prov.matched_share = sum.matched_share;
+  prov.model_nodes = sum.model_nodes;
+  prov.model_nodes_timed = sum.nodes_matched;
   if (!sum.unmatched.empty()) {
     std::vector<std::string> list;
     double share = 0;
@@ -504,7 +506,7 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
     }
     if (sum.unmatched.size() > list.size())
       list.push_back("and " + std::to_string(sum.unmatched.size() - list.size()) + " more");
-    p->meta.extra["import.unmatched"] = Join(list, ", ");
+    prov.unmatched = list;
     p->meta.degradations.push_back(
         fmt::format("{} of {} rows ({:.1f}% of the time) match no node of {}: {}",
                     sum.unmatched.size(), sum.rows, share * 100, opt.model_path, Join(list, ", ")));

@@ -204,8 +204,9 @@ profile::Profile NewProfile(const std::string& format, const std::string& origin
   p.meta.source = origin;
   p.meta.tool_version = OPSCOPE_VERSION;
   p.meta.created = IsoTimeNow();
-  p.meta.extra["import.format"] = format;
-  p.meta.extra["import.file"] = origin;
+  p.meta.import.emplace();
+  p.meta.import->format = format;
+  p.meta.import->files = {origin};
   return p;
 }
 

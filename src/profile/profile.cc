@@ -138,6 +138,25 @@ Status CheckNumbers(const Profile& p) {
                         "% is not a plausible overhead (it must be finite and within ±" +
                         Num(kMaxPlausiblePct) + "%)");
   }
+  if (const auto& c = p.meta.machine) {
+    const std::pair<const char*, double> roofs[] = {{"peak_gflops_all", c->peak_gflops_all},
+                                                    {"peak_gflops_one", c->peak_gflops_one},
+                                                    {"peak_gops_int8_all", c->peak_gops_int8_all},
+                                                    {"peak_gops_int8_one", c->peak_gops_int8_one},
+                                                    {"triad_gbps", c->triad_gbps},
+                                                    {"llc_gbps", c->llc_gbps},
+                                                    {"llc_bytes", c->llc_bytes}};
+    for (const auto& [name, v] : roofs)
+      OPSCOPE_RETURN_IF_ERROR(CheckCount(v, std::string("meta.machine.") + name));
+    if (c->threads < 0) return DataLoss("invalid profile: meta.machine.threads is negative");
+  }
+  if (const auto& i = p.meta.import) {
+    if (i->rows < 0 || i->matched_rows < 0 || i->matched_rows > i->rows || i->model_nodes < 0 ||
+        i->model_nodes_timed < 0 || i->model_nodes_timed > i->model_nodes)
+      return DataLoss("invalid profile: meta.import's row or node counts are inconsistent");
+    if (!std::isfinite(i->matched_share) || i->matched_share < 0 || i->matched_share > 1 + 1e-6)
+      return DataLoss("invalid profile: meta.import.matched_share is outside [0,1]");
+  }
   if (p.stat)
     for (size_t i = 0; i < p.stat->runs.size(); ++i)
       OPSCOPE_RETURN_IF_ERROR(

@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "profile/findings.h"
 #include "profile/gpu.h"
+#include "profile/meta.h"
 #include "profile/ranges.h"
 #include "profile/samples.h"
 #include "profile/section_data.h"
@@ -45,7 +46,14 @@ struct Meta {
   // Every way this profile is less than it was asked to be, in words a user understands:
   // "cycles unavailable (no hardware PMU): using cpu-clock", "counters multiplexed (62%)", ...
   std::vector<std::string> degradations;
-  std::map<std::string, std::string> extra;  // source-specific key/values
+  // The ceilings Diagnose applied (the roofline's roofs); absent when none were known.
+  std::optional<MachineCeilings> machine;
+  std::optional<TargetBuild> target;       // the profiled program's build (stat, record, run)
+  std::string attached;                    // `run -p`/`record -p`: "pid 1234 (pipeline)"
+  std::optional<ImportProvenance> import;  // importers
+  // Free-form, source-specific key/values that no other layer reads (docs/profile-format.md
+  // lists every key).
+  std::map<std::string, std::string> extra;
 };
 
 // End-to-end latency of the measured (non-warm-up) runs.

@@ -64,8 +64,25 @@ namespace opscope::profile {
   X(runs);             \
   X(degradations);     \
   X(extra)
-void to_json(nlohmann::json& j, const Meta& v) { META_FIELDS(OPSCOPE_JSON_PUT); }
-void from_json(const nlohmann::json& j, Meta& v) { META_FIELDS(OPSCOPE_JSON_GET); }
+void to_json(nlohmann::json& j, const Meta& v) {
+  META_FIELDS(OPSCOPE_JSON_PUT);
+  if (v.machine) j["machine"] = *v.machine;
+  if (v.target) j["target"] = *v.target;
+  if (!v.attached.empty()) OPSCOPE_JSON_PUT(attached);
+  if (v.import) j["import"] = *v.import;
+}
+void from_json(const nlohmann::json& j, Meta& v) {
+  META_FIELDS(OPSCOPE_JSON_GET);
+  auto optional = [&](const char* key, auto& field) {
+    if (auto it = j.find(key); it != j.end() && !it->is_null())
+      field = it->get<typename std::decay_t<decltype(field)>::value_type>();
+  };
+  optional("machine", v.machine);
+  optional("target", v.target);
+  OPSCOPE_JSON_GET(attached);
+  optional("import", v.import);
+  UpgradeLegacyMeta(&v);
+}
 
 void to_json(nlohmann::json& j, const E2E& v) {
   OPSCOPE_JSON_PUT(runs_ms);

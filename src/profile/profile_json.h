@@ -21,6 +21,12 @@ namespace opscope::profile {
 
 void to_json(nlohmann::json& j, const Meta& v);
 void from_json(const nlohmann::json& j, Meta& v);
+void to_json(nlohmann::json& j, const MachineCeilings& v);  // meta.cc
+void from_json(const nlohmann::json& j, MachineCeilings& v);
+void to_json(nlohmann::json& j, const TargetBuild& v);
+void from_json(const nlohmann::json& j, TargetBuild& v);
+void to_json(nlohmann::json& j, const ImportProvenance& v);
+void from_json(const nlohmann::json& j, ImportProvenance& v);
 void to_json(nlohmann::json& j, const E2E& v);
 void from_json(const nlohmann::json& j, E2E& v);
 void to_json(nlohmann::json& j, const OpRecord& v);

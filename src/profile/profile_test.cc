@@ -60,6 +60,88 @@ TEST(ProfileTest, RoundTrip) {
   EXPECT_EQ(ToJsonString(*back), ToJsonString(p));
 }
 
+TEST(ProfileTest, TypedMetaRoundTripsAndLegacyKeysLoadIntoIt) {
+  Profile p = Sample();
+  p.meta.machine.emplace();
+  p.meta.machine->peak_gflops_all = 120.5;
+  p.meta.machine->triad_gbps = 11;
+  p.meta.machine->verification = "same CPU";
+  p.meta.target = TargetBuild{"/usr/bin/app", "debug", "-O0", "GNU C++17 -O0"};
+  p.meta.attached = "pid 7 (app)";
+  p.meta.import.emplace();
+  p.meta.import->format = "ort";
+  p.meta.import->files = {"a b.json", "c.json"};  // a space in a name stays one file
+  p.meta.import->model = "m.onnx";
+  p.meta.import->rows = 12;
+  p.meta.import->matched_rows = 11;
+  p.meta.import->matched_share = 0.981;
+  p.meta.import->model_nodes = 34;
+  p.meta.import->model_nodes_timed = 33;
+  p.meta.import->unmatched = {"'x' 1.9%"};
+  const std::string text = ToJsonString(p);
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["meta"]["machine"]["peak_gflops_all"], 120.5);
+  EXPECT_EQ(j["meta"]["target"]["kind"], "debug");
+  EXPECT_EQ(j["meta"]["import"]["files"][0], "a b.json");
+  EXPECT_FALSE(j["meta"].contains("extra") && !j["meta"]["extra"].empty());
+  auto back = FromJsonString(text, "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_TRUE(back->meta.machine && back->meta.target && back->meta.import);
+  EXPECT_EQ(back->meta.machine->verification, "same CPU");
+  EXPECT_EQ(back->meta.target->path, "/usr/bin/app");
+  EXPECT_EQ(back->meta.attached, "pid 7 (app)");
+  EXPECT_EQ(back->meta.import->files.size(), 2u);
+  EXPECT_EQ(back->meta.import->model_nodes_timed, 33);
+
+  // A profile written before these were typed: the same facts as strings in meta.extra.
+  auto old = nlohmann::json::parse(text);
+  for (const char* k : {"machine", "target", "attached", "import"}) old["meta"].erase(k);
+  old["meta"]["extra"] = {{"machine.peak_gflops_all", "120.5"},
+                          {"machine.triad_gbps", "11"},
+                          {"machine.threads", "4"},
+                          {"machine.verification", "same CPU"},
+                          {"target.build", "debug"},
+                          {"target.opt_level", "-O0"},
+                          {"target.build_evidence", "GNU C++17 -O0"},
+                          {"attached", "pid 7 (app)"},
+                          {"import.format", "ort"},
+                          {"import.file", "a b.json"},
+                          {"import.model", "m.onnx"},
+                          {"import.matched_rows", "11 of 12"},
+                          {"import.matched_share", "98.1%"},
+                          {"import.model_nodes_timed", "33 of 34"},
+                          {"import.unmatched", "'x' 1.9%, 'y' 0.1%"},
+                          {"seed", "1"}};
+  auto legacy = FromJsonString(old.dump(), "old.json");
+  ASSERT_TRUE(legacy.ok()) << legacy.status().message();
+  const Meta& m = legacy->meta;
+  ASSERT_TRUE(m.machine && m.target && m.import);
+  EXPECT_EQ(m.machine->peak_gflops_all, 120.5);
+  EXPECT_EQ(m.machine->threads, 4);
+  EXPECT_EQ(m.target->kind, "debug");
+  EXPECT_EQ(m.target->evidence, "GNU C++17 -O0");
+  EXPECT_EQ(m.attached, "pid 7 (app)");
+  EXPECT_EQ(m.import->files, std::vector<std::string>{"a b.json"});
+  EXPECT_EQ(m.import->rows, 12);
+  EXPECT_EQ(m.import->matched_rows, 11);
+  EXPECT_NEAR(m.import->matched_share, 0.981, 1e-9);
+  EXPECT_EQ(m.import->unmatched, (std::vector<std::string>{"'x' 1.9%", "'y' 0.1%"}));
+  // Only the free-form key is left in extra.
+  EXPECT_EQ(m.extra.size(), 1u);
+  EXPECT_EQ(m.extra.at("seed"), "1");
+
+  // Typed fields are checked like every number of a profile.
+  Profile bad = Sample();
+  bad.meta.machine.emplace();
+  bad.meta.machine->triad_gbps = std::numeric_limits<double>::infinity();
+  EXPECT_NE(Validate(bad).message().find("meta.machine.triad_gbps"), std::string::npos);
+  bad = Sample();
+  bad.meta.import.emplace();
+  bad.meta.import->rows = 1;
+  bad.meta.import->matched_rows = 2;
+  EXPECT_FALSE(Validate(bad).ok());
+}
+
 TEST(ProfileTest, SharesSumToOne) {
   Profile p = Sample();
   double sum = 0;

@@ -77,8 +77,7 @@ Status RangeTable(const profile::Profile& p, const ReportOptions& o, std::string
   if (!o.findings) return Status::Ok();
   const profile::Verdicts verdicts = analysis::VerdictsOf(p);
   if (profile::IsAttachedSpan(p) && p.e2e.runs_ms.size() == 1) {
-    *out += "\nattached span: " + HumanMs(p.e2e.runs_ms[0]) + " of " +
-            p.meta.extra.at(profile::kAttachedKey) +
+    *out += "\nattached span: " + HumanMs(p.e2e.runs_ms[0]) + " of " + p.meta.attached +
             " (one span of a running program, not repeated runs)\n";
   } else {
     *out += "\nwhole program: " + verdicts.noise_words + "\n";
@@ -86,12 +85,8 @@ Status RangeTable(const profile::Profile& p, const ReportOptions& o, std::string
   if (!verdicts.throttling.empty()) *out += "clocks: " + verdicts.throttling + "\n";
   if (p.overhead)
     *out += fmt::format("opscope overhead: {:.2f}% ({})\n", p.overhead->pct, p.overhead->method);
-  auto extra = [&](const char* key) {
-    auto it = p.meta.extra.find(key);
-    return it == p.meta.extra.end() ? std::string() : it->second;
-  };
-  std::string kind = extra(analysis::kTargetBuildKey),
-              evidence = extra(analysis::kTargetEvidenceKey);
+  const std::string kind = p.meta.target ? p.meta.target->kind : "",
+                    evidence = p.meta.target ? p.meta.target->evidence : "";
   if (!kind.empty() || !evidence.empty())
     *out += "target build: " + (kind == "unknown" ? evidence : kind + " — " + evidence) + "\n";
   *out += "\n" + analysis::FormatFindings(p.findings, o.color);

@@ -22,11 +22,9 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
       out->push_back(std::move(f));
     }
   }
-  auto it = m.extra.find(kTargetBuildKey);
-  if (it == m.extra.end()) return;
-  auto ev = m.extra.find(kTargetEvidenceKey);
-  std::string evidence = ev == m.extra.end() ? "" : ev->second;
-  if (it->second == "debug") {
+  if (!m.target) return;
+  const std::string& evidence = m.target->evidence;
+  if (m.target->kind == "debug") {
     profile::Finding f;
     f.severity = profile::Severity::kCritical;
     f.title = "the profiled program is a debug (unoptimised) build";
@@ -36,7 +34,7 @@ static void Apply(const RuleContext& ctx, std::vector<profile::Finding>* out) {
         "or RelWithDebInfo to keep symbols); unoptimised code moves the hotspots";
     f.numbers["target_debug"] = 1;
     out->push_back(std::move(f));
-  } else if (it->second == "unknown") {
+  } else if (m.target->kind == "unknown") {
     profile::Finding f;
     f.severity = profile::Severity::kInfo;
     f.title = "the profiled program's build type is unknown";

@@ -52,7 +52,7 @@ std::string FlameColour(const std::string& name) {
 
 std::string RooflineSection(const profile::Profile& p) {
   std::string out = "<section id=\"roofline\" class=\"deferred\">\n<h2>Roofline</h2>\n";
-  auto ceil = analysis::CeilingsFromMeta(p.meta);
+  const auto& ceil = p.meta.machine;
   const bool have_ceilings = ceil && ceil->Usable();
   struct Pt {
     int op;

@@ -196,7 +196,7 @@ TEST(HtmlReport, RooflineUsesTheProfilesCeilings) {
   c.llc_gbps = 80;
   c.threads = 2;
   c.method = "manual";
-  analysis::CeilingsToMeta(c, &p.meta);
+  p.meta.machine = c;
   std::string html = RenderProfilePage(p);
   EXPECT_NE(html.find("class=\"roof\""), std::string::npos);
   EXPECT_NE(html.find("compute-bound"), std::string::npos);

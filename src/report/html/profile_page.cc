@@ -68,10 +68,9 @@ std::string Header(const profile::Profile& p) {
   if (!m.build_type.empty() && verdicts.build != "release")
     build_html +=
         " <span class=\"bad\">(not a release build: its times are not representative)</span>";
-  if (auto it = m.extra.find(analysis::kTargetBuildKey); it != m.extra.end()) {
-    std::string t = "profiled program: " + it->second;
-    if (auto o = m.extra.find(analysis::kTargetOptKey); o != m.extra.end() && !o->second.empty())
-      t += " (" + o->second + ")";
+  if (m.target) {
+    std::string t = "profiled program: " + m.target->kind;
+    if (!m.target->opt_level.empty()) t += " (" + m.target->opt_level + ")";
     build_html += "; " + Escape(t);
   }
   row("build", build_html);
@@ -83,7 +82,7 @@ std::string Header(const profile::Profile& p) {
 
   if (profile::IsAttachedSpan(p) && p.e2e.runs_ms.size() == 1) {
     out += "<div class=\"latency\"><div>\n<p><b>Attached span</b>: " + Ms(p.e2e.runs_ms[0]) +
-           " of " + Escape(p.meta.extra.at(profile::kAttachedKey)) +
+           " of " + Escape(p.meta.attached) +
            " (one span of a running program: no run-to-run statistics)</p>\n</div></div>\n";
   } else if (!p.e2e.runs_ms.empty()) {
     const Stats& s = p.e2e.stats;
@@ -213,7 +212,7 @@ std::string OpTable(const profile::Profile& p) {
     }
   if (stored) {
     cols.roofline = true;
-  } else if (auto c = analysis::CeilingsFromMeta(p.meta); c && c->Usable()) {
+  } else if (const auto& c = p.meta.machine; c && c->Usable()) {
     cols.roofline = true;
     for (const auto& pt : analysis::ComputeRoofline(p, *c))
       if (pt.op >= 0 && static_cast<size_t>(pt.op) < bound.size())

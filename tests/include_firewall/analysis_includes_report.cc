@@ -1,0 +1,2 @@
+// Must not compile: analysis is below report (tests/CMakeLists.txt, include firewall).
+#include "report/format.h"
