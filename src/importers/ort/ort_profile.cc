@@ -19,6 +19,7 @@
 //
 // Streamed (json_scan.h): one pass over the memory-mapped file, each event parsed on its own by
 // simdjson On Demand; memory is the rows and one small record per node event.
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -85,6 +86,16 @@ struct NodeEvent {
   double ts_us, dur_us;
   int32_t stats = -1;  // index into the stats list, -1 when the event had none
   int64_t tid = 0;
+  int32_t arena = -1;  // index into the arena readings, -1 when the event had none
+};
+
+// The CPU arena allocator's statistics after a kernel (ORT 1.17+ writes them into each node
+// event's args from the allocator's GetStats): bytes in use, the most ever in use, bytes the
+// arena holds (reserved from the system), and the change of bytes in use during the node. Only
+// the first run follows tensors one by one: once a memory pattern is cached, later runs take one
+// block for every activation at their start, and in use stays flat (deltas 0).
+struct ArenaReading {
+  double in_use = -1, peak = -1, held = -1, in_use_delta = 0;
 };
 
 // The nodes of an If, Loop or Scan body run inside their parent's kernel, so their events lie
@@ -201,6 +212,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::unordered_map<std::string, int32_t> by_name;
   std::vector<NodeEvent> events;
   std::vector<ThreadStats> thread_stats;
+  std::vector<ArenaReading> arena_readings;
   std::vector<std::pair<double, double>> runs;  // model_run [ts, ts+dur) in µs
   std::map<std::string, int> providers;
   std::vector<profile::GpuKernel> kernels;
@@ -218,6 +230,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
           double ts = 0, dur = 0, tid = 0;
           bool has_dur = false;
           NodeRow args_row;
+          ArenaReading arena;
           ThreadStats tstats;
           bool has_tstats = false;
           int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
@@ -258,6 +271,18 @@ StatusOr<profile::Profile> Parse(const Source& src) {
                     (ak[0] == 'a'   ? args_row.activation_bytes
                      : ak[0] == 'p' ? args_row.parameter_bytes
                                     : args_row.output_bytes) = d;
+                } else if (ak == "mem_bytes_in_use" || ak == "mem_in_use_peak" ||
+                           ak == "mem_arena_held" || ak == "mem_in_use_delta") {
+                  // Written as strings of integers; a delta may be negative.
+                  const double d = ReadNumber(a.value());
+                  if (std::isfinite(d) && std::fabs(d) < 1e18) {
+                    if (ak == "mem_in_use_delta")
+                      arena.in_use_delta = d;
+                    else if (d >= 0)
+                      (ak == "mem_bytes_in_use"  ? arena.in_use
+                       : ak == "mem_in_use_peak" ? arena.peak
+                                                 : arena.held) = d;
+                  }
                 } else if (ak == "thread_scheduling_stats") {
                   has_tstats = ReadThreadStats(a.value(), &tstats);
                   args_row.parallel = has_tstats && (tstats.loops > 0 || !tstats.sub.empty());
@@ -332,9 +357,14 @@ StatusOr<profile::Profile> Parse(const Source& src) {
             stats_at = static_cast<int32_t>(thread_stats.size());
             thread_stats.push_back(std::move(tstats));
           }
+          int32_t arena_at = -1;
+          if (arena.in_use >= 0 || arena.held >= 0) {
+            arena_at = static_cast<int32_t>(arena_readings.size());
+            arena_readings.push_back(arena);
+          }
           const int64_t thread =
               std::isfinite(tid) && std::fabs(tid) < 9e18 ? static_cast<int64_t>(tid) : 0;
-          events.push_back({it->second, ts, dur, stats_at, thread});
+          events.push_back({it->second, ts, dur, stats_at, thread, arena_at});
           return Status::Ok();
         });
       },
@@ -403,6 +433,11 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     if (!t.pool.empty()) ++pools[t.pool];
   }
   size_t outside = 0;
+  // The arena in use after each row's node in the first run, and whether that run followed
+  // tensors (some delta not 0); the most the arena held and had in use over every run.
+  std::vector<double> first_in_use(rows.size(), -1);
+  bool first_run_tracks = false;
+  double arena_held = -1, arena_peak = -1;
   for (const NodeEvent& e : events) {
     size_t r = 0;
     if (by_interval) {
@@ -416,6 +451,16 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       r = static_cast<size_t>(occurrence[e.row]++);
     }
     per_run[e.row][r] += e.dur_us / 1000.0;
+    if (e.arena >= 0) {
+      const ArenaReading& a = arena_readings[static_cast<size_t>(e.arena)];
+      arena_held = std::max(arena_held, a.held);
+      arena_peak = std::max(arena_peak, a.peak);
+      if (r == 0 && a.in_use >= 0) {
+        double& v = first_in_use[static_cast<size_t>(e.row)];
+        v = std::max(v, a.in_use);  // a node run several times in a run (a Loop body): the most
+        first_run_tracks = first_run_tracks || a.in_use_delta != 0;
+      }
+    }
   }
   if (by_interval)
     for (const auto& [a, b] : runs) p.e2e.runs_ms.push_back((b - a) / 1000.0);
@@ -466,14 +511,32 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     }
     p.ops.push_back(std::move(op));
   }
-  // The memory section, from the per-node sizes: what each node reads and writes (its inputs,
-  // weights and outputs); which tensors stay alive between nodes is not in the file.
-  if (std::any_of(rows.begin(), rows.end(), [](const NodeRow& r) { return r.output_bytes >= 0; })) {
+  // The memory section, from the per-node sizes (what each node reads and writes: its inputs,
+  // weights and outputs) and, where ORT wrote them, the arena's statistics: the bytes in use
+  // after each node of the first run are every activation alive then, not only the node's own.
+  const bool sizes =
+      std::any_of(rows.begin(), rows.end(), [](const NodeRow& r) { return r.output_bytes >= 0; });
+  if (sizes || arena_held >= 0 || first_run_tracks) {
     memory::MemorySection m;
     m.device = providers.size() == 1 ? providers.begin()->first : "";
-    m.source =
-        "ONNX Runtime profiler (activation_size, parameter_size, output_size per node: live is "
-        "the node's inputs and outputs, not every tensor alive then)";
+    if (first_run_tracks) {
+      m.source = fmt::format(
+          "ONNX Runtime profiler: live is the arena's bytes in use after each node of the first "
+          "run (mem_bytes_in_use; later runs take one memory-pattern block up front{}), the arena "
+          "is the most it held (mem_arena_held); allocated, weights: output_size, parameter_size",
+          arena_peak > 0
+              ? fmt::format(", and the most in use over every run was {:.0f} bytes", arena_peak)
+              : std::string());
+    } else {
+      m.source =
+          "ONNX Runtime profiler (activation_size, parameter_size, output_size per node: live is "
+          "the node's inputs and outputs, not every tensor alive then" +
+          std::string(arena_held >= 0 ? "; the first run in the file already used a cached "
+                                        "memory pattern, so the arena's in-use bytes do not "
+                                        "follow the nodes"
+                                      : "") +
+          ")";
+    }
     for (size_t k = 0; k < order.size(); ++k) {
       const NodeRow& r = rows[order[k]];
       memory::MemStep st;
@@ -481,10 +544,14 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       st.op = static_cast<int>(k);
       st.allocated_bytes = std::max(0.0, r.output_bytes);
       st.weight_bytes = std::max(0.0, r.parameter_bytes);
-      st.live_bytes = std::max(0.0, r.activation_bytes) + st.allocated_bytes;
+      if (first_run_tracks && first_in_use[order[k]] >= 0)
+        st.live_bytes = st.arena_live_bytes = first_in_use[order[k]];
+      else
+        st.live_bytes = std::max(0.0, r.activation_bytes) + st.allocated_bytes;
       m.weight_bytes += st.weight_bytes;
       m.steps.push_back(std::move(st));
     }
+    m.arena_bytes = std::max(0.0, arena_held);
     memory::SetPeak(&m);
     p.sections.Get<memory::MemorySection>() = std::move(m);
   }

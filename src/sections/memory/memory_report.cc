@@ -54,6 +54,9 @@ std::vector<std::string> SummaryLines(const MemorySection& m) {
     lines.push_back(fmt::format(
         "peak {} allocated during op '{}' (#{} of {})", HumanBytes(m.peak_live_bytes),
         report::EscapeControl(StepLabel(m, m.peak_step)), m.peak_step + 1, m.steps.size()));
+    if (m.arena_bytes > 0)
+      lines.push_back(fmt::format("arena held {} at most (reserved by the allocator)",
+                                  HumanBytes(m.arena_bytes)));
     return lines;
   }
   const std::vector<int> alive = AliveAt(m, m.peak_step);
