@@ -3,6 +3,7 @@
 // bit flips) plus the replayed corpora.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cmath>
 #include <filesystem>
@@ -359,6 +360,67 @@ TEST(NsysImport, SqliteExportIntoTheGpuSection) {
   // The first kernel was launched inside "frame" (after "preprocess" ended).
   EXPECT_EQ(g.kernels[0].range, 0);
   EXPECT_EQ(g.memcpys[0].range, 1);
+}
+
+// `--cuda-memory-usage=true`: device memory per NVTX range (the innermost range open on the
+// allocating thread), the device total's peak, what is still held at the end.
+TEST(NsysImport, DeviceMemoryBecomesTheMemorySection) {
+  auto p = ImportFile(Data("nsys_memory.sqlite"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const auto* m = p->sections.Find<memory::MemorySection>();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->device, "cuda:0");
+  constexpr double kMB = 1 << 20;
+  std::map<std::string, const memory::MemStep*> steps;
+  for (const auto& st : m->steps) steps[st.name] = &st;
+  ASSERT_EQ(steps.size(), 3u);
+  const auto& outside = *steps.at("(outside NVTX ranges)");
+  EXPECT_EQ(outside.allocated_bytes, 64 * kMB);  // the weights; the pre-capture free is not -8
+  EXPECT_EQ(outside.released_bytes, 0);
+  EXPECT_EQ(outside.live_bytes, 64 * kMB);
+  const auto& pre = *steps.at("preprocess");  // 4 MB per occurrence, pinned host not counted
+  EXPECT_EQ(pre.allocated_bytes, 4 * kMB);
+  EXPECT_EQ(pre.live_bytes, 68 * kMB);
+  const auto& frame = *steps.at("frame");  // 16 MB workspace, frees it and the input buffer
+  EXPECT_EQ(frame.allocated_bytes, 16 * kMB);
+  EXPECT_EQ(frame.released_bytes, 20 * kMB);
+  EXPECT_EQ(frame.live_bytes, 84 * kMB);
+  EXPECT_EQ(m->peak_live_bytes, 84 * kMB);
+  EXPECT_EQ(m->steps[static_cast<size_t>(m->peak_step)].name, "frame");
+  EXPECT_NE(m->source.find("67108864 bytes still allocated at the end of the capture in 1 "
+                           "allocation(s)"),
+            std::string::npos)
+      << m->source;
+  const std::string degr = Join(p->meta.degradations, "\n");
+  EXPECT_NE(degr.find("1 free(s) of cuda:0 memory allocated before the capture began not counted"),
+            std::string::npos)
+      << degr;
+  EXPECT_TRUE(profile::Validate(*p).ok()) << profile::Validate(*p).message();
+  report::ReportOptions o;
+  o.only = {"memory"};
+  std::string table;
+  ASSERT_TRUE(report::FindFormat("table")->write(*p, o, &table).ok());
+  EXPECT_NE(table.find("peak 88.08 MB allocated during step 'frame'"), std::string::npos) << table;
+
+  // An export without the enum tables (codes as documented) and without the address column
+  // (frees take their own size): the same totals.
+  const std::string copy = ::testing::TempDir() + "/opscope_nsys_memory.sqlite";
+  ASSERT_TRUE(WriteFileAtomic(copy, ReadFile(Data("nsys_memory.sqlite")).value()).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(copy.c_str(), &db), SQLITE_OK);
+  for (const char* sql :
+       {"DROP TABLE ENUM_CUDA_MEM_KIND", "DROP TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER",
+        "ALTER TABLE CUDA_GPU_MEMORY_USAGE_EVENTS DROP COLUMN address"})
+    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  sqlite3_close(db);
+  auto q = ImportFile(copy);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  const auto* n = q->sections.Find<memory::MemorySection>();
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->peak_live_bytes, 84 * kMB - 8 * kMB);  // the unmatched free now counts
+  EXPECT_TRUE(EndsWith(n->source, "58720256 bytes still allocated at the end of the capture"))
+      << n->source;
+  std::remove(copy.c_str());
 }
 
 TEST(NsysImport, SqliteWithoutNsysTablesOrCorrupt) {
@@ -1063,6 +1125,7 @@ TEST(ImportFuzz, FixturesTruncationsAndBitFlips) {
                         {"perf_script_threads.txt", "perf-script"},
                         {"perf_script_python.txt", "perf-script"},
                         {"nsys_small.sqlite", "nsys"},
+                        {"nsys_memory.sqlite", "nsys"},
                         {"pytorch_gpu.json", "pytorch"},
                         {"pytorch_legacy_cpu.json", "pytorch"},
                         {"tflite_v1.txt", "tflite"},

@@ -15,18 +15,30 @@
 //                               textId, globalTid, domainId; eventType 75 (domain created)
 //                               names a domain (text), per process
 //   TARGET_INFO_GPU             name (the device)
+//   CUDA_GPU_MEMORY_USAGE_EVENTS (`--cuda-memory-usage=true`) start, bytes, memKind,
+//                               memoryOperationType, and where present deviceId, address,
+//                               globalPid, contextId, correlationId; ENUM_CUDA_MEM_KIND and
+//                               ENUM_CUDA_DEV_MEM_EVENT_OPER (id, name) name their codes
+//                               (without them: kinds 2 device, 3 array, 5 device static;
+//                               operation 0 allocation, 1 deallocation). They become the memory
+//                               section (ReadDeviceMemory).
 // globalTid packs the process and thread ids: tid = globalTid & 0xFFFFFF, pid = bits 24..47.
 // Tables a capture lacks (no CUDA API tracing, no NVTX) are simply absent. Times are ns.
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/strings.h"
 #include "importers/importer.h"
+#include "sections/memory/memory_section.h"
 
 namespace opscope::importers {
 namespace {
@@ -110,6 +122,216 @@ const char* CopyKind(int64_t k) {
     default:
       return "other";
   }
+}
+
+// The device memory of the capture (CUDA_GPU_MEMORY_USAGE_EVENTS) as the memory section of the
+// device with the most device-memory events: one step per NVTX range name (the innermost range
+// open on the allocating thread, through the correlation id of the CUDA call that allocated or
+// freed), plus "(outside NVTX ranges)". Per step: bytes allocated and freed per occurrence, and
+// the device total's highest value while one of its occurrences ran. Frees are matched to their
+// allocation by (process, context, address) where the table has those columns.
+Status ReadDeviceMemory(Db& db,
+                        const std::unordered_map<uint32_t, const profile::GpuApiCall*>& calls,
+                        profile::Profile* p) {
+  const std::string table = "CUDA_GPU_MEMORY_USAGE_EVENTS";
+  if (!db.HasTable(table)) return Status::Ok();
+  const auto cols = db.Columns(table);
+  for (const char* need : {"start", "bytes", "memKind", "memoryOperationType"})
+    if (!cols.count(need)) {
+      p->meta.degradations.push_back(table + " has no column '" + need +
+                                     "': device memory not read");
+      return Status::Ok();
+    }
+  auto col = [&](const char* c) { return cols.count(c) ? std::string(c) : std::string("0"); };
+  // Codes, named by the export's enum tables where it has them.
+  std::set<int64_t> device_kinds = {2, 3, 5}, alloc_ops = {0}, free_ops = {1};
+  // An enum table's (id, NAME upper-cased) rows; empty when the export has none.
+  auto read_enum = [&](const char* name) {
+    std::vector<std::pair<int64_t, std::string>> rows;
+    if (!db.HasTable(name) || !db.Columns(name).count("name")) return rows;
+    (void)db.Query(std::string("SELECT id, name FROM ") + name, [&](sqlite3_stmt* s) {
+      std::string n = Text(s, 1);
+      for (char& c : n) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      rows.emplace_back(sqlite3_column_int64(s, 0), n);
+    });
+    return rows;
+  };
+  auto has = [](const std::string& s, const char* part) {
+    return s.find(part) != std::string::npos;
+  };
+  if (auto kinds = read_enum("ENUM_CUDA_MEM_KIND"); !kinds.empty()) {
+    device_kinds.clear();
+    for (const auto& [id, n] : kinds)
+      if ((has(n, "DEVICE") || has(n, "ARRAY")) && !has(n, "MANAGED")) device_kinds.insert(id);
+  }
+  if (auto ops = read_enum("ENUM_CUDA_DEV_MEM_EVENT_OPER"); !ops.empty()) {
+    alloc_ops.clear();
+    free_ops.clear();
+    for (const auto& [id, n] : ops)
+      if (has(n, "DEALLOC") || has(n, "FREE") || has(n, "RELEASE"))
+        free_ops.insert(id);
+      else if (has(n, "ALLOC"))
+        alloc_ops.insert(id);
+  }
+  struct Event {
+    int64_t start, bytes, op;  // op: +1 allocation, -1 free
+    int32_t device;
+    int64_t pid, context, address;
+    uint32_t corr;
+  };
+  std::vector<Event> events;
+  std::map<int32_t, size_t> per_device;
+  size_t other_kinds = 0, unknown_ops = 0, bad = 0;
+  OPSCOPE_RETURN_IF_ERROR(
+      db.Query("SELECT start, bytes, memKind, memoryOperationType, " + col("deviceId") + ", " +
+                   col("globalPid") + ", " + col("contextId") + ", " + col("address") + ", " +
+                   col("correlationId") + " FROM " + table + " ORDER BY start",
+               [&](sqlite3_stmt* s) {
+                 Event e;
+                 e.start = sqlite3_column_int64(s, 0);
+                 e.bytes = sqlite3_column_int64(s, 1);
+                 if (e.start < 0 || e.bytes < 0 || e.bytes > (int64_t{1} << 50)) {
+                   ++bad;
+                   return;
+                 }
+                 if (!device_kinds.count(sqlite3_column_int64(s, 2))) {
+                   ++other_kinds;
+                   return;
+                 }
+                 const int64_t op = sqlite3_column_int64(s, 3);
+                 e.op = alloc_ops.count(op) ? 1 : free_ops.count(op) ? -1 : 0;
+                 if (e.op == 0) {
+                   ++unknown_ops;
+                   return;
+                 }
+                 e.device = sqlite3_column_int(s, 4);
+                 e.pid = sqlite3_column_int64(s, 5);
+                 e.context = sqlite3_column_int64(s, 6);
+                 e.address = sqlite3_column_int64(s, 7);
+                 e.corr = static_cast<uint32_t>(sqlite3_column_int64(s, 8));
+                 ++per_device[e.device];
+                 events.push_back(e);
+               })
+          .WithPrefix(p->meta.source));
+  if (events.empty()) {
+    if (other_kinds + unknown_ops + bad > 0)
+      p->meta.degradations.push_back(
+          fmt::format("{}: {} memory events, none of device memory with a known operation", table,
+                      other_kinds + unknown_ops + bad));
+    return Status::Ok();
+  }
+  int32_t device = per_device.begin()->first;
+  for (const auto& [d, n] : per_device)
+    if (n > per_device[device]) device = d;
+
+  // The device total after each event; frees take their allocation's size when it is known.
+  const bool addressed = cols.count("address") > 0;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> live;  // (pid, ctx, addr) -> bytes
+  std::vector<std::pair<int64_t, double>> total_after;            // (time, bytes)
+  double total = 0;
+  size_t unmatched_frees = 0;
+  std::vector<const Event*> used;
+  for (const Event& e : events) {
+    if (e.device != device) continue;
+    double delta = static_cast<double>(e.bytes) * e.op;
+    if (addressed) {
+      const auto key = std::make_tuple(e.pid, e.context, e.address);
+      if (e.op > 0) {
+        live[key] = e.bytes;
+      } else if (auto it = live.find(key); it != live.end()) {
+        delta = -static_cast<double>(it->second);
+        live.erase(it);
+      } else {
+        ++unmatched_frees;  // allocated before the capture began
+        delta = 0;
+      }
+    }
+    total += delta;
+    total_after.emplace_back(e.start, total);
+    used.push_back(&e);
+  }
+  // The innermost NVTX range open on the calling thread at the call, by name.
+  auto range_of = [&](const Event& e) -> int {
+    auto c = calls.find(e.corr);
+    const int32_t tid = c != calls.end() ? c->second->tid : -1;
+    const int64_t at = c != calls.end() ? c->second->start_ns : e.start;
+    int best = -1;
+    for (size_t i = 0; i < p->ranges.size(); ++i) {
+      const auto& r = p->ranges[i];
+      if ((tid < 0 || r.tid == tid) && r.start_ns <= at && at <= r.end_ns &&
+          (best < 0 || r.depth > p->ranges[static_cast<size_t>(best)].depth))
+        best = static_cast<int>(i);
+    }
+    return best;
+  };
+  const bool attribute = p->ranges.size() * used.size() < 50'000'000;
+  memory::MemorySection m;
+  m.device = fmt::format("cuda:{}", device);
+  std::map<std::string, size_t> step_of;
+  auto step = [&](const std::string& name) -> memory::MemStep& {
+    auto [it, fresh] = step_of.emplace(name, m.steps.size());
+    if (fresh) {
+      m.steps.emplace_back();
+      m.steps.back().name = name;
+    }
+    return m.steps[it->second];
+  };
+  const std::string outside = "(outside NVTX ranges)";
+  std::map<std::string, size_t> occurrences;
+  for (const auto& r : p->ranges) ++occurrences[r.name];
+  for (size_t i = 0; i < used.size(); ++i) {
+    const Event& e = *used[i];
+    const int r = attribute ? range_of(e) : -1;
+    memory::MemStep& st = step(r < 0 ? outside : p->ranges[static_cast<size_t>(r)].name);
+    const double delta =
+        i == 0 ? total_after[0].second : total_after[i].second - total_after[i - 1].second;
+    (delta >= 0 ? st.allocated_bytes : st.released_bytes) += std::fabs(delta);
+    st.live_bytes = std::max(st.live_bytes, total_after[i].second);
+  }
+  // A range's highest total while it ran also counts what it inherited, not only its own events.
+  if (attribute)
+    for (const auto& r : p->ranges) {
+      auto it = step_of.find(r.name);
+      if (it == step_of.end()) continue;
+      memory::MemStep& st = m.steps[it->second];
+      auto first = std::lower_bound(total_after.begin(), total_after.end(),
+                                    std::make_pair(r.start_ns, -1e300));
+      double before = first == total_after.begin() ? 0 : std::prev(first)->second;
+      st.live_bytes = std::max(st.live_bytes, before);
+      for (auto t = first; t != total_after.end() && t->first <= r.end_ns; ++t)
+        st.live_bytes = std::max(st.live_bytes, t->second);
+    }
+  for (auto& st : m.steps) {
+    const size_t n = st.name == outside ? 1 : std::max<size_t>(occurrences[st.name], 1);
+    st.allocated_bytes /= static_cast<double>(n);
+    st.released_bytes /= static_cast<double>(n);
+    st.arena_live_bytes = 0;
+  }
+  double held = 0;
+  for (const auto& [k, b] : live) held += static_cast<double>(b);
+  m.source = fmt::format(
+      "Nsight Systems {} of cuda:{} (device, array and static memory): per NVTX range name, the "
+      "bytes its calls allocated and freed per occurrence and the device total's highest value "
+      "while it ran; {:.0f} bytes still allocated at the end of the capture{}",
+      table, device, addressed ? held : total,
+      addressed ? fmt::format(" in {} allocation(s)", live.size()) : std::string());
+  memory::SetPeak(&m);
+  p->sections.Get<memory::MemorySection>() = std::move(m);
+  if (unmatched_frees)
+    p->meta.degradations.push_back(fmt::format(
+        "{}: {} free(s) of cuda:{} memory allocated before the capture began not counted", table,
+        unmatched_frees, device));
+  if (per_device.size() > 1)
+    p->meta.degradations.push_back(fmt::format(
+        "{}: device memory of {} devices; the memory section shows cuda:{} (the most events)",
+        table, per_device.size(), device));
+  if (!attribute)
+    p->meta.degradations.push_back(table + ": too many events x NVTX ranges to attribute; " +
+                                   "every event is counted outside NVTX ranges");
+  if (bad)
+    p->meta.degradations.push_back(fmt::format(
+        "{}: {} events with a negative time or an implausible size were skipped", table, bad));
+  return Status::Ok();
 }
 
 StatusOr<profile::Profile> Parse(const Source& src) {
@@ -331,6 +553,9 @@ StatusOr<profile::Profile> Parse(const Source& src) {
     (void)db.Query("SELECT name FROM TARGET_INFO_GPU LIMIT 1",
                    [&](sqlite3_stmt* s) { g.device_name = Text(s, 0); });
   }
+  std::unordered_map<uint32_t, const profile::GpuApiCall*> calls;
+  for (const auto& a : g.api_calls) calls[a.correlation_id] = &a;
+  OPSCOPE_RETURN_IF_ERROR(ReadDeviceMemory(db, calls, &p));
   if (!bad.empty())
     p.meta.degradations.push_back(std::to_string(bad.size()) +
                                   " records end before they start "

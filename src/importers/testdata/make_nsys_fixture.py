@@ -2,11 +2,20 @@
 """Writes nsys_small.sqlite: a small database with the tables and columns of Nsight Systems'
 documented SQLite export schema (`nsys export --type sqlite`), two iterations of an NVTX-annotated
 loop: an HtoD copy from pageable memory, a memset, two kernels, a DtoH copy. Hand-made, not an
-nsys capture: regenerate with `/usr/bin/python3 make_nsys_fixture.py OUT.sqlite`."""
+nsys capture: regenerate with `/usr/bin/python3 make_nsys_fixture.py OUT.sqlite`.
+
+With --memory (nsys_memory.sqlite) it adds what `--cuda-memory-usage=true` exports:
+CUDA_GPU_MEMORY_USAGE_EVENTS with its enum tables ENUM_CUDA_MEM_KIND and
+ENUM_CUDA_DEV_MEM_EVENT_OPER: 64 MB of weights allocated before the loop and never freed, a free
+of memory allocated before the capture, and per iteration a 4 MB input buffer (allocated in
+"preprocess", freed at the end of "frame"), a 1 MB pinned host buffer, and a 16 MB workspace
+allocated and freed inside "frame"."""
 import sqlite3
 import sys
 
-out = sys.argv[1] if len(sys.argv) > 1 else "nsys_small.sqlite"
+args = [a for a in sys.argv[1:] if a != "--memory"]
+memory = "--memory" in sys.argv[1:]
+out = args[0] if args else ("nsys_memory.sqlite" if memory else "nsys_small.sqlite")
 db = sqlite3.connect(out)
 c = db.cursor()
 c.executescript("""
@@ -75,5 +84,49 @@ for it in range(2):
     c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
               (t0 + 7_900_000, t0 + 8_400_000, 0, 1, 7, corr, 4242 << 24, 1 << 20, 2, None, 2, 3, 0))
     corr += 1
+if memory:
+    c.executescript("""
+CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER PRIMARY KEY, name TEXT NOT NULL, label TEXT);
+CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (id INTEGER PRIMARY KEY, name TEXT NOT NULL, label TEXT);
+CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER,
+  deviceId INTEGER, contextId INTEGER, address INTEGER NOT NULL, pc INTEGER NOT NULL,
+  bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL,
+  name TEXT, correlationId INTEGER, localMemoryPoolAddress INTEGER,
+  localMemoryPoolReleaseThreshold INTEGER, localMemoryPoolSize INTEGER,
+  localMemoryPoolUtilizedSize INTEGER);
+""")
+    for i, (name, label) in enumerate([("PAGEABLE", "Pageable"), ("PINNED", "Pinned"),
+                                       ("DEVICE", "Device"), ("ARRAY", "Array"),
+                                       ("MANAGED", "Managed"), ("DEVICE_STATIC", "Device Static"),
+                                       ("MANAGED_STATIC", "Managed Static"),
+                                       ("UNKNOWN", "Unknown")]):
+        c.execute("INSERT INTO ENUM_CUDA_MEM_KIND VALUES (?,?,?)",
+                  (i, "CUDA_MEMOPR_MEMORY_KIND_" + name, label))
+    c.execute("INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', 'Allocation')")
+    c.execute("INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation')")
+    c.execute("INSERT INTO StringIds VALUES (9, 'cudaMalloc_v3020')")
+    c.execute("INSERT INTO StringIds VALUES (10, 'cudaFree_v3020')")
+    pid = 4242 << 24
+    MB = 1 << 20
+
+    def mem(at, address, size, kind, op, api):
+        global corr
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,?,?)",
+                  (at - 2_000, at + 2_000, 0, tid, corr, api, 0, None))
+        c.execute("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId,"
+                  " address, pc, bytes, memKind, memoryOperationType, correlationId)"
+                  " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                  (at, pid, 0, 1, address, 0, size, kind, op, corr))
+        corr += 1
+
+    mem(500_000, 0x7f0000000000, 64 * MB, 2, 0, 9)   # weights, never freed
+    mem(600_000, 0x7e0000000000, 8 * MB, 2, 1, 10)   # allocated before the capture
+    for it in range(2):
+        t0 = 1_000_000 + it * 10_000_000
+        mem(t0 + 15_000, 0x7f1000000000 + it * 0x1000000, 4 * MB, 2, 0, 9)
+        mem(t0 + 16_000, 0x7f3000000000 + it * 0x1000000, 1 * MB, 1, 0, 9)  # pinned host
+        mem(t0 + 1_150_000, 0x7f2000000000, 16 * MB, 2, 0, 9)
+        mem(t0 + 7_000_000, 0x7f2000000000, 16 * MB, 2, 1, 10)
+        mem(t0 + 8_600_000, 0x7f1000000000 + it * 0x1000000, 4 * MB, 2, 1, 10)
 db.commit()
 db.close()

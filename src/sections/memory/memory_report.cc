@@ -37,6 +37,11 @@ double ModelBytes(const MemorySection& m) {
   return m.peak_live_bytes + m.weight_bytes + m.packed_weight_bytes + m.workspace_bytes;
 }
 
+// Whether the steps are the profile's ops (an importer's per-op memory), not ranges of a trace.
+bool StepsAreOps(const MemorySection& m) {
+  return std::any_of(m.steps.begin(), m.steps.end(), [](const MemStep& s) { return s.op >= 0; });
+}
+
 // Steps, most live bytes first (the step order among equals).
 std::vector<int> StepsByLive(const MemorySection& m) {
   std::vector<int> order(m.steps.size());
@@ -51,9 +56,10 @@ std::vector<std::string> SummaryLines(const MemorySection& m) {
   std::vector<std::string> lines;
   if (!m.source.empty()) {
     // An import: its allocator's total, per op; nothing of weights or the process.
-    lines.push_back(fmt::format(
-        "peak {} allocated during op '{}' (#{} of {})", HumanBytes(m.peak_live_bytes),
-        report::EscapeControl(StepLabel(m, m.peak_step)), m.peak_step + 1, m.steps.size()));
+    lines.push_back(fmt::format("peak {} allocated during {} '{}' (#{} of {})",
+                                HumanBytes(m.peak_live_bytes), StepsAreOps(m) ? "op" : "step",
+                                report::EscapeControl(StepLabel(m, m.peak_step)), m.peak_step + 1,
+                                m.steps.size()));
     if (m.arena_bytes > 0)
       lines.push_back(fmt::format("arena held {} at most (reserved by the allocator)",
                                   HumanBytes(m.arena_bytes)));
@@ -88,8 +94,9 @@ Status MemoryTable(const profile::Profile& p, const ReportOptions& o, std::strin
   const size_t top = o.top > 0 ? static_cast<size_t>(o.top) : 1000000;
   std::string s = m.source.empty()
                       ? fmt::format("memory ({} steps a run executes):\n", m.steps.size())
-                      : fmt::format("memory of {} ({}; {} ops):\n", report::EscapeControl(m.device),
-                                    report::EscapeControl(m.source), m.steps.size());
+                      : fmt::format("memory of {} ({}; {} {}):\n", report::EscapeControl(m.device),
+                                    report::EscapeControl(m.source), m.steps.size(),
+                                    StepsAreOps(m) ? "ops" : "steps");
   for (const std::string& l : SummaryLines(m)) s += "  " + l + "\n";
 
   const std::vector<int> alive = AliveAt(m, m.peak_step);
