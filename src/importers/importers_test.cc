@@ -855,6 +855,38 @@ TEST(NvprofImport, ShortRowIsAnError) {
   EXPECT_NE(p.status().message().find("fields"), std::string::npos) << p.status().message();
 }
 
+// Quoted fields may hold line breaks (RFC 4180); the reader used to split lines first, so such a
+// row was "N fields, the header has M".
+TEST(NvprofImport, QuotedNameWithALineBreakIsOneRow) {
+  std::string t = ReadFile(Data("nvprof_trace.csv")).value();
+  const std::string name = "relu_kernel(float*, int)";
+  ASSERT_NE(t.find(name), std::string::npos);
+  t.replace(t.find(name), name.size(), "relu_kernel(float*,\r\n int)");
+  auto p = FromText(t, "nvprof");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(p->gpu);
+  ASSERT_EQ(p->gpu->kernels.size(), 2u);
+  EXPECT_NE(p->gpu->kernels[1].name.find("relu_kernel(float*,\r\n int)"), std::string::npos)
+      << p->gpu->kernels[1].name;
+  EXPECT_EQ(p->gpu->memcpys.size(), 2u);  // the row after it is read as before
+}
+
+TEST(NsysStatsImport, QuotedNameWithALineBreakIsOneRow) {
+  std::string t = ReadFile(Data("nsys_stats_sum.csv")).value();
+  const std::string name = "relu_kernel(float*, int)";
+  t.replace(t.find(name), name.size(), "relu_kernel(float*,\n int)");
+  auto p = FromText(t, "nsys_stats");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->ops.size(), 4u);
+  EXPECT_EQ(p->ops[1].name, "relu_kernel(float*,\n int)");
+  // A quote left open is the error, with the line it opened on.
+  const std::string cut = t.substr(0, t.find("relu_kernel") + 4);
+  auto bad = FromText(cut, "nsys_stats");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 5: a quoted field is not closed"), std::string::npos)
+      << bad.status().message();
+}
+
 // --- registry ---
 
 TEST(Detect, ByContentNotExtension) {

@@ -92,19 +92,18 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   std::map<std::string, int> skipped;  // report/table -> rows not read
   std::string report;                  // the report the last title line named
   if (StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);  // a BOM
-  size_t pos = 0, line_no = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    const std::string where = origin + ":" + std::to_string(line_no);
-    if (Trim(line).empty()) {
+  // Records, not lines: a quoted name may hold a line break (csv.h).
+  csv::Reader reader(text);
+  std::vector<std::string> f;
+  while (!reader.AtEnd()) {
+    const std::string where = origin + ":" + std::to_string(reader.LineNumber());
+    if (Trim(reader.Line()).empty()) {
+      reader.SkipLine();
       table = Table::kNone;  // reports are separated by blank lines
       continue;
     }
-    std::vector<std::string> f = csv::Fields(line);
+    std::string_view line;
+    OPSCOPE_RETURN_IF_ERROR(reader.Next(&f, &line).WithPrefix(origin));
     if (Col(f, {"Total Time (ns)"}) >= 0) {
       header = f;
       c_total = Col(f, {"Total Time (ns)"});

@@ -174,29 +174,31 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   enum class Table { kNone, kSummary, kTrace, kApiTrace } table = Table::kNone;
   bool saw_table = false;
   if (StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);  // a BOM
-  size_t pos = 0, line_no = 0, header_line = 0;
+  bool after_header = false;  // the record right after a header: the units row, if any
   std::map<std::string, size_t> rows_by_name;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    const std::string where = origin + ":" + std::to_string(line_no);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    if (line[0] == '=') {
+  // Records, not lines: a quoted kernel name may hold a line break (csv.h). nvprof's own lines
+  // ("==1234== ...") are free text and skipped whole.
+  csv::Reader reader(text);
+  std::vector<std::string> f;
+  while (!reader.AtEnd()) {
+    const std::string where = origin + ":" + std::to_string(reader.LineNumber());
+    const std::string_view first = reader.Line();
+    if (first.empty() || first[0] == '=') {
       // "==1234== Profiling result:", "==1234== Unified Memory profiling result:",
       // "======== Warning: ...": whatever table came before has ended.
-      table = Table::kNone;
+      if (!first.empty()) table = Table::kNone;
+      reader.SkipLine();
       continue;
     }
-    std::vector<std::string> f = csv::Fields(line);
-    if (line[0] == '"' && (f[0] == "Type" || f[0] == "Time(%)" || f[0] == "Start")) {
+    const bool quoted = first[0] == '"';
+    OPSCOPE_RETURN_IF_ERROR(reader.Next(&f).WithPrefix(origin));
+    const bool units_row = after_header;
+    after_header = false;
+    if (quoted && (f[0] == "Type" || f[0] == "Time(%)" || f[0] == "Start")) {
       header = f;
       saw_table = true;
       units.clear();
-      header_line = line_no;
+      after_header = true;
       table = Table::kSummary;
       if (f[0] == "Start") {
         bool gpu = false;
@@ -206,7 +208,7 @@ StatusOr<profile::Profile> Parse(const Source& src) {
       continue;
     }
     if (table == Table::kNone) continue;
-    if (units.empty() && line_no == header_line + 1) {
+    if (units.empty() && units_row) {
       units = f;
       units.resize(header.size());
       continue;
