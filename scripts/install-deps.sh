@@ -15,7 +15,10 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libsqlite3-dev libzstd-dev libpfm4-dev
   linux-perf nodejs npm chromium git clang-format-14 time
+  golang-go
 )
+# golang-go: `go tool pprof`, the reference pprof reader, which the pprof tests read opscope's
+# .pb.gz files back with (src/report/samples_report_test.cc; skipped, saying why, without it).
 
 ARM64_PACKAGES=(g++-aarch64-linux-gnu qemu-user-static debootstrap)
 

@@ -20,6 +20,21 @@ std::vector<std::string> ScopeOf(const std::string& node_name) {
   return parts;
 }
 
+std::vector<std::string> ScopePaths(const std::string& node_name) {
+  const size_t parts = ScopeOf(node_name).size();
+  if (parts == 1) return {node_name.empty() ? "[unnamed]" : node_name};
+  size_t i = node_name.find_first_not_of('/');
+  const char sep = node_name.find('/', i) != std::string::npos ? '/' : '.';
+  std::vector<std::string> out;
+  while (out.size() + 1 < parts) {
+    i = node_name.find_first_not_of(sep, i);  // empty parts are not scopes
+    i = node_name.find(sep, i);
+    out.push_back(node_name.substr(0, i));
+  }
+  out.push_back(node_name);
+  return out;
+}
+
 const profile::Profile& WithOpStacks(const profile::Profile& p, profile::Profile* storage) {
   if (p.samples && !p.samples->samples.empty()) return p;
   *storage = p;

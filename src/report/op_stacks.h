@@ -17,6 +17,10 @@ inline constexpr char kOpTimeEvent[] = "op-time";
 
 // The scope parts of a node name, the node's own last part included.
 std::vector<std::string> ScopeOf(const std::string& node_name);
+// The same scopes as full paths, one per part of ScopeOf, the last the node name itself:
+// "backbone.layer1.conv" -> {"backbone", "backbone.layer1", "backbone.layer1.conv"}. For the
+// views that list frames by name alone (pprof -top), where "conv1" of two scopes would merge.
+std::vector<std::string> ScopePaths(const std::string& node_name);
 
 // `p` itself when it has samples; else a copy whose samples section holds the op stacks (in
 // `*storage`). Folded, flame-graph and pprof writers call this first.

@@ -5,18 +5,27 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/testing/golden.h"
 #include "profile/profile_io.h"
 #include "report/flame_svg.h"
 #include "report/folded_stacks.h"
+#include "report/format.h"
 #include "report/pprof_encode.h"
+#include "report/profile.pb.h"
 
 namespace opscope::report {
 namespace {
+
+namespace pb = perftools::profiles;
 
 const std::string kData = OPSCOPE_SOURCE_DIR "/src/report/testdata/";
 
@@ -167,115 +176,52 @@ TEST(FlameSvg, DrawsEveryFrameAndIsSelfContained) {
   EXPECT_NE(svg.find("data-x=\"0.000000\" data-wd=\"1.000000\" data-d=\"0\""), std::string::npos);
 }
 
-// A tiny protobuf reader: enough to check the structure of what EncodePprof wrote.
-struct Field {
-  int number, wire;
-  uint64_t varint;
-  std::string bytes;
-};
-bool ReadVarint(const std::string& b, size_t& pos, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; shift < 64 && pos < b.size(); shift += 7) {
-    uint8_t c = static_cast<uint8_t>(b[pos++]);
-    *v |= static_cast<uint64_t>(c & 0x7f) << shift;
-    if (!(c & 0x80)) return true;
-  }
-  return false;
-}
-std::vector<Field> Parse(const std::string& b) {
-  std::vector<Field> out;
-  size_t pos = 0;
-  while (pos < b.size()) {
-    uint64_t key;
-    if (!ReadVarint(b, pos, &key)) {
-      ADD_FAILURE() << "bad key";
-      break;
-    }
-    Field f{static_cast<int>(key >> 3), static_cast<int>(key & 7), 0, ""};
-    if (f.wire == 0) {
-      ReadVarint(b, pos, &f.varint);
-    } else if (f.wire == 2) {
-      uint64_t len;
-      ReadVarint(b, pos, &len);
-      if (len > b.size() - pos) {
-        ADD_FAILURE() << "length past end";
-        break;
-      }
-      f.bytes = b.substr(pos, len);
-      pos += len;
-    } else {
-      ADD_FAILURE() << "unexpected wire type " << f.wire;
-      break;
-    }
-    out.push_back(f);
-  }
+// What EncodePprof wrote, read back with the classes protoc generated from profile.proto.
+pb::Profile Decode(const profile::Profile& p) {
+  pb::Profile out;
+  auto gz = RenderPprof(p);
+  EXPECT_TRUE(gz.ok());
+  if (!gz.ok()) return out;
+  EXPECT_EQ(static_cast<unsigned char>((*gz)[0]), 0x1f);
+  auto raw = Gunzip(*gz);
+  EXPECT_TRUE(raw.ok());
+  if (raw.ok()) EXPECT_TRUE(out.ParseFromString(*raw));
   return out;
 }
-std::vector<uint64_t> Packed(const std::string& b) {
-  std::vector<uint64_t> v;
-  size_t pos = 0;
-  uint64_t x;
-  while (pos < b.size() && ReadVarint(b, pos, &x)) v.push_back(x);
-  return v;
+
+const std::string& Str(const pb::Profile& d, int64_t i) {
+  static const std::string bad = "<bad string index>";
+  return i >= 0 && i < d.string_table_size() ? d.string_table(static_cast<int>(i)) : bad;
+}
+
+// location id -> function names of its lines (innermost first)
+std::map<uint64_t, std::vector<std::string>> LocationFunctions(const pb::Profile& d) {
+  std::map<uint64_t, std::string> fn_name;
+  for (const auto& f : d.function()) fn_name[f.id()] = Str(d, f.name());
+  std::map<uint64_t, std::vector<std::string>> out;
+  for (const auto& l : d.location())
+    for (const auto& ln : l.line()) out[l.id()].push_back(fn_name.at(ln.function_id()));
+  return out;
 }
 
 TEST(Pprof, DecodesToTheSameProfile) {
-  profile::Profile p = Synthetic();
-  auto gz = RenderPprof(p);
-  ASSERT_TRUE(gz.ok());
-  EXPECT_EQ(static_cast<unsigned char>((*gz)[0]), 0x1f);
-  auto raw = Gunzip(*gz);
-  ASSERT_TRUE(raw.ok());
-  std::vector<std::string> strings;
-  std::vector<Field> samples, locations, functions, mappings, sample_types;
-  for (const auto& f : Parse(*raw)) {
-    if (f.number == 6) strings.push_back(f.bytes);
-    if (f.number == 2) samples.push_back(f);
-    if (f.number == 4) locations.push_back(f);
-    if (f.number == 5) functions.push_back(f);
-    if (f.number == 3) mappings.push_back(f);
-    if (f.number == 1) sample_types.push_back(f);
-  }
-  ASSERT_FALSE(strings.empty());
-  EXPECT_EQ(strings[0], "") << "string_table[0] must be empty";
-  EXPECT_EQ(sample_types.size(), 2u);
-  EXPECT_EQ(samples.size(), 6u);
-  EXPECT_EQ(mappings.size(), 2u);  // split, libjit.so
-  // function id -> name
-  std::map<uint64_t, std::string> fn_name;
-  for (const auto& f : functions) {
-    uint64_t id = 0, name = 0;
-    for (const auto& x : Parse(f.bytes)) {
-      if (x.number == 1) id = x.varint;
-      if (x.number == 2) name = x.varint;
-    }
-    ASSERT_LT(name, strings.size());
-    fn_name[id] = strings[name];
-  }
-  // location id -> function names of its lines (innermost first)
-  std::map<uint64_t, std::vector<std::string>> loc_fns;
-  for (const auto& l : locations) {
-    uint64_t id = 0;
-    std::vector<std::string> names;
-    for (const auto& x : Parse(l.bytes)) {
-      if (x.number == 1) id = x.varint;
-      if (x.number == 4)
-        for (const auto& y : Parse(x.bytes))
-          if (y.number == 1) names.push_back(fn_name.at(y.varint));
-    }
-    loc_fns[id] = names;
-  }
+  const pb::Profile d = Decode(Synthetic());
+  ASSERT_GT(d.string_table_size(), 0);
+  EXPECT_EQ(d.string_table(0), "") << "string_table[0] must be empty";
+  EXPECT_EQ(d.sample_type_size(), 2);
+  EXPECT_EQ(d.sample_size(), 6);
+  EXPECT_EQ(d.mapping_size(), 2);  // split, libjit.so
+  auto loc_fns = LocationFunctions(d);
   // The third sample: leaf location holds mix inlined into heavy, then work, then main.
-  std::vector<uint64_t> locs, values;
-  for (const auto& x : Parse(samples[2].bytes)) {
-    if (x.number == 1) locs = Packed(x.bytes);
-    if (x.number == 2) values = Packed(x.bytes);
-  }
-  ASSERT_EQ(locs.size(), 3u);
-  EXPECT_EQ(loc_fns[locs[0]], (std::vector<std::string>{"mix", "heavy"}));
-  EXPECT_EQ(loc_fns[locs[1]], (std::vector<std::string>{"work"}));
-  EXPECT_EQ(loc_fns[locs[2]], (std::vector<std::string>{"main"}));
-  EXPECT_EQ(values, (std::vector<uint64_t>{1, 1000000}));
+  const auto& third = d.sample(2);
+  ASSERT_EQ(third.location_id_size(), 3);
+  EXPECT_EQ(loc_fns[third.location_id(0)], (std::vector<std::string>{"mix", "heavy"}));
+  EXPECT_EQ(loc_fns[third.location_id(1)], (std::vector<std::string>{"work"}));
+  EXPECT_EQ(loc_fns[third.location_id(2)], (std::vector<std::string>{"main"}));
+  EXPECT_EQ(std::vector<int64_t>(third.value().begin(), third.value().end()),
+            (std::vector<int64_t>{1, 1000000}));
+  EXPECT_EQ(Str(d, d.default_sample_type()), "cpu");
+  EXPECT_EQ(d.period(), static_cast<int64_t>(1e9 / 997));
 }
 
 // What symbolization by pprof needs: each Mapping covers the addresses of its locations, the
@@ -291,65 +237,28 @@ TEST(Pprof, MappingsTimeAndUnknownSymbols) {
   b.stack = {static_cast<uint32_t>(sec.frames.size() - 1)};
   sec.samples.push_back(a);
   sec.samples.push_back(b);
-  auto raw = Gunzip(*RenderPprof(p));
-  ASSERT_TRUE(raw.ok());
-  std::vector<std::string> strings;
+  const pb::Profile d = Decode(p);
+  EXPECT_EQ(d.time_nanos(), 1796110512ll * 1000000000ll);
   std::map<uint64_t, uint64_t> limit;  // mapping id -> memory_limit
-  std::vector<std::pair<uint64_t, uint64_t>> loc_map_addr;
-  uint64_t time_nanos = 0;
-  std::vector<std::string> fn_names;
-  std::vector<uint64_t> fn_name_ids;
-  for (const auto& f : Parse(*raw)) {
-    if (f.number == 6) strings.push_back(f.bytes);
-    if (f.number == 9) time_nanos = f.varint;
-    if (f.number == 3) {
-      uint64_t id = 0, lim = 0;
-      for (const auto& x : Parse(f.bytes)) {
-        if (x.number == 1) id = x.varint;
-        if (x.number == 3) lim = x.varint;
-      }
-      limit[id] = lim;
-    }
-    if (f.number == 4) {
-      uint64_t m = 0, addr = 0;
-      for (const auto& x : Parse(f.bytes)) {
-        if (x.number == 2) m = x.varint;
-        if (x.number == 3) addr = x.varint;
-      }
-      loc_map_addr.emplace_back(m, addr);
-    }
-    if (f.number == 5)
-      for (const auto& x : Parse(f.bytes))
-        if (x.number == 2) fn_name_ids.push_back(x.varint);
-  }
-  EXPECT_EQ(time_nanos, 1796110512ull * 1000000000ull);
-  for (const auto& [m, addr] : loc_map_addr) {
-    ASSERT_TRUE(limit.count(m)) << "location names a missing mapping";
-    EXPECT_LT(addr, limit[m]);
+  for (const auto& m : d.mapping()) limit[m.id()] = m.memory_limit();
+  for (const auto& l : d.location()) {
+    ASSERT_TRUE(limit.count(l.mapping_id())) << "location names a missing mapping";
+    EXPECT_LT(l.address(), limit[l.mapping_id()]);
   }
   int unknown = 0;
-  for (uint64_t id : fn_name_ids) unknown += strings.at(id).rfind("[unknown] libx.so+0x", 0) == 0;
+  for (const auto& f : d.function())
+    unknown += Str(d, f.name()).rfind("[unknown] libx.so+0x", 0) == 0;
   EXPECT_EQ(unknown, 2);
 }
 
 // The Mapping table as text: id, memory range, file offset, filename, build id.
 std::string MappingTable(const profile::Profile& p) {
-  auto raw = Gunzip(*RenderPprof(p));
-  if (!raw.ok()) return "gunzip failed";
-  std::vector<std::string> strings;
-  std::vector<std::string> maps;
-  for (const auto& f : Parse(*raw)) {
-    if (f.number == 6) strings.push_back(f.bytes);
-    if (f.number == 3) maps.push_back(f.bytes);
-  }
+  const pb::Profile d = Decode(p);
   std::string out;
-  for (const auto& m : maps) {
-    uint64_t v[11] = {};
-    for (const auto& x : Parse(m)) v[x.number < 11 ? x.number : 0] = x.varint;
-    auto str = [&](uint64_t i) { return i < strings.size() ? strings[i] : "<bad string index>"; };
-    out += fmt::format("mapping {} [0x{:x}, 0x{:x}) offset 0x{:x} file {} build_id {}\n", v[1],
-                       v[2], v[3], v[4], str(v[5]), v[6] ? str(v[6]) : "-");
-  }
+  for (const auto& m : d.mapping())
+    out += fmt::format("mapping {} [0x{:x}, 0x{:x}) offset 0x{:x} file {} build_id {}\n", m.id(),
+                       m.memory_start(), m.memory_limit(), m.file_offset(), Str(d, m.filename()),
+                       m.build_id() ? Str(d, m.build_id()) : "-");
   return out;
 }
 
@@ -374,6 +283,127 @@ TEST(Pprof, MappingFilenameAndBuildId) {
   EXPECT_NE(without.find("file libjit.so build_id -"), std::string::npos) << without;
   // The other formats keep the basename.
   EXPECT_EQ(RenderFolded(p), RenderFolded(*old));
+}
+
+// pprof prints the first Mapping as the profile's "File:". It was the module that sorted first
+// by name ("[anon]", "libc.so.6" before "split"); it is the main binary.
+TEST(Pprof, FirstMappingIsTheMainBinary) {
+  profile::Profile p = Synthetic();
+  auto& sec = *p.samples;
+  sec.frames.push_back({"[unknown]", "[anon]", "", 0, 0x10, false});
+  sec.frames.push_back({"memcpy", "libc.so.6", "", 0, 0x20, false});
+  sec.samples[0].stack.insert(sec.samples[0].stack.begin(), sec.frames.size() - 2);
+  sec.samples[1].stack.insert(sec.samples[1].stack.begin(), sec.frames.size() - 1);
+  auto first = [](const profile::Profile& q) {
+    const pb::Profile d = Decode(q);
+    return d.mapping_size() ? Str(d, d.mapping(0).filename()) : std::string("<none>");
+  };
+  EXPECT_EQ(first(p), "/opt/app/bin/split");  // the command's program ("./split")
+  {
+    pb::Profile d = Decode(p);
+    ASSERT_EQ(d.mapping_size(), 4);
+    EXPECT_EQ(d.mapping(0).id(), 1u);
+    for (const auto& l : d.location()) EXPECT_LE(l.mapping_id(), 4u);
+  }
+  // A command that is not the sampled program (an interpreter's script, a shell): the module
+  // that holds main().
+  p.meta.source = "sh -c './split --fast'";
+  EXPECT_EQ(first(p), "/opt/app/bin/split");
+  // No main() either (stacks cut short): the module most stacks start in.
+  for (auto& f : sec.frames)
+    if (f.function == "main") f.function = "start_app";
+  EXPECT_EQ(first(p), "/opt/app/bin/split");
+  // Only pseudo modules sampled: one of them, rather than no File at all.
+  profile::Profile anon = Synthetic();
+  anon.samples->samples = {anon.samples->samples[0]};
+  anon.samples->frames = {{"[unknown]", "[anon]", "", 0, 0x10, false}};
+  anon.samples->samples[0].stack = {0};
+  EXPECT_EQ(first(anon), "[anon]");
+}
+
+// Op stacks (no samples): the leaf is the full node name, so two nodes whose names end alike
+// stay two rows in `pprof -top`; the first Mapping is the model.
+TEST(Pprof, OpStacksKeepFullNodeNames) {
+  profile::Profile p;
+  p.meta.kind = "profile";
+  p.meta.source = "models/bev_demo.onnx";
+  for (const char* name : {"backbone.conv1", "bev_encoder.conv1", "/head/cls/Conv", "plain"}) {
+    profile::OpRecord op;
+    op.name = name;
+    op.op_type = "Conv";
+    op.index = static_cast<int>(p.ops.size());
+    op.runs_ms = {1.0 + static_cast<double>(p.ops.size())};
+    p.ops.push_back(op);
+  }
+  profile::FinalizeStats(p);
+  std::string gz;
+  ASSERT_TRUE(FindFormat("pprof")->write(p, ReportOptions{}, &gz).ok());
+  pb::Profile d;
+  ASSERT_TRUE(d.ParseFromString(*Gunzip(gz)));
+  std::set<std::string> functions;
+  for (const auto& f : d.function()) functions.insert(Str(d, f.name()));
+  EXPECT_EQ(functions,
+            (std::set<std::string>{"backbone", "backbone.conv1", "bev_encoder", "bev_encoder.conv1",
+                                   "/head", "/head/cls", "/head/cls/Conv", "plain"}));
+  ASSERT_EQ(d.mapping_size(), 1);
+  EXPECT_EQ(Str(d, d.mapping(0).filename()), "models/bev_demo.onnx");
+  ASSERT_EQ(d.sample_size(), 4);
+  auto loc_fns = LocationFunctions(d);
+  const auto& s = d.sample(1);
+  ASSERT_EQ(s.location_id_size(), 2);
+  EXPECT_EQ(loc_fns[s.location_id(0)], (std::vector<std::string>{"bev_encoder.conv1"}));
+  EXPECT_EQ(loc_fns[s.location_id(1)], (std::vector<std::string>{"bev_encoder"}));
+  std::map<std::string, std::string> labels;
+  for (const auto& l : s.label()) labels[Str(d, l.key())] = Str(d, l.str());
+  EXPECT_EQ(labels["op"], "bev_encoder.conv1");
+  EXPECT_EQ(labels["op_type"], "Conv");
+  EXPECT_EQ(s.value(1), 2000000);  // ns per run
+  // The folded stacks and flame graph keep the short labels under their scopes.
+  std::string folded;
+  ASSERT_TRUE(FindFormat("folded")->write(p, ReportOptions{}, &folded).ok());
+  EXPECT_NE(folded.find("bev_encoder;conv1 2000\n"), std::string::npos) << folded;
+}
+
+// The real reader: Go's `go tool pprof` (Debian's golang-go ships it; install-deps.sh installs
+// it) prints the profile's File and a -top row per node.
+TEST(Pprof, GoToolPprofReadsItBack) {
+  if (std::system("go version >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no `go` on PATH: Debian's golang-go (in scripts/install-deps.sh) ships "
+                    "`go tool pprof`, the reader this test runs";
+  const std::string dir = ::testing::TempDir() + "/pprof_go_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto run = [&](const profile::Profile& p, const std::string& name) {
+    std::string gz;
+    EXPECT_TRUE(FindFormat("pprof")->write(p, ReportOptions{}, &gz).ok());
+    const std::string file = dir + "/" + name + ".pb.gz";
+    std::ofstream(file, std::ios::binary) << gz;
+    const std::string cmd = "cd " + dir + " && HOME=" + dir +
+                            " go tool pprof -top -nodecount=100 -symbolize=none " + file + " > " +
+                            file + ".txt 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(file + ".txt");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string rec = run(Synthetic(), "record");
+  EXPECT_NE(rec.find("File: split\n"), std::string::npos) << rec;
+  EXPECT_NE(rec.find(" heavy\n"), std::string::npos) << rec;
+  profile::Profile ops;
+  ops.meta.kind = "profile";
+  ops.meta.source = "models/bev_demo.onnx";
+  for (const char* name : {"backbone.conv1", "bev_encoder.conv1"}) {
+    profile::OpRecord op;
+    op.name = name;
+    op.op_type = "Conv";
+    op.index = static_cast<int>(ops.ops.size());
+    op.runs_ms = {2.0};
+    ops.ops.push_back(op);
+  }
+  profile::FinalizeStats(ops);
+  const std::string top = run(ops, "ops");
+  EXPECT_NE(top.find("File: bev_demo.onnx\n"), std::string::npos) << top;
+  EXPECT_NE(top.find(" backbone.conv1\n"), std::string::npos) << top;
+  EXPECT_NE(top.find(" bev_encoder.conv1\n"), std::string::npos) << top;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Pprof, GzipRoundTripAndBadInput) {
