@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "report/trace_check.h"
+
 extern char** environ;
 
 namespace opscope::testing {
@@ -139,6 +141,11 @@ std::string ReadAll(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string TraceProblems(const std::string& path) {
+  auto r = report::CheckChromeTrace(ReadAll(path));
+  return r.ok() ? std::string() : path + ": " + r.status().message();
 }
 
 }  // namespace opscope::testing

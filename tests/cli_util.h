@@ -32,5 +32,8 @@ bool WaitForFile(const std::string& path, double timeout_s = 60);
 int WaitForExit(int pid, double timeout_s = 60);
 // A fresh temporary directory, removed at exit.
 std::string TempDir();
+// What report/trace_check.h finds wrong in the Chrome trace at `path` (nesting, times, required
+// fields, names): "" when it keeps every rule. Every end-to-end test that writes a trace runs it.
+std::string TraceProblems(const std::string& path);
 
 }  // namespace opscope::testing
