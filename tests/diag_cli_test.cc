@@ -67,6 +67,7 @@ TEST(DiagCli, DiffWritesEveryDiffFormat) {
   const std::string csv = testing::ReadAll(dir + "/d.csv");
   EXPECT_EQ(csv.rfind("kind,name,op_type,change,unit,before,after,delta,delta_pct", 0), 0u) << csv;
   EXPECT_NE(csv.find("\nnode,"), std::string::npos) << csv;
+  EXPECT_EQ(testing::TraceProblems(dir + "/d.trace.json"), "");
   auto trace = nlohmann::json::parse(testing::ReadAll(dir + "/d.trace.json"));
   std::set<std::string> sides;
   for (const auto& e : trace["traceEvents"])

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -60,6 +61,20 @@ TEST_P(ImportCli, ImportsReportsAndDiffs) {
   // report reads both the foreign file (detected by content) and the import.
   CommandResult rep = RunCommand({OpscopeBinary(), "report", Data(c.file)});
   EXPECT_EQ(rep.exit_code, 0) << rep.err;
+  // Its Chrome trace keeps every rule (report/trace_check.h), or, for totals without a timeline,
+  // is refused with the reason; the GPU traces always have one.
+  const std::string trace = TempDir() + "/import.trace.json";
+  CommandResult tr = RunCommand({OpscopeBinary(), "report", Data(c.file), "-o", trace});
+  const bool timeline = std::string(c.format) == "nsys" || std::string(c.format) == "pytorch" ||
+                        std::string(c.file) == "nvprof_trace.csv";
+  if (timeline || tr.exit_code == 0) {
+    EXPECT_EQ(tr.exit_code, 0) << tr.err;
+    EXPECT_EQ(TraceProblems(trace), "");
+  } else {
+    EXPECT_EQ(tr.exit_code, 2) << tr.err;
+    EXPECT_NE(tr.err.find("nothing to draw"), std::string::npos) << tr.err;
+  }
+  std::remove(trace.c_str());
   CommandResult rep2 = RunCommand({OpscopeBinary(), "report", out});
   EXPECT_EQ(rep2.exit_code, 0) << rep2.err;
   // diff of the foreign file against its own import: nothing changed.

@@ -477,6 +477,11 @@ TEST(ProfileCliTest, DemoModelEveryNodeOnceInEveryFormat) {
   auto j = nlohmann::json::parse(*t, nullptr, false);
   ASSERT_FALSE(j.is_discarded());
   EXPECT_GT(j["traceEvents"].size(), 2u * 20);
+  // Exact nesting as every viewer reads it; fused steps hold their nodes' split.
+  EXPECT_EQ(TraceProblems(trace), "");
+  int steps = 0;
+  for (const auto& e : j["traceEvents"]) steps += e.value("cat", "") == "fused step";
+  EXPECT_GE(steps, 2 * fused / 3) << "a slice per fused step per run";
 }
 
 // `--sort mem`: the memory table instead of the hotspots, on `profile` and on `report` of the
@@ -562,6 +567,7 @@ TEST(ProfileCliTest, SeveralOutputsInOnePass) {
   EXPECT_NE(r.out.find("Hot operators"), std::string::npos)
       << "the table still goes to the terminal";
   EXPECT_TRUE(nlohmann::json::parse(ReadAll(dir + "/p.trace.json"), nullptr, false).is_object());
+  EXPECT_EQ(TraceProblems(dir + "/p.trace.json"), "");
 }
 
 }  // namespace

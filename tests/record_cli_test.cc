@@ -359,8 +359,8 @@ TEST(ReportCli, OutputFormatsByExtension) {
   ASSERT_EQ(
       Shell(kOpscope + " record -q -o " + rec + " -- " + kTests + "/record_split_fp 300").exit_code,
       0);
-  for (const char* ext :
-       {".svg", ".folded", ".pb.gz", ".json", ".hot.json", ".txt", ".profile.json"}) {
+  for (const char* ext : {".svg", ".folded", ".pb.gz", ".json", ".hot.json", ".txt",
+                          ".profile.json", ".trace.json"}) {
     std::string out = TempPath(std::string("out") + ext);
     Result r = Shell(kOpscope + " report " + rec + " -o " + out);
     EXPECT_EQ(r.exit_code, 0) << ext << ": " << r.out;
@@ -374,6 +374,11 @@ TEST(ReportCli, OutputFormatsByExtension) {
     }
     if (std::string(ext) == ".pb.gz") {
       EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+    }
+    if (std::string(ext) == ".trace.json") {
+      // The samples, as instant events on their threads (it was `"traceEvents": []`).
+      EXPECT_EQ(opscope::testing::TraceProblems(out), "");
+      EXPECT_NE(bytes.find("\"ph\":\"i\""), std::string::npos);
     }
     std::remove(out.c_str());
   }

@@ -516,6 +516,7 @@ TEST(RunAttachCli, AnAttachedSpanIsReportedAsSuch) {
         << text;
   }
   const std::string t = testing::ReadAll(trace);
+  EXPECT_EQ(testing::TraceProblems(trace), "");
   EXPECT_NE(t.find("\"name\":\"attached span\""), std::string::npos);
   EXPECT_EQ(t.find("\"name\":\"run 0\""), std::string::npos);
   EXPECT_NE(t.find("(attached span)"), std::string::npos);

@@ -118,6 +118,7 @@ TEST(RunCli, CsvAndChromeTrace) {
     named |= e["ph"] == "M" && e["name"] == "thread_name";
   }
   EXPECT_EQ(complete, 3 + 3 + 1 + 1);  // outer ×3, inner ×3, left-open, the run's slice
+  EXPECT_EQ(testing::TraceProblems(trace), "");
   EXPECT_EQ(runs, 1);
   EXPECT_TRUE(named);
   EXPECT_FALSE(j.contains("displayTimeUnit"));

@@ -124,6 +124,18 @@ TEST(StatCliTest, RepeatedRunsToAProfileFile) {
   for (const std::string& d : p->meta.degradations)
     EXPECT_NE(r.err.find(d), std::string::npos) << d;
   EXPECT_NE(r.err.find("trimmed mean"), std::string::npos) << r.err;
+  // Counter totals have no timeline: a Chrome trace of them is refused with the reason, not
+  // written as `"traceEvents": []` next to a "wrote" line; the other outputs still are.
+  const std::string trace = testing::TempDir() + "/stat.trace.json",
+                    txt = testing::TempDir() + "/stat.txt";
+  Result t = Opscope("report " + path + " -o " + trace + " -o " + txt);
+  EXPECT_EQ(t.exit_code, 2) << t.err;
+  EXPECT_NE(t.err.find("nothing to draw: this stat profile has no timed events"), std::string::npos)
+      << t.err;
+  EXPECT_EQ(t.err.find("wrote " + trace), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("wrote " + txt), std::string::npos) << t.err;
+  EXPECT_NE(access(txt.c_str(), F_OK), -1);
+  EXPECT_EQ(access(trace.c_str(), F_OK), -1) << "no empty trace left behind";
 }
 
 TEST(StatCliTest, JsonOnStderr) {

@@ -10,6 +10,7 @@
 #include "profile/attached.h"
 #include "report/format.h"
 #include "report/range_table.h"
+#include "report/trace_check.h"
 
 namespace opscope::analysis {
 namespace {
@@ -173,6 +174,8 @@ TEST(DiagRanges, GoldenAttachedSpan) {
   EXPECT_EQ(table.find("whole program"), std::string::npos);
   ASSERT_TRUE(report::FindFormat("chrome")->write(p, {}, &trace).ok());
   testing::ExpectGolden("pipeline_ranges.attached.trace.json", trace);
+  auto attached_check = report::CheckChromeTrace(trace);
+  EXPECT_TRUE(attached_check.ok()) << attached_check.status().message();
 }
 
 TEST(DiagRanges, GoldenTableCsvTrace) {
@@ -185,6 +188,8 @@ TEST(DiagRanges, GoldenTableCsvTrace) {
   std::string trace;
   ASSERT_TRUE(report::FindFormat("chrome")->write(p, {}, &trace).ok());
   testing::ExpectGolden("pipeline_ranges.trace.json", trace);
+  auto check = report::CheckChromeTrace(trace);
+  EXPECT_TRUE(check.ok()) << check.status().message();
   auto j = nlohmann::json::parse(trace);
   int complete = 0;
   for (const auto& e : j["traceEvents"]) {

@@ -22,6 +22,7 @@
 #include "importers/tensorrt/layer_names.h"
 #include "profile/profile_io.h"
 #include "report/format.h"
+#include "report/trace_check.h"
 #include "sections/memory/memory_section.h"
 #include "sections/telemetry/telemetry_section.h"
 
@@ -569,6 +570,8 @@ TEST(TegrastatsImport, OrinLogBecomesTheTelemetrySection) {
   std::string trace;
   ASSERT_TRUE(report::FindFormat("chrome")->write(*p, report::ReportOptions{}, &trace).ok());
   EXPECT_NE(trace.find("\"gpu load (%)\""), std::string::npos);
+  auto check = report::CheckChromeTrace(trace);  // a counters-only trace: drawn, not refused
+  EXPECT_TRUE(check.ok()) << check.status().message();
   std::string table;
   ASSERT_TRUE(report::RenderTables(*p, report::ReportOptions{}, &table).ok());
   EXPECT_NE(table.find("(tegrastats log), 3 samples"), std::string::npos) << table;

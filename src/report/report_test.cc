@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 
 #include "base/strings.h"
@@ -14,6 +15,7 @@
 #include "report/format.h"
 #include "report/op_stacks.h"
 #include "report/output.h"
+#include "report/trace_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -201,22 +203,125 @@ TEST(ReportTest, CsvLint) {
 }
 
 TEST(ReportTest, ChromeTraceLint) {
-  auto j = nlohmann::json::parse(Render("chrome"), nullptr, false);
-  ASSERT_FALSE(j.is_discarded());
-  ASSERT_TRUE(j["traceEvents"].is_array());
-  int complete = 0;
+  const std::string text = Render("chrome");
+  auto check = CheckChromeTrace(text);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  // 4 nodes x 3 runs (the folded node never runs), 3 fused steps and 3 run slices.
+  EXPECT_EQ(check->slices, 12 + 3 + 3);
+  EXPECT_EQ(check->zero_length, 0);
+  EXPECT_EQ(check->max_depth, 3);  // run > fused step > node
+  auto j = nlohmann::json::parse(text);
+  for (const auto& e : j["traceEvents"]) EXPECT_TRUE(e["ph"] == "X" || e["ph"] == "M") << e;
+}
+
+// Real timings: a step starts where the last one ended, at ts values whose sum ts + dur in
+// doubles is not the next ts (268.208 + 203.102 = 471.31000000000006 > 471.31). Written as they
+// were, 57 of the demo's 1,700 slices ended after their parent for speedscope and
+// chrome://tracing (their "staircase"). Every reader must see exact nesting.
+TEST(ReportTest, ChromeTraceNestsAsEveryReaderReadsIt) {
+  profile::Profile p = SmallProfile();
+  p.op_events.clear();
+  std::mt19937_64 rng(44);
+  const int64_t t0 = 1'000'000'000'123;
+  // The demo's numbers first: 268.208 + 203.102 in doubles is past 471.31.
+  p.op_events.push_back({3, 0, 4242, t0 + 268'208, 203'102});
+  p.op_events.push_back({3, 0, 4242, t0 + 471'310, 599});
+  int64_t t = t0 + 471'909, steps = 0;
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 300; ++k) {
+      auto add = [&](int op) {
+        const int64_t d = 1 + static_cast<int64_t>(rng() % 400'000);
+        p.op_events.push_back({op, r, 4242, t, d});
+        t += d;  // back to back
+      };
+      if (rng() % 2) {
+        for (int op : {0, 1, 2}) add(op);  // the fused step conv1 + bn1 + relu1
+        ++steps;
+      } else {
+        add(3);
+      }
+    }
+  std::string out;
+  ASSERT_TRUE(FindFormat("chrome")->write(p, {}, &out).ok());
+  auto check = CheckChromeTrace(out);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->slices, static_cast<int64_t>(p.op_events.size()) + steps + 3);
+  EXPECT_EQ(check->max_depth, 3);
+}
+
+// A fused step is a slice (its measured time) holding its nodes' estimated split; a node
+// estimated at no time of its own is an instant inside it, not a zero-length slice.
+TEST(ReportTest, ChromeTraceShowsFusedStepsAndTheirSplit) {
+  profile::Profile p = SmallProfile();
+  for (auto& e : p.op_events) {
+    if (e.op == 1) e.dur_ns = 0;  // bn1: folded into the conv by the estimate
+    if (e.op == 2) e.start_ns -= 1000000;
+    if (e.op == 3) e.start_ns -= 1000000;
+  }
+  std::string out;
+  ASSERT_TRUE(FindFormat("chrome")->write(p, {}, &out).ok());
+  auto check = CheckChromeTrace(out);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->zero_length, 0);
+  EXPECT_EQ(check->instants, 3);
+  auto j = nlohmann::json::parse(out);
+  int steps = 0;
   for (const auto& e : j["traceEvents"]) {
-    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid") && e.contains("name"));
-    if (e["ph"] == "X") {
-      ++complete;
-      ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number());
-      EXPECT_GE(e["ts"].get<double>(), 0);
-      EXPECT_GE(e["dur"].get<double>(), 0);
-    } else {
-      EXPECT_EQ(e["ph"], "M");
+    if (e["cat"] == "fused step") {
+      ++steps;
+      EXPECT_EQ(e["name"], "conv1 (fused: Conv+BatchNormalization+Relu)");
+      EXPECT_EQ(e["dur"], 4500.0);  // conv1 4 ms + bn1 0 + relu1 0.5 ms, back to back
+      EXPECT_EQ(e["args"]["split"], "conv1 88.9%, bn1 0.0%, relu1 11.1%");
+    }
+    if (e["ph"] == "i") {
+      EXPECT_EQ(e["name"], "bn1");
+      EXPECT_EQ(e["args"]["estimated"], true);
     }
   }
-  EXPECT_EQ(complete, 12 + 3);  // 4 nodes x 3 runs (the folded node never runs) + 3 run slices
+  EXPECT_EQ(steps, 3);
+}
+
+// A child range that ends after its parent (two clocks, a late end record) is clamped into it,
+// and says by how much.
+TEST(ReportTest, ChromeTraceClampsChildrenIntoTheirParent) {
+  profile::Profile p;
+  p.meta.kind = "run";
+  p.meta.source = "./app";
+  p.ranges.push_back({"stage", "opscope", 100, 5'000'000, 9'000'000, 0, -1, {}, 0});
+  profile::Range inner{"step", "opscope", 100, 8'000'000, 9'000'015, 1, 0, {}, 0};
+  p.ranges.push_back(inner);
+  std::string out;
+  ASSERT_TRUE(FindFormat("chrome")->write(p, {}, &out).ok());
+  auto check = CheckChromeTrace(out);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  auto j = nlohmann::json::parse(out);
+  bool seen = false;
+  for (const auto& e : j["traceEvents"])
+    if (e["name"] == "step") {
+      seen = true;
+      EXPECT_EQ(e["ts"], 3000.0);
+      EXPECT_EQ(e["dur"], 1000.0);
+      EXPECT_EQ(e["args"]["clamped_ns"], 15);
+    }
+  EXPECT_TRUE(seen);
+}
+
+// A profile with nothing on a timeline (a stat profile's counter totals) is refused with the
+// reason; it was written as `"traceEvents": []` while saying "wrote".
+TEST(ReportTest, ChromeTraceWithNothingToShowIsRefused) {
+  profile::Profile p;
+  p.meta.kind = "stat";
+  p.meta.source = "true";
+  p.stat.emplace();
+  std::string out;
+  Status st = FindFormat("chrome")->write(p, {}, &out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported);
+  EXPECT_NE(st.message().find("nothing to draw: this stat profile has no timed events"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("counter totals only"), std::string::npos) << st.message();
+  EXPECT_TRUE(out.empty());
 }
 
 // What Perfetto and chrome://tracing need (report/chrome.cc's header).

@@ -8,10 +8,10 @@ void Timeline::Slice(const std::string& name, const std::string& cat, int64_t st
                      {{"name", name},
                       {"cat", cat},
                       {"ph", "X"},
-                      {"dur", static_cast<double>(dur_ns) / 1000.0},
                       {"pid", pid},
                       {"tid", tid},
-                      {"args", std::move(args)}}});
+                      {"args", std::move(args)}},
+                     dur_ns});
 }
 
 void Timeline::Counter(const std::string& name, int64_t at_ns, int pid, nlohmann::json values) {

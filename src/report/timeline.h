@@ -33,7 +33,8 @@ class Timeline {
   // What the "chrome" writer reads back.
   struct Event {
     int64_t at_ns;
-    nlohmann::json event;  // without "ts"
+    nlohmann::json event;  // without "ts" (and "dur": the writer places slices, chrome.cc)
+    int64_t dur_ns = 0;    // slices ("X")
   };
   const std::vector<Event>& events() const { return events_; }
   const std::map<int, std::string>& processes() const { return processes_; }

@@ -14,6 +14,7 @@
 #include "opscope/engine.h"
 #include "profile/profile_io.h"
 #include "report/format.h"
+#include "report/trace_check.h"
 #include "sections/memory/memory_diff.h"
 #include "sections/memory/memory_engine.h"
 
@@ -159,6 +160,8 @@ TEST(MemorySectionTest, EveryFormatShowsIt) {
   p.op_events = {{0, 0, 7, 1000, 10}, {1, 0, 7, 2000, 10}};
   std::string trace;
   ASSERT_TRUE(report::FindFormat("chrome")->write(p, o, &trace).ok());
+  auto check = report::CheckChromeTrace(trace);
+  EXPECT_TRUE(check.ok()) << check.status().message();
   auto j = nlohmann::json::parse(trace);
   int counters = 0;
   for (const auto& e : j["traceEvents"])

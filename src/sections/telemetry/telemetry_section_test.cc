@@ -20,6 +20,7 @@
 #include "collect/model_profiler.h"
 #include "profile/profile_io.h"
 #include "report/format.h"
+#include "report/trace_check.h"
 #include "sections/telemetry/board_probe.h"
 
 namespace opscope::telemetry {
@@ -134,6 +135,8 @@ TEST(TelemetryTest, JetsonOrinTreeIsDescribedAndSampled) {
   ASSERT_TRUE(report::FindFormat("html")->write(p, report::ReportOptions{}, &html).ok());
   EXPECT_NE(html.find("<section id=\"telemetry\">"), std::string::npos);
   ASSERT_TRUE(report::FindFormat("chrome")->write(p, report::ReportOptions{}, &trace).ok());
+  auto check = report::CheckChromeTrace(trace);
+  EXPECT_TRUE(check.ok()) << check.status().message();
   int counters = 0;
   const auto doc = nlohmann::json::parse(trace);
   for (const auto& e : doc["traceEvents"])
@@ -213,6 +216,7 @@ TEST(TelemetryTest, SysrootOptionOnDoctorAndProfile) {
   for (const auto& f : j["findings"]) board_finding |= f["rule"] == "board-power-mode";
   EXPECT_TRUE(board_finding) << j["findings"].dump();
   EXPECT_NE(opscope::testing::ReadAll(trace).find("\"gpu clock (MHz)\""), std::string::npos);
+  EXPECT_EQ(opscope::testing::TraceProblems(trace), "");
   auto bad = RunCommand({OpscopeBinary(), "doctor", "--sysroot", t.root() + "/nope"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--sysroot"), std::string::npos) << bad.err;
