@@ -397,8 +397,8 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions& o, std::strin
         p.meta.kind.empty() ? std::string("the profile") : "this " + p.meta.kind + " profile";
     return Unsupported(
         "nothing to draw: " + what +
-        " has no timed events (op events, ranges, GPU activity, call-stack samples or counter "
-        "tracks)" +
+        " has no timed events (no op events, ranges, GPU activity, call-stack samples, or clock "
+        "and board readings over time)" +
         (p.stat ? std::string("; a stat profile holds counter totals only: use the table, .csv or "
                               ".json")
                 : std::string()) +
