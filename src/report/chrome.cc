@@ -180,18 +180,8 @@ Status WriteChrome(const profile::Profile& p, const ReportOptions& o, std::strin
   std::vector<Slice> slices;
   auto slice = [&](const std::string& name, const std::string& cat, int64_t start_ns,
                    int64_t end_ns, int pid, int tid, json args, int rank = 2) {
-    slices.push_back({pid,
-                      tid,
-                      start_ns - t0,
-                      std::max(start_ns, end_ns) - t0,
-                      {{"name", name},
-                       {"cat", cat},
-                       {"ph", "X"},
-                       {"pid", pid},
-                       {"tid", tid},
-                       {"args", std::move(args)}},
-                      rank,
-                      slices.size()});
+    slices.push_back({pid, tid, start_ns - t0, std::max(start_ns, end_ns) - t0,
+                      SliceEvent(name, cat, pid, tid, std::move(args)), rank, slices.size()});
   };
   std::set<std::pair<int, int>> threads;                // (pid, tid) that carry events
   std::map<int, std::string> processes;                 // pid -> name

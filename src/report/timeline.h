@@ -12,6 +12,10 @@
 
 namespace opscope::report {
 
+// A complete ("X") event without its times (ts and dur are placed by the chrome writer).
+nlohmann::json SliceEvent(const std::string& name, const std::string& cat, int pid, int tid,
+                          nlohmann::json args);
+
 class Timeline {
  public:
   static constexpr int kOpsPid = 1;  // the process of the engine's op events
