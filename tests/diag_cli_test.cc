@@ -84,7 +84,13 @@ TEST(DiagCli, DiffWritesEveryDiffFormat) {
   EXPECT_NE(r.out.find("op type"), std::string::npos) << r.out;
   r = RunShell(Opscope() + " diff " + before + " " + after + " -o " + dir + "/d.svg");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("not svg (" + dir + "/d.svg)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-o " + dir + "/d.svg: diff cannot write svg"), std::string::npos) << r.err;
+  const size_t at = r.err.find("its formats: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string listed = r.err.substr(at);
+  for (const char* f : {"table", "json", "csv", "chrome", "html"})
+    EXPECT_NE(listed.find(f), std::string::npos) << f << ": " << r.err;
+  EXPECT_EQ(listed.find("svg"), std::string::npos) << r.err;
   EXPECT_FALSE(std::ifstream(dir + "/d.svg").good());
 }
 
@@ -172,7 +178,11 @@ TEST(DiagCli, BadNumericOptionsAreOneLineUsageErrors) {
       {"diff --rows nan " + prof + " " + prof, "--rows"},
       {"machine --threads 0 --machine /nonexistent/m.json", "--threads"},
       {"bogus --flag", "unknown command 'bogus' (commands: diff, doctor,"},
-      {"", "A subcommand is required"},
+      {"", "give a command: diff, doctor,"},
+      {"report " + prof + " --bogus", "unexpected argument '--bogus'"},
+      {"report " + prof + " extra1 extra2", "unexpected arguments: extra1 extra2"},
+      {"report " + prof + " --top", "--top needs a value: a whole number"},
+      {"stat -e", "--event needs a value"},
   };
   for (const Case& c : cases) {
     auto r = RunShell(Opscope() + " " + c.args);
@@ -182,6 +192,72 @@ TEST(DiagCli, BadNumericOptionsAreOneLineUsageErrors) {
     EXPECT_NE(r.err.find(c.option), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r.out;
   }
+}
+
+// perf-grade habits (#44): perf's spellings, opscope's words for every usage error, only the
+// formats a command can write, -o /dev/null, -q, and each status line said once.
+TEST(DiagCli, CommandLineHabits) {
+  const std::string prof = Data("model_before.json");
+  // `report --stdio` (perf report's flag) prints the tables, as without it.
+  auto plain = RunShell(Opscope() + " report " + prof);
+  auto stdio = RunShell(Opscope() + " report " + prof + " --stdio");
+  EXPECT_EQ(stdio.exit_code, 0) << stdio.err;
+  EXPECT_EQ(stdio.out, plain.out);
+  // Usage says `opscope`, not the path it was started by; --format lists what the command makes.
+  auto help = RunShell(Opscope() + " profile --help");
+  EXPECT_NE(help.out.find("Usage: opscope profile"), std::string::npos) << help.out;
+  const size_t fmt_at = help.out.find("--format");
+  ASSERT_NE(fmt_at, std::string::npos) << help.out;
+  const std::string fmt_line = help.out.substr(fmt_at, help.out.find('\n', fmt_at) - fmt_at);
+  for (const char* f : {"table", "json", "chrome", "html", "pprof", "ops-csv"})
+    EXPECT_NE(fmt_line.find(f), std::string::npos) << f << ": " << fmt_line;
+  for (const char* f : {"stat-csv", "ranges-csv"})
+    EXPECT_EQ(fmt_line.find(f), std::string::npos) << f << ": " << fmt_line;
+  auto refused = RunShell(Opscope() + " profile /nonexistent.onnx --format stat-csv");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("profile cannot write stat-csv"), std::string::npos) << refused.err;
+  // -e/--event/--events everywhere: each spelling reaches the event check (nothing is counted,
+  // so no perf_event_open is needed).
+  const std::string model = std::string(OPSCOPE_SOURCE_DIR) + "/models/bev_demo.onnx";
+  for (const std::string& cmd :
+       {std::string("stat % -- true"), std::string("record -o /nonexistent/x.rec % -- true"),
+        "profile " + model + " --runs 1 --warmup 0 %"})
+    for (const char* spelling : {"-e", "--event", "--events"}) {
+      std::string args = cmd;
+      args.replace(args.find('%'), 1, std::string(spelling) + " bogus-event-xyz");
+      auto r = RunShell(Opscope() + " " + args);
+      EXPECT_EQ(r.exit_code, 2) << cmd << " " << spelling;
+      EXPECT_EQ(r.err.find("unexpected"), std::string::npos) << cmd << " " << spelling << r.err;
+      EXPECT_NE(r.err.find("bogus-event-xyz"), std::string::npos)
+          << cmd << " " << spelling << r.err;
+    }
+  // -o /dev/null: no extension to go by, the default format.
+  auto null_out = RunShell(Opscope() + " report " + prof + " -o /dev/null");
+  EXPECT_EQ(null_out.exit_code, 0) << null_out.err;
+  // Each status line once: the samples' warning is not repeated for every stack format.
+  const std::string dir = Tmp();
+  const std::string synthetic =
+      std::string(OPSCOPE_SOURCE_DIR) + "/src/report/testdata/synthetic.profile.json";
+  auto many = RunShell(Opscope() + " report " + synthetic + " -o " + dir + "/a.folded -o " + dir +
+                       "/b.svg -o " + dir + "/c.pb.gz");
+  EXPECT_EQ(many.exit_code, 0) << many.err;
+  size_t warned = 0;
+  for (size_t at = many.err.find("no symbol table"); at != std::string::npos;
+       at = many.err.find("no symbol table", at + 1))
+    ++warned;
+  EXPECT_EQ(warned, 1u) << many.err;
+  EXPECT_NE(many.err.find("wrote " + dir + "/c.pb.gz (pprof)"), std::string::npos) << many.err;
+  // -q/--quiet, before or after the command: nothing but data and errors.
+  for (const std::string& cmd :
+       {Opscope() + " -q report " + synthetic + " -o " + dir + "/q.svg",
+        Opscope() + " report " + synthetic + " --quiet -o " + dir + "/q2.svg"}) {
+    auto q = RunShell(cmd);
+    EXPECT_EQ(q.exit_code, 0) << cmd << "\n" << q.err;
+    EXPECT_TRUE(q.err.empty()) << cmd << "\n" << q.err;
+  }
+  auto q_err = RunShell(Opscope() + " -q report /nonexistent.json");
+  EXPECT_EQ(q_err.exit_code, 2);
+  EXPECT_EQ(q_err.err.rfind("opscope: error: ", 0), 0u) << q_err.err;
 }
 
 TEST(DiagCli, MachineByHandAndShow) {

@@ -16,6 +16,7 @@
 #include "importers/importer.h"
 #include "profile/profile_io.h"
 #include "report/diff_output.h"
+#include "report/say.h"
 
 namespace opscope::cli {
 
@@ -26,9 +27,11 @@ class DiffCommand : public Command {
   void Setup(CLI::App* app) override {
     app->add_option("before", before_, "profile JSON before the change")->required();
     app->add_option("after", after_, "profile JSON after the change")->required();
+    // A diff renders in the formats that need no particular section (report/diff_output.h).
     AddOutputOptions(app, &out_,
                      "a diff is written as table (.txt), json, csv, html or chrome (.trace.json: "
-                     "both timelines, one above the other)");
+                     "both timelines, one above the other)",
+                     {"diff"});
     app->add_option("--rows", rows_, "rows per table (default 25)")
         ->check(WholeNumberIn(1, 1000000));
     app->add_flag("--force", force_,
@@ -85,7 +88,7 @@ class DiffCommand : public Command {
         written = st;
     if (!written.ok()) return written;
     std::fflush(stdout);
-    for (const auto& line : verdict.lines) std::fprintf(stderr, "opscope: %s\n", line.c_str());
+    for (const auto& line : verdict.lines) report::Say("", line);
     return verdict.failed ? 1 : 0;
   }
 

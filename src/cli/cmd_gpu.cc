@@ -3,6 +3,7 @@
 // Runs a CUDA program with the CUPTI tracer injected (no change to the program), then prints
 // nvprof-style summaries, time per NVTX layer, copy analysis, idle/waiting time and findings.
 // Where the tracer was not built (no CUDA toolkit at build time) the command says so.
+#include <fmt/format.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -42,7 +43,8 @@ class GpuCommand : public Command {
     app->add_flag("--gpu-trace", gpu_trace_,
                   "also list every kernel and copy with start, duration, size, throughput");
     AddOutputOptions(app, &out_,
-                     ".json is the profile, .trace.json a timeline (CPU and GPU tracks)");
+                     ".json is the profile, .trace.json a timeline (CPU and GPU tracks)",
+                     {"gpu", "ranges", "telemetry"});
     app->add_flag("--wide", wide_, "show long kernel names whole");
     app->add_option(
         "--iteration-range", iteration_range_,
@@ -121,8 +123,8 @@ class GpuCommand : public Command {
     options.kernel_metrics = metrics_;
     auto run = gpu::RunTraced(command_, options);
     if (signals.received() != 0)
-      std::fprintf(stderr, "opscope: received signal %d (%s): passed it to the program\n",
-                   signals.received(), strsignal(signals.received()));
+      report::Say("", fmt::format("received signal {} ({}): passed it to the program",
+                                  signals.received(), strsignal(signals.received())));
     CommandStatus result = Finish(run, dir);
     if (signals.received() != 0)
       result = std::move(result).WithExitCode(TargetExitCode(1, signals.received()));
@@ -139,11 +141,10 @@ class GpuCommand : public Command {
       return StartError(run->exec_error);
     }
     if (run->term_signal)
-      std::fprintf(stderr,
-                   "opscope: the program died of signal %d (%s); reporting what was traced\n",
-                   run->term_signal, strsignal(run->term_signal));
+      report::Say("", fmt::format("the program died of signal {} ({}); reporting what was traced",
+                                  run->term_signal, strsignal(run->term_signal)));
     else if (run->exit_code != 0)
-      std::fprintf(stderr, "opscope: the program exited with status %d\n", run->exit_code);
+      report::Say("", fmt::format("the program exited with status {}", run->exit_code));
     if (run->trace_files.empty()) {
       return CommandStatus(Unavailable("no GPU trace was written: the program never initialized "
                                        "CUDA or NVTX (is it a CUDA program? "

@@ -223,12 +223,11 @@ class ImportCommand : public Command {
       have_ceilings = true;
     }
     // What was read and how it joined, as status lines: standard output holds only data.
-    std::string said = fmt::format("opscope: imported {} ({})", Join(files_, " "), fmt_name);
+    std::string said = fmt::format("imported {} ({})", Join(files_, " "), fmt_name);
     if (p.meta.runs > 0) said += fmt::format(", {} runs", p.meta.runs);
-    std::fprintf(stderr, "%s\n", report::EscapeControl(said).c_str());
+    report::Say("", said);
     if (!join_line.empty())
-      for (const std::string& line : Split(join_line, '\n'))
-        std::fprintf(stderr, "opscope: %s\n", report::EscapeControl(line).c_str());
+      for (const std::string& line : Split(join_line, '\n')) report::Say("", line);
     report::ReportOptions o;
     o.top = top_ == 0 || top_ > 1000000 ? 1000000 : static_cast<int>(top_);
     o.wide = wide_;

@@ -12,6 +12,7 @@
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "collect/attach.h"
+#include "report/say.h"
 #include "sections/telemetry/board_probe.h"
 
 namespace opscope::cli {
@@ -85,8 +86,8 @@ class MachineCommand : public Command {
           o.seconds_per_test = 0.05;
           o.repeats = 3;
         }
-        std::fprintf(stderr, "opscope: measuring peak FLOP/s and memory bandwidth (%s)...\n",
-                     quick_ ? "quick" : "about 10 s");
+        report::Say("", fmt::format("measuring peak FLOP/s and memory bandwidth ({})...",
+                                    quick_ ? "quick" : "about 10 s"));
         const std::string pinned = c.pinned_cpus;
         c = analysis::MeasureMachine(o);
         c.pinned_cpus = pinned;
@@ -102,8 +103,7 @@ class MachineCommand : public Command {
           std::string why = st.message();
           if (StartsWith(why, "ceilings not stored: ")) why = why.substr(21);
           why = why.substr(0, why.find(": other processes"));
-          std::fprintf(stderr, "opscope: warning: storing unstable ceilings (--force): %s\n",
-                       why.c_str());
+          report::Say("warning", "storing unstable ceilings (--force): " + why);
         }
       }
       if (Status st = analysis::SaveMachineFile(c, path); !st.ok()) return st;
@@ -145,8 +145,7 @@ class MachineCommand : public Command {
       std::fputs(out.c_str(), stdout);
     }
     std::string mismatch = analysis::CeilingsMismatch(c, host.cpu_model);
-    if (!mismatch.empty() && c.method != "manual")
-      std::fprintf(stderr, "opscope: note: %s\n", mismatch.c_str());
+    if (!mismatch.empty() && c.method != "manual") report::Say("note", mismatch);
     return 0;
   }
 

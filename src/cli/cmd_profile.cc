@@ -45,7 +45,8 @@ class ProfileCommand : public Command {
         ->check(WholeNumberIn(1, 1000000));
     AddOutputOptions(app, &out_,
                      ".json is the profile, .html the report, .trace.json a timeline, "
-                     ".csv one row per node, .folded/.svg/.pb.gz the op scopes by time");
+                     ".csv one row per node, .folded/.svg/.pb.gz the op scopes by time",
+                     {"ops", "memory", "samples", "telemetry"});
     app->add_option("--cpus", cpus_,
                     "Run on these CPUs only, e.g. 4-7 for the big cores of an RK3588 (every "
                     "engine thread; the thread count defaults to their number)");
@@ -81,7 +82,7 @@ class ProfileCommand : public Command {
     app->add_flag(
         "--counters", counters_,
         "Per-operator counters (hardware where the CPU has a PMU, software stand-ins otherwise)");
-    app->add_option("-e,--events", events_,
+    app->add_option("-e,--events,--event", events_,
                     "Counter events for --counters (comma-separated; default: cycles, "
                     "instructions, cache and branch misses, task-clock, page-faults)");
     app->add_flag(
@@ -115,8 +116,7 @@ class ProfileCommand : public Command {
           std::to_string(engine::kMaxThreadsPerCpu) + " per usable CPU, this machine has " +
           std::to_string(engine::UsableCpus()) + "; got " + std::to_string(threads_) + ")");
     if (threads_ > engine::UsableCpus())
-      std::fprintf(stderr, "opscope: warning: %s\n",
-                   engine::OversubscriptionWarning(threads_, engine::UsableCpus()).c_str());
+      report::Say("warning", engine::OversubscriptionWarning(threads_, engine::UsableCpus()));
     Status st = PrepareOutput(out_, "table");
     if (!st.ok()) return st;
     if (call_graph_ != "fp" && call_graph_ != "dwarf")
@@ -130,7 +130,7 @@ class ProfileCommand : public Command {
     auto ceilings = analysis::ResolveCeilings(machine_file_, peak_gflops_, peak_gbps_);
     if (!ceilings.ok()) return ceilings.status();
     if (*ceilings && StartsWith((*ceilings)->verification, "unverified: "))
-      std::fprintf(stderr, "opscope: warning: %s\n", (*ceilings)->verification.substr(12).c_str());
+      report::Say("warning", (*ceilings)->verification.substr(12));
 
     engine::SetLoopIterationLimit(max_loop_iterations_);
     collect::ModelProfileOptions opt;

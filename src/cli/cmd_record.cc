@@ -17,6 +17,7 @@
 #include "collect/record_file.h"
 #include "collect/sampler.h"
 #include "collect/symbolize.h"
+#include "report/say.h"
 
 namespace opscope::cli {
 namespace {
@@ -40,12 +41,11 @@ class RecordCommandCli : public Command {
                   "Call graphs with frame pointers, as perf record -g (the default; "
                   "--call-graph picks the mode)");
     app->add_option("-o,--output", output_, "Record file to write (default opscope.rec)");
-    app->add_option("-e,--event", event_,
+    app->add_option("-e,--event,--events", event_,
                     "auto (cycles if there is a PMU, else cpu-clock) or cpu-clock");
     app->add_option("-m,--mmap-pages", ring_pages_,
                     "Ring buffer data pages per CPU (power of two, default 256)")
         ->check(WholeNumberIn(1, 1 << 20));
-    app->add_flag("-q,--quiet", quiet_, "Print nothing but errors");
     app->add_option("-p,--pid", pids_,
                     "Attach to running processes PID[,PID...] (all their threads)")
         ->check(NonEmpty());
@@ -65,9 +65,7 @@ class RecordCommandCli : public Command {
       auto max = MaxSampleRate();
       if (!max.ok()) return max.status();
       freq_ = *max;
-      if (!quiet_)
-        std::fprintf(stderr, "opscope: -F max: %.0f Hz (kernel.perf_event_max_sample_rate)\n",
-                     freq_);
+      report::Say("", fmt::format("-F max: {:.0f} Hz (kernel.perf_event_max_sample_rate)", freq_));
     } else if (!freq_text_.empty()) {
       ParseDouble(freq_text_, &freq_);  // checked by FrequencyCheck
     }
@@ -110,23 +108,19 @@ class RecordCommandCli : public Command {
       (*writer)->Discard();
       return StartError(result->exec_error);
     }
-    for (const auto& d : result->meta.degradations)
-      if (!quiet_) std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
+    for (const auto& d : result->meta.degradations) report::Say("note", d);
     const int got = signals.received();
     if (got != 0 && !attached)
-      std::fprintf(stderr,
-                   "opscope: received %s: passed it to the command; writing what was "
-                   "recorded\n",
-                   collect::SignalName(got).c_str());
+      report::Say("", "received " + collect::SignalName(got) +
+                          ": passed it to the command; writing what was recorded");
     if (!result->write_error.ok()) return ReportPartial(*result, writer->get(), got);
     collect::RecordEnd end{result->exit, result->exit_code, result->samples, result->lost};
     Status st = (*writer)->WriteEnd(end);
     if (!st.ok()) return ReportKeptSamples(st, *result, writer->get());
-    if (!quiet_ && !attached) {
+    if (!report::Quiet() && !attached) {
       profile::Meta target;
       analysis::BuildVerdict v = RecordTargetBuild(command_[0], &target);
-      if (v.kind != "release")
-        std::fprintf(stderr, "opscope: note: target build: %s\n", v.evidence.c_str());
+      if (v.kind != "release") report::Say("note", "target build: " + v.evidence);
     }
     // Symbolize now, while the binaries the command ran are certainly on disk.
     int64_t t0 = NowNs();
@@ -139,26 +133,20 @@ class RecordCommandCli : public Command {
     st = (*writer)->Close();
     if (!st.ok()) return st;
     double symbolize_s = (NowNs() - t0) / 1e9;
-    if (!quiet_) {
-      std::fprintf(
-          stderr,
-          "opscope: %s: %s\n"
-          "opscope: %llu samples (%s, %s call graphs, %.0f Hz), %llu lost; symbolized in %.2f s; "
-          "wrote %s\nopscope: run `opscope report %s`\n",
-          attached ? what->description.c_str() : command_[0].c_str(), result->exit.c_str(),
-          static_cast<unsigned long long>(result->samples), result->meta.event.c_str(),
-          collect::CallGraphName(opt.sampler.call_graph), opt.sampler.frequency_hz,
-          static_cast<unsigned long long>(result->lost), symbolize_s, output_.c_str(),
-          ShellQuote(output_).c_str());
-      if (result->lost)
-        std::fprintf(stderr,
-                     "opscope: warning: %llu samples were lost (ring buffer overflow); "
-                     "lower -F or raise -m\n",
-                     static_cast<unsigned long long>(result->lost));
-      for (const auto& w : section->warnings)
-        if (w.find("no debug info") != std::string::npos || w.find("lost") != std::string::npos)
-          std::fprintf(stderr, "opscope: note: %s\n", w.c_str());
-    }
+    report::Say("", (attached ? what->description : command_[0]) + ": " + result->exit);
+    report::Say("", fmt::format("{} samples ({}, {} call graphs, {:.0f} Hz), {} lost; symbolized "
+                                "in {:.2f} s; wrote {}",
+                                result->samples, result->meta.event,
+                                collect::CallGraphName(opt.sampler.call_graph),
+                                opt.sampler.frequency_hz, result->lost, symbolize_s, output_));
+    report::Say("", "run `opscope report " + ShellQuote(output_) + "`");
+    if (result->lost)
+      report::Say("warning", fmt::format("{} samples were lost (ring buffer overflow); lower -F "
+                                         "or raise -m",
+                                         result->lost));
+    for (const auto& w : section->warnings)
+      if (w.find("no debug info") != std::string::npos || w.find("lost") != std::string::npos)
+        report::Say("note", w);
     // Attached: stopping by a signal is the normal way to end, not a failure.
     return attached ? 0 : TargetExitCode(result->exit_code, got);
   }
@@ -243,7 +231,6 @@ class RecordCommandCli : public Command {
   std::string output_ = "opscope.rec";
   std::string event_ = "auto";
   size_t ring_pages_ = 256;
-  bool quiet_ = false;
   std::vector<std::string> command_;
   std::string pids_, tids_, cpus_;
   collect::AttachSpec attach_;

@@ -15,6 +15,7 @@
 #include "importers/importer.h"
 #include "profile/profile_io.h"
 #include "report/samples_report.h"
+#include "report/say.h"
 
 namespace opscope::cli {
 namespace {
@@ -54,6 +55,8 @@ class ReportCommandCli : public Command {
                     "Diagnose the profile again against these machine ceilings (a file of "
                     "`opscope machine`): per-op roofline verdicts, expected times and findings");
     app->add_flag("--wide", wide_, "Show long names whole");
+    // perf report's --stdio: the terminal tables, which are what `report` prints anyway.
+    app->add_flag("--stdio", stdio_, "The tables as text (perf report's --stdio; the default)");
     app->add_flag("--gpu-trace", gpu_trace_, "GPU section: list every kernel and copy");
     AddOutputOptions(app, &out_,
                      "e.g. .txt, .json (the profile), .hot.json, .csv, .trace.json, "
@@ -139,9 +142,9 @@ class ReportCommandCli : public Command {
       bool any = false;
       for (const auto& s : p.samples->samples) any = any || s.op >= 0;
       if (!any)
-        std::fprintf(stderr,
-                     "opscope: note: no sample is attributed to an op (this profile did not "
-                     "come from `opscope profile --sample`): all fall in [outside ops]\n");
+        report::Say("note",
+                    "no sample is attributed to an op (this profile did not come from `opscope "
+                    "profile --sample`): all fall in [outside ops]");
     }
     if (!function_.empty() && !(p.samples && !p.samples->samples.empty()))
       return InvalidArgument(file_ + ": -f needs call-stack samples, and this profile has none");
@@ -162,6 +165,7 @@ class ReportCommandCli : public Command {
   std::string function_;
   std::string sections_;
   bool wide_ = false, gpu_trace_ = false;
+  bool stdio_ = false;  // accepted for perf's habit: the tables are the default
   std::string machine_file_;
   OutputChoice out_;
 };

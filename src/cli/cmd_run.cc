@@ -54,7 +54,8 @@ class RunCommand : public Command {
         ->check(WholeNumberIn(0, 100000));
     AddOutputOptions(app, &out_,
                      ".json is the profile, .csv one row per range, .trace.json a "
-                     "timeline (one process per run)");
+                     "timeline (one process per run)",
+                     {"ranges", "telemetry"});
     app->add_flag("--wide", wide_, "show long range names whole");
     app->add_flag("--no-nvtx", no_nvtx_, "do not inject the NVTX recorder");
     app->add_flag("--no-cpu-time", no_cpu_time_,
@@ -99,9 +100,7 @@ class RunCommand : public Command {
     // Machine output on stdout: the program's own stdout goes to stderr so as not to mix in.
     for (const auto& t : out_.targets)
       ro.stdout_to_stderr |= t.path.empty() && std::string(t.format->name) != "table";
-    ro.on_note = [](const std::string& what) {
-      std::fprintf(stderr, "opscope: %s\n", what.c_str());
-    };
+    ro.on_note = [](const std::string& what) { report::Say("", what); };
     TargetSignals signals;
     auto ran = collect::RunRanges(ro, &signals, &p);
     if (!ran.ok()) return ran.status();
@@ -137,9 +136,7 @@ class RunCommand : public Command {
     ro.pid = spec.pids[0];
     ro.duration_s = duration_s_;
     ro.cpu_time = !no_cpu_time_;
-    ro.on_note = [](const std::string& what) {
-      std::fprintf(stderr, "opscope: %s\n", what.c_str());
-    };
+    ro.on_note = [](const std::string& what) { report::Say("", what); };
     TargetSignals signals;  // received only: the program is not opscope's to signal
     auto attached = collect::AttachRanges(ro, signals, &p);
     if (!attached.ok()) return attached.status();

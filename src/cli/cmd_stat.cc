@@ -3,6 +3,7 @@
 // is left alone; opscope exits with the command's exit status (128+N when signal N killed it).
 // SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to opscope go to the command (base/target_signals.h): the
 // counts so far are still printed and written, and opscope exits with 128+N.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -32,12 +33,14 @@ class StatCommand : public Command {
            "verdict";
   }
   void Setup(CLI::App* app) override {
+    out_.command = "stat";
+    out_.sections = {"stat", "telemetry"};
     AddSysrootOption(app);
     app->add_option("-r,--repeat", repeat_,
                     "run the command N times; report mean, median, "
                     "trimmed mean, min, max, cv per event")
         ->check(WholeNumberIn(1, 100000));
-    app->add_option("-e,--event", events_,
+    app->add_option("-e,--event,--events", events_,
                     "events, comma-separated: generic names (cycles, "
                     "instructions, task-clock, page-faults, ...), hw-cache names "
                     "(L1-dcache-load-misses), raw rNNNN, libpfm4 names; :u/:k modifiers")
@@ -104,7 +107,7 @@ class StatCommand : public Command {
       for (const std::string& d : r->degradations) {
         if (std::find(s.degradations.begin(), s.degradations.end(), d) != s.degradations.end())
           continue;
-        std::fprintf(stderr, "opscope: note: %s\n", d.c_str());
+        report::Say("note", d);
         s.degradations.push_back(d);
         p.meta.degradations.push_back(d);
       }
@@ -112,31 +115,26 @@ class StatCommand : public Command {
       exit_code = r->run.exit_code;
       const int sig = r->run.term_signal;
       if (sig != 0)
-        std::fprintf(stderr,
-                     "opscope: the command was terminated by signal %s (%d)%s; counts up to "
-                     "that point are reported\n",
-                     collect::SignalName(sig).c_str(), sig,
-                     repeat_ > 1 ? (" in run " + std::to_string(i + 1)).c_str() : "");
+        report::Say("", fmt::format("the command was terminated by signal {} ({}){}; counts up "
+                                    "to that point are reported",
+                                    collect::SignalName(sig), sig,
+                                    repeat_ > 1 ? " in run " + std::to_string(i + 1) : ""));
       s.runs.push_back(std::move(r->run));
       if (signals.received() != 0 || sig == SIGINT || sig == SIGTERM || sig == SIGKILL ||
           sig == SIGHUP || sig == SIGQUIT) {
         if (i + 1 < repeat_)
-          std::fprintf(stderr, "opscope: stopping after run %d of %d\n", i + 1, repeat_);
+          report::Say("", fmt::format("stopping after run {} of {}", i + 1, repeat_));
         break;
       }
     }
     if (attached) {
       // Stopping an attached count by a signal is the normal way to end it, not a failure.
       if (const int got = signals.received(); got != 0)
-        std::fprintf(stderr,
-                     "opscope: received %s: stopped counting (the processes were not "
-                     "signalled)\n",
-                     collect::SignalName(got).c_str());
+        report::Say("", "received " + collect::SignalName(got) +
+                            ": stopped counting (the processes were not signalled)");
     } else if (const int got = signals.received(); got != 0) {
-      std::fprintf(stderr,
-                   "opscope: received %s: passed it to the command; reporting what was "
-                   "counted\n",
-                   collect::SignalName(got).c_str());
+      report::Say("", "received " + collect::SignalName(got) +
+                          ": passed it to the command; reporting what was counted");
       exit_code = TargetSignals::ExitCodeFor(got);
     }
     collect::SummarizeStat(s);

@@ -1,10 +1,13 @@
 // opscope's entry point: builds the CLI11 app from the registered subcommands.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <regex>
+#include <type_traits>
 
 #include "base/launch.h"
 #include "base/strings.h"
@@ -12,6 +15,7 @@
 #include "cli/command.h"
 #include "collect/doctor.h"
 #include "engine/library_versions.h"
+#include "report/say.h"
 
 namespace opscope::cli {
 
@@ -98,14 +102,80 @@ std::string VersionText() {
          "CUPTI:    " + (cupti.empty() ? "not built (no CUDA toolkit at build time)" : cupti);
 }
 
+// CLI11's parse errors in opscope's words: what was wrong with which option, never the library's
+// phrasing ("The following argument was not expected", "At Most 1 required but received 2").
+std::string UsageMessage(const CLI::ParseError& e, const std::string& commands) {
+  // By type: get_name() is the class name only for some (an ExtrasError may carry the
+  // subcommand's name instead).
+  const std::string what = e.what();
+  auto is = [&](auto* type) {
+    return dynamic_cast<std::remove_pointer_t<decltype(type)> const*>(&e) != nullptr;
+  };
+  std::smatch m;
+  if (is(static_cast<CLI::ExtrasError*>(nullptr))) {
+    const size_t colon = what.find(": ");
+    // CLI11 lists them last first: back in the order given.
+    std::vector<std::string> args =
+        Split(colon == std::string::npos ? what : what.substr(colon + 2), ' ', true);
+    std::reverse(args.begin(), args.end());
+    const std::string extra = Join(args, " ");
+    return (extra.find(' ') == std::string::npos ? "unexpected argument '" + extra + "'"
+                                                 : "unexpected arguments: " + extra);
+  }
+  if (is(static_cast<CLI::ArgumentMismatch*>(nullptr))) {
+    static const std::regex kMissing(R"((\S+): (\d+) required (?:[A-Z0-9_]+:)?(.*) missing)");
+    static const std::regex kAtMost(R"((\S+): At Most (\d+) required but received (\d+))");
+    static const std::regex kAtLeast(R"((\S+): At least (\d+) required but received (\d+))");
+    static const std::regex kExactly(
+        R"(Expected (exactly|at least) (\d+) arguments to (\S+), got (\d+))");
+    if (std::regex_match(what, m, kMissing)) {
+      // The type's name alone (TEXT, INT, FLOAT) says nothing a user needs.
+      static const std::regex kBareType("[A-Z0-9_ ]*");
+      const std::string kind = m[3].str();
+      return m[1].str() + " needs a value" +
+             (kind.empty() || std::regex_match(kind, kBareType) ? "" : ": " + kind);
+    }
+    if (std::regex_match(what, m, kAtMost))
+      return m[1].str() + " takes at most " + m[2].str() + " value(s), got " + m[3].str();
+    if (std::regex_match(what, m, kAtLeast))
+      return m[1].str() + " takes at least " + m[2].str() + " value(s), got " + m[3].str();
+    if (std::regex_match(what, m, kExactly))
+      return m[3].str() + " takes " + m[1].str() + " " + m[2].str() + " value(s), got " +
+             m[4].str();
+  }
+  if (is(static_cast<CLI::RequiredError*>(nullptr))) {
+    if (what.find("subcommand") != std::string::npos) return "give a command: " + commands;
+    static const std::regex kRequired(R"((.+) is required)");
+    if (std::regex_match(what, m, kRequired)) return "missing " + m[1].str();
+  }
+  if (is(static_cast<CLI::ExcludesError*>(nullptr))) {
+    static const std::regex kExcludes(R"((\S+) excludes (\S+))");
+    if (std::regex_match(what, m, kExcludes))
+      return m[1].str() + " cannot be used with " + m[2].str();
+  }
+  if (is(static_cast<CLI::ConversionError*>(nullptr))) {
+    static const std::regex kConvert(R"(Could not convert: (\S+) = (.*))");
+    if (std::regex_match(what, m, kConvert))
+      return m[1].str() + ": '" + m[2].str() + "' is not a value it takes";
+  }
+  return what;  // opscope's own validators (cli/checks.h) already speak for themselves
+}
+
 }  // namespace opscope::cli
 
 int main(int argc, char** argv) {
   using namespace opscope::cli;
+  // Named, so that usage lines say `opscope profile`, not the path it was started by.
   CLI::App app{
-      "opscope: find the hot operators of neural-network inference, say why, and what to do"};
+      "opscope: find the hot operators of neural-network inference, say why, and what to do",
+      "opscope"};
   app.set_version_flag("--version", VersionText());
   app.require_subcommand(1);
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet,
+               "print only data and errors: no notes, warnings, progress or 'wrote' lines "
+               "(before or after the command)");
+  app.fallthrough();  // -q after the command name is the program's too
   std::vector<std::unique_ptr<Command>> commands;
   std::vector<std::pair<CLI::App*, Command*>> subs;
   for (const auto& factory : RegisteredCommands()) {
@@ -134,9 +204,11 @@ int main(int argc, char** argv) {
     // --help and --version print and exit 0; every other parse error is a usage error: one
     // line and exit status 2, like the errors the commands report themselves.
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::fprintf(stderr, "opscope: error: %s (see --help)\n", e.what());
+    std::fprintf(stderr, "opscope: error: %s (see --help)\n",
+                 Printable(UsageMessage(e, names)).c_str());
     return 2;
   }
+  opscope::report::SetQuiet(quiet);
   for (auto& [sub, c] : subs)
     if (sub->parsed()) return Finish(c->Run());
   return 2;

@@ -5,18 +5,30 @@
 
 namespace opscope::cli {
 
-void AddOutputOptions(CLI::App* app, OutputChoice* out, const std::string& what) {
+void AddOutputOptions(CLI::App* app, OutputChoice* out, const std::string& what,
+                      std::vector<std::string> sections) {
+  out->command = app->get_name();
+  out->sections = std::move(sections);
   app->add_option("-o,--output", out->paths,
                   "write to FILE, in the format its extension names (repeatable: one pass, many "
                   "files; '-' is standard output); " +
                       what)
       ->allow_extra_args(false);
-  app->add_option("--format", out->format,
-                  "format NAME (to standard output, or the -o files): " + report::FormatNames());
+  app->add_option(
+      "--format", out->format,
+      "format NAME (to standard output, or the -o files): " + report::FormatNames(out->sections));
 }
 
 Status PrepareOutput(OutputChoice& out, const std::string& default_format) {
   OPSCOPE_ASSIGN_OR_RETURN(out.targets, report::PlanOutputs(out.paths, out.format, default_format));
+  for (const report::OutputTarget& t : out.targets)
+    if (!report::FormatFits(*t.format, out.sections))
+      return InvalidArgument(
+          (t.path.empty() ? std::string("--format ") + t.format->name : "-o " + t.path) + ": " +
+          (out.command.empty() ? std::string("this command") : out.command) + " cannot write " +
+          t.format->name + " (it renders " + t.format->needs + ", which " +
+          (out.command.empty() ? std::string("it") : out.command) +
+          " does not make); its formats: " + report::FormatNames(out.sections));
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include "profile/profile.h"
 #include "report/format.h"
 #include "report/output.h"
+#include "report/say.h"  // the status lines every command prints
 
 namespace opscope::cli {
 
@@ -19,10 +20,15 @@ struct OutputChoice {
   std::vector<std::string> paths;  // -o, any number of times
   std::string format;              // --format
   std::vector<report::OutputTarget> targets;
+  std::string command;                // the subcommand, for messages
+  std::vector<std::string> sections;  // the sections it can make; empty = any (report, import)
 };
 
-// Adds -o/--output (repeatable) and --format to `app`; `what` completes the -o help.
-void AddOutputOptions(CLI::App* app, OutputChoice* out, const std::string& what);
+// Adds -o/--output (repeatable) and --format to `app`; `what` completes the -o help. `sections`
+// are the sections the command can make ("ops", "stat", "ranges", "gpu", "samples", ...): --help
+// lists only the formats that fit them, and PrepareOutput refuses the others.
+void AddOutputOptions(CLI::App* app, OutputChoice* out, const std::string& what,
+                      std::vector<std::string> sections = {});
 
 // Resolves the formats and checks the output paths before any work starts.
 Status PrepareOutput(OutputChoice& out, const std::string& default_format);

@@ -4,9 +4,12 @@
 
 #include <cstdio>
 
+#include "report/say.h"
+
 namespace opscope::cli {
 
-ProgressBar::ProgressBar(std::string label) : label_(std::move(label)), enabled_(isatty(2) == 1) {}
+ProgressBar::ProgressBar(std::string label)
+    : label_(std::move(label)), enabled_(isatty(2) == 1 && !report::Quiet()) {}
 ProgressBar::~ProgressBar() { Finish(); }
 
 void ProgressBar::Update(int done, int total) {

@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "report/format.h"
 #include "report/op_stacks.h"
+#include "report/say.h"
 
 namespace opscope::report {
 namespace {
@@ -214,8 +215,7 @@ namespace {
 
 Status WriteSvg(const profile::Profile& p, const ReportOptions& o, std::string* out) {
   if (p.samples)
-    for (const auto& w : p.samples->warnings)
-      std::fprintf(stderr, "opscope: warning: %s\n", w.c_str());
+    for (const auto& w : p.samples->warnings) Say("warning", w);
   profile::Profile storage;
   const profile::Profile& q = WithOpStacks(p, &storage);
   std::string title = !o.title.empty()
@@ -226,9 +226,11 @@ Status WriteSvg(const profile::Profile& p, const ReportOptions& o, std::string* 
 }
 
 }  // namespace
-OPSCOPE_REGISTER_FORMAT(
-    svg,
-    {"svg", ".svg", "flame graph (self-contained SVG; op scopes by time when there are no samples)",
-     &WriteSvg});
+OPSCOPE_REGISTER_FORMAT(svg, {.name = "svg",
+                              .extension = ".svg",
+                              .description = "flame graph (self-contained SVG; op scopes by time "
+                                             "when there are no samples)",
+                              .write = &WriteSvg,
+                              .needs = "samples ops"});
 
 }  // namespace opscope::report

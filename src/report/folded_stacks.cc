@@ -7,6 +7,7 @@
 #include "base/strings.h"
 #include "report/format.h"
 #include "report/op_stacks.h"
+#include "report/say.h"
 
 namespace opscope::report {
 namespace {
@@ -55,8 +56,7 @@ namespace {
 void SampleWarnings(const profile::Profile& p) {
   // The formats without a place for them: the warnings of a damaged or unfinished recording.
   if (p.samples)
-    for (const auto& w : p.samples->warnings)
-      std::fprintf(stderr, "opscope: warning: %s\n", w.c_str());
+    for (const auto& w : p.samples->warnings) Say("warning", w);
 }
 
 Status WriteFolded(const profile::Profile& p, const ReportOptions& o, std::string* out) {
@@ -68,9 +68,11 @@ Status WriteFolded(const profile::Profile& p, const ReportOptions& o, std::strin
 
 }  // namespace
 OPSCOPE_REGISTER_FORMAT(folded,
-                        {"folded", ".folded",
-                         "folded stacks (FlameGraph, speedscope, inferno); op scopes by time "
-                         "in us when there are no samples",
-                         &WriteFolded});
+                        {.name = "folded",
+                         .extension = ".folded",
+                         .description = "folded stacks (FlameGraph, speedscope, inferno); op "
+                                        "scopes by time in us when there are no samples",
+                         .write = &WriteFolded,
+                         .needs = "samples ops"});
 
 }  // namespace opscope::report

@@ -51,9 +51,19 @@ const Format* FormatForPath(const std::string& path) {
   return best;
 }
 
-std::string FormatNames() {
+std::string FormatNames() { return FormatNames({}); }
+
+bool FormatFits(const Format& f, const std::vector<std::string>& sections) {
+  if (sections.empty() || f.needs[0] == '\0') return true;
+  for (const std::string& need : Split(f.needs, ' ', /*skip_empty=*/true))
+    if (std::find(sections.begin(), sections.end(), need) != sections.end()) return true;
+  return false;
+}
+
+std::string FormatNames(const std::vector<std::string>& sections) {
   std::vector<std::string> names;
-  for (const Format& f : Formats()) names.push_back(f.name);
+  for (const Format& f : Formats())
+    if (FormatFits(f, sections)) names.push_back(f.name);
   return Join(names, ", ");
 }
 

@@ -61,6 +61,10 @@ struct Format {
   // so a large output (the JSON profile of a big import) is never held whole in memory.
   Status (*stream)(const profile::Profile& p, const ReportOptions& o,
                    const std::function<void(std::string_view)>& sink) = nullptr;
+  // The sections it renders, space-separated, one of which the profile must hold ("stat" for
+  // stat-csv, "samples ops" for the stack formats); "" = any profile. A command lists and accepts
+  // only the formats of the sections it makes (cli/output.h).
+  const char* needs = "";
 };
 
 bool RegisterFormat(const Format& f);
@@ -69,6 +73,10 @@ const Format* FindFormat(const std::string& name);
 const Format* FormatForPath(const std::string& path);
 // "table, json, csv, chrome" for messages.
 std::string FormatNames();
+// Whether `f` can render a profile holding some of `sections` (empty: any section).
+bool FormatFits(const Format& f, const std::vector<std::string>& sections);
+// The names of the formats that fit `sections`, for messages and --help.
+std::string FormatNames(const std::vector<std::string>& sections);
 
 // Resolves -o/--format into a format, failing with a message that lists the choices. A path whose
 // extension names another kind of file than the format writes (`-o a.json --format csv`) is

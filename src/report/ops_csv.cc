@@ -61,5 +61,9 @@ Status OpsCsv(const profile::Profile& p, const ReportOptions&, std::string* out)
   return Status::Ok();
 }
 
-OPSCOPE_REGISTER_FORMAT(ops_csv, {"ops-csv", "", "one row per node (CSV)", &OpsCsv});
+OPSCOPE_REGISTER_FORMAT(ops_csv, {.name = "ops-csv",
+                                  .extension = "",
+                                  .description = "one row per node (CSV)",
+                                  .write = &OpsCsv,
+                                  .needs = "ops"});
 }  // namespace opscope::report

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/files.h"
+#include "report/say.h"
 
 namespace opscope::report {
 
@@ -28,7 +29,10 @@ StatusOr<std::vector<OutputTarget>> PlanOutputs(const std::vector<std::string>& 
     }
     for (const OutputTarget& t : out)
       if (t.path == path) return InvalidArgument("-o " + path + " is given twice");
-    OPSCOPE_ASSIGN_OR_RETURN(const Format* f, ChooseFormat(path, format_name, default_format));
+    // /dev/null has no extension to name a format: it takes --format or the default, as the
+    // data stream does (a run measured for its exit status or its side files).
+    OPSCOPE_ASSIGN_OR_RETURN(const Format* f, ChooseFormat(path == "/dev/null" ? "" : path,
+                                                           format_name, default_format));
     OPSCOPE_RETURN_IF_ERROR(CheckWritable(path));
     out.push_back({path, f});
   }
@@ -61,8 +65,11 @@ Status WriteStream(std::string_view text, FILE* stream, bool flush) {
 namespace {
 
 void Wrote(const OutputTarget& t, FILE* status) {
-  if (status)
-    std::fprintf(status, "opscope: wrote %s (%s)\n", EscapeControl(t.path).c_str(), t.format->name);
+  const std::string line = "wrote " + t.path + " (" + t.format->name + ")";
+  if (status == stderr)
+    Say("", line);  // once, and not with -q
+  else if (status)
+    std::fprintf(status, "opscope: %s\n", EscapeControl(line).c_str());
 }
 
 // One rendered target: the data stream, or the file written atomically and said on `status`.

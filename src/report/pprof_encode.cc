@@ -14,6 +14,7 @@
 #include "report/format.h"
 #include "report/op_stacks.h"
 #include "report/profile.pb.h"
+#include "report/say.h"
 
 namespace opscope::report {
 namespace {
@@ -297,8 +298,7 @@ namespace {
 
 Status WritePprof(const profile::Profile& p, const ReportOptions&, std::string* out) {
   if (p.samples)
-    for (const auto& w : p.samples->warnings)
-      std::fprintf(stderr, "opscope: warning: %s\n", w.c_str());
+    for (const auto& w : p.samples->warnings) Say("warning", w);
   profile::Profile storage;
   OPSCOPE_ASSIGN_OR_RETURN(*out, RenderPprof(WithOpStacks(p, &storage)));
   return Status::Ok();
@@ -306,9 +306,13 @@ Status WritePprof(const profile::Profile& p, const ReportOptions&, std::string* 
 
 }  // namespace
 OPSCOPE_REGISTER_FORMAT(pprof,
-                        {"pprof", ".pb.gz",
-                         "pprof profile.proto, gzipped (go tool pprof, Pyroscope, Parca); op "
-                         "scopes by time when there are no samples",
-                         &WritePprof, ".pprof .pb", /*binary=*/true});
+                        {.name = "pprof",
+                         .extension = ".pb.gz",
+                         .description = "pprof profile.proto, gzipped (go tool pprof, Pyroscope, "
+                                        "Parca); op scopes by time when there are no samples",
+                         .write = &WritePprof,
+                         .more_extensions = ".pprof .pb",
+                         .binary = true,
+                         .needs = "samples ops"});
 
 }  // namespace opscope::report

@@ -106,7 +106,10 @@ Status WriteRangeCsv(const profile::Profile& p, const ReportOptions& o, std::str
 }  // namespace
 
 OPSCOPE_REGISTER_SECTION(ranges, {"ranges", 30, "run", &HasRanges, &RangeTable, &RangeCsv});
-OPSCOPE_REGISTER_FORMAT(ranges_csv,
-                        {"ranges-csv", "", "one row per range path (CSV)", &WriteRangeCsv});
+OPSCOPE_REGISTER_FORMAT(ranges_csv, {.name = "ranges-csv",
+                                     .extension = "",
+                                     .description = "one row per range path (CSV)",
+                                     .write = &WriteRangeCsv,
+                                     .needs = "ranges"});
 
 }  // namespace opscope::report

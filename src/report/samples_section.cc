@@ -68,9 +68,11 @@ Status WriteHotJson(const profile::Profile& p, const ReportOptions& o, std::stri
 
 OPSCOPE_REGISTER_SECTION(samples, {"samples", 50, "record", &HasSamples, &SamplesTable, nullptr,
                                    nullptr, nullptr, &SamplesTimeline});
-OPSCOPE_REGISTER_FORMAT(hot_json,
-                        {"hot-json", ".hot.json",
-                         "the hot-functions table as JSON (schema opscope.report.samples/1)",
-                         &WriteHotJson});
+OPSCOPE_REGISTER_FORMAT(hot_json, {.name = "hot-json",
+                                   .extension = ".hot.json",
+                                   .description = "the hot-functions table as JSON (schema "
+                                                  "opscope.report.samples/1)",
+                                   .write = &WriteHotJson,
+                                   .needs = "samples"});
 
 }  // namespace opscope::report

@@ -334,10 +334,12 @@ Status WriteStatCsv(const profile::Profile& p, const ReportOptions& o, std::stri
 }  // namespace
 
 OPSCOPE_REGISTER_SECTION(stat, {"stat", 20, "stat", &HasStat, &StatTable, &StatCsv});
-OPSCOPE_REGISTER_FORMAT(stat_csv,
-                        {"stat-csv", "",
-                         "the counters as `perf stat -x,` writes them "
-                         "(value,unit,event,[variance,]run time,running %,metric,metric unit)",
-                         &WriteStatCsv});
+OPSCOPE_REGISTER_FORMAT(
+    stat_csv, {.name = "stat-csv",
+               .extension = "",
+               .description = "the counters as `perf stat -x,` writes them "
+                              "(value,unit,event,[variance,]run time,running %,metric,metric unit)",
+               .write = &WriteStatCsv,
+               .needs = "stat"});
 
 }  // namespace opscope::report
