@@ -88,6 +88,27 @@ TEST(ProfileCliTest, BadCountsAndOutputsFailBeforeWork) {
   ExpectError(Profile({model, "--shape", "x=1x2x3"}), "rank");
 }
 
+// Progress (#44): when stderr is not a terminal (a CI log), plain lines with the phase, done/total
+// and an ETA, at most every $OPSCOPE_PROGRESS_SECONDS (0 here: every step); none with -q.
+TEST(ProfileCliTest, ProgressLinesNameThePhasesWhenStderrIsALog) {
+  const std::string model = kSrc + "/tests/models/twin_matmul.onnx";
+  const std::string cmd = "OPSCOPE_PROGRESS_SECONDS=0 " + OpscopeBinary() + " profile " + model +
+                          " --runs 4 --warmup 3 --format json -o /dev/null";
+  auto r = RunShell(cmd);  // stderr is a pipe here, as in a CI log
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  size_t at = 0;
+  for (const char* phase : {"opscope: loading", "opscope: planning", "opscope: warm-up [",
+                            "opscope: measuring [", "100% (8/8)"}) {
+    const size_t found = r.err.find(phase, at);
+    ASSERT_NE(found, std::string::npos) << phase << " after byte " << at << ":\n" << r.err;
+    at = found;
+  }
+  EXPECT_NE(r.err.find("ETA "), std::string::npos) << r.err;
+  auto quiet = RunShell(cmd + " -q");
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_TRUE(quiet.err.empty()) << quiet.err;
+}
+
 TEST(ProfileCliTest, BadModelFiles) {
   ExpectError(Profile({TempDir() + "/missing.onnx"}), "no such file");
   auto bytes = ReadFile(kSrc + "/models/bev_demo.onnx");

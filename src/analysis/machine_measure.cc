@@ -394,20 +394,32 @@ MachineCeilings MeasureMachine(const MeasureOptions& opts) {
   double spread[4] = {0, 0, 0, 0};
   const char* names[4] = {"peak float32, one core", "peak float32, all cores",
                           "memory bandwidth (triad, DRAM)", "memory bandwidth (triad, LLC)"};
+  int figure = 0;
+  auto next = [&](const char* what) {
+    if (opts.progress) opts.progress(what, figure, 6);
+    ++figure;
+  };
+  next("peak float32, one core");
   c.peak_gflops_one = MeasurePeakGflops(1, opts.seconds_per_test, opts.repeats, &spread[0]);
+  next("peak float32, all cores");
   c.peak_gflops_all =
       threads == 1 ? c.peak_gflops_one
                    : MeasurePeakGflops(threads, opts.seconds_per_test, opts.repeats, &spread[1]);
+  next("peak int8, one core");
   c.peak_gops_int8_one = MeasurePeakGopsInt8(1, opts.seconds_per_test, opts.repeats);
+  next("peak int8, all cores");
   c.peak_gops_int8_all = threads == 1
                              ? c.peak_gops_int8_one
                              : MeasurePeakGopsInt8(threads, opts.seconds_per_test, opts.repeats);
   size_t dram = opts.dram_bytes_per_array;
   if (dram == 0) dram = std::max<size_t>(8 * llc, 64u << 20);
+  next("memory bandwidth, DRAM");
   c.triad_gbps = MeasureTriadGbps(dram, threads, opts.seconds_per_test, opts.repeats, &spread[2]);
   // Three arrays sharing half of the LLC, so they stay resident.
   size_t in_llc = llc > 0 ? llc / 6 : (256u << 10);
+  next("memory bandwidth, LLC");
   c.llc_gbps = MeasureTriadGbps(in_llc, threads, opts.seconds_per_test, opts.repeats, &spread[3]);
+  if (opts.progress) opts.progress("done", 6, 6);
   int worst = static_cast<int>(std::max_element(spread, spread + 4) - spread);
   c.spread_pct = spread[worst];
   c.spread_of = names[worst];

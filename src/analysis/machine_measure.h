@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,8 @@ struct MeasureOptions {
   double seconds_per_test = 0.25;   // target duration of one timed pass
   int repeats = 5;                  // best of
   size_t dram_bytes_per_array = 0;  // 0: max(8 × LLC, 64 MiB)
+  // Called before each of the six figures: its name, how many are done, of how many.
+  std::function<void(const char* figure, int done, int total)> progress;
 };
 
 // Peak float32 GFLOP/s with `threads` threads (the best repeat). `spread_pct`, when given,

@@ -11,6 +11,7 @@
 #include "base/strings.h"
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "collect/attach.h"
 #include "report/say.h"
 #include "sections/telemetry/board_probe.h"
@@ -89,7 +90,13 @@ class MachineCommand : public Command {
         report::Say("", fmt::format("measuring peak FLOP/s and memory bandwidth ({})...",
                                     quick_ ? "quick" : "about 10 s"));
         const std::string pinned = c.pinned_cpus;
+        Progress bar;
+        o.progress = [&](const char* figure, int done, int total) {
+          if (done == 0) bar.Phase("measuring", total);
+          bar.Update(done, figure);
+        };
         c = analysis::MeasureMachine(o);
+        bar.Finish();
         c.pinned_cpus = pinned;
         c.core_types = telemetry::DescribeCores(telemetry::ReadCoreClusters(), pinned_list);
         if (peak_gflops_ > 0) c.peak_gflops_all = c.peak_gflops_one = peak_gflops_;

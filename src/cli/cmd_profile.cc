@@ -215,8 +215,13 @@ class ProfileCommand : public Command {
       setenv("ONEDNN_JIT_PROFILE", "2", /*overwrite=*/0);  // 2: perf map (oneDNN >= 2.5 name)
       setenv("DNNL_JIT_PROFILE", "2", /*overwrite=*/0);    // the older name
     }
-    ProgressBar bar("profiling");
-    opt.progress = [&](int done, int total) { bar.Update(done, total); };
+    Progress bar;
+    opt.progress = [&](const char* phase, int done, int total) {
+      if (done == 0)
+        bar.Phase(phase, total);
+      else
+        bar.Update(done);
+    };
     auto p = collect::ProfileModel(opt);
     bar.Finish();
     if (remove_perf_map) unlink(perf_map.c_str());

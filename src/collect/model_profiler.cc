@@ -80,6 +80,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
     }
     given.emplace_back(name, std::move(*t));
   }
+  if (opt.progress) opt.progress("loading", 0, 0);
   OPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> session,
                            engine::Session::Load(opt.model_path, so));
   for (auto& [name, t] : given) {
@@ -88,19 +89,29 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   }
   OPSCOPE_RETURN_IF_ERROR(session->FillRandomInputs(opt.seed));
 
-  const int total = opt.warmup + opt.runs * (opt.measure_overhead ? 2 : 1);
-  int done = 0;
+  const char* phase = "";
+  int total = 0, done = 0;
+  auto enter = [&](const char* name, int n) {
+    phase = name;
+    total = n;
+    done = 0;
+    if (opt.progress) opt.progress(phase, done, total);
+  };
   auto tick = [&] {
     ++done;
-    if (opt.progress) opt.progress(done, total);
+    if (opt.progress) opt.progress(phase, done, total);
   };
-  // The first run is the planning run; it is always made, even with --warmup 0.
+  // The first run is the planning run; it is always made, even with --warmup 0, and counts as
+  // the first warm-up run.
+  enter("planning", 0);
   OPSCOPE_RETURN_IF_ERROR(session->Run());
-  for (int i = 1; i < opt.warmup; ++i) {
-    OPSCOPE_RETURN_IF_ERROR(session->Run());
-    tick();
+  if (opt.warmup > 1) {
+    enter("warm-up", opt.warmup - 1);
+    for (int i = 1; i < opt.warmup; ++i) {
+      OPSCOPE_RETURN_IF_ERROR(session->Run());
+      tick();
+    }
   }
-  if (opt.warmup > 0) tick();
   std::vector<OpObserver*> extra;
   if (opt.on_ready) OPSCOPE_RETURN_IF_ERROR(opt.on_ready(*session, &extra));
 
@@ -114,6 +125,7 @@ StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& opt) {
   // The board's clocks, temperatures, power and accelerator load, once after each measured run.
   const telemetry::BoardProbe board = telemetry::BoardProbe::Discover();
   telemetry::TelemetrySection tele = board.Describe();
+  enter("measuring", opt.runs * (opt.measure_overhead ? 2 : 1));
   for (int r = 0; r < opt.runs; ++r) {
     session->SetObserver(observer);
     int64_t t0 = NowNs();

@@ -42,7 +42,9 @@ struct ModelProfileOptions {
   // Called last, with the session still alive and the profile complete (before Validate):
   // counters and samples are written into the profile here.
   std::function<Status(engine::Session& session, profile::Profile& p)> finish;
-  std::function<void(int done, int total)> progress;
+  // Called as the work goes: the phase ("loading", "planning", "warm-up", "measuring") and, when
+  // it has a size, done of total runs.
+  std::function<void(const char* phase, int done, int total)> progress;
 };
 
 StatusOr<profile::Profile> ProfileModel(const ModelProfileOptions& options);
