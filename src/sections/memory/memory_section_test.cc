@@ -167,7 +167,9 @@ TEST(MemorySectionTest, EveryFormatShowsIt) {
   for (const auto& e : j["traceEvents"])
     if (e["ph"] == "C" && e["name"] == "live activations (bytes)") {
       ++counters;
-      if (e["ts"] == 1.0) EXPECT_EQ(e["args"]["live"], 1500);
+      if (e["ts"] == 1.0) {
+        EXPECT_EQ(e["args"]["live"], 1500);
+      }
     }
   EXPECT_EQ(counters, 2);
 }
