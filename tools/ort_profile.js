@@ -4,7 +4,8 @@
 //   node tools/ort_profile.js MODEL.onnx PREFIX [RUNS] [NAME=D1xD2...]...
 // Float inputs get a fixed ramp, integer inputs zeros; symbolic dimensions take the NAME=DIMS
 // values given, else 1. ORT_OPT picks the graph optimization level (default "all"),
-// ORT_THREADS the intra-op threads (default 1).
+// ORT_THREADS the intra-op threads (default 1); ORT_SAVE_OPTIMIZED=FILE.onnx saves the graph as
+// ORT's transformers left it (to see what each fused row is made of).
 'use strict';
 const path = require('path');
 const modules = process.env.ORT_NODE_MODULES || path.join(__dirname, '..', 'bench', 'node_modules');
@@ -27,6 +28,7 @@ async function main() {
     graphOptimizationLevel: process.env.ORT_OPT || 'all',
     enableProfiling: true,
     profileFilePrefix: prefix,
+    ...(process.env.ORT_SAVE_OPTIMIZED ? { optimizedModelFilePath: process.env.ORT_SAVE_OPTIMIZED } : {}),
   });
   const kArrays = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array,
     float64: Float64Array, uint8: Uint8Array, int8: Int8Array, bool: Uint8Array };
