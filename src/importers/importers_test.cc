@@ -1035,7 +1035,9 @@ TEST(ModelJoin, OrtRenamingsAndInsertedLayoutRows) {
 // transformer leave rows 'conv1_token_4' (QLinearConv), 'pool_token_11' (NhwcMaxPool) and
 // 'conv2_token_9'; the DequantizeLinear nodes feeding each and the QuantizeLinear after it
 // (through the Relu) have no rows and join its group, so every node of the model is timed (it
-// was 37% of the time on 11 of 20 nodes), and the inserted Transposes go to conv1.
+// was 37% of the time on 11 of 20 nodes). The inserted Transposes go to the rows that read what
+// they wrote: 'Transpose' (NCHW to NHWC) to conv1, 'Transpose_token_7' (back to NCHW after conv2)
+// to conv2.out.dq (both went to conv1 while rows were in node_index order, not execution order).
 TEST(ModelJoin, OrtQdqFusionsTakeTheirQuantizeNodes) {
   auto p = ImportFile(Data("ort_qdq_convnet_all.json"));
   ASSERT_TRUE(p.ok()) << p.status().message();
@@ -1056,8 +1058,11 @@ TEST(ModelJoin, OrtQdqFusionsTakeTheirQuantizeNodes) {
   EXPECT_EQ(by["conv1.out.dq"]->step, "pool_token_11");
   EXPECT_EQ(by["pool.out.q"]->step, "pool_token_11");
   EXPECT_EQ(by["conv2.out.q"]->step, "conv2_token_9");
-  EXPECT_NE(by["conv1"]->attribution.find("plus 'Transpose_token_7' (Transpose"), std::string::npos)
+  EXPECT_NE(by["conv1"]->attribution.find("plus 'Transpose' (Transpose"), std::string::npos)
       << by["conv1"]->attribution;
+  EXPECT_NE(by["conv2.out.dq"]->attribution.find("plus 'Transpose_token_7' (Transpose"),
+            std::string::npos)
+      << by["conv2.out.dq"]->attribution;
   // A float kernel's row takes nothing around it: the Gemm's weight DequantizeLinear ran itself.
   EXPECT_EQ(by["fc.wdq"]->step, "fc.wdq");
 }

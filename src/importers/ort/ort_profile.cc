@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -475,13 +476,16 @@ StatusOr<profile::Profile> Parse(const Source& src) {
   if (fences)
     p.meta.extra["ort.fence_events"] = std::to_string(fences) + " (synchronization, not counted)";
 
-  // Rows in ORT's execution order (node_index when every row has one, else first appearance).
+  // Rows in ORT's execution order: by each row's first start. (Not by node_index: that is the
+  // node's index in ORT's graph, where the nodes its transformers create (fused kernels, inserted
+  // reorders and reshapes) come after every node of the model, whenever they run.)
+  std::vector<double> first_ts(rows.size(), std::numeric_limits<double>::infinity());
+  for (const NodeEvent& e : events)
+    first_ts[static_cast<size_t>(e.row)] = std::min(first_ts[static_cast<size_t>(e.row)], e.ts_us);
   std::vector<size_t> order(rows.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  bool all_indexed = std::all_of(rows.begin(), rows.end(), [](auto& r) { return r.index >= 0; });
-  if (all_indexed)
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return rows[a].index < rows[b].index; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return first_ts[a] < first_ts[b]; });
   int parallel = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     NodeRow& r = rows[order[k]];
