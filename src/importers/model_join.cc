@@ -314,16 +314,37 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
     so.fuse = false;
     so.threads = 1;
     so.shapes = opt.shapes;
-    auto session = engine::Session::Load(opt.model_path, so);
-    Status st = session.ok() ? Status::Ok() : session.status();
-    if (st.ok()) st = (*session)->FillRandomInputs(1);
-    if (st.ok()) st = (*session)->Run();  // the planning run records shapes and costs
-    if (st.ok()) {
+    // The planning run records shapes and costs. Random integer inputs (0..7) can be out of
+    // range for the model (a BERT's token types index a table of 2 rows): then once more with
+    // zeros for them, as tools/ort_profile.js feeds ONNX Runtime.
+    bool loaded = false;
+    auto plan = [&](bool integer_zeros) -> Status {
+      auto session = engine::Session::Load(opt.model_path, so);
+      if (!session.ok()) return session.status();
+      loaded = true;
+      if (integer_zeros)
+        for (const auto& in : (*session)->Inputs()) {
+          if (in.dtype == engine::DataType::kFloat32 || in.dtype == engine::DataType::kFloat64 ||
+              in.dtype == engine::DataType::kFloat16)
+            continue;
+          try {
+            OPSCOPE_RETURN_IF_ERROR(
+                (*session)->SetInput(in.name, engine::Tensor(in.dtype, in.shape)));
+          } catch (const std::bad_alloc&) {
+            return ResourceExhausted("cannot allocate input '" + in.name + "'");
+          }
+        }
+      OPSCOPE_RETURN_IF_ERROR((*session)->FillRandomInputs(1));
+      OPSCOPE_RETURN_IF_ERROR((*session)->Run());
       for (const auto& n : (*session)->Nodes()) info.emplace(n.name, n);
+      return Status::Ok();
+    };
+    Status st = plan(false);
+    if (!st.ok() && loaded && plan(true).ok()) st = Status::Ok();
+    if (st.ok())
       sum.costs = true;
-    } else {
+    else
       sum.engine_note = st.message();
-    }
   }
 
   double total = 0;
