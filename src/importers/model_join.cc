@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/files.h"
 #include "base/strings.h"
@@ -27,11 +28,16 @@ namespace {
 struct GraphNode {
   std::string name, op_type;
   std::vector<std::string> inputs, outputs;
+  bool constant = false;  // every input is a constant: a runtime folds it when it loads the model
 };
 
 struct ModelGraph {
   std::vector<GraphNode> nodes;
   std::unordered_map<std::string, int> by_name, producer;
+  std::unordered_map<std::string, std::vector<int>> consumers;  // tensor -> nodes reading it
+  // Initializers and Constant outputs (weights); those and what is computed from them alone (what
+  // a runtime folds); the graph's outputs.
+  std::unordered_set<std::string> weights, constants, outputs;
 };
 
 StatusOr<ModelGraph> ReadGraph(const std::string& path) {
@@ -45,6 +51,7 @@ StatusOr<ModelGraph> ReadGraph(const std::string& path) {
   // name, which is what runtimes (ONNX Runtime) report for it, unless a node outside has it.
   std::function<void(const onnx::GraphProto&, const std::string&)> add =
       [&](const onnx::GraphProto& graph, const std::string& prefix) {
+        for (const auto& init : graph.initializer()) g.weights.insert(init.name());
         for (int i = 0; i < graph.node_size(); ++i) {
           const auto& n = graph.node(i);
           const int at = static_cast<int>(g.nodes.size());
@@ -71,6 +78,26 @@ StatusOr<ModelGraph> ReadGraph(const std::string& path) {
       };
   add(model.graph(), "");
   if (g.nodes.empty()) return DataLoss("--model " + path + ": the model's graph has no nodes");
+  for (const auto& o : model.graph().output()) g.outputs.insert(o.name());
+  for (const auto& gn : g.nodes)
+    if (gn.op_type == "Constant")
+      for (const auto& o : gn.outputs) g.weights.insert(o);
+  g.constants = g.weights;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    GraphNode& gn = g.nodes[n];
+    for (const auto& in : gn.inputs)
+      if (!in.empty()) g.consumers[in].push_back(static_cast<int>(n));
+    // Nodes come in a topological order (a body after its parent), so a constant's inputs are
+    // known to be constants by the time it is reached. A node without inputs is one only when it
+    // is a Constant (RandomNormal is not); a control-flow node never is.
+    bool all = gn.op_type == "Constant" || !gn.inputs.empty();
+    for (const auto& in : gn.inputs) all = all && (in.empty() || g.constants.count(in) > 0);
+    if (gn.op_type == "If" || gn.op_type == "Loop" || gn.op_type == "Scan") all = false;
+    gn.constant = all;
+    if (all)
+      for (const auto& o : gn.outputs)
+        if (!o.empty()) g.constants.insert(o);
+  }
   return g;
 }
 
@@ -88,31 +115,48 @@ std::string WithoutToken(const std::string& name) {
 //   "<node>_nchwc"                 the NCHWc transformer's converted node;
 //   "<node>/<Kind>Fusion" and "<node>/<Kind>Fusion/"  a fusion named after its anchor node
 //                                  (MatMulAddFusion, GatherSliceToSplitFusion; LayerNormFusion,
-//                                  QuickGeluFusion, MatmulTransposeFusion end in '/');
+//                                  QuickGeluFusion, MatmulTransposeFusion, MatMulScaleFusion end
+//                                  in '/');
 //   "fused <node>"                 GemmActivationFusion's FusedGemm;
+//   "<node>_new_reshape"           ReshapeFusion's merge of two contiguous Reshapes, named after
+//                                  the first;
 //   "<node>_token_<N>"             a copy made by the layout transformer (NHWC QLinearConv,
 //                                  NhwcMaxPool) or a second node of the same generated name.
 // Each step is tried only when the name as it stands is not a node (or a tensor) of the model.
-int Resolve(const ModelGraph& g, std::string name) {
-  for (int attempt = 0; attempt < 6; ++attempt) {
+// UNDONE, when given, receives the renamings taken off ("nchwc", "MatMulAddFusion", "fused",
+// "new_reshape", "token"), also when no node is found in the end.
+int Resolve(const ModelGraph& g, std::string name, std::vector<std::string>* undone = nullptr) {
+  auto note = [&](const std::string& what) {
+    if (undone) undone->push_back(what);
+  };
+  for (int attempt = 0; attempt < 8; ++attempt) {
     if (auto it = g.by_name.find(name); it != g.by_name.end()) return it->second;
     if (auto it = g.producer.find(name); it != g.producer.end()) return it->second;
     if (EndsWith(name, "_nchwc")) {
       name = name.substr(0, name.size() - 6);
+      note("nchwc");
+      continue;
+    }
+    if (EndsWith(name, "_new_reshape") && name.size() > 12) {
+      name = name.substr(0, name.size() - 12);
+      note("new_reshape");
       continue;
     }
     std::string trimmed = EndsWith(name, "/") ? name.substr(0, name.size() - 1) : name;
     if (size_t slash = trimmed.rfind('/');
         slash != std::string::npos && slash > 0 && EndsWith(trimmed, "Fusion")) {
+      note(trimmed.substr(slash + 1));
       name = trimmed.substr(0, slash);
       continue;
     }
     if (StartsWith(name, "fused ") && name.size() > 6) {
       name = name.substr(6);
+      note("fused");
       continue;
     }
     if (std::string base = WithoutToken(name); base != name) {
       name = base;
+      note("token");
       continue;
     }
     break;
@@ -131,6 +175,8 @@ bool InsertedByRuntime(const profile::OpRecord& op) {
 struct Group {
   std::vector<int> nodes;
   bool region = false;
+  std::vector<std::string> undone;  // ONNX Runtime's renamings taken off the row's name
+  bool by_structure = false;        // matched by the subgraph it covers, not by its name
 };
 
 // A runtime's quantized kernel (ONNX Runtime's QDQ fusions make QLinearConv, QLinearMatMul,
@@ -146,14 +192,9 @@ bool QuantizedKernel(const std::string& op_type) {
 // QuantizeLinear after them (through a Relu or Clip) when those have no row of their own: they
 // join its group, after its nodes (post-ops in the cost split).
 void AbsorbQdqNeighbours(const ModelGraph& g, const std::vector<profile::OpRecord>& rows,
-                         std::vector<Group>* groups) {
-  std::vector<char> claimed(g.nodes.size(), 0);
-  for (const Group& grp : *groups)
-    for (int n : grp.nodes) claimed[static_cast<size_t>(n)] = 1;
-  std::unordered_map<std::string, std::vector<int>> consumers;
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (const auto& in : g.nodes[n].inputs)
-      if (!in.empty()) consumers[in].push_back(static_cast<int>(n));
+                         std::vector<Group>* groups, std::vector<char>* claimed_nodes) {
+  std::vector<char>& claimed = *claimed_nodes;
+  const auto& consumers = g.consumers;
   auto take = [&](Group& grp, int n) {
     claimed[static_cast<size_t>(n)] = 1;
     grp.nodes.push_back(n);
@@ -190,11 +231,21 @@ void AbsorbQdqNeighbours(const ModelGraph& g, const std::vector<profile::OpRecor
   }
 }
 
+// MatMulAddFusion's Reshapes around a Gemm made of a MatMul of more than two dimensions
+// ("gemm_input_reshape_token_8", "gemm_output_reshape").
+bool GemmReshape(const profile::OpRecord& op) {
+  const std::string base = WithoutToken(op.name);
+  return op.op_type == "Reshape" && (base == "gemm_input_reshape" || base == "gemm_output_reshape");
+}
+
 // A layout node ONNX Runtime inserted and named after its op type (GenerateNodeName:
-// "Transpose", "Reshape_token_34"; the NHWC and NCHWc transformers), which no model node is.
+// "Transpose", "Reshape_token_34"; the NHWC and NCHWc transformers; "Squeeze_token_52" after
+// GatherSliceToSplitFusion's Split), or one of MatMulAddFusion's Reshapes, which no model node is.
 bool InsertedLayout(const profile::OpRecord& op) {
-  return (op.op_type == "Transpose" || op.op_type == "Reshape") &&
-         WithoutToken(op.name) == op.op_type;
+  return ((op.op_type == "Transpose" || op.op_type == "Reshape" || op.op_type == "Squeeze" ||
+           op.op_type == "Unsqueeze") &&
+          WithoutToken(op.name) == op.op_type) ||
+         GemmReshape(op);
 }
 
 // The model node an inserted row serves: the anchor of a matched row. One that prepares an input
@@ -228,6 +279,25 @@ int ServedNode(const std::vector<profile::OpRecord>& rows, const std::vector<Gro
     }
     return -1;
   };
+  // MatMulAddFusion's Reshapes serve their Gemm, the one next to them (before or after: rows
+  // come in ORT's node order or in execution order) that reads what the input Reshape writes or
+  // writes what the output Reshape reads; the Squeezes after a Split (GatherSliceToSplitFusion)
+  // the nearest row that wrote what they read. At equal distance, the following row.
+  const bool gemm_in = GemmReshape(row) && StartsWith(row.name, "gemm_input");
+  const bool gemm_out = GemmReshape(row) && !gemm_in;
+  if (gemm_in || gemm_out || row.op_type == "Squeeze" || row.op_type == "Unsqueeze") {
+    auto serves = [&](size_t j) {
+      if (inserted[j] || groups[j].nodes.empty()) return false;
+      const bool gemm = rows[j].op_type == "Gemm" || rows[j].op_type == "FusedGemm";
+      if (gemm_in) return gemm && has(rows[j].input_shapes, row.output_shapes);
+      if (gemm_out) return gemm && has(rows[j].output_shapes, row.input_shapes);
+      return has(rows[j].output_shapes, row.input_shapes);
+    };
+    for (size_t k = 1; k <= kReach; ++k) {
+      if (i + k < rows.size() && serves(i + k)) return groups[i + k].nodes.front();
+      if (k <= i && serves(i - k)) return groups[i - k].nodes.front();
+    }
+  }
   const bool input_side = row.op_type == "ReorderInput" || row.op_type == "MemcpyFromHost";
   const bool output_side = row.op_type == "ReorderOutput" || row.op_type == "MemcpyToHost";
   int j = -1;
@@ -238,6 +308,330 @@ int ServedNode(const std::vector<profile::OpRecord>& rows, const std::vector<Gro
   if (j < 0) return -1;
   // The row's anchor (its first node: the Conv of Conv+BatchNormalization+Relu).
   return groups[static_cast<size_t>(j)].nodes.front();
+}
+
+// A kernel that ONNX Runtime's level-2 transformers make out of a subgraph and often name after
+// no node of it ("Gelu", "SkipLayerNormalization_token_67", "GPT2Gelu"): the op types the
+// subgraph may hold, those it must hold (one of each list), and how many tensors it reads from
+// outside besides constants (two for the Skip kinds: the residual sum's operands). From the
+// patterns of layer_norm_fusion.cc, skip_layer_norm_fusion.cc, gelu_fusion.cc,
+// bias_gelu_fusion.cc, fast_gelu_fusion.cc, quick_gelu_fusion.cc, embed_layer_norm_fusion.cc,
+// attention_fusion.cc and bias_softmax_fusion.cc.
+struct RegionKind {
+  const char* op_type;
+  std::vector<std::string> ops;
+  std::vector<std::vector<std::string>> need;
+  size_t min_inputs = 1;
+};
+
+const RegionKind* RegionKindOf(const std::string& op_type) {
+  static const std::vector<std::string> kNorm = {
+      "ReduceMean", "Sub", "Pow",  "Add",        "Sqrt",
+      "Div",        "Mul", "Cast", "Reciprocal", "LayerNormalization"};
+  static const std::vector<std::string> kRms = {"Pow",
+                                                "ReduceMean",
+                                                "Add",
+                                                "Sqrt",
+                                                "Div",
+                                                "Mul",
+                                                "Cast",
+                                                "Reciprocal",
+                                                "SimplifiedLayerNormalization",
+                                                "RMSNormalization"};
+  static const std::vector<std::string> kMean = {"ReduceMean", "LayerNormalization"};
+  static const std::vector<std::string> kRmsMean = {"ReduceMean", "RMSNormalization",
+                                                    "SimplifiedLayerNormalization"};
+  static const std::vector<std::string> kGelu = {"Div", "Erf", "Add", "Mul", "Gelu"};
+  static const std::vector<std::string> kFastGelu = {"Pow", "Mul", "Add", "Tanh",
+                                                     "Div", "Erf", "Gelu"};
+  static const std::vector<std::string> kAttention = {
+      "MatMul", "Add",       "Reshape", "Transpose",      "Div",   "Mul",    "Softmax", "Sub",
+      "Cast",   "Unsqueeze", "Squeeze", "Gather",         "Slice", "Concat", "Split",   "Shape",
+      "Where",  "Equal",     "Expand",  "ConstantOfShape"};
+  auto with = [](std::vector<std::string> a, std::initializer_list<const char*> more) {
+    for (const char* m : more) a.push_back(m);
+    return a;
+  };
+  static const std::vector<RegionKind> kKinds = {
+      {"LayerNormalization", kNorm, {kMean}},
+      {"SimplifiedLayerNormalization", kRms, {kRmsMean}},
+      {"SkipLayerNormalization", kNorm, {{"Add"}, kMean}, 2},
+      {"SkipSimplifiedLayerNormalization", kRms, {{"Add"}, kRmsMean}, 2},
+      {"EmbedLayerNormalization",
+       with(kNorm, {"Gather", "Unsqueeze", "Shape", "Expand"}),
+       {{"Gather"}, kMean}},
+      {"Gelu", kGelu, {{"Erf", "Gelu"}}},
+      {"BiasGelu", kGelu, {{"Erf", "Gelu"}}},
+      {"FastGelu", kFastGelu, {{"Tanh", "Erf", "Gelu"}}},
+      {"QuickGelu", {"Mul", "Sigmoid"}, {{"Sigmoid"}}},
+      {"BiasSoftmax", {"Add", "Softmax"}, {{"Softmax"}}},
+      {"Attention", kAttention, {{"Softmax"}, {"MatMul"}}},
+      {"MultiHeadAttention", kAttention, {{"Softmax"}, {"MatMul"}}},
+  };
+  for (const auto& k : kKinds)
+    if (op_type == k.op_type) return &k;
+  return nullptr;
+}
+
+// The output of node N with at most one reader, which is not a graph output: that reader, or -1.
+int SoleConsumer(const ModelGraph& g, int n) {
+  const auto& outs = g.nodes[static_cast<size_t>(n)].outputs;
+  if (outs.empty() || outs[0].empty() || g.outputs.count(outs[0])) return -1;
+  auto it = g.consumers.find(outs[0]);
+  return it == g.consumers.end() || it->second.size() != 1 ? -1 : it->second[0];
+}
+
+// What a fused row named after one node of its fusion (by a "<node>/<Kind>Fusion" name or as
+// "fused <node>") also ran, when those nodes have no row of their own: ONNX Runtime's
+// MatMulAddFusion (Gemm) takes the Add after its MatMul; GemmActivationFusion (FusedGemm, "fused
+// ...") the activation after that; MatMulScaleFusion and MatmulTransposeFusion (FusedMatMul) a Mul
+// or Div by a constant before or after the MatMul and the Transposes feeding it;
+// GatherSliceToSplitFusion (Split) the other Gathers or Slices of the same tensor; ReshapeFusion
+// ("<node>_new_reshape") the Reshape after the named one. Taken nodes join the row's group after
+// its anchor (post-ops in the cost split; a Split's Gathers each by its own cost).
+void AbsorbFusedNeighbours(const ModelGraph& g, const std::vector<profile::OpRecord>& rows,
+                           std::vector<Group>* groups, std::vector<char>* claimed) {
+  static const std::set<std::string> kActivations = {
+      "Relu",     "LeakyRelu", "Sigmoid",         "Tanh",     "Clip", "HardSigmoid", "Elu", "Selu",
+      "Softplus", "Softsign",  "ThresholdedRelu", "HardSwish"};
+  auto free = [&](int n) { return n >= 0 && !(*claimed)[static_cast<size_t>(n)]; };
+  auto op = [&](int n) -> const std::string& { return g.nodes[static_cast<size_t>(n)].op_type; };
+  // N computes with a constant operand: a Mul or Div by a scale.
+  auto by_constant = [&](int n) {
+    const auto& in = g.nodes[static_cast<size_t>(n)].inputs;
+    return in.size() == 2 && (g.constants.count(in[0]) > 0) != (g.constants.count(in[1]) > 0);
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Group& grp = (*groups)[i];
+    if (grp.nodes.size() != 1 || grp.region) continue;
+    const int a = grp.nodes[0];
+    const std::string& type = rows[i].op_type;
+    auto had = [&](const char* what) {
+      return std::find(grp.undone.begin(), grp.undone.end(), what) != grp.undone.end();
+    };
+    auto take = [&](int n) {
+      (*claimed)[static_cast<size_t>(n)] = 1;
+      grp.nodes.push_back(n);
+    };
+    if (had("new_reshape") && op(a) == "Reshape") {
+      if (int c = SoleConsumer(g, a); free(c) && op(c) == "Reshape") take(c);
+      continue;
+    }
+    if (type == op(a) || RegionKindOf(type) != nullptr) continue;
+    if (op(a) == "MatMul" && (type == "Gemm" || type == "FusedGemm")) {
+      if (int c = SoleConsumer(g, a); free(c) && op(c) == "Add") take(c);
+    }
+    if (op(a) == "MatMul" && type == "FusedMatMul") {
+      for (size_t k = 0; k < 2 && k < g.nodes[static_cast<size_t>(a)].inputs.size(); ++k) {
+        auto p = g.producer.find(g.nodes[static_cast<size_t>(a)].inputs[k]);
+        if (p == g.producer.end() || !free(p->second) || SoleConsumer(g, p->second) != a) continue;
+        const std::string& t = op(p->second);
+        if (t == "Transpose" || ((t == "Mul" || t == "Div") && by_constant(p->second)))
+          take(p->second);
+      }
+      if (int c = SoleConsumer(g, a);
+          free(c) && (op(c) == "Mul" || op(c) == "Div") && by_constant(c))
+        take(c);
+    }
+    if (type == "Split" && (op(a) == "Gather" || op(a) == "Slice") &&
+        !g.nodes[static_cast<size_t>(a)].inputs.empty()) {
+      auto c = g.consumers.find(g.nodes[static_cast<size_t>(a)].inputs[0]);
+      if (c != g.consumers.end())
+        for (int sib : c->second)
+          if (free(sib) && op(sib) == op(a)) take(sib);
+      grp.region = grp.nodes.size() > 1;  // side by side, not post-ops: each by its own cost
+    }
+    if (had("fused") && StartsWith(type, "Fused")) {
+      if (int c = SoleConsumer(g, grp.nodes.back()); free(c) && kActivations.count(op(c))) take(c);
+    }
+  }
+}
+
+// Rows that no name matches, or whose name points into a fusion that replaced a whole subgraph
+// (QuickGelu named after its last Mul, a LayerNormalization named "<node>/LayerNormFusion/"),
+// matched to the subgraph of the model they ran, by structure: the unclaimed nodes of the row's
+// RegionKind that end in a node whose output the row wrote (same shape, up to NCHWc's channel
+// padding) and which some node outside the pattern reads (a claimed node, or one of another op
+// type), grown back through unclaimed nodes of the kind up to claimed nodes, constants and other
+// such ends. The subgraph must hold the kind's required op types, read nothing but the row's
+// inputs (by shape) and constants, and let no inner tensor out. A row named after one of its
+// nodes takes the subgraph that holds that node. Otherwise, of the subgraphs that fit, the one
+// that lies between its rows (what it reads written by earlier rows, what it writes read by
+// later ones: rows come in execution order) nearest after its producers, else the first in the
+// model's order: two layers' Gelus, or the equal Reshapes of q, k and v, differ only there. A
+// row whose name was a renaming but led to no node ("gemm_output_reshape_new_reshape": a model
+// Reshape merged into MatMulAddFusion's) is matched the same way to one node of its own op type.
+// Repeated while rows find subgraphs, since a match can end another's pattern.
+void MatchByStructure(const ModelGraph& g,
+                      const std::unordered_map<std::string, std::vector<int64_t>>& shapes,
+                      const std::vector<profile::OpRecord>& rows, const std::vector<char>& inserted,
+                      std::vector<Group>* groups, std::vector<char>* claimed) {
+  const size_t n_nodes = g.nodes.size();
+  auto shape_of = [&](const std::string& t) -> const std::vector<int64_t>* {
+    auto it = shapes.find(t);
+    return it == shapes.end() ? nullptr : &it->second;
+  };
+  // A shape as the row reports it: the model's, or in ORT's NCHWc layout the channels (dimension
+  // 1) padded up to its block of 8 or 16.
+  auto same = [](const std::vector<int64_t>& model, const std::vector<int64_t>& row) {
+    if (model == row) return true;
+    if (model.size() != row.size() || model.size() < 3) return false;
+    for (size_t d = 0; d < model.size(); ++d)
+      if (d != 1 && model[d] != row[d]) return false;
+    return row[1] > model[1] && row[1] - model[1] < 16 && row[1] % 8 == 0;
+  };
+  auto has_shape = [&](const std::vector<std::vector<int64_t>>& list,
+                       const std::vector<int64_t>& s) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& r) { return same(s, r); });
+  };
+  // The row that claimed each node, to place a candidate subgraph between the rows that wrote
+  // what it reads and the rows that read what it writes.
+  std::vector<int> row_of(n_nodes, -1);
+  for (size_t i = 0; i < groups->size(); ++i)
+    for (int n : (*groups)[i].nodes) row_of[static_cast<size_t>(n)] = static_cast<int>(i);
+  for (int pass = 0; pass < 4; ++pass) {
+    bool progress = false;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (inserted[i]) continue;
+      Group& grp = (*groups)[i];
+      const profile::OpRecord& row = rows[i];
+      const RegionKind* kind = RegionKindOf(row.op_type);
+      int anchor = -1;
+      RegionKind own;
+      if (grp.nodes.empty()) {
+        if (!kind) {
+          // Only a renamed row, only with shapes to tell its node from others of its type.
+          if (grp.undone.empty() || row.output_shapes.empty() || shapes.empty()) continue;
+          own = {row.op_type.c_str(), {row.op_type}, {{row.op_type}}, 1};
+          kind = &own;
+        }
+      } else if (kind && !grp.by_structure && grp.nodes.size() == 1 &&
+                 g.nodes[static_cast<size_t>(grp.nodes[0])].op_type != row.op_type) {
+        anchor = grp.nodes[0];
+      } else {
+        continue;
+      }
+      const std::set<std::string> ops(kind->ops.begin(), kind->ops.end());
+      auto is_free = [&](int n) { return n == anchor || !(*claimed)[static_cast<size_t>(n)]; };
+      auto in_kind = [&](int n) {
+        return is_free(n) && !g.nodes[static_cast<size_t>(n)].constant &&
+               ops.count(g.nodes[static_cast<size_t>(n)].op_type) > 0;
+      };
+      // Some reader of N's outputs is outside any pattern of this kind: N ends one.
+      auto ends = [&](int n) {
+        for (const auto& o : g.nodes[static_cast<size_t>(n)].outputs) {
+          if (o.empty()) continue;
+          if (g.outputs.count(o)) return true;
+          auto c = g.consumers.find(o);
+          if (c == g.consumers.end()) continue;
+          for (int r : c->second)
+            if (!in_kind(r)) return true;
+        }
+        return false;
+      };
+      std::vector<int> found;
+      int found_after =
+          -3;  // the latest row it reads from (-1: none), -2 when not between its rows
+      for (size_t e = 0; e < n_nodes; ++e) {
+        const int end = static_cast<int>(e);
+        const GraphNode& en = g.nodes[e];
+        if (!in_kind(end) || !ends(end)) continue;
+        // (A row named after a node of it is placed by its name: no shape to agree on.)
+        if (anchor < 0 && !row.output_shapes.empty() && !en.outputs.empty()) {
+          const auto* s = shape_of(en.outputs[0]);
+          if (s ? !same(*s, row.output_shapes[0]) : !shapes.empty()) continue;
+        }
+        // Grow back from the end.
+        std::vector<int> region = {end};
+        std::vector<char> in(n_nodes, 0);
+        in[e] = 1;
+        for (size_t k = 0; k < region.size(); ++k)
+          for (const auto& t : g.nodes[static_cast<size_t>(region[k])].inputs) {
+            if (t.empty() || g.constants.count(t)) continue;
+            auto p = g.producer.find(t);
+            if (p == g.producer.end() || in[static_cast<size_t>(p->second)]) continue;
+            if (!in_kind(p->second) || ends(p->second)) continue;
+            in[static_cast<size_t>(p->second)] = 1;
+            region.push_back(p->second);
+          }
+        if (anchor >= 0 && !in[static_cast<size_t>(anchor)]) continue;
+        // What it reads from outside: graph inputs, claimed nodes' outputs, other patterns' ends;
+        // never an unclaimed node that would then be left out of every pattern.
+        std::set<std::string> reads;  // a folded tensor too (a constant position embedding)
+        bool closed = true;
+        for (int r : region)
+          for (const auto& t : g.nodes[static_cast<size_t>(r)].inputs) {
+            if (t.empty() || g.weights.count(t)) continue;
+            auto p = g.producer.find(t);
+            if (p != g.producer.end() && in[static_cast<size_t>(p->second)]) continue;
+            if (p != g.producer.end() && is_free(p->second) &&
+                !g.nodes[static_cast<size_t>(p->second)].constant && !ends(p->second) &&
+                !in_kind(p->second))
+              closed = false;
+            reads.insert(t);
+          }
+        // No inner tensor read outside (it would be an output of the fused kernel).
+        for (int r : region) {
+          if (r == end) continue;
+          for (const auto& o : g.nodes[static_cast<size_t>(r)].outputs) {
+            auto c = g.consumers.find(o);
+            if (g.outputs.count(o)) closed = false;
+            if (c != g.consumers.end())
+              for (int reader : c->second)
+                if (!in[static_cast<size_t>(reader)]) closed = false;
+          }
+        }
+        if (!closed || reads.size() < kind->min_inputs) continue;
+        bool complete = true;
+        for (const auto& one_of : kind->need) {
+          bool any = false;
+          for (int r : region)
+            any = any || std::find(one_of.begin(), one_of.end(),
+                                   g.nodes[static_cast<size_t>(r)].op_type) != one_of.end();
+          complete = complete && any;
+        }
+        if (!complete) continue;
+        // (Not for a renamed row: a merged Reshape reads what the Reshape before it read.)
+        if (kind != &own && anchor < 0 && !row.input_shapes.empty() && !shapes.empty()) {
+          bool fits = true;
+          for (const auto& t : reads)
+            if (const auto* s = shape_of(t); s && !has_shape(row.input_shapes, *s)) fits = false;
+          if (!fits) continue;
+        }
+        // Placed between the rows that wrote what it reads and the rows that read what it writes.
+        int after = -1, before = static_cast<int>(rows.size());
+        for (const auto& t : reads)
+          if (auto p = g.producer.find(t); p != g.producer.end())
+            after = std::max(after, row_of[static_cast<size_t>(p->second)]);
+        for (const auto& o : en.outputs)
+          if (auto c = g.consumers.find(o); c != g.consumers.end())
+            for (int reader : c->second)
+              if (row_of[static_cast<size_t>(reader)] >= 0)
+                before = std::min(before, row_of[static_cast<size_t>(reader)]);
+        const int here = static_cast<int>(i);
+        const int placed = after < here && before > here ? after : -2;
+        if (found.empty() || placed > found_after) {
+          found = region;
+          found_after = placed;
+        }
+        if (anchor >= 0) break;
+      }
+      if (found.empty()) continue;
+      std::sort(found.begin(), found.end());
+      for (int n : grp.nodes) {
+        (*claimed)[static_cast<size_t>(n)] = 0;
+        row_of[static_cast<size_t>(n)] = -1;
+      }
+      for (int n : found) {
+        (*claimed)[static_cast<size_t>(n)] = 1;
+        row_of[static_cast<size_t>(n)] = static_cast<int>(i);
+      }
+      grp.nodes = found;
+      grp.by_structure = true;
+      progress = true;
+    }
+    if (!progress) break;
+  }
 }
 
 Group MatchRow(const ModelGraph& g, const profile::OpRecord& row,
@@ -255,13 +649,19 @@ Group MatchRow(const ModelGraph& g, const profile::OpRecord& row,
     if (!grp.nodes.empty()) return grp;
     grp.region = false;
   }
-  int direct = Resolve(g, row.name);
+  int direct = Resolve(g, row.name, &grp.undone);
   if (direct >= 0) {
     add(direct);
     // ONNX Runtime names a fused node after its last node and reports the first one's op type:
-    // walk back the chain feeding it to a node of that type.
+    // walk back the chain feeding it to a node of that type. (Not for a "<node>/<Kind>Fusion"
+    // name or a fused kernel of its own type, a Gemm or a Gelu: AbsorbFusedNeighbours and
+    // MatchByStructure know what those hold.)
     const std::string& want = row.op_type;
-    if (!want.empty() && want != g.nodes[direct].op_type) {
+    const bool named_fusion = std::any_of(grp.undone.begin(), grp.undone.end(), [](auto& u) {
+      return EndsWith(u, "Fusion") || u == "fused" || u == "new_reshape";
+    });
+    if (!want.empty() && want != g.nodes[direct].op_type && !named_fusion &&
+        RegionKindOf(want) == nullptr) {
       std::vector<int> chain = {direct};
       int cur = direct;
       for (int step = 0; step < 8; ++step) {
@@ -373,7 +773,26 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
     groups.push_back(ins ? Group{} : MatchRow(g, row, src));
     inserted.push_back(ins || (groups.back().nodes.empty() && InsertedLayout(row)));
   }
-  AbsorbQdqNeighbours(g, p->ops, &groups);
+  std::vector<char> claimed(g.nodes.size(), 0);
+  for (const Group& grp : groups)
+    for (int n : grp.nodes) claimed[static_cast<size_t>(n)] = 1;
+  AbsorbQdqNeighbours(g, p->ops, &groups, &claimed);
+  AbsorbFusedNeighbours(g, p->ops, &groups, &claimed);
+  {
+    // Every tensor's shape at the given shapes, from the engine's planning run.
+    std::unordered_map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& gn : g.nodes) {
+      auto it = info.find(gn.name);
+      if (it == info.end()) continue;
+      for (size_t k = 0; k < gn.inputs.size() && k < it->second.input_shapes.size(); ++k)
+        if (!gn.inputs[k].empty()) shapes.emplace(gn.inputs[k], it->second.input_shapes[k]);
+      size_t k = 0;
+      for (const auto& o : gn.outputs)
+        if (!o.empty() && k < it->second.output_shapes.size())
+          shapes[o] = it->second.output_shapes[k++];
+    }
+    MatchByStructure(g, shapes, p->ops, inserted, &groups, &claimed);
+  }
   for (size_t i = 0; i < p->ops.size(); ++i) {
     const profile::OpRecord& row = p->ops[i];
     Group grp = groups[i];
@@ -426,8 +845,10 @@ StatusOr<JoinSummary> JoinModel(profile::Profile* p, const ModelJoinOptions& opt
         for (int other : grp.nodes)
           if (other != grp.nodes[k]) c.fused_with.push_back(g.nodes[other].name);
         if (!c.attribution.empty()) c.attribution += "; ";
-        c.attribution += fmt::format("{:.1f}% of {} layer '{}' ({} nodes), split by estimated cost",
-                                     w[k] * 100, opt.runtime, row.name, grp.nodes.size());
+        c.attribution +=
+            fmt::format("{:.1f}% of {} layer '{}' ({} nodes{}), split by estimated cost",
+                        w[k] * 100, opt.runtime, row.name, grp.nodes.size(),
+                        grp.by_structure ? ", matched by structure" : "");
         c.only = nullptr;
       } else {
         if (!c.attribution.empty()) c.attribution += "; ";

@@ -9,7 +9,13 @@
 //      from A to B in the model's order);
 //   4. ONNX Runtime's renamings: "<node>_nchwc", and fused nodes named after their last node
 //      whose op type (the row's op_name) is that of an earlier node in the chain feeding it —
-//      the chain back to that node is the fused group.
+//      the chain back to that node is the fused group;
+//   5. ONNX Runtime's fused kernels named after one node of their group take the rest of it
+//      (MatMulAddFusion's Add, FusedMatMul's scale and Transposes, a Split's other Gathers, a
+//      FusedGemm's activation); kernels that replace a subgraph (Gelu, FastGelu, QuickGelu,
+//      LayerNormalization, SkipLayerNormalization, Attention, ...), named after none of its
+//      nodes or after one, take the subgraph of that pattern that lies between the rows around
+//      them (matched by structure: op types, shapes, position).
 // Then each matched node gets its op type, shapes, FLOPs and bytes from the engine loaded at
 // the given shapes (its cost estimates), and the row's time: all of it for a 1:1 match; for a
 // fused row, a share by estimated cost (profile/fused_split.h, the split opscope's engine uses
