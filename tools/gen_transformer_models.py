@@ -11,8 +11,9 @@ Names:
              attention as MatMul+Add, Reshape, Transpose, scores MatMul, Div by sqrt(head size),
              the extended mask Add ((1 - mask) * -10000), Softmax, context MatMul, Transpose,
              Reshape; the residual Add before each LayerNorm; erf GELU in the FFN; the pooler.
-             ONNX Runtime's level-2 transformers turn it into EmbedLayerNormalization, Attention,
-             SkipLayerNormalization and BiasGelu nodes.
+             ONNX Runtime 1.30 at level `all` makes SkipLayerNormalization (also of the
+             embeddings' Add and LayerNorm), Gelu, Gemm (MatMulAddFusion) and FusedMatMul nodes of
+             it; no Attention (MatMulAddFusion takes the projections first).
   vit_tiny   a 2-block ViT (32x32 image, 8x8 patches, hidden 64, 4 heads, MLP 256) at opset 17 as
              timm's VisionTransformer exports: Conv patch embedding, class token Concat, position
              Add, pre-norm blocks with the LayerNormalization op, one QKV MatMul split by
