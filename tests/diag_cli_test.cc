@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/strings.h"
 #include "diag_cli_util.h"
 
 namespace opscope {
@@ -213,6 +215,19 @@ TEST(DiagCli, CommandLineHabits) {
     EXPECT_NE(fmt_line.find(f), std::string::npos) << f << ": " << fmt_line;
   for (const char* f : {"stat-csv", "ranges-csv"})
     EXPECT_EQ(fmt_line.find(f), std::string::npos) << f << ": " << fmt_line;
+  // Subcommand descriptions in one voice: a lower-case verb phrase each.
+  auto top = RunShell(Opscope() + " --help");
+  const size_t subs = top.out.find("Subcommands:");
+  ASSERT_NE(subs, std::string::npos) << top.out;
+  int described = 0;
+  for (const std::string& line : Split(top.out.substr(subs), '\n')) {
+    if (line.rfind("  ", 0) != 0) continue;
+    const size_t text = line.find_first_not_of(' ', line.find(' ', 2));
+    ASSERT_NE(text, std::string::npos) << line;
+    EXPECT_TRUE(std::islower(static_cast<unsigned char>(line[text]))) << line;
+    ++described;
+  }
+  EXPECT_GE(described, 12);
   auto refused = RunShell(Opscope() + " profile /nonexistent.onnx --format stat-csv");
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("profile cannot write stat-csv"), std::string::npos) << refused.err;

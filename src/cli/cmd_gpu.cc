@@ -35,7 +35,8 @@ class GpuCommand : public Command {
  public:
   const char* Name() const override { return "gpu"; }
   const char* Help() const override {
-    return "CUDA kernels, copies, API calls and NVTX ranges of a CUDA program (CUPTI; like nvprof)";
+    return "trace the CUDA kernels, copies, API calls and NVTX ranges of a program (CUPTI; like "
+           "nvprof)";
   }
 
   void Setup(CLI::App* app) override {

@@ -13,7 +13,7 @@ class OpsCommand : public Command {
  public:
   const char* Name() const override { return "ops"; }
   const char* Help() const override {
-    return "List the ONNX operators the built-in engine supports";
+    return "list the ONNX operators the built-in engine supports";
   }
   void Setup(CLI::App* app) override {
     app->add_option("--format", format_, "table (default) or json")

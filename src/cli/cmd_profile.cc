@@ -28,7 +28,7 @@ class ProfileCommand : public Command {
  public:
   const char* Name() const override { return "profile"; }
   const char* Help() const override {
-    return "Run a model on the built-in engine: per-operator hotspots, shapes, FLOPs, bytes, "
+    return "run a model on the built-in engine: per-operator hotspots, shapes, FLOPs, bytes, "
            "diagnosis";
   }
   void Setup(CLI::App* app) override {

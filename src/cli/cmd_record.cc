@@ -26,7 +26,7 @@ class RecordCommandCli : public Command {
  public:
   const char* Name() const override { return "record"; }
   const char* Help() const override {
-    return "Sample the call stacks of a command and all its threads into a record file";
+    return "sample the call stacks of a command and all its threads into a record file";
   }
   void Setup(CLI::App* app) override {
     AddSysrootOption(app);

@@ -24,7 +24,7 @@ class ReportCommandCli : public Command {
  public:
   const char* Name() const override { return "report"; }
   const char* Help() const override {
-    return "Render any opscope profile: op tables, counters, ranges, GPU tables, hot functions, "
+    return "render any opscope profile: op tables, counters, ranges, GPU tables, hot functions, "
            "flame graph, pprof, timeline";
   }
   void Setup(CLI::App* app) override {

@@ -44,7 +44,7 @@ class RunCommand : public Command {
  public:
   const char* Name() const override { return "run"; }
   const char* Help() const override {
-    return "per-range profile of a program annotated with NVTX or opscope/annotate.h";
+    return "profile the ranges of a program annotated with NVTX or opscope/annotate.h";
   }
   void Setup(CLI::App* app) override {
     AddSysrootOption(app);

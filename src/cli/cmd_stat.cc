@@ -29,8 +29,8 @@ class StatCommand : public Command {
  public:
   const char* Name() const override { return "stat"; }
   const char* Help() const override {
-    return "counters for a whole program (and its threads and children), repeated runs, bound "
-           "verdict";
+    return "count events of a whole program (its threads and children) over repeated runs, "
+           "with a bound verdict";
   }
   void Setup(CLI::App* app) override {
     out_.command = "stat";
