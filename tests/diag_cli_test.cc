@@ -275,6 +275,27 @@ TEST(DiagCli, CommandLineHabits) {
   EXPECT_EQ(q_err.err.rfind("opscope: error: ", 0), 0u) << q_err.err;
 }
 
+// Reading a big profile shows how far it got (the streaming readers' progress, #44 item 9).
+TEST(DiagCli, ReadingABigProfileShowsProgress) {
+  const std::string big = Tmp() + "/big.json";
+  {
+    std::ofstream f(big);
+    f << "{\"schema\": \"opscope.profile/1\", \"meta\": {\"kind\": \"profile\", \"runs\": 1},"
+         " \"e2e\": {\"runs_ms\": [10]}, \"ops\": [";
+    for (int i = 0; i < 40000; ++i)
+      f << (i ? "," : "") << "{\"name\": \"node_" << i
+        << "\", \"op_type\": \"Relu\", \"index\": " << i
+        << ", \"output_shapes\": [[1, 64, 56, 56]], \"runs_ms\": [0.0001]}";
+    f << "]}";
+  }
+  auto r = RunShell("OPSCOPE_PROGRESS_SECONDS=0 " + Opscope() + " report " + big + " -o /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("opscope: reading " + big + " (MB) ["), std::string::npos) << r.err;
+  auto q =
+      RunShell("OPSCOPE_PROGRESS_SECONDS=0 " + Opscope() + " -q report " + big + " -o /dev/null");
+  EXPECT_EQ(q.err.find("reading"), std::string::npos) << q.err;
+}
+
 TEST(DiagCli, MachineByHandAndShow) {
   std::string f = Tmp() + "/cfg/opscope/machine.json";
   auto r = RunShell(

@@ -13,6 +13,7 @@
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "cli/progress.h"
 #include "importers/importer.h"
 #include "profile/profile_io.h"
 #include "report/diff_output.h"
@@ -57,9 +58,15 @@ class DiffCommand : public Command {
                                t.format->name +
                                (t.path.empty() ? std::string() : " (" + t.path + ")") +
                                "; render each profile with `opscope report FILE -o ...`");
-    auto a = importers::LoadProfileFile(before_);
+    auto a = [&] {
+      ReadingProgress reading(before_);
+      return importers::LoadProfileFile(before_);
+    }();
     if (!a.ok()) return a.status();
-    auto b = importers::LoadProfileFile(after_);
+    auto b = [&] {
+      ReadingProgress reading(after_);
+      return importers::LoadProfileFile(after_);
+    }();
     if (!b.ok()) return b.status();
     if (std::string why = analysis::KindMismatch(*a, *b); !why.empty() && !force_)
       return InvalidArgument(before_ + " vs " + after_ + ": " + why +

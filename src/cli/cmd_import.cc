@@ -16,6 +16,7 @@
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "cli/progress.h"
 #include "importers/devices.h"
 #include "importers/importer.h"
 #include "importers/model_join.h"
@@ -150,7 +151,10 @@ class ImportCommand : public Command {
                                ": this is TensorRT layer info, not a profile; "
                                "give it as --layer-info " +
                                file + " next to the --exportProfile file");
-      auto one = importers::Import(**src, format);
+      auto one = [&] {
+        ReadingProgress reading(file);
+        return importers::Import(**src, format);
+      }();
       if (!one.ok()) return one.status();
       std::string this_fmt = one->meta.import ? one->meta.import->format : "";
       if (i == 0) {

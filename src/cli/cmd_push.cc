@@ -5,6 +5,7 @@
 
 #include "cli/checks.h"
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "importers/importer.h"
 #include "report/push.h"
 #include "report/say.h"
@@ -40,7 +41,10 @@ class PushCommand : public Command {
         return InvalidArgument("--label " + l + ": expected KEY=VALUE");
       opt_.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
     }
-    auto p = importers::LoadProfileFile(file_);
+    auto p = [&] {
+      ReadingProgress reading(file_);
+      return importers::LoadProfileFile(file_);
+    }();
     if (!p.ok()) return p.status();
     std::string said;
     if (Status st = report::PushToPyroscope(*p, url_, opt_, &said); !st.ok()) return st;

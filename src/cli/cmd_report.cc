@@ -11,6 +11,7 @@
 #include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "cli/progress.h"
 #include "collect/symbolize.h"
 #include "importers/importer.h"
 #include "profile/profile_io.h"
@@ -121,7 +122,10 @@ class ReportCommandCli : public Command {
     if (Status st = PrepareOutput(out_, "table"); !st.ok()) return st;
     o.color = report::WritesToStream(out_.targets) && UseColor(1);
 
-    auto loaded = importers::LoadProfileFile(file_);
+    auto loaded = [&] {
+      ReadingProgress reading(file_);
+      return importers::LoadProfileFile(file_);
+    }();
     if (!loaded.ok()) return loaded.status();
     profile::Profile& p = *loaded;
     if (!machine_file_.empty()) {

@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/strings.h"
+#include "importers/importer.h"
 #include "report/say.h"
 
 namespace opscope::cli {
@@ -86,6 +87,23 @@ void Progress::Finish() {
   }
   drawn_ = false;
   enabled_ = false;
+}
+
+ReadingProgress::ReadingProgress(const std::string& file) : file_(file) {
+  importers::SetReadProgress([this](size_t done, size_t total) {
+    const int mb_total = static_cast<int>(total >> 20), mb_done = static_cast<int>(done >> 20);
+    if (mb_total < 1) return;
+    if (!started_) {
+      progress_.Phase("reading " + file_ + " (MB)", mb_total);
+      started_ = true;
+    }
+    progress_.Update(mb_done);
+  });
+}
+
+ReadingProgress::~ReadingProgress() {
+  importers::SetReadProgress(nullptr);
+  progress_.Finish();
 }
 
 }  // namespace opscope::cli

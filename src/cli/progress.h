@@ -33,4 +33,17 @@ class Progress {
   int64_t phase_start_ns_ = 0, last_line_ns_ = 0, started_ns_ = 0;
 };
 
+// While it lives, the streaming readers' progress through a file (importers::SetReadProgress)
+// is shown as the phase "reading FILE", in MB.
+class ReadingProgress {
+ public:
+  explicit ReadingProgress(const std::string& file);
+  ~ReadingProgress();
+
+ private:
+  Progress progress_;
+  std::string file_;
+  bool started_ = false;
+};
+
 }  // namespace opscope::cli

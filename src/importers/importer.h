@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,6 +97,12 @@ StatusOr<profile::Profile> ImportFile(const std::string& path, const Format* for
 // of its entries. A `{` file no sniffer claims is read as an opscope profile, so its error says
 // what is wrong with it; anything else names the formats it is not.
 StatusOr<profile::Profile> LoadProfileFile(const std::string& path);
+
+// How far the streaming readers (the native JSON profile, perf script, PyTorch traces) are
+// through their file: called with the bytes consumed and the file's size as they release what
+// they have read (Source::ReleaseBefore). One hook per process; `nullptr` removes it. The CLI
+// shows it as progress.
+void SetReadProgress(std::function<void(size_t done, size_t total)> hook);
 
 // Helpers shared by format files.
 namespace util {

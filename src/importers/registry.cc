@@ -175,7 +175,19 @@ std::unique_ptr<Source> Source::FromBytes(std::string_view bytes, std::string or
   return s;
 }
 
+namespace {
+std::function<void(size_t, size_t)>& ReadProgressHook() {
+  static std::function<void(size_t, size_t)> hook;
+  return hook;
+}
+}  // namespace
+
+void SetReadProgress(std::function<void(size_t done, size_t total)> hook) {
+  ReadProgressHook() = std::move(hook);
+}
+
 void Source::ReleaseBefore(size_t offset) const {
+  if (const auto& hook = ReadProgressHook()) hook(std::min(offset, size_), size_);
   if (!map_) return;
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   size_t upto = std::min(offset, size_) / page * page;
