@@ -118,6 +118,32 @@ TEST(DiagRoofline, DiagnoseStoresTheVerdictAndTheTimeAtTheRoofPerOp) {
   for (const auto& op : p.ops) EXPECT_FALSE(op.roofline.has_value()) << op.name;
 }
 
+// Renderers draw the stored verdicts: a profile that says op 0 is memory-bound (edited, or
+// written by another opscope) is shown as it says, not recomputed.
+TEST(DiagRoofline, RenderersShowTheStoredVerdict) {
+  profile::Profile p = ClassesProfile();
+  MachineCeilings c = Ceilings();
+  Diagnose(&p, &c);
+  p.ops[0].roofline->bound = BoundClass::kMemory;
+  p.ops[0].roofline->pct_of_roof = 12.5;
+  const auto shown = RooflineForDisplay(p, c);
+  const auto computed = ComputeRoofline(p, c);
+  ASSERT_FALSE(shown.empty());
+  ASSERT_EQ(shown[0].op, 0);
+  EXPECT_EQ(computed[0].cls, BoundClass::kCompute);
+  EXPECT_EQ(shown[0].cls, BoundClass::kMemory);
+  EXPECT_NEAR(shown[0].pct_of_roof, 12.5, 1e-12);
+  const std::string table = FormatRoofline(shown, c, false, 10);
+  const size_t row = table.find("conv_big");
+  ASSERT_NE(row, std::string::npos) << table;
+  const std::string line = table.substr(row, table.find('\n', row) - row);
+  EXPECT_NE(line.find("memory"), std::string::npos) << line;
+  EXPECT_EQ(line.find("compute"), std::string::npos) << line;
+  // Without stored verdicts the computed ones are shown.
+  for (auto& op : p.ops) op.roofline.reset();
+  EXPECT_EQ(RooflineForDisplay(p, c)[0].cls, BoundClass::kCompute);
+}
+
 TEST(DiagRoofline, SingleThreadUsesOneCorePeak) {
   profile::Profile p = ClassesProfile();
   p.meta.threads = 1;

@@ -197,4 +197,19 @@ void StoreRoofline(const std::vector<RooflinePoint>& points, profile::Profile* p
   }
 }
 
+std::vector<RooflinePoint> RooflineForDisplay(const profile::Profile& p, const MachineCeilings& c) {
+  std::vector<RooflinePoint> points = ComputeRoofline(p, c);
+  for (RooflinePoint& pt : points) {
+    if (pt.op < 0 || static_cast<size_t>(pt.op) >= p.ops.size()) continue;
+    const auto& stored = p.ops[static_cast<size_t>(pt.op)].roofline;
+    if (!stored) continue;
+    pt.cls = stored->bound;
+    pt.intensity = stored->intensity;
+    pt.attainable_gflops = stored->attainable_gflops;
+    pt.pct_of_roof = stored->pct_of_roof;
+    pt.expected_ms = stored->expected_ms;
+  }
+  return points;
+}
+
 }  // namespace opscope::analysis

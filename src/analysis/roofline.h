@@ -77,6 +77,12 @@ std::vector<RooflinePoint> ComputeRoofline(const profile::Profile& p, const Mach
 // without a class (no ceilings) store nothing. Diagnose calls it.
 void StoreRoofline(const std::vector<RooflinePoint>& points, profile::Profile* p);
 
+// The points renderers draw: ComputeRoofline's, with each op's verdict (class, intensity, roof,
+// % of roof, expected time) taken from what Diagnose stored in op.roofline, so that every
+// renderer prints the one stored answer (a profile edited or written by another opscope is shown
+// as it says). Ops without a stored verdict keep the computed one.
+std::vector<RooflinePoint> RooflineForDisplay(const profile::Profile& p, const MachineCeilings& c);
+
 // The counter verdict alone (exposed for tests): counters as stored in OpRecord::counters.
 std::string CounterConfirmation(const std::map<std::string, double>& counters, BoundClass cls);
 

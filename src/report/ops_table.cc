@@ -181,7 +181,7 @@ void Coverage(const profile::Profile& p, std::string* out) {
 
 void Diagnosis(const profile::Profile& p, const ReportOptions& o, std::string* out) {
   if (const auto& c = p.meta.machine; c && c->Usable() && !p.ops.empty()) {
-    auto points = analysis::ComputeRoofline(p, *c);
+    auto points = analysis::RooflineForDisplay(p, *c);
     if (!points.empty())
       *out += "\n" + analysis::FormatRoofline(points, *c, o.color, static_cast<size_t>(o.top));
   }

@@ -63,7 +63,7 @@ std::string RooflineSection(const profile::Profile& p) {
   std::vector<Pt> pts;
   int no_arith = 0;
   if (have_ceilings) {
-    for (const auto& r : analysis::ComputeRoofline(p, *ceil)) {
+    for (const auto& r : analysis::RooflineForDisplay(p, *ceil)) {
       if (r.intensity > 0 && r.achieved_gflops > 0)
         pts.push_back({r.op, r.intensity, r.achieved_gflops, r.share, r.time_ms, r.achieved_gbps,
                        r.pct_of_roof, r.cls, r.reason});
