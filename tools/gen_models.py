@@ -281,22 +281,27 @@ MODELS = {"bev_demo": bev_demo, "twin_matmul": twin_matmul, "control_flow": cont
           "mobilenet_style": mobilenet_style, "transformer_encoder": transformer_encoder}
 
 
-def main():
+def write_models(models, doc):
+    """The generators' command line: OUT_DIR [NAME...] writes each model (all by default)."""
     if len(sys.argv) < 2:
-        print(__doc__, file=sys.stderr)
+        print(doc, file=sys.stderr)
         return 2
     out = sys.argv[1]
-    names = sys.argv[2:] or list(MODELS)
+    names = sys.argv[2:] or list(models)
     os.makedirs(out, exist_ok=True)
     for n in names:
-        if n not in MODELS:
-            print(f"unknown model '{n}' (choose from {', '.join(MODELS)})", file=sys.stderr)
+        if n not in models:
+            print(f"unknown model '{n}' (choose from {', '.join(models)})", file=sys.stderr)
             return 2
-        m = MODELS[n]()
+        m = models[n]()
         path = os.path.join(out, n + ".onnx")
         onnx.save(m, path)
         print(f"wrote {path} ({len(m.graph.node)} nodes, {os.path.getsize(path)} bytes)")
     return 0
+
+
+def main():
+    return write_models(MODELS, __doc__)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,10 @@ import os
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_models import Builder  # noqa: E402
+from gen_models import Builder, write_models  # noqa: E402
 
 
 def q_params(b, base, scale, zp, dtype):
@@ -133,23 +132,9 @@ def qlinear_ops():
 MODELS = {"qdq_convnet": qdq_convnet, "qlinear_ops": qlinear_ops}
 
 
+
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
-    for name in sys.argv[2:] or MODELS:
-        if name not in MODELS:
-            print(f"unknown model {name!r}; known: {', '.join(MODELS)}", file=sys.stderr)
-            return 2
-        m = MODELS[name]()
-        m.ir_version = 8
-        onnx.checker.check_model(m)
-        path = os.path.join(out, name + ".onnx")
-        onnx.save(m, path)
-        print(path)
-    return 0
+    return write_models(MODELS, __doc__)
 
 
 if __name__ == "__main__":

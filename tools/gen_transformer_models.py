@@ -28,6 +28,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_models import write_models  # noqa: E402
+
 
 class TorchStyle:
     """Nodes named as torch.onnx.export names them: "/scope/Op" (then "/scope/Op_1"), outputs
@@ -217,22 +220,9 @@ def vit_tiny():
 MODELS = {"bert_tiny": bert_tiny, "vit_tiny": vit_tiny}
 
 
+
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    out = sys.argv[1]
-    names = sys.argv[2:] or list(MODELS)
-    os.makedirs(out, exist_ok=True)
-    for nm in names:
-        if nm not in MODELS:
-            print(f"unknown model '{nm}' (choose from {', '.join(MODELS)})", file=sys.stderr)
-            return 2
-        m = MODELS[nm]()
-        path = os.path.join(out, nm + ".onnx")
-        onnx.save(m, path)
-        print(f"wrote {path} ({len(m.graph.node)} nodes, {os.path.getsize(path)} bytes)")
-    return 0
+    return write_models(MODELS, __doc__)
 
 
 if __name__ == "__main__":
